@@ -1,0 +1,39 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "ProfileDrop",
+    products: [
+        .executable(name: "profiledrop", targets: ["profiledrop"]),
+        .library(name: "ProfileDropCore", targets: ["ProfileDropCore"]),
+        .library(name: "ProfileDropNoise", targets: ["ProfileDropNoise"]),
+    ],
+    targets: [
+        // libsodium, the only dependency outside the toolchain.
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]
+        ),
+        // Thin typed layer over libsodium: keys, nonces, AEAD, hashes, randomness.
+        .target(name: "ProfileDropCrypto", dependencies: ["CSodium"]),
+        // Noise Protocol Framework (revision 34) for 25519_ChaChaPoly_BLAKE2b.
+        .target(name: "ProfileDropNoise", dependencies: ["ProfileDropCrypto"]),
+        // The sans-IO protocol core: wire format, cards, proximity gate, session state machines.
+        .target(name: "ProfileDropCore", dependencies: ["ProfileDropCrypto", "ProfileDropNoise"]),
+        // Many devices in a room on a faulty network, in virtual time.
+        .target(name: "ProfileDropSimulator", dependencies: ["ProfileDropCore"]),
+        // Command implementations behind the `profiledrop` executable.
+        .target(
+            name: "ProfileDropCLI",
+            dependencies: ["ProfileDropCrypto", "ProfileDropNoise", "ProfileDropCore", "ProfileDropSimulator"]
+        ),
+        .executableTarget(name: "profiledrop", dependencies: ["ProfileDropCLI"]),
+
+        .testTarget(name: "ProfileDropCryptoTests", dependencies: ["ProfileDropCrypto"]),
+        .testTarget(name: "ProfileDropNoiseTests", dependencies: ["ProfileDropNoise", "ProfileDropCrypto"]),
+        .testTarget(name: "ProfileDropCoreTests", dependencies: ["ProfileDropCore", "ProfileDropNoise", "ProfileDropCrypto"]),
+        .testTarget(name: "ProfileDropSimulatorTests", dependencies: ["ProfileDropSimulator", "ProfileDropCore"]),
+        .testTarget(name: "ProfileDropCLITests", dependencies: ["ProfileDropCLI"]),
+    ]
+)

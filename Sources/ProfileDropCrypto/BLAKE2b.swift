@@ -1,0 +1,101 @@
+internal import CSodium
+
+/// BLAKE2b (RFC 7693) with its full 64-byte output, as Noise's `BLAKE2b` hash function requires.
+///
+/// libsodium's `crypto_generichash` defaults to 32 bytes; this type always asks for the length it
+/// means. Non-copyable because it owns libsodium's aligned hashing state.
+public struct BLAKE2b: ~Copyable {
+    /// The Noise HASHLEN for BLAKE2b.
+    public static let outputLength = 64
+    /// The Noise BLOCKLEN for BLAKE2b, used by HMAC.
+    public static let blockLength = 128
+
+    private let state: UnsafeMutableRawPointer
+    private let outputLength: Int
+
+    /// Starts an unkeyed hash with `outputLength` bytes of output (1...64).
+    public init(outputLength: Int = BLAKE2b.outputLength) {
+        precondition((1...BLAKE2b.outputLength).contains(outputLength), "BLAKE2b output length out of range")
+        Sodium.ensureInitialized()
+        self.outputLength = outputLength
+        // libsodium requires 64-byte alignment for this state.
+        state = .allocate(byteCount: crypto_generichash_statebytes(), alignment: 64)
+        let result = crypto_generichash_init(OpaquePointer(state), nil, 0, outputLength)
+        precondition(result == 0, "crypto_generichash_init failed for a valid length")
+    }
+
+    deinit {
+        sodium_memzero(state, crypto_generichash_statebytes())
+        state.deallocate()
+    }
+
+    /// Absorbs `data`.
+    public mutating func update(_ data: some ContiguousBytes) {
+        data.withUnsafeBytes { bytes in
+            let result = crypto_generichash_update(OpaquePointer(state), bytes.sodiumPointer, UInt64(bytes.count))
+            precondition(result == 0, "crypto_generichash_update failed")
+        }
+    }
+
+    /// Returns the digest, consuming the hasher.
+    public consuming func finalize() -> [UInt8] {
+        let length = outputLength
+        let state = self.state
+        return [UInt8](unsafeUninitializedCapacity: length) { output, initialized in
+            let result = crypto_generichash_final(OpaquePointer(state), output.sodiumPointer, length)
+            precondition(result == 0, "crypto_generichash_final failed")
+            initialized = length
+        }
+    }
+
+    /// One-shot hash of `data`.
+    public static func hash(_ data: some ContiguousBytes, outputLength: Int = BLAKE2b.outputLength) -> [UInt8] {
+        Sodium.ensureInitialized()
+        return data.withUnsafeBytes { bytes in
+            [UInt8](unsafeUninitializedCapacity: outputLength) { output, initialized in
+                let result = crypto_generichash(
+                    output.sodiumPointer, outputLength, bytes.sodiumPointer, UInt64(bytes.count), nil, 0)
+                precondition(result == 0, "crypto_generichash failed for a valid length")
+                initialized = outputLength
+            }
+        }
+    }
+}
+
+/// HMAC (RFC 2104) over BLAKE2b with its 128-byte block, as Noise's HKDF requires.
+///
+/// libsodium 1.0.18 has no HMAC-BLAKE2b, and keyed BLAKE2b is a different function, so HMAC is built
+/// here from the incremental hash.
+public enum HMACBLAKE2b {
+    /// The tag length: BLAKE2b's full 64 bytes.
+    public static let outputLength = BLAKE2b.outputLength
+
+    /// Computes HMAC-BLAKE2b(key, parts[0] || parts[1] || ...).
+    public static func authenticate(key: some ContiguousBytes, parts: [[UInt8]]) -> [UInt8] {
+        // Key block: the key (hashed first if longer than a block), zero-padded to the block length.
+        var block = [UInt8](repeating: 0, count: BLAKE2b.blockLength)
+        defer { block.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) } }
+        key.withUnsafeBytes { keyBytes in
+            if keyBytes.count > BLAKE2b.blockLength {
+                let digest = BLAKE2b.hash(keyBytes)
+                block.replaceSubrange(0..<digest.count, with: digest)
+            } else {
+                block.withUnsafeMutableBytes { $0.copyMemory(from: keyBytes) }
+            }
+        }
+
+        var pad = [UInt8](repeating: 0, count: BLAKE2b.blockLength)
+        defer { pad.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) } }
+        for index in pad.indices { pad[index] = block[index] ^ 0x36 }
+        var inner = BLAKE2b()
+        inner.update(pad)
+        for part in parts { inner.update(part) }
+        let innerDigest = inner.finalize()
+
+        for index in pad.indices { pad[index] = block[index] ^ 0x5c }
+        var outer = BLAKE2b()
+        outer.update(pad)
+        outer.update(innerDigest)
+        return outer.finalize()
+    }
+}

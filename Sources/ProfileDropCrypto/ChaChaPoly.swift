@@ -1,0 +1,135 @@
+internal import CSodium
+
+/// ChaCha20-Poly1305 in its IETF form (RFC 8439): 256-bit key, 96-bit nonce, 128-bit tag.
+public enum ChaChaPoly {
+    /// Key length in bytes.
+    public static let keyLength = 32
+    /// Nonce length in bytes.
+    public static let nonceLength = 12
+    /// Authentication tag length in bytes.
+    public static let tagLength = 16
+
+    /// A symmetric key, wiped from memory when released.
+    public struct Key: Sendable, Equatable {
+        let secret: SecureBytes
+
+        /// Wraps 32 secret bytes.
+        /// - Throws: ``CryptoError/invalidKeyLength(expected:actual:)`` for any other length.
+        public init<Bytes: Collection>(rawRepresentation bytes: Bytes) throws where Bytes.Element == UInt8 {
+            guard bytes.count == ChaChaPoly.keyLength else {
+                throw CryptoError.invalidKeyLength(expected: ChaChaPoly.keyLength, actual: bytes.count)
+            }
+            secret = SecureBytes(bytes)
+        }
+
+        /// Wraps secure bytes that already hold a key, without copying them out of secure memory.
+        /// - Throws: ``CryptoError/invalidKeyLength(expected:actual:)`` for any other length.
+        public init(secureBytes: SecureBytes) throws {
+            guard secureBytes.count == ChaChaPoly.keyLength else {
+                throw CryptoError.invalidKeyLength(expected: ChaChaPoly.keyLength, actual: secureBytes.count)
+            }
+            secret = secureBytes
+        }
+
+        /// A fresh random key.
+        public init<Random: RandomSource>(using random: inout Random) {
+            secret = SecureBytes(count: ChaChaPoly.keyLength) { random.fill($0) }
+        }
+
+        /// The raw key. Copies the secret into an unwiped array: only for explicit exports.
+        public var rawRepresentation: [UInt8] { secret.exportBytes() }
+    }
+
+    /// A 96-bit nonce. Never reuse one with the same key.
+    public struct Nonce: Hashable, Sendable {
+        /// The 12 raw bytes.
+        public let rawRepresentation: [UInt8]
+
+        /// Wraps 12 bytes.
+        /// - Throws: ``CryptoError/invalidNonceLength(expected:actual:)`` for any other length.
+        public init<Bytes: Collection>(rawRepresentation bytes: Bytes) throws where Bytes.Element == UInt8 {
+            guard bytes.count == ChaChaPoly.nonceLength else {
+                throw CryptoError.invalidNonceLength(expected: ChaChaPoly.nonceLength, actual: bytes.count)
+            }
+            rawRepresentation = Array(bytes)
+        }
+
+        /// The Noise encoding of a 64-bit counter: 32 zero bits, then the counter little-endian.
+        public init(noiseCounter counter: UInt64) {
+            var bytes = [UInt8](repeating: 0, count: ChaChaPoly.nonceLength)
+            for index in 0..<8 {
+                bytes[4 + index] = UInt8(truncatingIfNeeded: counter >> (8 * UInt64(index)))
+            }
+            rawRepresentation = bytes
+        }
+    }
+
+    /// Encrypts `plaintext` and returns the ciphertext followed by the 16-byte tag.
+    public static func seal(
+        _ plaintext: some ContiguousBytes, key: Key, nonce: Nonce, authenticating associatedData: some ContiguousBytes
+    ) -> [UInt8] {
+        Sodium.ensureInitialized()
+        return plaintext.withUnsafeBytes { message in
+            associatedData.withUnsafeBytes { ad in
+                key.secret.withUnsafeBytes { keyBytes in
+                    [UInt8](unsafeUninitializedCapacity: message.count + tagLength) { output, initialized in
+                        var outputLength: UInt64 = 0
+                        let result = crypto_aead_chacha20poly1305_ietf_encrypt(
+                            output.sodiumPointer, &outputLength,
+                            message.sodiumPointer, UInt64(message.count),
+                            ad.sodiumPointer, UInt64(ad.count),
+                            nil, nonce.rawRepresentation, keyBytes.sodiumPointer)
+                        precondition(result == 0, "ChaCha20-Poly1305 encryption cannot fail for valid lengths")
+                        initialized = Int(outputLength)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Verifies and decrypts `ciphertext` (ciphertext followed by the tag).
+    /// - Throws: ``CryptoError/ciphertextTooShort(minimum:actual:)`` when there is no room for a tag,
+    ///   ``CryptoError/authenticationFailed`` when the tag does not verify.
+    public static func open(
+        _ ciphertext: some ContiguousBytes, key: Key, nonce: Nonce, authenticating associatedData: some ContiguousBytes
+    ) throws -> [UInt8] {
+        Sodium.ensureInitialized()
+        return try ciphertext.withUnsafeBytes { sealed in
+            guard sealed.count >= tagLength else {
+                throw CryptoError.ciphertextTooShort(minimum: tagLength, actual: sealed.count)
+            }
+            return try associatedData.withUnsafeBytes { ad in
+                try key.secret.withUnsafeBytes { keyBytes in
+                    var result: Int32 = 0
+                    let plaintext = [UInt8](unsafeUninitializedCapacity: sealed.count - tagLength) {
+                        output, initialized in
+                        var outputLength: UInt64 = 0
+                        result = crypto_aead_chacha20poly1305_ietf_decrypt(
+                            output.sodiumPointer, &outputLength, nil,
+                            sealed.sodiumPointer, UInt64(sealed.count),
+                            ad.sodiumPointer, UInt64(ad.count),
+                            nonce.rawRepresentation, keyBytes.sodiumPointer)
+                        initialized = result == 0 ? Int(outputLength) : 0
+                    }
+                    guard result == 0 else { throw CryptoError.authenticationFailed }
+                    return plaintext
+                }
+            }
+        }
+    }
+}
+
+/// Byte containers that can lend their contiguous storage; lets the AEAD and hash APIs take arrays
+/// and slices without copying.
+public protocol ContiguousBytes {
+    /// Calls `body` with the bytes.
+    func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result
+}
+
+extension Array: ContiguousBytes where Element == UInt8 {}
+extension ArraySlice: ContiguousBytes where Element == UInt8 {}
+extension UnsafeRawBufferPointer: ContiguousBytes {
+    public func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try body(self)
+    }
+}

@@ -1,0 +1,131 @@
+internal import CSodium
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A source of random bytes, injected wherever randomness is needed so that tests, the simulator
+/// and capture replay can run deterministically.
+public protocol RandomSource {
+    /// Fills `buffer` with random bytes.
+    mutating func fill(_ buffer: UnsafeMutableRawBufferPointer)
+}
+
+extension RandomSource {
+    /// Returns `count` random bytes.
+    public mutating func bytes(_ count: Int) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            fill(UnsafeMutableRawBufferPointer(buffer))
+            initialized = count
+        }
+    }
+
+    /// Returns a uniformly random 64-bit value.
+    public mutating func nextUInt64() -> UInt64 {
+        var value: UInt64 = 0
+        withUnsafeMutableBytes(of: &value) { fill($0) }
+        return value
+    }
+
+    /// Returns a uniformly random integer in `0..<bound` without modulo bias. `bound` must be positive.
+    public mutating func uniform(below bound: UInt64) -> UInt64 {
+        precondition(bound > 0, "uniform(below:) needs a positive bound")
+        // Lemire's multiply-shift with rejection of the biased low range.
+        var product = nextUInt64().multipliedFullWidth(by: bound)
+        if product.low < bound {
+            let threshold = (0 &- bound) % bound
+            while product.low < threshold {
+                product = nextUInt64().multipliedFullWidth(by: bound)
+            }
+        }
+        return product.high
+    }
+
+    /// Returns a uniformly random double in `[0, 1)` with 53 bits of precision.
+    public mutating func unitDouble() -> Double {
+        Double(nextUInt64() >> 11) * 0x1.0p-53
+    }
+
+    /// Returns a normally distributed double with mean 0 and standard deviation 1 (Box–Muller).
+    public mutating func standardNormal() -> Double {
+        // 1 - u keeps the logarithm's argument in (0, 1].
+        let u1 = 1.0 - unitDouble()
+        let u2 = unitDouble()
+        return (-2.0 * log(u1)).squareRoot() * cos(2.0 * Double.pi * u2)
+    }
+}
+
+/// The operating system's cryptographic generator, through `randombytes_buf`.
+public struct SystemRandom: RandomSource, Sendable {
+    public init() { Sodium.ensureInitialized() }
+
+    public mutating func fill(_ buffer: UnsafeMutableRawBufferPointer) {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+        randombytes_buf(base, buffer.count)
+    }
+}
+
+/// A seeded generator: the ChaCha20 (IETF) keystream under a key derived from the seed.
+///
+/// The same seed yields the same byte stream on every platform, which is what makes a simulation
+/// or a replay reproducible from one number. It is a cryptographic stream, so keys drawn from it in
+/// tests are still well formed; it must not be used for real keys, since the seed is public.
+public struct DeterministicRandom: RandomSource, Sendable {
+    private static let blockBytes = 64
+    private static let bufferBytes = 1024
+
+    private let key: [UInt8]
+    private var counter: UInt32 = 0
+    private var nonceHigh: UInt64 = 0
+    private var buffer: [UInt8] = []
+    private var position: Int = 0
+
+    /// Creates a generator from a 64-bit seed, as printed by the simulator.
+    public init(seed: UInt64) {
+        var seedBytes = [UInt8](repeating: 0, count: 8)
+        for index in 0..<8 { seedBytes[index] = UInt8(truncatingIfNeeded: seed >> (8 * UInt64(index))) }
+        self.init(seedMaterial: seedBytes)
+    }
+
+    /// Creates a generator from arbitrary seed material, hashed down to a ChaCha20 key.
+    public init(seedMaterial: [UInt8]) {
+        Sodium.ensureInitialized()
+        key = BLAKE2b.hash(Array("ProfileDrop deterministic random".utf8) + seedMaterial, outputLength: 32)
+    }
+
+    public mutating func fill(_ destination: UnsafeMutableRawBufferPointer) {
+        var written = 0
+        while written < destination.count {
+            if position == buffer.count { refill() }
+            let take = Swift.min(destination.count - written, buffer.count - position)
+            buffer.withUnsafeBytes { source in
+                UnsafeMutableRawBufferPointer(rebasing: destination[written..<(written + take)])
+                    .copyMemory(from: UnsafeRawBufferPointer(rebasing: source[position..<(position + take)]))
+            }
+            written += take
+            position += take
+        }
+    }
+
+    private mutating func refill() {
+        var nonce = [UInt8](repeating: 0, count: 12)
+        for index in 0..<8 { nonce[4 + index] = UInt8(truncatingIfNeeded: nonceHigh >> (8 * UInt64(index))) }
+        let blocks = UInt32(Self.bufferBytes / Self.blockBytes)
+        if counter > UInt32.max - blocks {
+            // Move to a fresh nonce long before the 32-bit block counter could wrap.
+            counter = 0
+            nonceHigh &+= 1
+            for index in 0..<8 { nonce[4 + index] = UInt8(truncatingIfNeeded: nonceHigh >> (8 * UInt64(index))) }
+        }
+        let zeros = [UInt8](repeating: 0, count: Self.bufferBytes)
+        var output = [UInt8](repeating: 0, count: Self.bufferBytes)
+        let result = crypto_stream_chacha20_ietf_xor_ic(
+            &output, zeros, UInt64(Self.bufferBytes), nonce, counter, key)
+        precondition(result == 0, "crypto_stream_chacha20_ietf_xor_ic cannot fail for valid lengths")
+        counter += blocks
+        buffer = output
+        position = 0
+    }
+}
