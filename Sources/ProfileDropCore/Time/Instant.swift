@@ -1,0 +1,59 @@
+/// A point in time, in nanoseconds since an origin chosen by whoever drives the core: the
+/// simulator's virtual clock, or a monotonic clock in the UDP transport.
+///
+/// The core never reads a clock; every input carries its `Instant`.
+public struct Instant: Comparable, Hashable, Sendable, CustomStringConvertible {
+    /// Nanoseconds since the driver's origin.
+    public var nanoseconds: UInt64
+
+    /// Creates an instant `nanoseconds` after the origin.
+    public init(nanoseconds: UInt64) { self.nanoseconds = nanoseconds }
+
+    /// The origin.
+    public static let zero = Instant(nanoseconds: 0)
+
+    /// Seconds since the origin, for display.
+    public var seconds: Double { Double(nanoseconds) / 1e9 }
+
+    public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
+
+    /// The instant `duration` later; saturates instead of overflowing, and treats negative durations as zero.
+    public static func + (lhs: Instant, rhs: Duration) -> Instant {
+        let (result, overflow) = lhs.nanoseconds.addingReportingOverflow(rhs.nanosecondsClamped)
+        return Instant(nanoseconds: overflow ? .max : result)
+    }
+
+    /// The time from `rhs` to `lhs`; zero if `rhs` is later.
+    public static func - (lhs: Instant, rhs: Instant) -> Duration {
+        lhs >= rhs ? .nanoseconds(Int64(clamping: lhs.nanoseconds - rhs.nanoseconds)) : .zero
+    }
+
+    public var description: String {
+        let millis = nanoseconds / 1_000_000
+        return "\(millis / 1000).\(String(millis % 1000).leftPadded(to: 3))s"
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds, clamped to `0...UInt64.max`.
+    public var nanosecondsClamped: UInt64 {
+        let (seconds, attoseconds) = components
+        if seconds < 0 || (seconds == 0 && attoseconds < 0) { return 0 }
+        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return .max }
+        let (sum, overflow2) = whole.addingReportingOverflow(UInt64(attoseconds / 1_000_000_000))
+        return overflow2 ? .max : sum
+    }
+
+    /// The duration in seconds as a double, for display and arithmetic in models.
+    public var secondsDouble: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) * 1e-18
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
