@@ -1,0 +1,130 @@
+import ProfileDropCrypto
+
+/// Noise's CipherState (spec section 5.1): a ChaCha20-Poly1305 key and a 64-bit counter nonce.
+///
+/// Besides the spec's sequential operations it offers ``encrypt(nonce:ad:plaintext:)`` and
+/// ``decrypt(nonce:ad:ciphertext:)`` at an explicit nonce for datagram transports, whose messages can
+/// arrive out of order; those leave the state untouched and replay protection is the caller's job.
+public struct CipherState: Sendable {
+    /// The reserved nonce 2^64-1: never used for a message, only by ``rekey()``.
+    public static let maxNonce = UInt64.max
+
+    private var key: ChaChaPoly.Key?
+    /// The nonce the next sequential operation will use.
+    public private(set) var nonce: UInt64 = 0
+
+    /// A state without a key, in which encryption is the identity (as during a handshake's start).
+    public init() {}
+
+    /// A state holding `key`, with nonce 0.
+    public init(key: ChaChaPoly.Key) {
+        self.key = key
+    }
+
+    /// InitializeKey: sets the key (or clears it with nil) and resets the nonce to 0.
+    public mutating func initializeKey(_ key: ChaChaPoly.Key?) {
+        self.key = key
+        nonce = 0
+    }
+
+    /// HasKey: whether a key is set.
+    public var hasKey: Bool { key != nil }
+
+    /// SetNonce: sets the nonce for the next sequential operation.
+    public mutating func setNonce(_ nonce: UInt64) {
+        self.nonce = nonce
+    }
+
+    /// EncryptWithAd: encrypts at the current nonce and then increments it. Without a key it returns
+    /// the plaintext, as the spec requires.
+    /// - Throws: `.nonceExhausted` at nonce 2^64-1, `.messageTooLong` past 65535 bytes of output.
+    public mutating func encryptWithAd(
+        _ ad: some ContiguousBytes, plaintext: some ContiguousBytes
+    ) throws -> [UInt8] {
+        guard let key else { return plaintext.withUnsafeBytes { Array($0) } }
+        let ciphertext = try Self.seal(key: key, nonce: nonce, ad: ad, plaintext: plaintext)
+        nonce += 1  // Cannot overflow: seal rejected maxNonce.
+        return ciphertext
+    }
+
+    /// DecryptWithAd: decrypts at the current nonce and increments it only when the tag verifies.
+    /// Without a key it returns the ciphertext.
+    /// - Throws: `.decryptFailed`, `.messageTooShort`, `.messageTooLong` or `.nonceExhausted`.
+    public mutating func decryptWithAd(
+        _ ad: some ContiguousBytes, ciphertext: some ContiguousBytes
+    ) throws -> [UInt8] {
+        guard let key else { return ciphertext.withUnsafeBytes { Array($0) } }
+        let plaintext = try Self.open(key: key, nonce: nonce, ad: ad, ciphertext: ciphertext)
+        nonce += 1  // Cannot overflow: open rejected maxNonce.
+        return plaintext
+    }
+
+    /// Encrypts at an explicit `nonce` without touching the state. Requires a key.
+    /// - Throws: `.nonceExhausted` for 2^64-1, `.messageTooLong` past 65535 bytes of output.
+    public func encrypt(
+        nonce: UInt64, ad: some ContiguousBytes, plaintext: some ContiguousBytes
+    ) throws -> [UInt8] {
+        guard let key else { preconditionFailure("explicit-nonce encryption needs a key") }
+        return try Self.seal(key: key, nonce: nonce, ad: ad, plaintext: plaintext)
+    }
+
+    /// Decrypts at an explicit `nonce` without touching the state. Requires a key.
+    /// - Throws: `.decryptFailed`, `.messageTooShort`, `.messageTooLong` or `.nonceExhausted`.
+    public func decrypt(
+        nonce: UInt64, ad: some ContiguousBytes, ciphertext: some ContiguousBytes
+    ) throws -> [UInt8] {
+        guard let key else { preconditionFailure("explicit-nonce decryption needs a key") }
+        return try Self.open(key: key, nonce: nonce, ad: ad, ciphertext: ciphertext)
+    }
+
+    /// Rekey (spec sections 4.2 and 11.3): the key becomes the first 32 bytes of
+    /// ENCRYPT(k, 2^64-1, empty, 32 zero bytes). The nonce is left as it is.
+    public mutating func rekey() {
+        guard let key else { preconditionFailure("rekey needs a key") }
+        let zeros = [UInt8](repeating: 0, count: ChaChaPoly.keyLength)
+        let sealed = ChaChaPoly.seal(
+            zeros, key: key, nonce: ChaChaPoly.Nonce(noiseCounter: Self.maxNonce), authenticating: [UInt8]())
+        guard let newKey = try? ChaChaPoly.Key(rawRepresentation: sealed[0..<ChaChaPoly.keyLength]) else {
+            preconditionFailure("a 32-byte slice is always a valid key")
+        }
+        self.key = newKey
+    }
+
+    private static func seal(
+        key: ChaChaPoly.Key, nonce: UInt64, ad: some ContiguousBytes, plaintext: some ContiguousBytes
+    ) throws -> [UInt8] {
+        guard nonce != maxNonce else {
+            throw NoiseError(.nonceExhausted, "nonce 2^64-1 is reserved; the key is used up")
+        }
+        let length = plaintext.withUnsafeBytes { $0.count }
+        guard length <= noiseMaxMessageLength - ChaChaPoly.tagLength else {
+            throw NoiseError(
+                .messageTooLong,
+                "plaintext of \(length) bytes exceeds the 65535-byte Noise message limit with its tag")
+        }
+        return ChaChaPoly.seal(
+            plaintext, key: key, nonce: ChaChaPoly.Nonce(noiseCounter: nonce), authenticating: ad)
+    }
+
+    private static func open(
+        key: ChaChaPoly.Key, nonce: UInt64, ad: some ContiguousBytes, ciphertext: some ContiguousBytes
+    ) throws -> [UInt8] {
+        guard nonce != maxNonce else {
+            throw NoiseError(.nonceExhausted, "nonce 2^64-1 is reserved; the key is used up")
+        }
+        let length = ciphertext.withUnsafeBytes { $0.count }
+        guard length <= noiseMaxMessageLength else {
+            throw NoiseError(.messageTooLong, "ciphertext of \(length) bytes exceeds the 65535-byte limit")
+        }
+        guard length >= ChaChaPoly.tagLength else {
+            throw NoiseError(
+                .messageTooShort, "ciphertext of \(length) bytes cannot hold a 16-byte authentication tag")
+        }
+        do {
+            return try ChaChaPoly.open(
+                ciphertext, key: key, nonce: ChaChaPoly.Nonce(noiseCounter: nonce), authenticating: ad)
+        } catch {
+            throw NoiseError(.decryptFailed, "authentication tag did not verify at nonce \(nonce)")
+        }
+    }
+}
