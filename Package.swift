@@ -32,6 +32,11 @@ let package = Package(
 
         .testTarget(name: "ProfileDropCryptoTests", dependencies: ["ProfileDropCrypto"]),
         .testTarget(name: "ProfileDropNoiseTests", dependencies: ["ProfileDropNoise", "ProfileDropCrypto"]),
+        .testTarget(
+            name: "NoiseInteropTests",
+            dependencies: ["ProfileDropNoise", "ProfileDropCrypto"],
+            exclude: ["noise_peer.py"]
+        ),
         .testTarget(name: "ProfileDropCoreTests", dependencies: ["ProfileDropCore", "ProfileDropNoise", "ProfileDropCrypto"]),
         .testTarget(name: "ProfileDropSimulatorTests", dependencies: ["ProfileDropSimulator", "ProfileDropCore"]),
         .testTarget(name: "ProfileDropCLITests", dependencies: ["ProfileDropCLI"]),

@@ -17,18 +17,19 @@ public final class SecureBytes: @unchecked Sendable {
     public init(count: Int, initializingWith initializer: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
         precondition(count >= 0, "SecureBytes count must not be negative")
         Sodium.ensureInitialized()
-        self.count = count
         // At least one byte, so that an empty secret still has a valid base address.
-        storage = .allocate(byteCount: Swift.max(count, 1), alignment: 16)
-        let slice = UnsafeMutableRawBufferPointer(rebasing: storage[0..<count])
-        slice.initializeMemory(as: UInt8.self, repeating: 0)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Swift.max(count, 1), alignment: 16)
+        buffer.initializeMemory(as: UInt8.self, repeating: 0)
         do {
-            try initializer(slice)
+            try initializer(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count]))
         } catch {
-            sodium_memzero(storage.baseAddress, storage.count)
-            storage.deallocate()
+            // Stored properties are not set yet, so deinit will not run: wipe and free here.
+            sodium_memzero(buffer.baseAddress, buffer.count)
+            buffer.deallocate()
             throw error
         }
+        self.count = count
+        storage = buffer
     }
 
     /// Copies `bytes` into a new secure buffer.

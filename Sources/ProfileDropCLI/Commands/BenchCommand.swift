@@ -1,0 +1,183 @@
+import Foundation
+import ProfileDropCrypto
+import ProfileDropNoise
+
+/// `profiledrop bench handshake`: complete in-process Noise_XX handshakes against the X25519 floor,
+/// both measured in the same process, as a ratio.
+enum BenchCommand: Subcommand {
+    static let name = "bench"
+    static let summary = "benchmarks: 'handshake' (Noise XX against the libsodium X25519 floor)"
+    static let parser = ArgumentParser(
+        command: name,
+        options: [
+            OptionSpec(name: "rounds", kind: .single, valueName: "N", help: "alternating measurement rounds (default 15)"),
+            OptionSpec(
+                name: "iterations", kind: .single, valueName: "N", help: "handshakes per round (default 200)"),
+        ]
+    )
+
+    static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
+        guard arguments.positionals == ["handshake"] else {
+            throw UsageError("usage: profiledrop bench handshake [--rounds N] [--iterations N]")
+        }
+        let rounds = try arguments.integer("rounds", default: 15, in: 1...1000)
+        let iterations = try arguments.integer("iterations", default: 200, in: 1...100_000)
+        let report = try HandshakeBenchmark.run(rounds: rounds, iterations: iterations)
+        report.lines.forEach(console.output)
+        return .success
+    }
+}
+
+/// The measurement behind `bench handshake`, separate from the command so that it can be tested.
+enum HandshakeBenchmark {
+    struct Report {
+        var lines: [String]
+        var ratio: Double
+    }
+
+    /// Runs `rounds` rounds; each times `iterations` floor units and `iterations` handshakes, in
+    /// alternating order, on this thread's CPU clock. The reported ratio is the median of the
+    /// per-round ratios, which cancels slow drifts in machine load.
+    static func run(rounds: Int, iterations: Int) throws -> Report {
+        var random = SystemRandom()
+        let initiatorStatic = X25519.PrivateKey(using: &random)
+        let responderStatic = X25519.PrivateKey(using: &random)
+        // Warm caches and lazy initialisation outside the measured rounds.
+        for _ in 0..<20 {
+            floorUnit(&random)
+            try handshake(initiatorStatic, responderStatic, &random)
+        }
+
+        var floorTimes: [Double] = []
+        var handshakeTimes: [Double] = []
+        var ratios: [Double] = []
+        for round in 0..<rounds {
+            var floor = 0.0
+            var full = 0.0
+            let measureFloor = {
+                floor = try timePerIteration(iterations) { floorUnit(&random) }
+            }
+            let measureHandshake = {
+                full = try timePerIteration(iterations) { try handshake(initiatorStatic, responderStatic, &random) }
+            }
+            if round % 2 == 0 {
+                try measureFloor()
+                try measureHandshake()
+            } else {
+                try measureHandshake()
+                try measureFloor()
+            }
+            floorTimes.append(floor)
+            handshakeTimes.append(full)
+            ratios.append(full / floor)
+        }
+
+        let floorMedian = median(floorTimes)
+        let handshakeMedian = median(handshakeTimes)
+        let ratio = median(ratios)
+        let parts = try symmetricBreakdown(&random)
+        let symmetric = parts.reduce(0) { $0 + $1.total }
+        let other = handshakeMedian - floorMedian - symmetric
+
+        var lines: [String] = []
+        lines.append("libsodium \(Sodium.version), \(rounds) rounds x \(iterations) handshakes, thread CPU time")
+        lines.append("floor (2 X25519 keygens + 6 X25519 DH):  \(micros(floorMedian)) per handshake")
+        lines.append("Noise_XX handshake, both sides, split:   \(micros(handshakeMedian)) per handshake")
+        lines.append("where the time above the floor goes (estimated from the same primitives):")
+        for part in parts {
+            lines.append("  \(part.label): \(part.count) x \(micros(part.each)) = \(micros(part.total))")
+        }
+        lines.append("  state, copies and allocation: \(micros(other))")
+        lines.append("per-round ratios: min \(format(ratios.min() ?? 0)), max \(format(ratios.max() ?? 0))")
+        lines.append("handshake/floor: \(format(ratio))")
+        return Report(lines: lines, ratio: ratio)
+    }
+
+    /// The X25519 work one XX handshake cannot avoid: each side generates an ephemeral key, and the
+    /// ee, es and se DH operations are each computed once on each side.
+    @inline(never)
+    static func floorUnit(_ random: inout SystemRandom) {
+        let initiatorEphemeral = X25519.PrivateKey(using: &random)
+        let responderEphemeral = X25519.PrivateKey(using: &random)
+        for _ in 0..<6 {
+            _ = try? initiatorEphemeral.sharedSecret(with: responderEphemeral.publicKey)
+        }
+    }
+
+    @inline(never)
+    static func handshake(
+        _ initiatorStatic: X25519.PrivateKey, _ responderStatic: X25519.PrivateKey, _ random: inout SystemRandom
+    ) throws {
+        var initiator = try HandshakeState(
+            protocolName: HandshakeState.xx, role: .initiator, prologue: [], staticKey: initiatorStatic,
+            remoteStaticKey: nil)
+        var responder = try HandshakeState(
+            protocolName: HandshakeState.xx, role: .responder, prologue: [], staticKey: responderStatic,
+            remoteStaticKey: nil)
+        _ = try responder.readMessage(try initiator.writeMessage(payload: [], random: &random))
+        _ = try initiator.readMessage(try responder.writeMessage(payload: [], random: &random))
+        _ = try responder.readMessage(try initiator.writeMessage(payload: [], random: &random))
+        _ = initiator.split()
+        _ = responder.split()
+    }
+
+    struct Part {
+        var label: String
+        var count: Int
+        var each: Double
+        var total: Double { Double(count) * each }
+    }
+
+    /// Symmetric work of one XX handshake, both sides, per the Noise specification: 16 MixHash, 8 HKDF
+    /// with two outputs (three HMAC-BLAKE2b each), 4 AEAD seals and 4 opens of 32–48 bytes.
+    static func symmetricBreakdown(_ random: inout SystemRandom) throws -> [Part] {
+        let chainingKey = random.bytes(64)
+        let input = random.bytes(32)
+        let hashInput = random.bytes(96)
+        let key = ChaChaPoly.Key(using: &random)
+        let nonce = ChaChaPoly.Nonce(noiseCounter: 0)
+        let plaintext = random.bytes(32)
+        let sealed = ChaChaPoly.seal(plaintext, key: key, nonce: nonce, authenticating: hashInput)
+        let iterations = 2000
+        let mixHash = try timePerIteration(iterations) { _ = BLAKE2b.hash(hashInput) }
+        let hkdf = try timePerIteration(iterations) {
+            let temp = HMACBLAKE2b.authenticate(key: chainingKey, parts: [input])
+            let first = HMACBLAKE2b.authenticate(key: temp, parts: [[1]])
+            _ = HMACBLAKE2b.authenticate(key: temp, parts: [first, [2]])
+        }
+        let seal = try timePerIteration(iterations) {
+            _ = ChaChaPoly.seal(plaintext, key: key, nonce: nonce, authenticating: hashInput)
+        }
+        let open = try timePerIteration(iterations) {
+            _ = try ChaChaPoly.open(sealed, key: key, nonce: nonce, authenticating: hashInput)
+        }
+        return [
+            Part(label: "MixHash (BLAKE2b)", count: 16, each: mixHash),
+            Part(label: "HKDF (3 HMAC-BLAKE2b)", count: 8, each: hkdf),
+            Part(label: "AEAD seal", count: 4, each: seal),
+            Part(label: "AEAD open", count: 4, each: open),
+        ]
+    }
+
+    static func timePerIteration(_ iterations: Int, _ body: () throws -> Void) throws -> Double {
+        let start = threadCPUSeconds()
+        for _ in 0..<iterations { try body() }
+        return (threadCPUSeconds() - start) / Double(iterations)
+    }
+
+    static func threadCPUSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return 0 }
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+
+    static func micros(_ seconds: Double) -> String { String(format: "%.1f µs", seconds * 1e6) }
+    static func format(_ value: Double) -> String { String(format: "%.3f", value) }
+}

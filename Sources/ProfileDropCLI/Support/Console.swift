@@ -1,0 +1,49 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Where commands write. Tests capture the lines; the executable writes to the standard streams.
+public protocol Console: AnyObject {
+    /// Writes one line of regular output.
+    func output(_ line: String)
+    /// Writes one line of diagnostics.
+    func error(_ line: String)
+}
+
+/// Writes output to standard output and diagnostics to standard error, unbuffered, so that two
+/// processes sharing a terminal interleave whole lines.
+public final class StandardConsole: Console {
+    public init() {}
+
+    public func output(_ line: String) { writeAll(STDOUT_FILENO, line + "\n") }
+
+    public func error(_ line: String) { writeAll(STDERR_FILENO, line + "\n") }
+}
+
+/// Writes all of `text` to `descriptor`, retrying short writes and interrupted calls.
+func writeAll(_ descriptor: Int32, _ text: String) {
+    var bytes = Array(text.utf8)[...]
+    while !bytes.isEmpty {
+        let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        if written < 0 {
+            if errno == EINTR { continue }
+            return
+        }
+        bytes = bytes.dropFirst(written)
+    }
+}
+
+/// Keeps every line in memory, for tests.
+public final class CapturingConsole: Console {
+    /// Lines written with ``output(_:)``.
+    public private(set) var outputLines: [String] = []
+    /// Lines written with ``error(_:)``.
+    public private(set) var errorLines: [String] = []
+
+    public init() {}
+
+    public func output(_ line: String) { outputLines.append(line) }
+    public func error(_ line: String) { errorLines.append(line) }
+}

@@ -1,0 +1,17 @@
+/// The process exit codes of `profiledrop`, documented in the README.
+public enum ExitCode: Int32, Sendable, CaseIterable {
+    /// The command did what it was asked: cards exchanged, vectors passed, replay identical.
+    case success = 0
+    /// The command ran and found a failure: a vector mismatch, a simulation violation, a replay divergence.
+    case failure = 1
+    /// Usage or input error: unknown flag, missing or malformed file. Nothing was attempted.
+    case usage = 2
+    /// `share`: a wait timed out (no peer, handshake, ranging, consent or acknowledgement).
+    case timeout = 3
+    /// `share`: the exchange was declined, locally or by the peer.
+    case declined = 4
+    /// `share`: the devices never held the 5–10 cm, facing-each-other pose long enough.
+    case outOfRange = 5
+    /// A runtime error outside the protocol's control: socket setup, permissions, I/O.
+    case runtimeError = 6
+}

@@ -1,0 +1,157 @@
+import ProfileDropCrypto
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Errors reading or creating the device's static key file. Each describes itself in one line.
+public struct StaticKeyStoreError: InputError {
+    /// The one-line explanation, naming the file.
+    public var description: String
+}
+
+/// The device's long-term Noise static key: generated on first use and kept in a file of mode 0600.
+///
+/// The default location is `$XDG_CONFIG_HOME/profiledrop/static-key`, or `~/.config/profiledrop/static-key`
+/// when `XDG_CONFIG_HOME` is unset; `--key-file` overrides it. The file holds the 32-byte private key
+/// as 64 hex digits and a newline.
+public enum StaticKeyStore {
+    /// The file name inside the configuration directory.
+    public static let fileName = "static-key"
+
+    /// The default path, from the environment.
+    public static func defaultPath() throws -> String {
+        if let config = environment("XDG_CONFIG_HOME"), !config.isEmpty {
+            return config + "/profiledrop/" + fileName
+        }
+        guard let home = environment("HOME"), !home.isEmpty else {
+            throw StaticKeyStoreError(description: "neither XDG_CONFIG_HOME nor HOME is set; pass --key-file PATH")
+        }
+        return home + "/.config/profiledrop/" + fileName
+    }
+
+    /// Loads the key at `path`, creating it (and its directory, mode 0700) when it does not exist.
+    /// - Returns: the key, and whether it was created by this call.
+    public static func loadOrCreate(at path: String) throws -> (key: X25519.PrivateKey, created: Bool) {
+        if let existing = try load(at: path) { return (existing, false) }
+        try createDirectories(for: path)
+        var random = SystemRandom()
+        let key = X25519.PrivateKey(using: &random)
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if descriptor < 0 {
+            if errno == EEXIST, let raced = try load(at: path) { return (raced, false) }
+            throw StaticKeyStoreError(description: "cannot create \(path): \(systemError())")
+        }
+        defer { close(descriptor) }
+        let text = Array((hex(key.rawRepresentation) + "\n").utf8)
+        let written = text.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        guard written == text.count, fsync(descriptor) == 0 else {
+            unlink(path)
+            throw StaticKeyStoreError(description: "cannot write \(path): \(systemError())")
+        }
+        return (key, true)
+    }
+
+    /// Loads the key at `path`, or returns nil when there is no such file.
+    public static func load(at path: String) throws -> X25519.PrivateKey? {
+        var info = stat()
+        if stat(path, &info) != 0 {
+            if errno == ENOENT { return nil }
+            throw StaticKeyStoreError(description: "cannot read \(path): \(systemError())")
+        }
+        // Like ssh, refuse a private key that others could read.
+        guard info.st_mode & 0o077 == 0 else {
+            let mode = String(info.st_mode & 0o777, radix: 8)
+            throw StaticKeyStoreError(
+                description: "\(path) has permissions \(mode), which others can read; run 'chmod 600 \(path)'")
+        }
+        guard let contents = readSmallFile(path, limit: 256) else {
+            throw StaticKeyStoreError(description: "cannot read \(path): \(systemError())")
+        }
+        let text = String(decoding: contents, as: UTF8.self).trimmingWhitespace()
+        guard let bytes = unhex(text), bytes.count == X25519.keyLength else {
+            throw StaticKeyStoreError(description: "\(path) does not hold a static key (64 hex digits expected)")
+        }
+        return try X25519.PrivateKey(rawRepresentation: bytes)
+    }
+
+    private static func createDirectories(for path: String) throws {
+        var components = path.split(separator: "/", omittingEmptySubsequences: false).dropLast()
+        var current = path.hasPrefix("/") ? "" : "."
+        if path.hasPrefix("/") { components = components.dropFirst() }
+        for component in components where !component.isEmpty {
+            current += "/" + component
+            if mkdir(current, 0o700) != 0 && errno != EEXIST {
+                throw StaticKeyStoreError(description: "cannot create directory \(current): \(systemError())")
+            }
+        }
+    }
+}
+
+func environment(_ name: String) -> String? {
+    guard let value = getenv(name) else { return nil }
+    return String(cString: value)
+}
+
+func systemError() -> String { String(cString: strerror(errno)) }
+
+/// Reads a whole file of at most `limit` bytes; nil when it cannot be opened or is larger.
+func readSmallFile(_ path: String, limit: Int) -> [UInt8]? {
+    let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { return nil }
+    defer { close(descriptor) }
+    var result: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        if count < 0 { return nil }
+        if count == 0 { return result }
+        result.append(contentsOf: chunk[0..<count])
+        if result.count > limit { return nil }
+    }
+}
+
+func hex(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var text = [UInt8]()
+    text.reserveCapacity(bytes.count * 2)
+    for byte in bytes {
+        text.append(digits[Int(byte >> 4)])
+        text.append(digits[Int(byte & 0x0f)])
+    }
+    return String(decoding: text, as: UTF8.self)
+}
+
+func unhex(_ text: String) -> [UInt8]? {
+    let utf8 = Array(text.utf8)
+    guard utf8.count % 2 == 0 else { return nil }
+    func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+    var bytes = [UInt8]()
+    bytes.reserveCapacity(utf8.count / 2)
+    var index = 0
+    while index < utf8.count {
+        guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else { return nil }
+        bytes.append(high << 4 | low)
+        index += 2
+    }
+    return bytes
+}
+
+extension String {
+    func trimmingWhitespace() -> String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }
+        guard let start = firstIndex(where: { !isSpace($0) }), let end = lastIndex(where: { !isSpace($0) }) else {
+            return ""
+        }
+        return String(self[start...end])
+    }
+}
