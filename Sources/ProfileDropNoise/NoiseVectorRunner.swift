@@ -40,8 +40,7 @@ public struct NoiseVectorFileError: Error, Sendable, Equatable, CustomStringConv
 /// alternation with the split cipher states. Every ciphertext must equal the vector's, every
 /// receiver must recover the payload, and both handshake hashes must match.
 public enum NoiseVectorRunner {
-    /// Reads `{"vectors": [...]}` (or a bare array of vectors) from `path` and runs every vector, in
-    /// file order.
+    /// Reads `{"vectors": [...]}` from `path` and runs every vector, in file order.
     /// - Throws: ``NoiseVectorFileError`` when the file cannot be read or is not such JSON.
     public static func run(contentsOf path: String) throws -> [NoiseVectorResult] {
         let data: Data
@@ -52,12 +51,7 @@ public enum NoiseVectorRunner {
         }
         let vectors: [Vector]
         do {
-            let decoder = JSONDecoder()
-            if let file = try? decoder.decode(VectorFile.self, from: data) {
-                vectors = file.vectors
-            } else {
-                vectors = try decoder.decode([Vector].self, from: data)
-            }
+            vectors = try JSONDecoder().decode(VectorFile.self, from: data).vectors
         } catch {
             throw NoiseVectorFileError(path: path, reason: "not a Noise vector file (\(describe(error)))")
         }
