@@ -1,0 +1,148 @@
+import Foundation
+
+/// Where a device is and which way it points, in a room frame shared by all devices.
+///
+/// `x` and `y` are centimetres; `heading` is degrees, 0° along +x, counter-clockwise positive. The
+/// heading is the direction the device's ranging antenna faces (the top edge of the phone).
+public struct Pose: Equatable, Hashable, Sendable, CustomStringConvertible {
+    /// Position along the room's x axis, in centimetres.
+    public var x: Double
+    /// Position along the room's y axis, in centimetres.
+    public var y: Double
+    /// Facing direction in degrees, normalized to `[0, 360)`.
+    public var heading: Double
+
+    /// Creates a pose; the heading is normalized to `[0, 360)`.
+    public init(x: Double, y: Double, heading: Double) {
+        precondition(x.isFinite && y.isFinite && heading.isFinite, "pose components must be finite")
+        self.x = x
+        self.y = y
+        self.heading = Self.normalizedDegrees(heading)
+    }
+
+    /// Straight-line distance to `other`, in centimetres.
+    public func distance(to other: Pose) -> Double {
+        ((other.x - x) * (other.x - x) + (other.y - y) * (other.y - y)).squareRoot()
+    }
+
+    /// Absolute angle, in `[0, 180]` degrees, between this device's heading and the direction to
+    /// `other`: 0 when pointing straight at it. Two poses at the same spot give 0.
+    public func bearing(to other: Pose) -> Double {
+        let dx = other.x - x
+        let dy = other.y - y
+        guard dx != 0 || dy != 0 else { return 0 }
+        let direction = atan2(dy, dx) * 180 / Double.pi
+        return Self.angularDifference(direction, heading)
+    }
+
+    /// A pose facing `other` exactly, at this pose's position.
+    public func facing(_ other: Pose) -> Pose {
+        let dx = other.x - x
+        let dy = other.y - y
+        guard dx != 0 || dy != 0 else { return self }
+        return Pose(x: x, y: y, heading: atan2(dy, dx) * 180 / Double.pi)
+    }
+
+    public var description: String {
+        String(format: "(%.1f cm, %.1f cm, %.1f deg)", x, y, heading)
+    }
+
+    /// `degrees` wrapped into `[0, 360)`.
+    public static func normalizedDegrees(_ degrees: Double) -> Double {
+        let wrapped = degrees.truncatingRemainder(dividingBy: 360)
+        let positive = wrapped < 0 ? wrapped + 360 : wrapped
+        return positive >= 360 ? 0 : positive  // -1e-20 + 360 rounds to 360.
+    }
+
+    /// The smallest absolute angle between two directions, in `[0, 180]`.
+    public static func angularDifference(_ first: Double, _ second: Double) -> Double {
+        let difference = normalizedDegrees(first - second)
+        return difference > 180 ? 360 - difference : difference
+    }
+
+    /// The signed turn in `(-180, 180]` that takes direction `from` to direction `to` the short way.
+    public static func shortestTurn(from: Double, to: Double) -> Double {
+        let difference = normalizedDegrees(to - from)
+        return difference > 180 ? difference - 360 : difference
+    }
+}
+
+/// The pose as carried in ranging frames: 8 bytes, big-endian.
+///
+/// | size | field                                                              |
+/// |------|--------------------------------------------------------------------|
+/// | 3    | x in millimetres, signed 24-bit two's complement (±8388.607 m)     |
+/// | 3    | y in millimetres, signed 24-bit two's complement                   |
+/// | 2    | heading in hundredths of a degree, 0...35999                       |
+///
+/// Millimetres keep the quantization error (at most 0.5 mm per axis) far below the ranging noise.
+extension Pose {
+    /// The encoded size in bytes.
+    public static let encodedLength = 8
+    /// The largest |x| or |y| that can be encoded, in centimetres.
+    public static let encodableCoordinateLimit = 838_860.7
+
+    /// The 8-byte encoding. The coordinates must be within `encodableCoordinateLimit`.
+    public func encoded() -> [UInt8] {
+        precondition(
+            abs(x) <= Self.encodableCoordinateLimit && abs(y) <= Self.encodableCoordinateLimit,
+            "pose outside the encodable room")
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Self.encodedLength)
+        for coordinate in [x, y] {
+            let millimetres = Int32((coordinate * 10).rounded())
+            let raw = UInt32(bitPattern: millimetres)
+            bytes.append(UInt8(truncatingIfNeeded: raw >> 16))
+            bytes.append(UInt8(truncatingIfNeeded: raw >> 8))
+            bytes.append(UInt8(truncatingIfNeeded: raw))
+        }
+        // Rounding 359.996° gives 36000, which is 0°.
+        let hundredths = UInt16(Int((heading * 100).rounded()) % 36_000)
+        bytes.append(UInt8(truncatingIfNeeded: hundredths >> 8))
+        bytes.append(UInt8(truncatingIfNeeded: hundredths))
+        return bytes
+    }
+
+    /// Why a received pose was rejected.
+    public struct DecodingError: Error, Equatable, Sendable, CustomStringConvertible {
+        /// The kind of problem.
+        public enum Code: String, Equatable, Sendable {
+            /// Fewer than 8 bytes.
+            case truncated
+            /// More than 8 bytes.
+            case trailingBytes
+            /// The heading is not below 360°.
+            case malformed
+        }
+
+        /// The kind of problem.
+        public let code: Code
+        /// One line saying what was wrong.
+        public let diagnostic: String
+
+        public var description: String { diagnostic }
+    }
+
+    /// Decodes the 8-byte encoding from a peer; throws for a wrong length or a heading out of range.
+    public init(decoding bytes: some Collection<UInt8>) throws(DecodingError) {
+        let raw = Array(bytes)
+        guard raw.count == Self.encodedLength else {
+            throw DecodingError(
+                code: raw.count < Self.encodedLength ? .truncated : .trailingBytes,
+                diagnostic: "pose: needs \(Self.encodedLength) bytes, got \(raw.count)")
+        }
+        func signed24(_ offset: Int) -> Double {
+            let unsigned =
+                (UInt32(raw[offset]) << 16) | (UInt32(raw[offset + 1]) << 8) | UInt32(raw[offset + 2])
+            // Shift the 24-bit value to the top and back down to extend its sign.
+            return Double(Int32(bitPattern: unsigned << 8) >> 8) / 10
+        }
+        let hundredths = (UInt16(raw[6]) << 8) | UInt16(raw[7])
+        guard hundredths < 36_000 else {
+            throw DecodingError(
+                code: .malformed,
+                diagnostic: "pose: heading \(hundredths) hundredths of a degree is not below 36000")
+        }
+        self.init(x: signed24(0), y: signed24(3), heading: Double(hundredths) / 100)
+    }
+}
