@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+
+@testable import ProfileDropCLI
+
+@Suite struct NoiseVectorsCommandTests {
+    @Test func sharedVectorsAllPass() throws {
+        guard let path = TestPaths.sharedNoiseVectors else {
+            print("NoiseVectorsCommandTests: ../shared/noise-vectors is absent beside the repository; skipping the shared-vector check")
+            return
+        }
+        let console = CapturingConsole()
+        let code = CommandLineTool.run(arguments: ["noise-vectors", path], console: console)
+        #expect(console.outputLines.last == "noise-vectors: 59 vectors, 0 failed, 0 skipped")
+        #expect(code == 0)
+    }
+
+    @Test func aCorruptedCiphertextFailsAndExitsNonZero() throws {
+        guard let path = TestPaths.sharedNoiseVectors else {
+            print("NoiseVectorsCommandTests: ../shared/noise-vectors is absent; skipping the corrupted-vector check")
+            return
+        }
+        var text = try String(contentsOfFile: path, encoding: .utf8)
+        // Flip one hex digit inside the first ciphertext.
+        let marker = try #require(text.range(of: "\"ciphertext\": \""))
+        let digit = text.index(marker.upperBound, offsetBy: 4)
+        text.replaceSubrange(digit...digit, with: text[digit] == "0" ? "1" : "0")
+        let directory = try TestPaths.temporaryDirectory()
+        let corrupted = directory.appendingPathComponent("corrupted.json").path
+        try text.write(toFile: corrupted, atomically: true, encoding: .utf8)
+
+        let console = CapturingConsole()
+        let code = CommandLineTool.run(arguments: ["noise-vectors", corrupted], console: console)
+        #expect(code == ExitCode.failure.rawValue)
+        #expect(console.outputLines.last == "noise-vectors: 59 vectors, 1 failed, 0 skipped")
+        #expect(console.outputLines.contains { $0.hasPrefix("FAIL  Noise_") })
+    }
+
+    @Test func unsupportedProtocolsAreSkipped() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        let file = directory.appendingPathComponent("other-suite.json").path
+        try """
+        {"vectors": [{"protocol_name": "Noise_NN_448_AESGCM_SHA512", "init_prologue": "", "resp_prologue": "",
+          "init_ephemeral": "", "resp_ephemeral": "", "handshake_hash": "", "messages": []}]}
+        """.write(toFile: file, atomically: true, encoding: .utf8)
+        let console = CapturingConsole()
+        #expect(CommandLineTool.run(arguments: ["noise-vectors", file], console: console) == 0)
+        #expect(console.outputLines.last == "noise-vectors: 1 vectors, 0 failed, 1 skipped")
+    }
+
+    @Test func missingAndMalformedFilesAreOneLineUsageErrors() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        let garbage = directory.appendingPathComponent("garbage.json").path
+        try "{not json".write(toFile: garbage, atomically: true, encoding: .utf8)
+        for path in [directory.appendingPathComponent("missing.json").path, garbage] {
+            let console = CapturingConsole()
+            #expect(CommandLineTool.run(arguments: ["noise-vectors", path], console: console) == 2)
+            #expect(console.errorLines.count == 1)
+            #expect(console.errorLines.first?.contains(path) == true)
+        }
+        let console = CapturingConsole()
+        #expect(CommandLineTool.run(arguments: ["noise-vectors"], console: console) == 2)
+    }
+}

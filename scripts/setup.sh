@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what ProfileDrop needs on a fresh Debian machine (as root) and builds it.
+# Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+pkg-config --exists libsodium 2>/dev/null || need_apt+=(libsodium-dev)
+command -v pkg-config >/dev/null || need_apt+=(pkg-config)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    echo "setup: installing ${need_apt[*]}"
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "setup: run as root (or install ${need_apt[*]} yourself)" >&2
+        exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# The Python noiseprotocol package is the third-party Noise peer of the interop tests.
+if ! python3 -c 'import noise.connection' 2>/dev/null; then
+    echo "setup: installing the Python package noiseprotocol"
+    python3 -m pip install -q noiseprotocol 2>/dev/null \
+        || python3 -m pip install -q --break-system-packages noiseprotocol
+fi
+
+echo "setup: building (release)"
+swift build -c release --product profiledrop
+test -x .build/release/profiledrop
