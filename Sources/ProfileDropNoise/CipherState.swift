@@ -84,7 +84,13 @@ public struct CipherState: Sendable {
         let zeros = [UInt8](repeating: 0, count: ChaChaPoly.keyLength)
         let sealed = ChaChaPoly.seal(
             zeros, key: key, nonce: ChaChaPoly.Nonce(noiseCounter: Self.maxNonce), authenticating: [UInt8]())
-        guard let newKey = try? ChaChaPoly.Key(rawRepresentation: sealed[0..<ChaChaPoly.keyLength]) else {
+        let secret = SecureBytes(count: ChaChaPoly.keyLength) { destination in
+            sealed.withUnsafeBytes { source in
+                destination.copyMemory(
+                    from: UnsafeRawBufferPointer(rebasing: source[0..<ChaChaPoly.keyLength]))
+            }
+        }
+        guard let newKey = try? ChaChaPoly.Key(secureBytes: secret) else {
             preconditionFailure("a 32-byte slice is always a valid key")
         }
         self.key = newKey

@@ -30,6 +30,13 @@ public struct HandshakeState: Sendable {
     /// The protocol this project speaks.
     public static let xx = "Noise_XX_25519_ChaChaPoly_BLAKE2b"
 
+    private static let parsedXX: NoiseProtocolName = {
+        guard let parsed = try? NoiseProtocolName(parsing: xx) else {
+            preconditionFailure("XX is in the table")
+        }
+        return parsed
+    }()
+
     /// The parsed protocol name.
     public let protocolName: NoiseProtocolName
     /// This party's role.
@@ -64,7 +71,8 @@ public struct HandshakeState: Sendable {
         remoteStaticKey: X25519.PublicKey?, presharedKeys: [[UInt8]] = [],
         ephemeralKey: X25519.PrivateKey? = nil
     ) throws {
-        let parsed = try NoiseProtocolName(parsing: protocolName)
+        // The project's own protocol is parsed once; string splitting is a visible cost per handshake.
+        let parsed = protocolName == Self.xx ? Self.parsedXX : try NoiseProtocolName(parsing: protocolName)
         let pattern = parsed.pattern
         let ownPreMessage = role == .initiator ? pattern.initiatorPreMessage : pattern.responderPreMessage
         let peerPreMessage = role == .initiator ? pattern.responderPreMessage : pattern.initiatorPreMessage
@@ -206,7 +214,7 @@ public struct HandshakeState: Sendable {
             switch token {
             case .e:
                 let field = try take(X25519.keyLength, from: message, at: &offset, what: "ephemeral key")
-                let ephemeral = try publicKey(field)
+                let ephemeral = try publicKey(Array(field))
                 remoteEphemeralKey = ephemeral
                 mixEphemeral(ephemeral)
             case .s:
@@ -286,7 +294,7 @@ public struct HandshakeState: Sendable {
         return message[offset..<(offset + count)]
     }
 
-    private func publicKey(_ bytes: some Collection<UInt8>) throws -> X25519.PublicKey {
+    private func publicKey(_ bytes: [UInt8]) throws -> X25519.PublicKey {
         do {
             return try X25519.PublicKey(rawRepresentation: bytes)
         } catch {

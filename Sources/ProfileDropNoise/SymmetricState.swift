@@ -90,8 +90,16 @@ public struct SymmetricState: Sendable {
 
     /// HASHLEN is 64, so cipher keys are truncated to their first 32 bytes (spec section 5.2).
     private static func cipherKey(from output: [UInt8]) -> ChaChaPoly.Key {
-        guard let key = try? ChaChaPoly.Key(rawRepresentation: output[0..<ChaChaPoly.keyLength]) else {
-            preconditionFailure("HKDF output is 64 bytes, so its first 32 always make a key")
+        precondition(output.count >= ChaChaPoly.keyLength, "HKDF outputs are 64 bytes")
+        // Copied as raw memory: the generic collection initialiser walks byte by byte.
+        let secret = SecureBytes(count: ChaChaPoly.keyLength) { destination in
+            output.withUnsafeBytes { source in
+                destination.copyMemory(
+                    from: UnsafeRawBufferPointer(rebasing: source[0..<ChaChaPoly.keyLength]))
+            }
+        }
+        guard let key = try? ChaChaPoly.Key(secureBytes: secret) else {
+            preconditionFailure("a 32-byte secret is always a valid key")
         }
         return key
     }
