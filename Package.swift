@@ -23,10 +23,15 @@ let package = Package(
         .target(name: "ProfileDropCore", dependencies: ["ProfileDropCrypto", "ProfileDropNoise"]),
         // Many devices in a room on a faulty network, in virtual time.
         .target(name: "ProfileDropSimulator", dependencies: ["ProfileDropCore"]),
+        // Real UDP sockets: IPv4/IPv6 multicast discovery, unicast exchange, the poll and timer loop.
+        .target(name: "ProfileDropTransport", dependencies: ["ProfileDropCore"]),
         // Command implementations behind the `profiledrop` executable.
         .target(
             name: "ProfileDropCLI",
-            dependencies: ["ProfileDropCrypto", "ProfileDropNoise", "ProfileDropCore", "ProfileDropSimulator"]
+            dependencies: [
+                "ProfileDropCrypto", "ProfileDropNoise", "ProfileDropCore", "ProfileDropSimulator",
+                "ProfileDropTransport",
+            ]
         ),
         .executableTarget(name: "profiledrop", dependencies: ["ProfileDropCLI"]),
 
@@ -39,6 +44,7 @@ let package = Package(
         ),
         .testTarget(name: "ProfileDropCoreTests", dependencies: ["ProfileDropCore", "ProfileDropNoise", "ProfileDropCrypto"]),
         .testTarget(name: "ProfileDropSimulatorTests", dependencies: ["ProfileDropSimulator", "ProfileDropCore"]),
+        .testTarget(name: "ProfileDropTransportTests", dependencies: ["ProfileDropTransport"]),
         .testTarget(name: "ProfileDropCLITests", dependencies: ["ProfileDropCLI"]),
     ]
 )
