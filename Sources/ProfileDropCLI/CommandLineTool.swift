@@ -22,6 +22,7 @@ public enum CommandLineTool {
         NoiseVectorsCommand.self,
         BenchCommand.self,
         IdentityCommand.self,
+        InterfacesCommand.self,
     ]
 
     /// Runs `profiledrop` with `arguments` (without the program name) and returns the exit code.
