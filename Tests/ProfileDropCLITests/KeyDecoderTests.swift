@@ -1,0 +1,25 @@
+import Testing
+
+@testable import ProfileDropCLI
+
+@Suite struct KeyDecoderTests {
+    @Test func arrowKeysAndQuit() {
+        var decoder = KeyDecoder()
+        let keys = decoder.feed([0x1b, 0x5b, 0x41, 0x1b, 0x5b, 0x42, 0x1b, 0x5b, 0x43, 0x1b, 0x5b, 0x44, 0x71])
+        #expect(keys == [.up, .down, .right, .left, .quit])
+    }
+
+    @Test func anEscapeSequenceSplitAcrossReadsIsKept() {
+        var decoder = KeyDecoder()
+        #expect(decoder.feed([0x1b]) == [])
+        #expect(decoder.feed([0x5b]) == [])
+        #expect(decoder.feed([0x44]) == [.left])
+    }
+
+    @Test func otherBytesAreIgnored() {
+        var decoder = KeyDecoder()
+        #expect(decoder.feed(Array("hello".utf8)) == [])
+        #expect(decoder.feed([0x1b, 0x4f, 0x1b, 0x5b, 0x5a]) == [])
+        #expect(decoder.feed([0x03]) == [.quit])
+    }
+}
