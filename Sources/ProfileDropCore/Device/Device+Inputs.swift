@@ -1,0 +1,137 @@
+extension Device {
+    mutating func advanceClock(to time: Instant) {
+        if time > context.now { context.now = time }
+    }
+
+    /// Parses and routes one datagram.
+    mutating func receive(_ bytes: [UInt8], from source: PeerAddress) throws(ProtocolError) {
+        let packet = try Packet(datagram: bytes)
+        switch packet {
+        case .beacon(let beacon):
+            guard beacon.deviceID != deviceID else { throw ProtocolError(.ownDatagram, "our own beacon") }
+            try admit(source)
+            discovery.receive(beacon, from: source, context: &context)
+        case .query(let query):
+            guard query.deviceID != deviceID else { throw ProtocolError(.ownDatagram, "our own query") }
+            try admit(source)
+            discovery.receive(query, context: &context)
+        case .invite(let invite):
+            if exchange?.sessionID == invite.sessionID
+                || lingering.contains(where: { $0.sessionID == invite.sessionID })
+            {
+                try routeToSession(packet, sessionID: invite.sessionID)
+                return
+            }
+            try admit(source)
+            try handleInvite(invite, from: source)
+        case .accept(let message), .confirm(let message):
+            try routeToSession(packet, sessionID: message.sessionID)
+        case .busy(let busy):
+            guard let session = exchange, session.sessionID == busy.sessionID, session.isAwaitingAccept,
+                busy.sender == session.peer, busy.receiver == deviceID
+            else {
+                throw ProtocolError(
+                    .unknownSession, "BUSY for session \(busy.sessionID), which we are not inviting")
+            }
+            exchange = nil
+            context.emit(.peerBusy(busy.sender))
+            discovery.peerBusy(busy.sender, context: &context)
+        case .secure(let secure):
+            try routeToSession(packet, sessionID: secure.sessionID, source: source)
+        }
+    }
+
+    private mutating func admit(_ source: PeerAddress) throws(ProtocolError) {
+        guard rateLimiter.admit(source, now: context.now) else {
+            throw ProtocolError(
+                .rateLimited, "\(source) exceeds \(configuration.limits.unsolicitedPerSecond) datagrams/s")
+        }
+    }
+
+    private mutating func routeToSession(
+        _ packet: Packet, sessionID: UInt64, source: PeerAddress? = nil
+    ) throws(ProtocolError) {
+        if var session = exchange, session.sessionID == sessionID {
+            defer { exchange = session }
+            try session.handle(packet, context: &context)
+            return
+        }
+        if let index = lingering.firstIndex(where: { $0.sessionID == sessionID }) {
+            try lingering[index].handle(packet, context: &context)
+            return
+        }
+        if let source { try admit(source) }
+        throw ProtocolError(.unknownSession, "no session \(sessionID)")
+    }
+
+    private mutating func handleInvite(_ invite: HandshakePacket, from source: PeerAddress)
+        throws(ProtocolError)
+    {
+        guard invite.receiver == deviceID else {
+            throw ProtocolError(.unexpectedMessage, "INVITE addressed to \(invite.receiver)")
+        }
+        guard invite.sender != deviceID else { throw ProtocolError(.ownDatagram, "our own INVITE") }
+        guard closeReason == nil else {
+            refuse(invite, from: source, reason: .unavailable)
+            return
+        }
+        if let session = exchange {
+            if session.isAwaitingAccept && session.peer == invite.sender {
+                // Both invited each other: the lower device id stays initiator.
+                if deviceID < invite.sender { return }
+                exchange = nil
+            } else {
+                refuse(invite, from: source, reason: .inSession)
+                return
+            }
+        }
+        exchange = try ExchangeSession.accept(invite, from: source, context: &context)
+    }
+
+    private mutating func refuse(_ invite: HandshakePacket, from source: PeerAddress, reason: BusyReason) {
+        context.send(
+            .busy(
+                Busy(sessionID: invite.sessionID, sender: deviceID, receiver: invite.sender, reason: reason)),
+            to: .unicast(source))
+    }
+
+    /// Runs due timers of the discovery session, the exchange session and lingering sessions.
+    mutating func runTimers() {
+        discovery.runTimers(busy: exchange != nil, context: &context)
+        exchange?.handleTimeout(context: &context)
+        for index in lingering.indices { lingering[index].handleTimeout(context: &context) }
+        if closeReason == nil, exchange == nil, context.now >= startedAt + configuration.timeouts.overall {
+            closeDevice(lastFailure == .outOfRange ? .outOfRange : .timeout(what: "no exchange"))
+        }
+    }
+
+    /// Reports a decided session outcome, then invites the next peer if the device is free.
+    mutating func afterInput() {
+        if var session = exchange, let outcome = session.outcome, !session.outcomeReported {
+            session.outcomeReported = true
+            exchange = nil
+            lastPeer = session.peer
+            switch outcome {
+            case .exchanged, .declined:
+                closeDevice(outcome)
+            case .outOfRange, .timeout, .error:
+                lastFailure = outcome
+                context.emit(.sessionEnded(peer: session.peer, reason: outcome))
+                discovery.sessionFailed(with: session.peer, context: &context)
+            }
+            if session.nextDeadline != nil { lingering.append(session) }
+        }
+        lingering.removeAll { $0.nextDeadline == nil }
+        if lingering.count > Self.maxLingering { lingering.removeFirst(lingering.count - Self.maxLingering) }
+        if closeReason == nil, exchange == nil, let invitee = discovery.nextInvitee(context: &context) {
+            exchange = ExchangeSession.initiate(to: invitee.id, at: invitee.address, context: &context)
+        }
+    }
+
+    private mutating func closeDevice(_ reason: CloseReason) {
+        guard closeReason == nil else { return }
+        closeReason = reason
+        discovery.close()
+        context.emit(.closed(reason))
+    }
+}

@@ -1,0 +1,177 @@
+import ProfileDropCrypto
+
+/// One ProfileDrop device: its discovery session and at most one exchange session, as a sans-IO
+/// state machine.
+///
+/// The driver feeds it inputs, each stamped with the current time, and drains its outputs:
+///
+/// ```swift
+/// var device = Device(configuration: config, random: SystemRandom(), now: clock.now, localAddress: me)
+/// // on every input: handleDatagram / handleTimeout / updatePose / decide, then
+/// while let datagram = device.pollTransmit() { send(datagram) }
+/// while let event = device.pollEvent() { show(event) }
+/// // and arm one timer for device.nextDeadline; on expiry call handleTimeout(at:).
+/// ```
+///
+/// The device never reads a clock, opens a socket or draws global randomness: time comes with every
+/// input, datagrams go out through ``pollTransmit()``, and randomness comes from the injected
+/// source, so a seeded source makes a run reproducible. Inputs with a time earlier than a previous
+/// input are treated as happening at the latest time seen.
+public struct Device {
+    /// The configuration it was created with.
+    public let configuration: DeviceConfiguration
+    /// Our random per-run identifier, announced in beacons.
+    public let deviceID: DeviceID
+    /// The address our unicast socket is bound to.
+    public let localAddress: PeerAddress
+
+    var context: SessionContext
+    let startedAt: Instant
+    var discovery: DiscoverySession
+    /// The live exchange session, if any (at most one at a time).
+    var exchange: ExchangeSession?
+    /// Sessions that ended and are still closing or draining; bounded.
+    var lingering: [ExchangeSession] = []
+    var closeReason: CloseReason?
+    var lastPeer: DeviceID?
+    var lastFailure: CloseReason?
+    var rateLimiter: RateLimiter
+
+    /// Sessions kept closing or draining after they ended.
+    static let maxLingering = 4
+
+    /// Creates a device and starts its discovery session at `now`.
+    ///
+    /// - Parameters:
+    ///   - configuration: card, consent policy, static key, timers, limits, proximity settings.
+    ///   - random: every random choice (device id, session ids, tokens, ephemeral keys, jitter,
+    ///     measurement noise) comes from here; it is stored as an existential.
+    ///   - now: the start time.
+    ///   - localAddress: where our unicast socket listens; its port goes into beacons.
+    public init(
+        configuration: DeviceConfiguration, random: some RandomSource, now: Instant, localAddress: PeerAddress
+    ) {
+        var random: any RandomSource = random
+        let deviceID = DeviceID(rawValue: random.nextUInt64())
+        self.configuration = configuration
+        self.deviceID = deviceID
+        self.localAddress = localAddress
+        self.startedAt = now
+        var context = SessionContext(
+            configuration: configuration, deviceID: deviceID, random: random, now: now,
+            pose: Pose(x: 0, y: 0, heading: 0))
+        self.discovery = DiscoverySession(deviceID: deviceID, port: localAddress.port, context: &context)
+        context.emit(.advertising)
+        self.context = context
+        self.rateLimiter = RateLimiter(
+            perSecond: configuration.limits.unsolicitedPerSecond,
+            capacity: configuration.limits.rateLimitedSources)
+        runTimers()
+    }
+
+    /// Handles one received UDP datagram (multicast or unicast) from `source`.
+    ///
+    /// Malformed, unauthenticated, replayed or unexpected datagrams are dropped, counted in
+    /// ``counters`` and reported as ``DeviceEvent/datagramRejected(reason:)``; they never change
+    /// session state. (Our own multicast beacons looping back are counted but not reported.)
+    public mutating func handleDatagram(_ bytes: [UInt8], from source: PeerAddress, at time: Instant) {
+        advanceClock(to: time)
+        context.counters.datagramsReceived += 1
+        do {
+            try receive(bytes, from: source)
+            context.counters.datagramsAccepted += 1
+        } catch {
+            context.counters.countRejection(error.code)
+            if error.code != .ownDatagram { context.emit(.datagramRejected(reason: error)) }
+        }
+        afterInput()
+    }
+
+    /// Runs every timer due at or before `time`. Call it when `time >= nextDeadline`; calling it
+    /// early is harmless.
+    public mutating func handleTimeout(at time: Instant) {
+        advanceClock(to: time)
+        runTimers()
+        afterInput()
+    }
+
+    /// Tells the device where it now is (simulated position in centimetres and heading in
+    /// degrees). RANGING frames carry the latest pose, and proximity is measured against it.
+    public mutating func updatePose(_ pose: Pose, at time: Instant) {
+        advanceClock(to: time)
+        context.pose = pose
+        afterInput()
+    }
+
+    /// The user's answer after ``DeviceEvent/consentRequested(peer:)``. Ignored when no request is
+    /// pending.
+    public mutating func decide(_ decision: ConsentDecision, at time: Instant) {
+        advanceClock(to: time)
+        exchange?.decide(decision, context: &context)
+        afterInput()
+    }
+
+    /// The next datagram to send, or nil when there is none.
+    public mutating func pollTransmit() -> OutgoingDatagram? {
+        guard let datagram = context.outbox.pop() else { return nil }
+        context.counters.datagramsSent += 1
+        context.counters.bytesSent += datagram.bytes.count
+        return datagram
+    }
+
+    /// The next event, or nil when there is none.
+    public mutating func pollEvent() -> DeviceEvent? {
+        context.events.pop()
+    }
+
+    /// When ``handleTimeout(at:)`` must be called next; nil once the device is closed and every
+    /// session has finished draining.
+    public var nextDeadline: Instant? {
+        var deadline: Instant? = nil
+        func consider(_ candidate: Instant?) {
+            guard let candidate else { return }
+            if let current = deadline, current <= candidate { return }
+            deadline = candidate
+        }
+        if closeReason == nil {
+            consider(discovery.nextDeadline)
+            if exchange == nil {
+                consider(discovery.nextInviteCandidateAt)
+                consider(startedAt + configuration.timeouts.overall)
+            }
+        }
+        consider(exchange?.nextDeadline)
+        for session in lingering { consider(session.nextDeadline) }
+        return deadline
+    }
+
+    /// Whether the device has finished. It may still answer a late CLOSE while draining
+    /// (``nextDeadline`` stays non-nil until then).
+    public var isClosed: Bool { closeReason != nil }
+
+    /// Why the device closed, once it has.
+    public var closedReason: CloseReason? { closeReason }
+
+    /// Traffic totals.
+    public var counters: DeviceCounters { context.counters }
+
+    /// Our latest pose.
+    public var pose: Pose { context.pose }
+
+    /// The time of the latest input.
+    public var now: Instant { context.now }
+
+    /// A display snapshot.
+    public var snapshot: DeviceSnapshot {
+        var snapshot = DeviceSnapshot(
+            stage: .discovering, deviceID: deviceID, peer: lastPeer, distanceCm: nil,
+            bearingDeg: nil, sentChunks: 0, totalSendChunks: 0, receivedChunks: 0, totalReceiveChunks: 0,
+            knownPeers: discovery.peerCount, closeReason: closeReason)
+        exchange?.fill(&snapshot)
+        if closeReason != nil { snapshot.stage = .closed }
+        return snapshot
+    }
+
+    /// The coarse stage, for display.
+    public var stage: DeviceStage { snapshot.stage }
+}

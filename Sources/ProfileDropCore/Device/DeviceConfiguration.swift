@@ -1,0 +1,114 @@
+import ProfileDropCrypto
+
+/// Every wait of the protocol, with the defaults PROTOCOL.md specifies.
+public struct Timeouts: Sendable, Equatable {
+    /// First beacon interval after start; each later interval doubles up to ``announceCap``.
+    public var announceInitial: Duration = .milliseconds(250)
+    /// Longest interval between beacons.
+    public var announceCap: Duration = .seconds(4)
+    /// First interval between browse queries; doubles up to ``queryCap``.
+    public var queryInitial: Duration = .seconds(1)
+    /// Longest interval between browse queries.
+    public var queryCap: Duration = .seconds(16)
+    /// Random delay before answering a query with a beacon: uniform in this range.
+    public var queryResponseDelay: ClosedRange<Duration> = .milliseconds(20) ... .milliseconds(120)
+    /// A query is not answered if we multicast a beacon this recently (the asker heard it).
+    public var answerSuppression: Duration = .seconds(1)
+    /// A peer not heard from for this long is forgotten.
+    public var peerLifetime: Duration = .seconds(15)
+    /// First retransmission timeout of INVITE, ACCEPT and CONFIRM; doubles per attempt.
+    public var handshakeRetransmit: Duration = .milliseconds(250)
+    /// Transmissions of one handshake message before the session gives up.
+    public var handshakeAttempts: Int = 5
+    /// How long both gates may take to open after the handshake before the session ends as
+    /// out of range and the device tries other peers.
+    public var rangingWindow: Duration = .seconds(3)
+    /// How long a user may take to answer a consent request before it declines by itself.
+    public var consent: Duration = .seconds(60)
+    /// Longest interval between control packets while waiting (they double from the ranging
+    /// interval, ``MeasurementModel/sampleInterval``, while nothing changes).
+    public var controlCap: Duration = .seconds(1)
+    /// A secured session with no authenticated packet from the peer for this long closes.
+    public var idle: Duration = .seconds(5)
+    /// Gap between card chunks (pacing).
+    public var chunkPacing: Duration = .milliseconds(2)
+    /// Retransmission timeout of a chunk before any round-trip sample.
+    public var initialRTO: Duration = .milliseconds(300)
+    /// Bounds of the chunk retransmission timeout.
+    public var rtoRange: ClosedRange<Duration> = .milliseconds(50) ... .seconds(2)
+    /// A receiver sends CARD_SACK at most this long after an unacknowledged chunk.
+    public var sackDelay: Duration = .milliseconds(10)
+    /// The whole card phase (offer to both acknowledgements) must end within this.
+    public var transfer: Duration = .seconds(90)
+    /// First retransmission timeout of CLOSE; doubles per attempt.
+    public var closeRetransmit: Duration = .milliseconds(200)
+    /// Transmissions of CLOSE before closing without CLOSE_ACK.
+    public var closeAttempts: Int = 6
+    /// How long a closed session keeps answering CLOSE with CLOSE_ACK (draining).
+    public var drain: Duration = .seconds(3)
+    /// Back-off before inviting a peer again after a session with it failed; doubles per failure.
+    public var retryBackoff: Duration = .seconds(5)
+    /// Longest back-off for one peer.
+    public var retryBackoffCap: Duration = .seconds(40)
+    /// After BUSY, wait a random time in this range before inviting that peer again.
+    public var busyBackoff: ClosedRange<Duration> = .milliseconds(500) ... .milliseconds(1500)
+    /// Random delay before the first invitation, and between invitations.
+    public var inviteDelay: ClosedRange<Duration> = .milliseconds(50) ... .milliseconds(300)
+    /// The device closes if no exchange completed within this time from start.
+    public var overall: Duration = .seconds(180)
+
+    /// The defaults.
+    public init() {}
+}
+
+/// Bounds that keep memory and work finite whatever peers send.
+public struct Limits: Sendable, Equatable {
+    /// Peers the discovery session remembers; the least recently heard is evicted.
+    public var maxPeers: Int = 32
+    /// Largest card (encoded bytes) we accept from a peer.
+    public var maxCardBytes: Int = 512 * 1024
+    /// Chunks of our card in flight (sent, not acknowledged, not declared lost).
+    public var sendWindow: Int = 32
+    /// Known-answer entries carried in a QUERY.
+    public var maxKnownAnswers: Int = 32
+    /// Datagrams per second accepted from one source that has no session with us.
+    public var unsolicitedPerSecond: Int = 20
+    /// Sources tracked by the rate limiter; the oldest is forgotten.
+    public var rateLimitedSources: Int = 64
+
+    /// The defaults.
+    public init() {}
+}
+
+/// Everything a ``Device`` needs besides its inputs.
+public struct DeviceConfiguration: Sendable {
+    /// The card we offer, or nil to only receive.
+    public var card: ProfileCard?
+    /// How we answer once both devices are in range.
+    public var consent: ConsentPolicy
+    /// Our Noise static key.
+    public var staticKey: X25519.PrivateKey
+    /// Timers.
+    public var timeouts: Timeouts
+    /// Bounds.
+    public var limits: Limits
+    /// Distance band and facing criteria, filter and dwell.
+    public var gate: ProximityGate.Configuration
+    /// How noisy our distance and bearing measurements are, and the ranging rate.
+    public var measurement: MeasurementModel
+
+    /// Creates a configuration with default timers, limits, gate and measurement model.
+    public init(
+        card: ProfileCard?, consent: ConsentPolicy, staticKey: X25519.PrivateKey,
+        timeouts: Timeouts = Timeouts(), limits: Limits = Limits(),
+        gate: ProximityGate.Configuration = .default, measurement: MeasurementModel = .default
+    ) {
+        self.card = card
+        self.consent = consent
+        self.staticKey = staticKey
+        self.timeouts = timeouts
+        self.limits = limits
+        self.gate = gate
+        self.measurement = measurement
+    }
+}

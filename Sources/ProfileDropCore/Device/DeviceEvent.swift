@@ -1,0 +1,112 @@
+/// Which side of an exchange did something.
+public enum Side: Sendable, Equatable {
+    /// This device.
+    case local
+    /// The other device.
+    case peer
+}
+
+/// Why an exchange session or the whole device closed.
+public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
+    /// Both cards that were offered were delivered, verified and acknowledged.
+    case exchanged
+    /// One side refused (policy, user decision, or an unanswered request).
+    case declined(by: Side)
+    /// The proximity gate did not open on both devices within the ranging window.
+    case outOfRange
+    /// A wait ran out; `what` names it (for example "handshake", "peer silent", "consent").
+    case timeout(what: String)
+    /// The peer misbehaved or the channel failed.
+    case error(ProtocolError)
+
+    public var description: String {
+        switch self {
+        case .exchanged: "exchanged"
+        case .declined(by: .local): "declined by us"
+        case .declined(by: .peer): "declined by peer"
+        case .outOfRange: "out of range"
+        case .timeout(let what): "timeout: \(what)"
+        case .error(let error): "error: \(error)"
+        }
+    }
+}
+
+/// Something the driver (simulator, command line) may want to show or log, in order.
+public enum DeviceEvent: Sendable, Equatable {
+    /// The discovery session started announcing and browsing.
+    case advertising
+    /// A beacon from a new device was seen.
+    case peerFound(DeviceID)
+    /// `peer` answered our invitation with BUSY; we try it again after a short back-off.
+    case peerBusy(DeviceID)
+    /// An exchange session with `peer` started; `initiator` tells whether we invited.
+    case connecting(peer: DeviceID, initiator: Bool)
+    /// The Noise handshake completed. Both devices derive the same six-digit code from the
+    /// handshake hash, which users may compare.
+    case secured(peer: DeviceID, verificationCode: String)
+    /// A new filtered proximity estimate for the peer.
+    case ranging(distanceCm: Double, bearingDeg: Double)
+    /// Our proximity gate opened (we tell the peer with IN_RANGE).
+    case inRange
+    /// Both devices are in range; with ``ConsentPolicy/askUser`` the device now waits for
+    /// ``Device/decide(_:at:)``.
+    case consentRequested(peer: DeviceID)
+    /// Card transfer progress: `sent` of `total` chunks of our card acknowledged by the peer.
+    case exchanging(sent: Int, total: Int)
+    /// The peer's card arrived, matched its digest and decoded.
+    case cardReceived(ProfileCard)
+    /// The peer acknowledged our card.
+    case acknowledged
+    /// An exchange session ended without closing the device, which goes back to browsing
+    /// (for example a far peer whose ranging window ran out).
+    case sessionEnded(peer: DeviceID, reason: CloseReason)
+    /// The device finished: both sessions are closed and it will send nothing more
+    /// (except draining replies until ``Device/nextDeadline`` is nil).
+    case closed(CloseReason)
+    /// A datagram was dropped. It did not change any state.
+    case datagramRejected(reason: ProtocolError)
+}
+
+/// The coarse stage of a device, for display.
+public enum DeviceStage: String, Sendable, Equatable {
+    /// Announcing and browsing, no exchange session.
+    case discovering
+    /// Inviting or handshaking.
+    case connecting
+    /// Secured; measuring proximity.
+    case ranging
+    /// Both in range; waiting for consent (ours or the peer's).
+    case consenting
+    /// Cards in flight.
+    case exchanging
+    /// Closing handshake or draining.
+    case closing
+    /// Done.
+    case closed
+}
+
+/// A display snapshot of a device.
+public struct DeviceSnapshot: Sendable, Equatable {
+    /// The coarse stage.
+    public var stage: DeviceStage
+    /// Our per-run device id.
+    public var deviceID: DeviceID
+    /// The peer of the current (or last) exchange session.
+    public var peer: DeviceID?
+    /// The latest filtered distance to the peer, in centimetres.
+    public var distanceCm: Double?
+    /// The latest filtered bearing of the peer, in degrees (0 = straight ahead).
+    public var bearingDeg: Double?
+    /// Chunks of our card the peer has acknowledged, and the total.
+    public var sentChunks: Int
+    /// Total chunks of our card (0 when we do not send one).
+    public var totalSendChunks: Int
+    /// Chunks of the peer's card received, and the total.
+    public var receivedChunks: Int
+    /// Total chunks of the peer's card (0 until its offer arrives).
+    public var totalReceiveChunks: Int
+    /// How many devices the discovery session knows.
+    public var knownPeers: Int
+    /// Why the device closed, once it has.
+    public var closeReason: CloseReason?
+}

@@ -1,0 +1,165 @@
+/// A device the discovery session has heard a beacon from.
+struct KnownPeer {
+    let id: DeviceID
+    var address: PeerAddress
+    var lastSeen: Instant
+    /// The peer's beacon said it is in an exchange.
+    var busy: Bool
+    /// We do not invite it before this time (back-off after failures and BUSY).
+    var availableAt: Instant
+    /// Sessions with it that ended without an exchange.
+    var failures = 0
+    /// Invitations we sent it.
+    var attempts = 0
+}
+
+/// The multicast half of a device: announces our beacon, browses with queries, answers queries
+/// with mDNS-like etiquette, and keeps a bounded table of peers to invite.
+struct DiscoverySession {
+    private let deviceID: DeviceID
+    private let port: UInt16
+    private(set) var peers: [KnownPeer] = []  // sorted by id
+    private(set) var isClosed = false
+    private var announceAt: Instant
+    private var announceCount = 0
+    private var queryAt: Instant
+    private var queryCount = 0
+    private var answerAt: Instant?
+    private var lastBeaconAt: Instant?
+    /// Earliest time for our next invitation.
+    var inviteAt: Instant
+
+    init(deviceID: DeviceID, port: UInt16, context: inout SessionContext) {
+        self.deviceID = deviceID
+        self.port = port
+        let now = context.now
+        // Spread the first beacons and queries of devices switched on together.
+        announceAt = now + context.randomDuration(in: .zero ... .milliseconds(100))
+        queryAt = now + context.randomDuration(in: context.timeouts.queryResponseDelay)
+        inviteAt =
+            now + context.timeouts.announceInitial + context.randomDuration(in: context.timeouts.inviteDelay)
+    }
+
+    var peerCount: Int { peers.count }
+
+    var nextDeadline: Instant? {
+        guard !isClosed else { return nil }
+        var deadline = min(announceAt, queryAt)
+        if let answerAt { deadline = min(deadline, answerAt) }
+        if let expiry = peers.map(\.lastSeen).min() { deadline = min(deadline, expiry + lifetime) }
+        return deadline
+    }
+
+    private var lifetime: Duration = .seconds(15)
+
+    mutating func close() {
+        isClosed = true
+        answerAt = nil
+    }
+
+    /// Runs due timers: beacon announcements, queries, delayed answers, peer expiry.
+    mutating func runTimers(busy: Bool, context: inout SessionContext) {
+        guard !isClosed else { return }
+        lifetime = context.timeouts.peerLifetime
+        let now = context.now
+        if now >= announceAt {
+            sendBeacon(busy: busy, context: &context)
+            let interval = context.timeouts.announceInitial.doubled(
+                announceCount, cap: context.timeouts.announceCap)
+            announceCount += 1
+            announceAt = now + context.jittered(interval)
+        }
+        if let due = answerAt, now >= due {
+            answerAt = nil
+            // Suppressed if a beacon went out meanwhile (the asker heard it).
+            if lastBeaconAt.map({ now - $0 >= context.timeouts.answerSuppression }) ?? true {
+                sendBeacon(busy: busy, context: &context)
+            }
+        }
+        if now >= queryAt {
+            let known = peers.sorted { $0.lastSeen > $1.lastSeen }.prefix(context.limits.maxKnownAnswers).map(
+                \.id)
+            context.send(.query(Query(deviceID: deviceID, knownAnswers: known.sorted())), to: .multicast)
+            let interval = context.timeouts.queryInitial.doubled(queryCount, cap: context.timeouts.queryCap)
+            queryCount += 1
+            queryAt = now + context.jittered(interval)
+        }
+        peers.removeAll { now - $0.lastSeen >= lifetime }
+    }
+
+    private mutating func sendBeacon(busy: Bool, context: inout SessionContext) {
+        context.send(.beacon(Beacon(deviceID: deviceID, port: port, busy: busy)), to: .multicast)
+        lastBeaconAt = context.now
+    }
+
+    /// Records a peer's beacon. New peers are reported; when the table is full the peer heard
+    /// from longest ago makes room.
+    mutating func receive(_ beacon: Beacon, from source: PeerAddress, context: inout SessionContext) {
+        guard !isClosed else { return }
+        let address = PeerAddress(ipv4: source.ipv4, port: beacon.port)
+        if let index = peers.firstIndex(where: { $0.id == beacon.deviceID }) {
+            peers[index].address = address
+            peers[index].lastSeen = context.now
+            peers[index].busy = beacon.busy
+            return
+        }
+        if peers.count >= context.limits.maxPeers {
+            guard let stalest = peers.indices.min(by: { peers[$0].lastSeen < peers[$1].lastSeen }) else {
+                return
+            }
+            peers.remove(at: stalest)
+        }
+        let peer = KnownPeer(
+            id: beacon.deviceID, address: address, lastSeen: context.now, busy: beacon.busy,
+            availableAt: context.now)
+        let position = peers.firstIndex { $0.id > beacon.deviceID } ?? peers.endIndex
+        peers.insert(peer, at: position)
+        context.emit(.peerFound(beacon.deviceID))
+    }
+
+    /// Schedules a delayed beacon in answer to a query that does not already list us.
+    mutating func receive(_ query: Query, context: inout SessionContext) {
+        guard !isClosed, answerAt == nil, !query.knownAnswers.contains(deviceID) else { return }
+        if let last = lastBeaconAt, context.now - last < context.timeouts.answerSuppression { return }
+        answerAt = context.now + context.randomDuration(in: context.timeouts.queryResponseDelay)
+    }
+
+    /// Picks the next peer to invite, or nil. Candidates are free peers whose back-off expired;
+    /// among those with the fewest attempts one is drawn at random, so that many devices do not
+    /// all invite the same peer and every peer is eventually tried.
+    mutating func nextInvitee(context: inout SessionContext) -> KnownPeer? {
+        guard !isClosed, context.now >= inviteAt else { return nil }
+        let candidates = peers.filter { !$0.busy && $0.availableAt <= context.now }
+        guard let fewest = candidates.map(\.attempts).min() else { return nil }
+        let least = candidates.filter { $0.attempts == fewest }
+        let chosen = least[Int(context.random.uniform(below: UInt64(least.count)))]
+        if let index = peers.firstIndex(where: { $0.id == chosen.id }) { peers[index].attempts += 1 }
+        return chosen
+    }
+
+    /// The earliest time a peer becomes available for an invitation (for the device's deadline).
+    var nextInviteCandidateAt: Instant? {
+        guard !isClosed else { return nil }
+        guard let earliest = peers.filter({ !$0.busy }).map(\.availableAt).min() else { return nil }
+        return max(earliest, inviteAt)
+    }
+
+    /// Backs off from `peer` after a session that ended without an exchange.
+    mutating func sessionFailed(with peer: DeviceID, context: inout SessionContext) {
+        if let index = peers.firstIndex(where: { $0.id == peer }) {
+            peers[index].failures += 1
+            let backoff = context.timeouts.retryBackoff.doubled(
+                peers[index].failures - 1, cap: context.timeouts.retryBackoffCap)
+            peers[index].availableAt = context.now + context.jittered(backoff, spread: 0.2)
+        }
+        inviteAt = context.now + context.randomDuration(in: context.timeouts.inviteDelay)
+    }
+
+    /// Backs off briefly from `peer` after it answered BUSY.
+    mutating func peerBusy(_ peer: DeviceID, context: inout SessionContext) {
+        if let index = peers.firstIndex(where: { $0.id == peer }) {
+            peers[index].availableAt = context.now + context.randomDuration(in: context.timeouts.busyBackoff)
+        }
+        inviteAt = context.now + context.randomDuration(in: context.timeouts.inviteDelay)
+    }
+}

@@ -1,0 +1,164 @@
+/// What both sides of a secured session have told each other, carried from state to state.
+///
+/// Control frames are idempotent facts (token, in-range, consent, card acknowledgement); each side
+/// repeats its facts in every control packet until the peer's RECEIPT (or, for IN_RANGE, its
+/// CONSENT) shows it holds them, so losing any one packet delays but never breaks the exchange.
+struct Link {
+    var channel: SecureChannel
+    let peerParameters: HandshakeParameters
+    let localToken: [UInt8]
+    /// The handshake hash, for the verification code.
+    let handshakeHash: [UInt8]
+    /// CONFIRM as sent, re-sent by the initiator when a duplicate ACCEPT shows it was lost.
+    var confirmDatagram: [UInt8]?
+
+    var peerToken: [UInt8]?
+    var localInRange = false
+    var peerInRange = false
+    var localConsent: ConsentDecision?
+    var localOffer: CardOffer?
+    var peerConsent: ConsentDecision?
+    var peerOffer: CardOffer?
+    /// Digest of the peer's card once we verified it.
+    var verifiedPeerCard: [UInt8]?
+    /// The peer acknowledged our card.
+    var peerAckedOurCard = false
+    /// What the peer says it holds of ours.
+    var peerReceipts: Receipts = []
+
+    var lastHeard: Instant
+    var controlAt: Instant
+    var controlInterval: Duration
+    var rangingSequence: UInt32 = 0
+    var peerPose: Pose?
+    var peerPoseAt: Instant?
+    var lastPeerSequence: UInt32?
+    var estimate: ProximityGate.Estimate?
+
+    /// What we hold of the peer's one-shot facts.
+    var receipts: Receipts {
+        var receipts: Receipts = []
+        if peerToken != nil { receipts.insert(.token) }
+        if peerConsent != nil { receipts.insert(.consent) }
+        if peerAckedOurCard { receipts.insert(.cardAck) }
+        return receipts
+    }
+
+    /// Our facts the peer does not yet hold, and our receipts.
+    func controlFrames() -> [Frame] {
+        var frames: [Frame] = []
+        if !peerReceipts.contains(.token) { frames.append(.token(localToken)) }
+        if localInRange && !peerReceipts.contains(.consent) { frames.append(.inRange(true)) }
+        if let localConsent, !peerReceipts.contains(.consent) {
+            frames.append(.consent(localConsent, localConsent == .share ? localOffer : nil))
+        }
+        if let verifiedPeerCard, !peerReceipts.contains(.cardAck) {
+            frames.append(.cardAck(digest: verifiedPeerCard))
+        }
+        frames.append(.receipt(receipts))
+        return frames
+    }
+
+    /// Seals and queues `frames` for the peer.
+    mutating func send(_ frames: [Frame], context: inout SessionContext) {
+        context.outbox.push(channel.seal(frames))
+    }
+
+    /// Sends a control packet now (plus `extra` frames) and schedules the next one, `interval`
+    /// later, or a doubled interval up to the cap when `backOff` is set.
+    mutating func sendControl(extra: [Frame] = [], backOff: Bool, context: inout SessionContext) {
+        send(extra + controlFrames(), context: &context)
+        let base = context.configuration.measurement.sampleInterval
+        controlInterval = backOff ? min(controlInterval * 2, max(context.timeouts.controlCap, base)) : base
+        controlAt = context.now + controlInterval
+    }
+
+    /// Makes the next control packet go out at the base interval (something changed).
+    mutating func controlSoon(context: SessionContext) {
+        controlInterval = context.configuration.measurement.sampleInterval
+        controlAt = min(controlAt, context.now)
+    }
+
+    /// Frames that the current state acts on, after the link absorbed the shared facts.
+    struct Inbound {
+        var chunks: [(index: UInt16, data: [UInt8])] = []
+        var sacks: [CardSack] = []
+        var close: CloseFrame?
+        var closeAck = false
+        /// A new fact arrived.
+        var learned = false
+    }
+
+    /// Absorbs authenticated frames into the shared facts.
+    /// - Throws: ``ProtocolError`` when the peer contradicts itself (another token, another
+    ///   consent, an acknowledgement of a card we did not send) or offers a card over our limit.
+    mutating func absorb(_ frames: [Frame], context: inout SessionContext) throws(ProtocolError) -> Inbound {
+        lastHeard = context.now
+        var inbound = Inbound()
+        for frame in frames {
+            switch frame {
+            case .token(let token):
+                if let peerToken {
+                    guard peerToken == token else {
+                        throw ProtocolError(.tokenMismatch, "peer sent a second token")
+                    }
+                } else {
+                    peerToken = token
+                    inbound.learned = true
+                }
+            case .ranging(let ranging):
+                // Without the token it cannot be checked; the peer repeats both.
+                guard let peerToken else { continue }
+                guard ranging.token == peerToken else {
+                    throw ProtocolError(.tokenMismatch, "ranging frame carries a token other than the peer's")
+                }
+                if let last = lastPeerSequence, ranging.sequence <= last { continue }
+                lastPeerSequence = ranging.sequence
+                peerPose = ranging.pose
+                peerPoseAt = context.now
+            case .inRange(let inRange):
+                if inRange && !peerInRange {
+                    peerInRange = true
+                    inbound.learned = true
+                }
+            case .consent(let decision, let offer):
+                if let peerConsent {
+                    guard peerConsent == decision, peerOffer == offer else {
+                        throw ProtocolError(.unexpectedMessage, "peer changed its consent")
+                    }
+                } else {
+                    if let offer, Int(offer.length) > context.limits.maxCardBytes {
+                        throw ProtocolError(
+                            .cardTooLarge,
+                            "offer of \(offer.length) bytes exceeds \(context.limits.maxCardBytes)")
+                    }
+                    peerConsent = decision
+                    peerOffer = offer
+                    // A peer consents only once both were in range.
+                    peerInRange = true
+                    inbound.learned = true
+                }
+            case .cardChunk(let index, let data):
+                inbound.chunks.append((index, data))
+            case .cardSack(let sack):
+                inbound.sacks.append(sack)
+            case .cardAck(let digest):
+                guard let localOffer, localOffer.digest == digest else {
+                    throw ProtocolError(.cardDigestMismatch, "peer acknowledged a card we did not send")
+                }
+                if !peerAckedOurCard {
+                    peerAckedOurCard = true
+                    inbound.learned = true
+                    context.emit(.acknowledged)
+                }
+            case .close(let close):
+                inbound.close = close
+            case .closeAck:
+                inbound.closeAck = true
+            case .receipt(let receipts):
+                peerReceipts.formUnion(receipts)
+            }
+        }
+        return inbound
+    }
+}

@@ -1,0 +1,51 @@
+import ProfileDropCrypto
+
+/// What every session needs from its device: configuration, time, randomness, pose, and the
+/// queues its outputs go to.
+struct SessionContext {
+    let configuration: DeviceConfiguration
+    let deviceID: DeviceID
+    var random: any RandomSource
+    var now: Instant
+    var pose: Pose
+    var outbox = Queue<OutgoingDatagram>()
+    var events = Queue<DeviceEvent>()
+    var counters = DeviceCounters()
+
+    var timeouts: Timeouts { configuration.timeouts }
+    var limits: Limits { configuration.limits }
+
+    mutating func send(_ packet: Packet, to destination: Destination) {
+        outbox.push(OutgoingDatagram(destination: destination, bytes: packet.encoded()))
+    }
+
+    mutating func emit(_ event: DeviceEvent) { events.push(event) }
+
+    /// A uniformly random duration in `range`.
+    mutating func randomDuration(in range: ClosedRange<Duration>) -> Duration {
+        let low = range.lowerBound.nanosecondsClamped
+        let high = range.upperBound.nanosecondsClamped
+        guard high > low else { return range.lowerBound }
+        let span = high - low
+        let offset = span == .max ? random.nextUInt64() : random.uniform(below: span + 1)
+        return .nanoseconds(Int64(clamping: low + offset))
+    }
+
+    /// `base` scaled by a random factor in `[1 - spread, 1 + spread]`.
+    mutating func jittered(_ base: Duration, spread: Double = 0.1) -> Duration {
+        let factor = 1 - spread + 2 * spread * random.unitDouble()
+        return .nanoseconds(Int64(clamping: UInt64(Double(base.nanosecondsClamped) * factor)))
+    }
+}
+
+extension Duration {
+    /// `self * 2^exponent`, saturating at `cap`.
+    func doubled(_ exponent: Int, cap: Duration) -> Duration {
+        var value = self
+        for _ in 0..<max(exponent, 0) {
+            value = value * 2
+            if value >= cap { return cap }
+        }
+        return min(value, cap)
+    }
+}

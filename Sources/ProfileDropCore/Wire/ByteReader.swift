@@ -1,0 +1,119 @@
+/// Checked big-endian reads over a received datagram.
+///
+/// Every read returns nil when the bytes run out instead of trapping, so parsers can say "more
+/// bytes needed" and callers turn that into ``ProtocolError/Code/truncated`` for a datagram, which
+/// can never grow.
+public struct ByteReader: Sendable {
+    /// The bytes being read.
+    public let bytes: [UInt8]
+    /// Index of the next unread byte.
+    public private(set) var readerIndex: Int
+
+    /// Starts reading `bytes` at `start`.
+    public init(_ bytes: [UInt8], start: Int = 0) {
+        self.bytes = bytes
+        self.readerIndex = Swift.min(Swift.max(start, 0), bytes.count)
+    }
+
+    /// How many bytes are left.
+    public var readableBytes: Int { bytes.count - readerIndex }
+
+    /// Reads a big-endian unsigned integer, or nil when too few bytes are left.
+    public mutating func readInteger<T: FixedWidthInteger & UnsignedInteger>(as: T.Type = T.self) -> T? {
+        let size = MemoryLayout<T>.size
+        guard readableBytes >= size else { return nil }
+        var value: T = 0
+        for offset in 0..<size {
+            value = (value << 8) | T(bytes[readerIndex + offset])
+        }
+        readerIndex += size
+        return value
+    }
+
+    /// Reads `count` bytes, or nil when fewer are left. A negative count yields nil.
+    public mutating func readBytes(_ count: Int) -> [UInt8]? {
+        guard count >= 0, readableBytes >= count else { return nil }
+        let slice = Array(bytes[readerIndex..<(readerIndex + count)])
+        readerIndex += count
+        return slice
+    }
+
+    /// Reads everything that is left.
+    public mutating func readRemaining() -> [UInt8] {
+        let slice = Array(bytes[readerIndex...])
+        readerIndex = bytes.count
+        return slice
+    }
+
+    /// Reads a big-endian IEEE 754 double, or nil when too few bytes are left.
+    public mutating func readDouble() -> Double? {
+        readInteger(as: UInt64.self).map { Double(bitPattern: $0) }
+    }
+}
+
+/// Big-endian writes for building datagrams.
+public struct ByteWriter: Sendable {
+    /// The bytes written so far.
+    public private(set) var bytes: [UInt8]
+
+    /// Starts an empty buffer with room for `capacity` bytes.
+    public init(capacity: Int = 64) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// Appends a big-endian unsigned integer.
+    public mutating func writeInteger<T: FixedWidthInteger & UnsignedInteger>(_ value: T) {
+        let size = MemoryLayout<T>.size
+        for offset in stride(from: size - 1, through: 0, by: -1) {
+            bytes.append(UInt8(truncatingIfNeeded: value >> (UInt64(offset) * 8)))
+        }
+    }
+
+    /// Appends raw bytes.
+    public mutating func writeBytes(_ data: some Sequence<UInt8>) {
+        bytes.append(contentsOf: data)
+    }
+
+    /// Appends a big-endian IEEE 754 double.
+    public mutating func writeDouble(_ value: Double) {
+        writeInteger(value.bitPattern)
+    }
+}
+
+extension ByteReader {
+    /// Reads an integer or throws ``ProtocolError/Code/truncated`` naming `field`.
+    mutating func require<T: FixedWidthInteger & UnsignedInteger>(_ field: String, as type: T.Type)
+        throws(ProtocolError) -> T
+    {
+        guard let value = readInteger(as: type) else {
+            throw ProtocolError(
+                .truncated, "\(field): needs \(MemoryLayout<T>.size) bytes, \(readableBytes) left")
+        }
+        return value
+    }
+
+    /// Reads `count` bytes or throws ``ProtocolError/Code/truncated`` naming `field`.
+    mutating func requireBytes(_ field: String, count: Int) throws(ProtocolError) -> [UInt8] {
+        guard let value = readBytes(count) else {
+            throw ProtocolError(.truncated, "\(field): needs \(count) bytes, \(readableBytes) left")
+        }
+        return value
+    }
+
+    /// Reads a finite double or throws (truncated, or malformed for NaN and infinities).
+    mutating func requireFiniteDouble(_ field: String) throws(ProtocolError) -> Double {
+        guard let value = readDouble() else {
+            throw ProtocolError(.truncated, "\(field): needs 8 bytes, \(readableBytes) left")
+        }
+        guard value.isFinite else { throw ProtocolError(.malformed, "\(field): not a finite number") }
+        return value
+    }
+
+    /// Throws ``ProtocolError/Code/trailingBytes`` unless everything was read.
+    func requireEnd(_ message: String) throws(ProtocolError) {
+        guard readableBytes == 0 else {
+            throw ProtocolError(.trailingBytes, "\(message): \(readableBytes) bytes after the last field")
+        }
+    }
+}

@@ -1,0 +1,285 @@
+/// A multicast announcement: who we are and where to reach us. Cleartext, so it carries no card
+/// data and no static key.
+public struct Beacon: Equatable, Sendable {
+    /// The sender's random per-run id.
+    public var deviceID: DeviceID
+    /// The sender's unicast UDP port (the address is the datagram's source address).
+    public var port: UInt16
+    /// Whether the sender is in an exchange session now (bit 0 of the flags byte).
+    public var busy: Bool
+
+    /// Creates a beacon.
+    public init(deviceID: DeviceID, port: UInt16, busy: Bool) {
+        self.deviceID = deviceID
+        self.port = port
+        self.busy = busy
+    }
+}
+
+/// A multicast browse query listing devices the asker already knows, which therefore do not answer.
+public struct Query: Equatable, Sendable {
+    /// The asker's id.
+    public var deviceID: DeviceID
+    /// Devices that must not answer (known-answer suppression).
+    public var knownAnswers: [DeviceID]
+
+    /// Creates a query.
+    public init(deviceID: DeviceID, knownAnswers: [DeviceID]) {
+        self.deviceID = deviceID
+        self.knownAnswers = knownAnswers
+    }
+}
+
+/// A cleartext unicast handshake message (INVITE, ACCEPT or CONFIRM).
+public struct HandshakePacket: Equatable, Sendable {
+    /// Chosen by the initiator; names the session in every later datagram.
+    public var sessionID: UInt64
+    /// The sender's device id.
+    public var sender: DeviceID
+    /// The intended receiver's device id.
+    public var receiver: DeviceID
+    /// The Noise message.
+    public var noiseMessage: [UInt8]
+
+    /// Creates a handshake packet.
+    public init(sessionID: UInt64, sender: DeviceID, receiver: DeviceID, noiseMessage: [UInt8]) {
+        self.sessionID = sessionID
+        self.sender = sender
+        self.receiver = receiver
+        self.noiseMessage = noiseMessage
+    }
+}
+
+/// Why an invitation is refused.
+public enum BusyReason: UInt8, Sendable, Equatable {
+    /// The receiver is in another exchange session.
+    case inSession = 1
+    /// The receiver has finished or is backing off from the sender.
+    case unavailable = 2
+}
+
+/// A refusal of an invitation.
+public struct Busy: Equatable, Sendable {
+    /// The refused session.
+    public var sessionID: UInt64
+    /// The refusing device.
+    public var sender: DeviceID
+    /// The device whose invitation is refused.
+    public var receiver: DeviceID
+    /// Why.
+    public var reason: BusyReason
+
+    /// Creates a refusal.
+    public init(sessionID: UInt64, sender: DeviceID, receiver: DeviceID, reason: BusyReason) {
+        self.sessionID = sessionID
+        self.sender = sender
+        self.receiver = receiver
+        self.reason = reason
+    }
+}
+
+/// An encrypted packet: the cleartext header (the AEAD associated data) and the ciphertext.
+public struct SecurePacket: Equatable, Sendable {
+    /// The session.
+    public var sessionID: UInt64
+    /// The sender's packet number, also the AEAD nonce.
+    public var packetNumber: UInt64
+    /// Frames sealed with the sender's transport key, tag included.
+    public var ciphertext: [UInt8]
+
+    /// Creates a packet.
+    public init(sessionID: UInt64, packetNumber: UInt64, ciphertext: [UInt8]) {
+        self.sessionID = sessionID
+        self.packetNumber = packetNumber
+        self.ciphertext = ciphertext
+    }
+
+    /// The 20-byte header, authenticated as associated data.
+    public var header: [UInt8] {
+        SecurePacket.header(sessionID: sessionID, packetNumber: packetNumber)
+    }
+
+    /// The 20-byte header for `sessionID` and `packetNumber`.
+    public static func header(sessionID: UInt64, packetNumber: UInt64) -> [UInt8] {
+        var writer = ByteWriter(capacity: WireConstants.secureHeaderSize)
+        writer.writePacketHeader(.secure)
+        writer.writeInteger(sessionID)
+        writer.writeInteger(packetNumber)
+        return writer.bytes
+    }
+}
+
+/// Any ProfileDrop datagram.
+public enum Packet: Equatable, Sendable {
+    case beacon(Beacon)
+    case query(Query)
+    case invite(HandshakePacket)
+    case accept(HandshakePacket)
+    case confirm(HandshakePacket)
+    case busy(Busy)
+    case secure(SecurePacket)
+
+    /// The datagram type.
+    public var type: PacketType {
+        switch self {
+        case .beacon: .beacon
+        case .query: .query
+        case .invite: .invite
+        case .accept: .accept
+        case .confirm: .confirm
+        case .busy: .busy
+        case .secure: .secure
+        }
+    }
+
+    /// The datagram bytes.
+    public func encoded() -> [UInt8] {
+        var writer = ByteWriter(capacity: 64)
+        writer.writePacketHeader(type)
+        switch self {
+        case .beacon(let beacon):
+            writer.writeInteger(beacon.deviceID.rawValue)
+            writer.writeInteger(beacon.port)
+            writer.writeInteger(UInt8(beacon.busy ? 1 : 0))
+        case .query(let query):
+            precondition(query.knownAnswers.count <= Int(UInt8.max), "too many known answers")
+            writer.writeInteger(query.deviceID.rawValue)
+            writer.writeInteger(UInt8(query.knownAnswers.count))
+            for known in query.knownAnswers { writer.writeInteger(known.rawValue) }
+        case .invite(let message), .accept(let message), .confirm(let message):
+            precondition(message.noiseMessage.count <= Packet.maxNoiseMessage, "Noise message too long")
+            writer.writeInteger(message.sessionID)
+            writer.writeInteger(message.sender.rawValue)
+            writer.writeInteger(message.receiver.rawValue)
+            writer.writeInteger(UInt16(message.noiseMessage.count))
+            writer.writeBytes(message.noiseMessage)
+        case .busy(let busy):
+            writer.writeInteger(busy.sessionID)
+            writer.writeInteger(busy.sender.rawValue)
+            writer.writeInteger(busy.receiver.rawValue)
+            writer.writeInteger(busy.reason.rawValue)
+        case .secure(let packet):
+            writer.writeInteger(packet.sessionID)
+            writer.writeInteger(packet.packetNumber)
+            writer.writeBytes(packet.ciphertext)
+        }
+        precondition(writer.bytes.count <= WireConstants.maxDatagramSize, "datagram over the size limit")
+        return writer.bytes
+    }
+
+    /// Longest Noise message that fits a handshake datagram.
+    public static let maxNoiseMessage = WireConstants.maxDatagramSize - WireConstants.headerSize - 26
+
+    /// Parses one whole datagram.
+    /// - Throws: ``ProtocolError`` for anything but exactly one well-formed packet.
+    public init(datagram: [UInt8]) throws(ProtocolError) {
+        guard datagram.count <= WireConstants.maxDatagramSize else {
+            throw ProtocolError(
+                .oversized, "datagram of \(datagram.count) bytes exceeds \(WireConstants.maxDatagramSize)")
+        }
+        var reader = ByteReader(datagram)
+        self = try reader.parsePacket()
+        try reader.requireEnd("\(self.type) datagram")
+    }
+}
+
+extension ByteWriter {
+    /// Magic, version and `type`.
+    mutating func writePacketHeader(_ type: PacketType) {
+        writeInteger(WireConstants.magic.0)
+        writeInteger(WireConstants.magic.1)
+        writeInteger(WireConstants.version)
+        writeInteger(type.rawValue)
+    }
+}
+
+extension ByteReader {
+    /// Reads one packet; nil when the bytes end before it does (the reader is then unchanged).
+    /// - Throws: ``ProtocolError`` when the bytes cannot be the start of a valid packet.
+    public mutating func readPacket() throws(ProtocolError) -> Packet? {
+        var copy = self
+        do {
+            let packet = try copy.parsePacket()
+            self = copy
+            return packet
+        } catch  where error.code == .truncated {
+            return nil
+        }
+    }
+
+    private mutating func parseHandshake() throws(ProtocolError) -> HandshakePacket {
+        let sessionID = try require("session id", as: UInt64.self)
+        let sender = try require("sender id", as: UInt64.self)
+        let receiver = try require("receiver id", as: UInt64.self)
+        let length = Int(try require("noise length", as: UInt16.self))
+        guard length <= Packet.maxNoiseMessage else {
+            throw ProtocolError(
+                .oversized, "noise message length \(length) exceeds \(Packet.maxNoiseMessage)")
+        }
+        let message = try requireBytes("noise message", count: length)
+        return HandshakePacket(
+            sessionID: sessionID, sender: DeviceID(rawValue: sender), receiver: DeviceID(rawValue: receiver),
+            noiseMessage: message)
+    }
+
+    /// Parses one packet; a shortage of bytes throws ``ProtocolError/Code/truncated``.
+    mutating func parsePacket() throws(ProtocolError) -> Packet {
+        let magic0 = try require("magic", as: UInt8.self)
+        let magic1 = try require("magic", as: UInt8.self)
+        guard magic0 == WireConstants.magic.0, magic1 == WireConstants.magic.1 else {
+            throw ProtocolError(.badMagic, "datagram does not start with \"PD\"")
+        }
+        let version = try require("version", as: UInt8.self)
+        guard version == WireConstants.version else {
+            throw ProtocolError(
+                .unsupportedVersion, "version \(version), this device speaks \(WireConstants.version)")
+        }
+        let rawType = try require("type", as: UInt8.self)
+        guard let type = PacketType(rawValue: rawType) else {
+            throw ProtocolError(.unknownType, "datagram type \(rawType) is not defined")
+        }
+        switch type {
+        case .beacon:
+            let id = try require("beacon device id", as: UInt64.self)
+            let port = try require("beacon port", as: UInt16.self)
+            let flags = try require("beacon flags", as: UInt8.self)
+            guard flags & 0xFE == 0 else {
+                throw ProtocolError(.malformed, "beacon flags \(flags) has reserved bits")
+            }
+            guard port != 0 else { throw ProtocolError(.malformed, "beacon port 0") }
+            return .beacon(Beacon(deviceID: DeviceID(rawValue: id), port: port, busy: flags & 1 == 1))
+        case .query:
+            let id = try require("query device id", as: UInt64.self)
+            let count = try require("query known-answer count", as: UInt8.self)
+            var known: [DeviceID] = []
+            for _ in 0..<count {
+                known.append(DeviceID(rawValue: try require("query known answer", as: UInt64.self)))
+            }
+            return .query(Query(deviceID: DeviceID(rawValue: id), knownAnswers: known))
+        case .invite: return .invite(try parseHandshake())
+        case .accept: return .accept(try parseHandshake())
+        case .confirm: return .confirm(try parseHandshake())
+        case .busy:
+            let sessionID = try require("session id", as: UInt64.self)
+            let sender = try require("sender id", as: UInt64.self)
+            let receiver = try require("receiver id", as: UInt64.self)
+            let rawReason = try require("busy reason", as: UInt8.self)
+            guard let reason = BusyReason(rawValue: rawReason) else {
+                throw ProtocolError(.malformed, "busy reason \(rawReason) is not defined")
+            }
+            return .busy(
+                Busy(
+                    sessionID: sessionID, sender: DeviceID(rawValue: sender),
+                    receiver: DeviceID(rawValue: receiver),
+                    reason: reason))
+        case .secure:
+            let sessionID = try require("session id", as: UInt64.self)
+            let packetNumber = try require("packet number", as: UInt64.self)
+            guard readableBytes >= WireConstants.tagSize else {
+                throw ProtocolError(.truncated, "secure packet: \(readableBytes) bytes cannot hold a tag")
+            }
+            return .secure(
+                SecurePacket(sessionID: sessionID, packetNumber: packetNumber, ciphertext: readRemaining()))
+        }
+    }
+}

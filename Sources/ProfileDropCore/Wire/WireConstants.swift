@@ -1,0 +1,74 @@
+/// Sizes and numbers fixed by PROTOCOL.md.
+public enum WireConstants {
+    /// The first two bytes of every datagram: ASCII "PD".
+    public static let magic: (UInt8, UInt8) = (0x50, 0x44)
+    /// The protocol version this implementation speaks, in every header and in the Noise prologue.
+    public static let version: UInt8 = 1
+    /// No datagram is longer than this.
+    public static let maxDatagramSize = 1200
+    /// Magic, version and type.
+    public static let headerSize = 4
+    /// Header, session id and packet number: the associated data of a SECURE datagram.
+    public static let secureHeaderSize = 20
+    /// The Poly1305 tag.
+    public static let tagSize = 16
+    /// The most plaintext frame bytes one SECURE datagram can carry.
+    public static let maxFramePayload = maxDatagramSize - secureHeaderSize - tagSize
+    /// Discovery tokens are this long.
+    public static let tokenLength = 16
+    /// Card digests (BLAKE2b-256) are this long.
+    public static let digestLength = 32
+    /// CARD_CHUNK header: type, index, length.
+    public static let chunkFrameOverhead = 5
+    /// Card bytes per chunk: the frame payload minus room for a CARD_SACK and small frames that
+    /// may share the datagram.
+    public static let chunkSize = 1120
+    /// Longest CARD_SACK bitmap in bytes (256 chunks past the cumulative point).
+    public static let maxSackBitmap = 32
+    /// The Noise protocol used for every exchange session.
+    public static let noiseProtocolName = "Noise_XX_25519_ChaChaPoly_BLAKE2b"
+    /// The ASCII label that starts the Noise prologue.
+    public static let prologueLabel = Array("ProfileDrop".utf8)
+}
+
+/// The datagram types (byte 3 of the header).
+public enum PacketType: UInt8, CaseIterable, Sendable {
+    /// Multicast announcement.
+    case beacon = 1
+    /// Multicast browse query with known answers.
+    case query = 2
+    /// Unicast invitation carrying Noise XX message 1.
+    case invite = 3
+    /// Acceptance carrying Noise XX message 2.
+    case accept = 4
+    /// Noise XX message 3.
+    case confirm = 5
+    /// Refusal: the device is in another exchange or does not want this one.
+    case busy = 6
+    /// An encrypted packet of frames.
+    case secure = 7
+}
+
+/// The frame types inside SECURE packets.
+public enum FrameType: UInt8, CaseIterable, Sendable {
+    /// Our discovery token.
+    case token = 1
+    /// Our pose and token, for the peer's proximity measurement.
+    case ranging = 2
+    /// Whether our proximity gate has opened.
+    case inRange = 3
+    /// Our consent decision and, when we share, the card offer.
+    case consent = 4
+    /// A piece of our card.
+    case cardChunk = 5
+    /// Which chunks of the peer's card we hold.
+    case cardSack = 6
+    /// We verified the peer's card.
+    case cardAck = 7
+    /// We are closing the session.
+    case close = 8
+    /// We saw the peer's CLOSE.
+    case closeAck = 9
+    /// Which of the peer's one-shot frames we hold.
+    case receipt = 10
+}
