@@ -63,8 +63,11 @@ extension ProfileCard {
                 .unsupportedVersion, field: "version",
                 "card encoding version \(version) is not supported (expected \(Self.encodingVersion))")
         }
-        let name = try reader.shortString("name")
+        let name = try reader.shortString("name", bytes: Limits.nameBytes)
         let age = Int(try reader.byte("age"))
+        guard Limits.age.contains(age) else {
+            throw CardError(.invalidValue, field: "age", "card age \(age) is outside \(Limits.age)")
+        }
         let sex: Sex
         switch try reader.byte("sex") {
         case 0: sex = .male
@@ -91,8 +94,10 @@ extension ProfileCard {
                 "card has \(keywordCount) keywords; at most \(Limits.maximumKeywords) are allowed")
         }
         var keywords: [String] = []
-        for _ in 0..<keywordCount { keywords.append(try reader.shortString("keywords")) }
-        let owner = try reader.shortString("owner")
+        for _ in 0..<keywordCount {
+            keywords.append(try reader.shortString("keywords", bytes: Limits.keywordBytes))
+        }
+        let owner = try reader.shortString("owner", bytes: Limits.ownerBytes)
         let photo: Photo?
         switch try reader.byte("photo") {
         case 0:
@@ -185,13 +190,16 @@ extension ProfileCard {
             return Array(bytes[offset..<(offset + count)])
         }
 
-        mutating func shortString(_ field: String) throws(CardError) -> String {
+        /// A length-prefixed string, checked as soon as it is read so the first bad field is named.
+        mutating func shortString(_ field: String, bytes limit: ClosedRange<Int>) throws(CardError) -> String
+        {
             let length = Int(try byte(field))
             let raw = try bytes(length, field)
             guard let text = String(validating: raw, as: UTF8.self) else {
                 throw CardError(
                     .malformedEncoding, field: field, "card field \"\(field)\" is not valid UTF-8")
             }
+            try ProfileCard.validateText(text, field: field, bytes: limit)
             return text
         }
     }

@@ -1,0 +1,467 @@
+import Foundation
+import ProfileDropCrypto
+import Testing
+
+@testable import ProfileDropCore
+
+/// A scratch directory removed when the test ends.
+private final class TemporaryDirectory {
+    let path: String
+
+    init() throws {
+        path =
+            FileManager.default.temporaryDirectory
+            .appendingPathComponent("profile-card-tests-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    @discardableResult
+    func write(_ name: String, _ bytes: [UInt8]) throws -> String {
+        let file = (path as NSString).appendingPathComponent(name)
+        try Data(bytes).write(to: URL(fileURLWithPath: file))
+        return file
+    }
+
+    @discardableResult
+    func write(_ name: String, text: String) throws -> String {
+        try write(name, Array(text.utf8))
+    }
+}
+
+private let jpegHeader: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 0x4A, 0x46, 0x49, 0x46]
+private let pngHeader: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+
+private func jpeg(totalBytes: Int) -> [UInt8] {
+    jpegHeader + [UInt8](repeating: 0x5A, count: totalBytes - jpegHeader.count)
+}
+
+private let validFields = """
+    "name": "Bori", "age": 3, "sex": "female", "neutered": true, "size": "small",
+    "keywords": ["calm", "loves fetch"], "owner": "minji"
+    """
+
+private func cardJSON(replacing key: String? = nil, with value: String? = nil, adding extra: String? = nil)
+    -> String
+{
+    var fields: [(String, String)] = [
+        ("name", "\"Bori\""), ("age", "3"), ("sex", "\"female\""), ("neutered", "true"),
+        ("size", "\"small\""),
+        ("keywords", "[\"calm\", \"loves fetch\"]"), ("owner", "\"minji\""),
+    ]
+    if let key {
+        fields.removeAll { $0.0 == key }
+        if let value { fields.append((key, value)) }
+    }
+    var body = fields.map { "\"\($0.0)\": \($0.1)" }
+    if let extra { body.append(extra) }
+    return "{" + body.joined(separator: ", ") + "}"
+}
+
+private func parse(_ json: String, in directory: String = "/nonexistent") throws(CardError) -> ProfileCard {
+    try ProfileCard(jsonData: Array(json.utf8), baseDirectory: directory)
+}
+
+private func sampleCard(photo: [UInt8]? = nil) throws -> ProfileCard {
+    try ProfileCard(
+        name: "Bori", age: 3, sex: .female, neutered: true, size: .small, keywords: ["calm", "loves fetch"],
+        owner: "minji", photo: try photo.map { try ProfileCard.Photo(data: $0) })
+}
+
+@Suite("Profile card")
+struct ProfileCardTests {
+    // MARK: Loading card files
+
+    @Test("A valid card file loads with its photo, resolved next to the JSON")
+    func loadsValidFile() throws {
+        let directory = try TemporaryDirectory()
+        let photo = jpeg(totalBytes: 2048)
+        try directory.write("bori.jpg", photo)
+        let path = try directory.write("bori.json", text: "{\(validFields), \"photo\": \"bori.jpg\"}")
+
+        let card = try ProfileCard.load(contentsOf: path)
+        #expect(card.name == "Bori")
+        #expect(card.age == 3)
+        #expect(card.sex == .female)
+        #expect(card.neutered)
+        #expect(card.size == .small)
+        #expect(card.keywords == ["calm", "loves fetch"])
+        #expect(card.owner == "minji")
+        #expect(card.photo?.format == .jpeg)
+        #expect(card.photo?.data == photo)
+    }
+
+    @Test("Keywords and photo are optional; PNG photos are recognized")
+    func optionalFields() throws {
+        let bare = try parse(cardJSON(replacing: "keywords"))
+        #expect(bare.keywords.isEmpty)
+        #expect(bare.photo == nil)
+
+        let directory = try TemporaryDirectory()
+        try directory.write("dog.png", pngHeader + [1, 2, 3])
+        let card = try parse(cardJSON(adding: "\"photo\": \"dog.png\""), in: directory.path)
+        #expect(card.photo?.format == .png)
+    }
+
+    struct BadCard: CustomTestStringConvertible, Sendable {
+        let json: String
+        let code: CardError.Code
+        let field: String?
+        let mentions: [String]
+        var testDescription: String { json }
+    }
+
+    static let badCards: [BadCard] = [
+        BadCard(
+            json: "{\"name\": }", code: .invalidJSON, field: nil, mentions: ["not valid JSON", "line 1"]),
+        BadCard(json: "[1, 2]", code: .notAnObject, field: nil, mentions: ["top level", "an array"]),
+        BadCard(json: "\"Bori\"", code: .notAnObject, field: nil, mentions: ["a string"]),
+        BadCard(json: cardJSON(replacing: "name"), code: .missingKey, field: "name", mentions: ["\"name\""]),
+        BadCard(
+            json: cardJSON(replacing: "owner"), code: .missingKey, field: "owner", mentions: ["\"owner\""]),
+        BadCard(
+            json: cardJSON(adding: "\"colour\": \"brown\""), code: .unknownKey, field: "colour",
+            mentions: ["unknown key \"colour\"", "allowed"]),
+        BadCard(
+            json: cardJSON(replacing: "neutered", with: "1"), code: .wrongType, field: "neutered",
+            mentions: ["\"neutered\"", "true or false", "a number"]),
+        BadCard(
+            json: cardJSON(replacing: "neutered", with: "\"yes\""), code: .wrongType, field: "neutered",
+            mentions: ["a string"]),
+        BadCard(
+            json: cardJSON(replacing: "age", with: "true"), code: .wrongType, field: "age",
+            mentions: ["\"age\"", "an integer", "a boolean"]),
+        BadCard(
+            json: cardJSON(replacing: "age", with: "3.5"), code: .wrongType, field: "age",
+            mentions: ["an integer", "3.5"]),
+        BadCard(
+            json: cardJSON(replacing: "age", with: "\"3\""), code: .wrongType, field: "age",
+            mentions: ["a string"]),
+        BadCard(
+            json: cardJSON(replacing: "age", with: "31"), code: .invalidValue, field: "age",
+            mentions: ["0 to 30"]),
+        BadCard(
+            json: cardJSON(replacing: "age", with: "-1"), code: .invalidValue, field: "age",
+            mentions: ["-1"]),
+        BadCard(
+            json: cardJSON(replacing: "age", with: "1e300"), code: .invalidValue, field: "age",
+            mentions: ["0 to 30"]),
+        BadCard(
+            json: cardJSON(replacing: "name", with: "null"), code: .wrongType, field: "name",
+            mentions: ["a string", "null"]),
+        BadCard(
+            json: cardJSON(replacing: "name", with: "\"\""), code: .invalidValue, field: "name",
+            mentions: ["1 to 40 UTF-8 bytes", "found 0"]),
+        BadCard(
+            json: cardJSON(replacing: "name", with: "\"\(String(repeating: "b", count: 41))\""),
+            code: .invalidValue,
+            field: "name", mentions: ["found 41"]),
+        // 14 Hangul syllables are 14 characters but 42 UTF-8 bytes.
+        BadCard(
+            json: cardJSON(replacing: "name", with: "\"\(String(repeating: "\u{BCF4}", count: 14))\""),
+            code: .invalidValue, field: "name", mentions: ["found 42"]),
+        BadCard(
+            json: cardJSON(replacing: "name", with: "\"Bo\\nri\""), code: .invalidValue, field: "name",
+            mentions: ["control characters"]),
+        BadCard(
+            json: cardJSON(replacing: "owner", with: "\"\(String(repeating: "m", count: 41))\""),
+            code: .invalidValue, field: "owner", mentions: ["\"owner\"", "found 41"]),
+        BadCard(
+            json: cardJSON(replacing: "sex", with: "\"boy\""), code: .invalidValue, field: "sex",
+            mentions: ["male, female", "\"boy\""]),
+        BadCard(
+            json: cardJSON(replacing: "size", with: "\"huge\""), code: .invalidValue, field: "size",
+            mentions: ["small, medium, large", "\"huge\""]),
+        BadCard(
+            json: cardJSON(replacing: "keywords", with: "[\"a\", \"b\", \"c\", \"d\", \"e\", \"f\"]"),
+            code: .invalidValue, field: "keywords", mentions: ["at most 5", "found 6"]),
+        BadCard(
+            json: cardJSON(
+                replacing: "keywords", with: "[\"calm\", \"\(String(repeating: "k", count: 25))\"]"),
+            code: .invalidValue, field: "keywords", mentions: ["item 2", "1 to 24 UTF-8 bytes", "found 25"]),
+        BadCard(
+            json: cardJSON(replacing: "keywords", with: "[\"calm\", \"\"]"), code: .invalidValue,
+            field: "keywords",
+            mentions: ["item 2", "found 0"]),
+        BadCard(
+            json: cardJSON(replacing: "keywords", with: "\"calm\""), code: .wrongType, field: "keywords",
+            mentions: ["an array of strings"]),
+        BadCard(
+            json: cardJSON(replacing: "keywords", with: "[\"calm\", 7]"), code: .wrongType, field: "keywords",
+            mentions: ["item 2", "a string", "a number"]),
+        BadCard(
+            json: cardJSON(adding: "\"photo\": 12"), code: .wrongType, field: "photo",
+            mentions: ["\"photo\"", "a string"]),
+    ]
+
+    @Test("Each malformed card names its key in a one-line diagnostic", arguments: badCards)
+    func rejectsBadCard(_ bad: BadCard) {
+        do {
+            let card = try parse(bad.json)
+            Issue.record("accepted \(card)")
+        } catch {
+            #expect(error.code == bad.code, "\(error.diagnostic)")
+            #expect(error.field == bad.field, "\(error.diagnostic)")
+            for text in bad.mentions {
+                #expect(error.diagnostic.contains(text), "\(error.diagnostic) should mention \(text)")
+            }
+            #expect(!error.diagnostic.contains("\n"))
+            #expect(error.description == error.diagnostic)
+        }
+    }
+
+    @Test("Invalid JSON is located by line and column")
+    func jsonErrorLocation() {
+        #expect {
+            _ = try parse("{\n  \"name\": \"Bori\",\n  \"age\" 3\n}")
+        } throws: { error in
+            guard let error = error as? CardError else { return false }
+            return error.code == .invalidJSON && error.diagnostic.contains("line 3")
+        }
+    }
+
+    @Test("A missing card file is reported with its path")
+    func missingFile() {
+        #expect {
+            _ = try ProfileCard.load(contentsOf: "/nonexistent/dir/rex.json")
+        } throws: { error in
+            guard let error = error as? CardError else { return false }
+            return error.code == .fileUnreadable && error.diagnostic.contains("rex.json")
+                && error.diagnostic.contains("no such file")
+        }
+    }
+
+    @Test("Photo problems: missing, a directory, not JPEG/PNG, empty")
+    func photoErrors() throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(
+            atPath: (directory.path as NSString).appendingPathComponent("album"),
+            withIntermediateDirectories: true)
+        try directory.write("dog.gif", Array("GIF89a".utf8) + [0, 0, 0])
+        try directory.write("empty.jpg", [])
+
+        let cases: [(String, CardError.Code, String)] = [
+            ("nope.jpg", .photoUnreadable, "no such file"),
+            ("album", .photoUnreadable, "directory"),
+            ("dog.gif", .photoFormat, "neither JPEG nor PNG"),
+            ("empty.jpg", .photoFormat, "neither JPEG nor PNG"),
+        ]
+        for (name, code, text) in cases {
+            do {
+                _ = try parse(cardJSON(adding: "\"photo\": \"\(name)\""), in: directory.path)
+                Issue.record("accepted photo \(name)")
+            } catch {
+                #expect(error.code == code, "\(error.diagnostic)")
+                #expect(error.field == "photo")
+                #expect(error.diagnostic.contains(name), "\(error.diagnostic)")
+                #expect(error.diagnostic.contains(text), "\(error.diagnostic)")
+            }
+        }
+    }
+
+    @Test("Photos up to 256 KiB are accepted, one byte more is refused with both sizes named")
+    func photoSizeLimit() throws {
+        let directory = try TemporaryDirectory()
+        try directory.write("max.jpg", jpeg(totalBytes: ProfileCard.Limits.photoBytes))
+        try directory.write("big.jpg", jpeg(totalBytes: ProfileCard.Limits.photoBytes + 1))
+
+        let card = try parse(cardJSON(adding: "\"photo\": \"max.jpg\""), in: directory.path)
+        #expect(card.photo?.data.count == 262_144)
+
+        do {
+            _ = try parse(cardJSON(adding: "\"photo\": \"big.jpg\""), in: directory.path)
+            Issue.record("accepted an oversized photo")
+        } catch {
+            #expect(error.code == .photoTooLarge)
+            #expect(error.diagnostic.contains("262145"), "\(error.diagnostic)")
+            #expect(error.diagnostic.contains("262144"), "\(error.diagnostic)")
+        }
+        #expect(throws: CardError.self) {
+            _ = try ProfileCard.Photo(data: jpeg(totalBytes: ProfileCard.Limits.photoBytes + 1))
+        }
+    }
+
+    @Test("Absolute photo paths are used as they are")
+    func absolutePhotoPath() throws {
+        let directory = try TemporaryDirectory()
+        let photoPath = try directory.write("abs.png", pngHeader + [9])
+        let card = try parse(cardJSON(adding: "\"photo\": \"\(photoPath)\""), in: "/somewhere/else")
+        #expect(card.photo?.format == .png)
+    }
+
+    @Test("Diagnostics quoting outside text stay on one line")
+    func diagnosticsAreOneLine() {
+        do {
+            _ = try parse(cardJSON(adding: "\"bad\\nkey\": 1"))
+            Issue.record("accepted an unknown key")
+        } catch {
+            #expect(error.code == .unknownKey)
+            #expect(error.field == "bad\nkey")
+            #expect(!error.diagnostic.contains("\n"))
+            #expect(error.diagnostic.contains("bad\\nkey"))
+        }
+        #expect(CardError(.invalidValue, "a\nb\r\nc").diagnostic == "a b  c")
+    }
+
+    // MARK: Writing card files
+
+    @Test("A card written as JSON loads back equal, with true/false and integers kept as such")
+    func jsonRoundTrip() throws {
+        let directory = try TemporaryDirectory()
+        let original = try sampleCard(photo: pngHeader + [0, 1, 2, 3])
+        let photoName = "bori.\(try #require(original.photo).format.fileExtension)"
+        try directory.write(photoName, try #require(original.photo).data)
+        let json = original.jsonData(photoFileName: photoName)
+        let path = try directory.write("bori.json", json)
+
+        let text = try #require(String(validating: json, as: UTF8.self))
+        #expect(text.contains("\"neutered\" : true"))
+        #expect(text.contains("\"age\" : 3"))
+        #expect(text.hasSuffix("}\n"))
+        #expect(try ProfileCard.load(contentsOf: path) == original)
+        #expect(original.jsonData(photoFileName: photoName) == json)
+
+        let withoutPhoto = try sampleCard()
+        #expect(withoutPhoto.jsonObject(photoFileName: nil)["photo"] == nil)
+        #expect(
+            try parse(String(decoding: withoutPhoto.jsonData(photoFileName: nil), as: UTF8.self))
+                == withoutPhoto)
+    }
+
+    // MARK: Binary encoding
+
+    @Test("Binary round trip, with and without a photo")
+    func binaryRoundTrip() throws {
+        for photo in [nil, jpeg(totalBytes: 300), pngHeader + [7, 7]] {
+            let card = try sampleCard(photo: photo)
+            let bytes = card.encoded()
+            #expect(bytes.first == ProfileCard.encodingVersion)
+            #expect(try ProfileCard(decoding: bytes) == card)
+            #expect(try ProfileCard(decoding: bytes[...]) == card)
+        }
+    }
+
+    @Test("The encoding follows the documented layout")
+    func binaryLayout() throws {
+        let card = try ProfileCard(
+            name: "Bo", age: 3, sex: .female, neutered: true, size: .large, keywords: ["ab"], owner: "m",
+            photo: try ProfileCard.Photo(data: [0xFF, 0xD8, 0xFF]))
+        let expected: [UInt8] = [
+            1,  // version
+            2, 0x42, 0x6F,  // "Bo"
+            3, 1, 1, 2,  // age, female, neutered, large
+            1, 2, 0x61, 0x62,  // one keyword "ab"
+            1, 0x6D,  // "m"
+            1, 0, 0, 0, 3, 0xFF, 0xD8, 0xFF,  // JPEG, 3 bytes
+        ]
+        #expect(card.encoded() == expected)
+    }
+
+    @Test("The largest card encodes to exactly maximumEncodedLength bytes")
+    func maximumLength() throws {
+        let card = try ProfileCard(
+            name: String(repeating: "n", count: 40), age: 30, sex: .male, neutered: false, size: .medium,
+            keywords: Array(repeating: String(repeating: "k", count: 24), count: 5),
+            owner: String(repeating: "o", count: 40),
+            photo: try ProfileCard.Photo(data: jpeg(totalBytes: ProfileCard.Limits.photoBytes)))
+        #expect(card.encoded().count == ProfileCard.maximumEncodedLength)
+        #expect(try ProfileCard(decoding: card.encoded()) == card)
+    }
+
+    @Test("The digest is BLAKE2b-256 of the encoding and tells cards apart")
+    func digest() throws {
+        let card = try sampleCard()
+        #expect(card.digest == BLAKE2b.hash(card.encoded(), outputLength: 32))
+        #expect(card.digest.count == 32)
+        #expect(try sampleCard().digest == card.digest)
+        #expect(try sampleCard(photo: pngHeader).digest != card.digest)
+    }
+
+    @Test("Every truncation of an encoding is rejected")
+    func truncations() throws {
+        for card in [try sampleCard(), try sampleCard(photo: jpeg(totalBytes: 64))] {
+            let bytes = card.encoded()
+            for length in 0..<bytes.count {
+                #expect(throws: CardError.self) { _ = try ProfileCard(decoding: bytes.prefix(length)) }
+            }
+        }
+    }
+
+    @Test("Specific malformed encodings are rejected with their own codes")
+    func malformedEncodings() throws {
+        let good = try sampleCard(photo: jpeg(totalBytes: 16)).encoded()
+        // Offsets in `good`: version 0, name 1...5, age 6, sex 7, neutered 8, size 9, keyword count 10.
+        let photoTag = good.count - 16 - 5
+        func mutated(_ change: (inout [UInt8]) -> Void) -> [UInt8] {
+            var bytes = good
+            change(&bytes)
+            return bytes
+        }
+        let cases: [([UInt8], CardError.Code, String?)] = [
+            (mutated { $0[0] = 2 }, .unsupportedVersion, "version"),
+            (good + [0], .malformedEncoding, nil),
+            (mutated { $0[6] = 31 }, .invalidValue, "age"),
+            (mutated { $0[7] = 2 }, .malformedEncoding, "sex"),
+            (mutated { $0[8] = 2 }, .malformedEncoding, "neutered"),
+            (mutated { $0[9] = 3 }, .malformedEncoding, "size"),
+            (mutated { $0[10] = 6 }, .malformedEncoding, "keywords"),
+            (mutated { $0[1] = 0 }, .invalidValue, "name"),
+            (mutated { $0[2] = 0xC3 }, .malformedEncoding, "name"),  // a lead byte followed by ASCII
+            (mutated { $0[2] = 0x07 }, .invalidValue, "name"),  // BEL
+            (mutated { $0[photoTag] = 2 }, .photoFormat, "photo"),  // says PNG, holds JPEG
+            (mutated { $0[photoTag] = 3 }, .malformedEncoding, "photo"),
+            (mutated { $0[photoTag + 1] = 0x7F }, .photoTooLarge, "photo"),  // 2 GiB declared
+            (mutated { $0[photoTag + 4] = 0 }, .photoTooLarge, "photo"),  // zero length
+        ]
+        for (bytes, code, field) in cases {
+            do {
+                _ = try ProfileCard(decoding: bytes)
+                Issue.record("accepted a malformed card expecting \(code)")
+            } catch {
+                #expect(error.code == code, "\(error.diagnostic)")
+                #expect(error.field == field, "\(error.diagnostic)")
+            }
+        }
+    }
+
+    @Test("Random mutations either fail cleanly or decode to a card that re-encodes identically")
+    func randomMutations() throws {
+        var random = DeterministicRandom(seed: 0xCA4D)
+        let good = try sampleCard(photo: pngHeader + [1, 2, 3, 4]).encoded()
+        var accepted = 0
+        for _ in 0..<3000 {
+            var bytes = good
+            let edits = 1 + Int(random.uniform(below: 3))
+            for _ in 0..<edits {
+                switch random.uniform(below: 3) {
+                case 0:
+                    bytes[Int(random.uniform(below: UInt64(bytes.count)))] = UInt8(random.uniform(below: 256))
+                case 1:
+                    bytes.insert(
+                        UInt8(random.uniform(below: 256)), at: Int(random.uniform(below: UInt64(bytes.count)))
+                    )
+                default:
+                    if bytes.count > 1 { bytes.remove(at: Int(random.uniform(below: UInt64(bytes.count)))) }
+                }
+            }
+            if let card = try? ProfileCard(decoding: bytes) {
+                accepted += 1
+                #expect(card.encoded() == bytes)
+            }
+        }
+        // Most single-byte changes hit text or the photo body and stay valid; most others fail.
+        #expect(accepted > 0 && accepted < 3000)
+        for length in [0, 1, 5, 40, 300] {
+            #expect(throws: CardError.self) { _ = try ProfileCard(decoding: random.bytes(length)) }
+        }
+    }
+
+    @Test("The one-line summary shows every field")
+    func summary() throws {
+        let summary = try sampleCard(photo: pngHeader).summary
+        for part in ["Bori", "3 y", "female", "neutered", "small", "minji", "calm, loves fetch", "PNG"] {
+            #expect(summary.contains(part), "\(summary)")
+        }
+    }
+}
