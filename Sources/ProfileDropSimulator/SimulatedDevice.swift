@@ -1,0 +1,65 @@
+import ProfileDropCore
+
+/// What the simulation needs from a device: the sans-IO inputs and outputs, with addresses already
+/// translated to network node indices. ``CoreDeviceAdapter`` wraps the real protocol core; tests
+/// may supply small stand-ins to exercise the event loop on its own.
+public protocol SimulatedDevice {
+    /// Feeds a datagram that arrived from node `source`.
+    mutating func receive(_ bytes: [UInt8], from source: Int, at time: Instant)
+    /// Tells the device that its deadline has passed.
+    mutating func timeout(at time: Instant)
+    /// Tells the device where it is now.
+    mutating func updatePose(_ pose: Pose, at time: Instant)
+    /// Passes on the owner's answer to a share prompt.
+    mutating func decide(accept: Bool, at time: Instant)
+    /// The next datagram the device wants to send.
+    mutating func pollTransmit() -> (destination: NetworkDestination, bytes: [UInt8])?
+    /// The next thing the device reports.
+    mutating func pollEvent() -> SimulatedDeviceEvent?
+    /// When the device next needs `timeout(at:)`, if ever.
+    var nextDeadline: Instant? { get }
+    /// Whether the device reached a terminal state.
+    var isClosed: Bool { get }
+}
+
+/// A device's report, reduced to what the simulation acts on; `text` is what the transcript shows.
+public struct SimulatedDeviceEvent: Equatable, Sendable {
+    /// What kind of report this is.
+    public enum Kind: Equatable, Sendable {
+        /// Anything the simulation only records.
+        case note
+        /// The owner is asked whether to share with node `peer` (nil when the peer is unknown).
+        case consentRequested(peer: Int?)
+        /// A card arrived from node `peer` (nil when the peer is unknown).
+        case cardReceived(ProfileCard, peer: Int?)
+        /// The device closed for good.
+        case closed(CloseOutcome)
+    }
+
+    /// What kind of report this is.
+    public var kind: Kind
+    /// The transcript text, one line.
+    public var text: String
+
+    /// Creates an event.
+    public init(_ kind: Kind, text: String) {
+        self.kind = kind
+        self.text = text
+    }
+}
+
+/// How a device's session ended, reduced to the classes the reports count.
+public struct CloseOutcome: Equatable, Sendable, CustomStringConvertible {
+    /// Whether the cards were swapped.
+    public var exchanged: Bool
+    /// A short reason, e.g. `exchanged`, `declined`, `out-of-range`, `timeout(handshake)`.
+    public var reason: String
+
+    /// Creates an outcome.
+    public init(exchanged: Bool, reason: String) {
+        self.exchanged = exchanged
+        self.reason = reason
+    }
+
+    public var description: String { reason }
+}

@@ -1,0 +1,430 @@
+import ProfileDropCore
+import ProfileDropCrypto
+
+/// Knobs of a simulation run that scenario files do not set.
+public struct SimulationOptions: Sendable {
+    /// How often every device is told its pose.
+    public var poseInterval: Duration
+    /// Every device must be closed by this time; nil means by the scenario's time limit.
+    public var closeBound: Duration?
+    /// The proximity rule used to judge, from true poses, whether a delivered card was allowed.
+    public var gate: ProximityGate.Configuration
+    /// Slack (cm) on the distance band when judging from true poses: the gate sees filtered noisy
+    /// measurements and has hysteresis, so it may act a little outside the exact band.
+    public var distanceTolerance: Double
+    /// Slack (degrees) on the maximum bearing, for the same reason.
+    public var bearingTolerance: Double
+    /// Whether the transcript records every datagram sent.
+    public var logDatagrams: Bool
+    /// A test-only hook passed to the network.
+    public var impairment: (@Sendable (Int, Int, [UInt8], Instant) -> Impairment)?
+
+    /// Creates options; the defaults suit scenario runs.
+    public init(
+        poseInterval: Duration = .milliseconds(50), closeBound: Duration? = nil,
+        gate: ProximityGate.Configuration = .default, distanceTolerance: Double = 2,
+        bearingTolerance: Double = 15, logDatagrams: Bool = false,
+        impairment: (@Sendable (Int, Int, [UInt8], Instant) -> Impairment)? = nil
+    ) {
+        self.poseInterval = poseInterval
+        self.closeBound = closeBound
+        self.gate = gate
+        self.distanceTolerance = distanceTolerance
+        self.bearingTolerance = bearingTolerance
+        self.logDatagrams = logDatagrams
+        self.impairment = impairment
+    }
+
+    /// Whether two true poses are close and aligned enough for a card to pass between them.
+    public func allowsExchange(_ first: Pose, _ second: Pose) -> Bool {
+        let distance = first.distance(to: second)
+        let nearest = gate.distanceBand.lowerBound - distanceTolerance
+        let farthest = gate.distanceBand.upperBound + distanceTolerance
+        let maximumBearing = gate.maximumBearing + bearingTolerance
+        return distance >= nearest && distance <= farthest && first.bearing(to: second) <= maximumBearing
+            && second.bearing(to: first) <= maximumBearing
+    }
+}
+
+/// What a device factory gets to build one simulated device.
+public struct DeviceContext {
+    /// The device's index, which is also its network node.
+    public let index: Int
+    /// The device's description from the scenario.
+    public let spec: Scenario.DeviceSpec
+    /// Seed material for this device alone, so that its draws do not shift anyone else's.
+    public let seedMaterial: [UInt8]
+    /// The IPv4 address the device holds on the simulated LAN (10.0.0.1 for node 0, and so on).
+    public let ipv4: UInt32
+    /// The UDP port every simulated device uses.
+    public let port: UInt16
+
+    /// The address of node `index` on the simulated LAN.
+    public static func ipv4(ofNode index: Int) -> UInt32 { 0x0A00_0001 + UInt32(index) }
+    /// The node holding `ipv4`, if any of `nodeCount` nodes does.
+    public static func node(ofIPv4 ipv4: UInt32, nodeCount: Int) -> Int? {
+        guard ipv4 >= 0x0A00_0001 else { return nil }
+        let index = Int(ipv4 - 0x0A00_0001)
+        return index < nodeCount ? index : nil
+    }
+    /// The UDP port of every simulated device.
+    public static let simulatedPort: UInt16 = 47_474
+}
+
+/// Runs a scenario in virtual time and reports what happened.
+public enum Simulation {
+    /// Runs `scenario` with devices built by `makeDevice`.
+    public static func run(
+        scenario: Scenario, seed: UInt64? = nil, options: SimulationOptions = SimulationOptions(),
+        makeDevice: (DeviceContext) -> any SimulatedDevice
+    ) -> SimulationReport {
+        let resolvedSeed = seed ?? scenario.seed ?? Scenario.defaultSeed
+        var engine = SimulationEngine(
+            scenario: scenario, seed: resolvedSeed, options: options, makeDevice: makeDevice)
+        return engine.run()
+    }
+
+    /// The seed's bytes followed by `label`: the material for one independent random stream.
+    static func seedMaterial(_ seed: UInt64, _ label: String) -> [UInt8] {
+        var material: [UInt8] = []
+        for shift in stride(from: 56, through: 0, by: -8) {
+            material.append(UInt8(truncatingIfNeeded: seed >> shift))
+        }
+        return material + Array("simulation/\(label)".utf8)
+    }
+}
+
+/// One run's mutable state and its event loop.
+private struct SimulationEngine {
+    private enum Scheduled {
+        case poseTick
+        case decision(device: Int, accept: Bool)
+    }
+
+    private struct DeviceState {
+        var device: any SimulatedDevice
+        var close: CloseOutcome?
+        var closedAt: Instant?
+        var receivedCard: ProfileCard?
+        var receivedFrom: Int?
+        var cardMatches: Bool?
+    }
+
+    /// More events than this at one instant means a device keeps asking to be woken "now".
+    private static let maximumEventsPerInstant = 100_000
+
+    let scenario: Scenario
+    let seed: UInt64
+    let options: SimulationOptions
+    let scripts: [MotionScript]
+    let scanner: PlaintextScanner
+    private var devices: [DeviceState] = []
+    private var network: SimulatedNetwork
+    private var queue = EventQueue<Scheduled>()
+    private var now = Instant.zero
+    private var transcript: [String] = []
+    private var violations: [String] = []
+
+    init(
+        scenario: Scenario, seed: UInt64, options: SimulationOptions,
+        makeDevice: (DeviceContext) -> any SimulatedDevice
+    ) {
+        self.scenario = scenario
+        self.seed = seed
+        self.options = options
+        scripts = scenario.devices.map(\.motionScript)
+        scanner = PlaintextScanner(cards: scenario.devices.map(\.card), labels: scenario.devices.map(\.name))
+        network = SimulatedNetwork(
+            nodeCount: scenario.devices.count, faults: scenario.faults,
+            random: DeterministicRandom(seedMaterial: Simulation.seedMaterial(seed, "network")))
+        network.impairment = options.impairment
+        for (index, spec) in scenario.devices.enumerated() {
+            let context = DeviceContext(
+                index: index, spec: spec, seedMaterial: Simulation.seedMaterial(seed, "device/\(index)"),
+                ipv4: DeviceContext.ipv4(ofNode: index), port: DeviceContext.simulatedPort)
+            devices.append(DeviceState(device: makeDevice(context)))
+        }
+    }
+
+    mutating func run() -> SimulationReport {
+        let limit = Instant.zero + scenario.timeLimit
+        for index in devices.indices {
+            devices[index].device.updatePose(scripts[index].pose(at: now), at: now)
+            drain(index)
+        }
+        queue.schedule(.poseTick, at: now + options.poseInterval)
+        var eventsThisInstant = 0
+        while !devices.allSatisfy({ $0.device.isClosed }) {
+            let deadline = earliestDeadline()
+            let candidates = [network.nextDeliveryTime, queue.nextTime, deadline?.time].compactMap { $0 }
+            guard let next = candidates.min(), next <= limit else {
+                now = limit
+                break
+            }
+            if next > now {
+                now = next
+                eventsThisInstant = 0
+            }
+            eventsThisInstant += 1
+            if eventsThisInstant > Self.maximumEventsPerInstant {
+                violations.append(
+                    "t=\(now) livelock: more than \(Self.maximumEventsPerInstant) events at one instant")
+                break
+            }
+            // Equal times: deliveries first, then scripted events, then deadlines, so that a deadline
+            // sees everything that arrived at the same instant.
+            if network.nextDeliveryTime == now, let delivery = network.nextDelivery(notAfter: now) {
+                deliver(delivery)
+            } else if queue.nextTime == now, let entry = queue.pop() {
+                handle(entry.payload)
+            } else if let deadline, deadline.time == now {
+                devices[deadline.device].device.timeout(at: now)
+                drain(deadline.device)
+            }
+        }
+        return finish(limit: limit)
+    }
+
+    private func earliestDeadline() -> (device: Int, time: Instant)? {
+        var best: (device: Int, time: Instant)?
+        for index in devices.indices where !devices[index].device.isClosed {
+            // A deadline already past fires now: the device is owed its timeout.
+            guard let deadline = devices[index].device.nextDeadline.map({ max($0, now) }) else { continue }
+            if let current = best, current.time <= deadline { continue }
+            best = (index, deadline)
+        }
+        return best
+    }
+
+    private mutating func deliver(_ delivery: Delivery) {
+        guard !devices[delivery.recipient].device.isClosed else { return }
+        devices[delivery.recipient].device.receive(delivery.bytes, from: delivery.source, at: now)
+        drain(delivery.recipient)
+    }
+
+    private mutating func handle(_ event: Scheduled) {
+        switch event {
+        case .poseTick:
+            for index in devices.indices where !devices[index].device.isClosed {
+                devices[index].device.updatePose(scripts[index].pose(at: now), at: now)
+                drain(index)
+            }
+            queue.schedule(.poseTick, at: now + options.poseInterval)
+        case .decision(let index, let accept):
+            guard !devices[index].device.isClosed else { return }
+            record(index, "<- user \(accept ? "accepts" : "declines")")
+            devices[index].device.decide(accept: accept, at: now)
+            drain(index)
+        }
+    }
+
+    private mutating func record(_ index: Int, _ text: String) {
+        transcript.append("t=\(now) \(scenario.devices[index].name) \(text)")
+    }
+
+    /// Moves everything device `index` produced into the network and the transcript.
+    private mutating func drain(_ index: Int) {
+        while let (destination, bytes) = devices[index].device.pollTransmit() {
+            if options.logDatagrams {
+                let target: String
+                switch destination {
+                case .multicast: target = "multicast"
+                case .unicast(let node):
+                    target =
+                        scenario.devices.indices.contains(node) ? scenario.devices[node].name : "node\(node)"
+                }
+                record(index, "=> \(target) \(bytes.count) B")
+            }
+            if let leak = scanner.leak(in: bytes) {
+                violations.append("t=\(now) \(scenario.devices[index].name) sent \(leak) in the clear")
+            }
+            network.send(bytes, from: index, to: destination, at: now)
+        }
+        while let event = devices[index].device.pollEvent() {
+            record(index, "-> \(event.text)")
+            switch event.kind {
+            case .note: break
+            case .consentRequested:
+                switch scenario.devices[index].consent {
+                case .accept(let after):
+                    queue.schedule(.decision(device: index, accept: true), at: now + after)
+                case .decline(let after):
+                    queue.schedule(.decision(device: index, accept: false), at: now + after)
+                case .ignore: break
+                }
+            case .cardReceived(let card, let peer):
+                checkCard(card, from: peer, receivedBy: index)
+            case .closed(let outcome):
+                devices[index].close = outcome
+                devices[index].closedAt = now
+                if outcome.exchanged && devices[index].receivedCard == nil {
+                    violations.append(
+                        "t=\(now) \(scenario.devices[index].name) closed as exchanged without a card")
+                }
+            }
+        }
+    }
+
+    private mutating func checkCard(_ card: ProfileCard, from peer: Int?, receivedBy index: Int) {
+        let name = scenario.devices[index].name
+        // An unidentified sender is taken to be whoever owns this exact card.
+        let sender = peer ?? scenario.devices.firstIndex { $0.card == card && $0.name != name }
+        devices[index].receivedCard = card
+        devices[index].receivedFrom = sender
+        guard let sender, scenario.devices.indices.contains(sender) else {
+            devices[index].cardMatches = false
+            violations.append("t=\(now) \(name) received a card that no peer sent")
+            return
+        }
+        let matches = scenario.devices[sender].card == card
+        devices[index].cardMatches = matches
+        let senderName = scenario.devices[sender].name
+        if !matches {
+            violations.append(
+                "t=\(now) \(name) received a card from \(senderName) that differs from the one sent")
+        }
+        let receiverPose = scripts[index].pose(at: now)
+        let senderPose = scripts[sender].pose(at: now)
+        if !options.allowsExchange(receiverPose, senderPose) {
+            let distance = receiverPose.distance(to: senderPose)
+            violations.append(
+                "t=\(now) \(name) received \(senderName)'s card out of range: \(Self.format(distance)) cm, "
+                    + "bearings \(Self.format(receiverPose.bearing(to: senderPose)))° and "
+                    + "\(Self.format(senderPose.bearing(to: receiverPose)))°")
+        }
+    }
+
+    private mutating func finish(limit: Instant) -> SimulationReport {
+        let bound = options.closeBound.map { Instant.zero + $0 } ?? limit
+        for (index, state) in devices.enumerated() {
+            let name = scenario.devices[index].name
+            if let closedAt = state.closedAt {
+                if closedAt > bound {
+                    violations.append("\(name) closed at t=\(closedAt), after the bound t=\(bound)")
+                }
+            } else if state.device.isClosed {
+                violations.append("\(name) is closed but never reported how")
+            } else {
+                violations.append("\(name) did not close by t=\(now) (bound t=\(bound))")
+            }
+        }
+        let statistics = network.statistics
+        let outcomes = devices.enumerated().map { index, state in
+            SimulationReport.DeviceOutcome(
+                name: scenario.devices[index].name, close: state.close, closedAt: state.closedAt,
+                receivedCard: state.receivedCard,
+                receivedFrom: state.receivedFrom.map { scenario.devices[$0].name },
+                cardMatchesSender: state.cardMatches, sentDatagrams: statistics.sentDatagrams[index],
+                sentBytes: statistics.sentBytes[index])
+        }
+        return SimulationReport(
+            seed: seed, scenario: scenario, options: options, devices: outcomes, network: statistics,
+            virtualDuration: now - .zero, violations: violations, transcript: transcript)
+    }
+
+    static func format(_ value: Double) -> String {
+        let tenths = (value * 10).rounded()
+        return tenths.truncatingRemainder(dividingBy: 10) == 0
+            ? String(Int(tenths / 10)) : String(tenths / 10)
+    }
+}
+
+/// Everything one simulation run produced.
+public struct SimulationReport: Sendable {
+    /// How one device fared.
+    public struct DeviceOutcome: Equatable, Sendable {
+        /// The device's name.
+        public var name: String
+        /// How it closed, or nil if it never did.
+        public var close: CloseOutcome?
+        /// When it closed.
+        public var closedAt: Instant?
+        /// The card it received, if any.
+        public var receivedCard: ProfileCard?
+        /// The name of the device that sent it.
+        public var receivedFrom: String?
+        /// Whether the received card equals the one its sender offered.
+        public var cardMatchesSender: Bool?
+        /// Datagrams it sent.
+        public var sentDatagrams: Int
+        /// Bytes it sent.
+        public var sentBytes: Int
+
+        /// Whether it closed with the cards swapped.
+        public var exchanged: Bool { close?.exchanged ?? false }
+    }
+
+    /// The seed the run used.
+    public let seed: UInt64
+    /// The scenario that ran.
+    public let scenario: Scenario
+    /// The options in force.
+    public let options: SimulationOptions
+    /// One outcome per device, in scenario order.
+    public let devices: [DeviceOutcome]
+    /// The network's counters.
+    public let network: NetworkStatistics
+    /// Virtual time from start until every device closed, or until the limit.
+    public let virtualDuration: Duration
+    /// Broken invariants, one line each; empty for a sound run.
+    public let violations: [String]
+    /// What happened, one line per event (`t=1.234s alice -> ...`); identical for identical seeds.
+    public let transcript: [String]
+
+    /// Devices that closed with the cards swapped.
+    public var exchangedCount: Int { devices.filter(\.exchanged).count }
+    /// Devices that closed any other way.
+    public var abortedCount: Int { devices.filter { $0.close != nil && !$0.exchanged }.count }
+    /// Devices still open at the end.
+    public var unclosedCount: Int { devices.filter { $0.close == nil }.count }
+
+    /// The header: seed and options.
+    public var headerLines: [String] {
+        var lines = [
+            "simulate: seed=\(seed) devices=\(devices.count) limit=\(Instant.zero + scenario.timeLimit) "
+                + "pose-interval=\(NetworkFaults.millis(options.poseInterval))",
+            "faults: \(scenario.faults.summary)",
+        ]
+        for spec in scenario.devices {
+            lines.append(
+                "device \(spec.name): pose \(spec.pose) motion \(spec.motion.count) steps "
+                    + "consent \(spec.consent.summary) card \"\(spec.card.name)\" "
+                    + "(\(spec.card.encoded().count) bytes encoded)")
+        }
+        return lines
+    }
+
+    /// One line per device, then the violations, then the summary.
+    public var outcomeLines: [String] {
+        var lines: [String] = []
+        for outcome in devices {
+            var text = "outcome \(outcome.name): "
+            if let close = outcome.close, let closedAt = outcome.closedAt {
+                text += "\(close.reason) at t=\(closedAt)"
+            } else {
+                text += "not closed"
+            }
+            if let card = outcome.receivedCard {
+                let verdict = outcome.cardMatchesSender == true ? "matches" : "DIFFERS"
+                text += "; received \"\(card.name)\" from \(outcome.receivedFrom ?? "?") (\(verdict))"
+            }
+            text += "; sent \(outcome.sentDatagrams) datagrams, \(outcome.sentBytes) bytes"
+            lines.append(text)
+        }
+        lines += violations.map { "violation: \($0)" }
+        lines.append(summaryLine)
+        return lines
+    }
+
+    /// `summary: D devices, X exchanged, Y aborted, U unclosed, N datagrams, B bytes, virtual T,
+    /// V violations`.
+    public var summaryLine: String {
+        "summary: \(devices.count) devices, \(exchangedCount) exchanged, \(abortedCount) aborted, "
+            + "\(unclosedCount) unclosed, \(network.totalSentDatagrams) datagrams, "
+            + "\(network.totalSentBytes) bytes, "
+            + "virtual \(Instant.zero + virtualDuration), \(violations.count) violations"
+    }
+
+    /// The whole report for printing: header, transcript, outcomes and summary.
+    public var lines: [String] { headerLines + transcript + outcomeLines }
+}

@@ -1,0 +1,284 @@
+import Foundation
+import ProfileDropCore
+import ProfileDropCrypto
+
+/// Randomized simulation runs in the style of a VOPR: every run draws its room, its network faults
+/// and its owners' choices from its own seed, runs in virtual time, and is checked against the
+/// invariants. A failing run prints the one command that replays it alone.
+public enum Swarm {
+    /// How long after the last scripted happening (motion, partition healing, a prompt answer) every
+    /// device must have closed, as far as the simulator can tell without the core's timeouts.
+    public static let defaultSessionBound: Duration = .seconds(30)
+
+    /// Runs `runs` simulations with devices built by `makeDevice`; `sessionBound` is how long a
+    /// device may take to close after the last scripted happening.
+    public static func run(
+        runs: Int, seed: UInt64, sessionBound: Duration, transcripts: Bool? = nil,
+        makeDevice: (DeviceContext) -> any SimulatedDevice
+    ) -> SwarmReport {
+        precondition(runs >= 0, "run count must not be negative")
+        let showTranscripts = transcripts ?? (runs == 1)
+        var lines = ["swarm: seed=\(seed) runs=\(runs) session-bound=\(Instant.zero + sessionBound)"]
+        var outcomes: [SwarmReport.RunOutcome] = []
+        var violations: [String] = []
+        for (index, runSeed) in runSeeds(seed: seed, count: runs).enumerated() {
+            let plan = SwarmPlan(runSeed: runSeed, sessionBound: sessionBound)
+            let report = Simulation.run(
+                scenario: plan.scenario, seed: runSeed,
+                options: SimulationOptions(closeBound: plan.closeBound), makeDevice: makeDevice)
+            var runViolations = report.violations
+            let pairExchanged = report.devices[0].exchanged && report.devices[1].exchanged
+            if plan.expectsExchange && !pairExchanged {
+                let reasons = report.devices[0...1].map { "\($0.name) \($0.close?.reason ?? "not closed")" }
+                runViolations.append(
+                    "liveness: the close pair both consented but ended \(reasons.joined(separator: ", "))")
+            }
+            let outcome = SwarmReport.RunOutcome(
+                runSeed: runSeed, pairExchanged: pairExchanged, expectedExchange: plan.expectsExchange,
+                exchangedDevices: report.exchangedCount, datagrams: report.network.totalSentDatagrams,
+                bytes: report.network.totalSentBytes, virtualDuration: report.virtualDuration,
+                violations: runViolations)
+            outcomes.append(outcome)
+            lines.append(
+                "run \(index + 1)/\(runs) seed=\(runSeed) devices=\(plan.scenario.devices.count) "
+                    + "\(plan.summary) -> \(pairExchanged ? "exchanged" : "aborted") "
+                    + "(\(report.exchangedCount)/\(report.devices.count) devices exchanged, "
+                    + "\(report.network.totalSentDatagrams) datagrams, "
+                    + "virtual \(Instant.zero + report.virtualDuration))"
+            )
+            if showTranscripts { lines += report.lines.map { "  \($0)" } }
+            if !runViolations.isEmpty {
+                for violation in runViolations {
+                    lines.append("  violation: \(violation)")
+                    violations.append("seed \(runSeed): \(violation)")
+                }
+                lines.append("  reproduce: \(reproduceCommand(runSeed: runSeed))")
+            }
+        }
+        let report = SwarmReport(seed: seed, runs: outcomes, violations: violations, lines: lines)
+        return SwarmReport(
+            seed: seed, runs: outcomes, violations: violations, lines: lines + [report.summaryLine])
+    }
+
+    /// The command that replays the run with seed `runSeed` alone.
+    public static func reproduceCommand(runSeed: UInt64) -> String {
+        "profiledrop simulate --swarm --runs 1 --seed \(runSeed)"
+    }
+
+    /// The seed of each run: `seed` first, then values drawn from a stream keyed by `seed`.
+    public static func runSeeds(seed: UInt64, count: Int) -> [UInt64] {
+        var stream = DeterministicRandom(seedMaterial: Simulation.seedMaterial(seed, "swarm/runs"))
+        return (0..<count).map { $0 == 0 ? seed : stream.nextUInt64() }
+    }
+}
+
+/// The outcome of a swarm.
+public struct SwarmReport: Sendable {
+    /// What one run did.
+    public struct RunOutcome: Equatable, Sendable {
+        /// The run's seed: `profiledrop simulate --swarm --runs 1 --seed <runSeed>` replays it.
+        public var runSeed: UInt64
+        /// Whether both devices of the close pair ended exchanged.
+        public var pairExchanged: Bool
+        /// Whether the run's conditions required that exchange.
+        public var expectedExchange: Bool
+        /// Devices that ended exchanged.
+        public var exchangedDevices: Int
+        /// Datagrams sent in the run.
+        public var datagrams: Int
+        /// Bytes sent in the run.
+        public var bytes: Int
+        /// Virtual time the run took.
+        public var virtualDuration: Duration
+        /// Broken invariants.
+        public var violations: [String]
+    }
+
+    /// The swarm's seed.
+    public let seed: UInt64
+    /// One outcome per run.
+    public let runs: [RunOutcome]
+    /// Every broken invariant, prefixed with its run's seed.
+    public let violations: [String]
+    /// The report for printing: seed and options first, the summary line last.
+    public let lines: [String]
+
+    /// Runs whose close pair exchanged cards.
+    public var exchangedRuns: Int { runs.filter(\.pairExchanged).count }
+    /// Runs whose close pair did not.
+    public var abortedRuns: Int { runs.count - exchangedRuns }
+
+    /// `swarm: R runs, X exchanged, Y aborted, V violations`.
+    public var summaryLine: String {
+        "swarm: \(runs.count) runs, \(exchangedRuns) exchanged, \(abortedRuns) aborted, "
+            + "\(violations.count) violations"
+    }
+}
+
+/// One swarm run's drawn conditions.
+public struct SwarmPlan: Sendable {
+    /// The run's seed.
+    public let runSeed: UInt64
+    /// The room: devices 0 and 1 are the close pair, the others stand far away.
+    public let scenario: Scenario
+    /// Whether liveness demands that the pair exchanges: both consent and no partition is permanent.
+    public let expectsExchange: Bool
+    /// Every device must be closed by this time.
+    public let closeBound: Duration
+    /// A one-line summary of the drawn conditions.
+    public let summary: String
+
+    private static let dogNames = [
+        "Bori", "Kong", "Maru", "Choco", "Dubu", "Hodu", "Nabi", "Haru", "Luna", "Coco",
+    ]
+    private static let owners = ["minji", "jae", "sora", "dong", "yuna", "hyun", "eun", "tae"]
+    private static let keywords = ["calm", "zoomies", "fetch", "shy", "swims", "treats", "cuddly", "barky"]
+    /// Temporary partitions last at most this long, well inside any sane protocol timeout, so that
+    /// a pair that both consent must still exchange after the partition heals.
+    public static let maximumTemporaryPartition: Duration = .milliseconds(1500)
+
+    /// Draws a run's conditions from `runSeed`; devices must close within `sessionBound` after the
+    /// last scripted happening.
+    public init(runSeed: UInt64, sessionBound: Duration) {
+        self.runSeed = runSeed
+        var random = DeterministicRandom(seedMaterial: Simulation.seedMaterial(runSeed, "swarm/plan"))
+        let deviceCount = 2 + Int(random.uniform(below: 5))
+
+        // The close pair: 6–9 cm apart, each turned at most 15° off the line between them.
+        let anchor = Pose(
+            x: Self.uniform(&random, -150, 150), y: Self.uniform(&random, -150, 150), heading: 0)
+        let axis = Self.uniform(&random, 0, 360)
+        let separation = Self.uniform(&random, 6, 9)
+        let radians = axis * Double.pi / 180
+        let poseA = Pose(x: anchor.x, y: anchor.y, heading: axis + Self.uniform(&random, -15, 15))
+        let poseB = Pose(
+            x: anchor.x + separation * cos(radians), y: anchor.y + separation * sin(radians),
+            heading: axis + 180 + Self.uniform(&random, -15, 15))
+        var startB = poseB
+        var motionB: [MotionScript.Step] = []
+        var lastScripted = Instant.zero
+        if random.unitDouble() < 0.4 {
+            // B walks in from 50–100 cm away.
+            let from = Self.uniform(&random, 0, 360) * Double.pi / 180
+            let reach = Self.uniform(&random, 50, 100)
+            startB = Pose(
+                x: poseB.x + reach * cos(from), y: poseB.y + reach * sin(from),
+                heading: Self.uniform(&random, 0, 360))
+            let hold = Duration.milliseconds(Int64(random.uniform(below: 1000)))
+            let walk = Duration.milliseconds(1000 + Int64(random.uniform(below: 1000)))
+            motionB = [.hold(hold), .move(to: poseB, over: walk)]
+            lastScripted = Instant.zero + hold + walk
+        }
+
+        // Bystanders: at least 80 cm from the pair, B's path, and each other.
+        var bystanders: [Pose] = []
+        while bystanders.count < deviceCount - 2 {
+            let candidate = Pose(
+                x: Self.uniform(&random, -300, 300), y: Self.uniform(&random, -300, 300),
+                heading: Self.uniform(&random, 0, 360))
+            let clear =
+                Self.distance(from: candidate, toSegment: startB, poseB) >= 80
+                && candidate.distance(to: poseA) >= 80
+                && bystanders.allSatisfy { $0.distance(to: candidate) >= 80 }
+            if clear { bystanders.append(candidate) }
+        }
+
+        var consents: [Scenario.Consent] = []
+        var devices: [Scenario.DeviceSpec] = []
+        let poses = [poseA, startB] + bystanders
+        for index in 0..<deviceCount {
+            let reaction = Duration.milliseconds(100 + Int64(random.uniform(below: 1400)))
+            let draw = random.unitDouble()
+            let consent: Scenario.Consent =
+                draw < 0.8 ? .accept(after: reaction) : draw < 0.9 ? .decline(after: reaction) : .ignore
+            consents.append(consent)
+            devices.append(
+                Scenario.DeviceSpec(
+                    name: "dev\(index)", pose: poses[index], motion: index == 1 ? motionB : [],
+                    consent: consent,
+                    card: Self.card(&random, index: index)))
+        }
+
+        // Faults: loss up to 30 %, some duplication, sometimes reordering, sometimes a partition.
+        var faults = NetworkFaults(
+            delay: .microseconds(1000 + Int64(random.uniform(below: 4000))),
+            jitter: .microseconds(Int64(random.uniform(below: 10_000))), lossRate: 0.3 * random.unitDouble(),
+            duplicationRate: 0.1 * random.unitDouble())
+        if random.unitDouble() < 0.5 {
+            faults.reorderRate = 0.2 * random.unitDouble()
+            faults.reorderDelay = .milliseconds(5 + Int64(random.uniform(below: 45)))
+        }
+        let partitionDraw = random.unitDouble()
+        let isolated = [Int(random.uniform(below: UInt64(deviceCount)))]
+        let start = Instant.zero + .milliseconds(Int64(random.uniform(below: 3000)))
+        let length = Duration.milliseconds(200 + Int64(random.uniform(below: 1300)))
+        if partitionDraw < 0.05 {
+            faults.partitions = [Partition(isolated: isolated, start: start, end: nil)]
+        } else if partitionDraw < 0.3 {
+            faults.partitions = [Partition(isolated: isolated, start: start, end: start + length)]
+            lastScripted = max(lastScripted, start + length)
+        }
+
+        let bothConsent = consents[0...1].allSatisfy {
+            switch $0 {
+            case .accept: return true
+            case .decline, .ignore: return false
+            }
+        }
+        expectsExchange = bothConsent && !faults.hasPermanentPartition
+        // Prompts are answered within 1.5 s of appearing; the session bound covers the rest.
+        closeBound = (lastScripted - .zero) + .milliseconds(1500) + sessionBound
+        scenario = Scenario(
+            seed: runSeed, timeLimit: closeBound + .seconds(1), faults: faults, devices: devices)
+        let consentSummary = consents.map(\.summary).joined(separator: ",")
+        summary =
+            "\(faults.summary) pair=\(Self.format(separation))cm\(motionB.isEmpty ? "" : " walk-in") "
+            + "consent=\(consentSummary)"
+    }
+
+    private static func uniform(_ random: inout DeterministicRandom, _ low: Double, _ high: Double) -> Double
+    {
+        low + (high - low) * random.unitDouble()
+    }
+
+    private static func format(_ value: Double) -> String {
+        String(Double(Int((value * 10).rounded())) / 10)
+    }
+
+    private static func distance(from point: Pose, toSegment start: Pose, _ end: Pose) -> Double {
+        let dx = end.x - start.x
+        let dy = end.y - start.y
+        let lengthSquared = dx * dx + dy * dy
+        guard lengthSquared > 0 else { return point.distance(to: start) }
+        let t = min(1, max(0, ((point.x - start.x) * dx + (point.y - start.y) * dy) / lengthSquared))
+        return point.distance(to: Pose(x: start.x + t * dx, y: start.y + t * dy, heading: 0))
+    }
+
+    /// A card with names long enough for the plaintext check, and sometimes a photo.
+    private static func card(_ random: inout DeterministicRandom, index: Int) -> ProfileCard {
+        let suffix = String(random.uniform(below: 0x10000), radix: 16)
+        let name = dogNames[Int(random.uniform(below: UInt64(dogNames.count)))] + "-\(suffix)"
+        let owner = owners[Int(random.uniform(below: UInt64(owners.count)))] + "-\(index)\(suffix)"
+        var chosen: [String] = []
+        for _ in 0..<random.uniform(below: 4) {
+            let keyword = keywords[Int(random.uniform(below: UInt64(keywords.count)))]
+            if !chosen.contains(keyword) { chosen.append(keyword) }
+        }
+        let age = Int(random.uniform(below: 16))
+        let sex: ProfileCard.Sex = random.uniform(below: 2) == 0 ? .male : .female
+        let size = ProfileCard.Size.allCases[Int(random.uniform(below: 3))]
+        let neutered = random.uniform(below: 2) == 0
+        let photoBytes = random.unitDouble() < 0.15 ? 1024 + Int(random.uniform(below: 31 * 1024)) : nil
+        do {
+            let photo = try photoBytes.map { bytes throws(CardError) in
+                try SyntheticPhoto.jpeg(byteCount: bytes, label: "\(name)/\(index)")
+            }
+            return try ProfileCard(
+                name: name, age: age, sex: sex, neutered: neutered, size: size, keywords: chosen,
+                owner: owner,
+                photo: photo)
+        } catch {
+            preconditionFailure("swarm cards are drawn within the card limits: \(error)")
+        }
+    }
+}

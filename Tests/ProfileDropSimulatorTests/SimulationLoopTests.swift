@@ -1,0 +1,285 @@
+import ProfileDropCore
+import ProfileDropCrypto
+import Testing
+
+@testable import ProfileDropSimulator
+
+/// A small stand-in device with a toy protocol, to test the event loop apart from the real core:
+/// beacons carry the true pose; a peer in range prompts the owner; an accepted prompt sends the card
+/// (masked, or in the clear when `leaky`) until acknowledged; nothing in range for 3 s closes it.
+struct ToyDevice: SimulatedDevice {
+    let index: Int
+    let card: ProfileCard
+    let options = SimulationOptions()
+    var leaky = false
+    var tamper = false
+    var pose = Pose(x: 0, y: 0, heading: 0)
+    var outbox: [(destination: NetworkDestination, bytes: [UInt8])] = []
+    var events: [SimulatedDeviceEvent] = []
+    var nextBeacon = Instant.zero
+    var giveUpAt = Instant.zero + .seconds(3)
+    var peer: Int?
+    var accepted = false
+    var cardAcknowledged = false
+    var received = false
+    var isClosed = false
+
+    init(context: DeviceContext, leaky: Bool = false, tamper: Bool = false) {
+        index = context.index
+        card = context.spec.card
+        self.leaky = leaky
+        self.tamper = tamper
+    }
+
+    var nextDeadline: Instant? {
+        guard !isClosed else { return nil }
+        return accepted && !cardAcknowledged ? min(nextBeacon, giveUpAt) : min(nextBeacon, giveUpAt)
+    }
+
+    static func mask(_ bytes: [UInt8]) -> [UInt8] {
+        var stream = DeterministicRandom(seed: 0xC0FFEE)
+        return zip(bytes, stream.bytes(bytes.count)).map { $0 ^ $1 }
+    }
+
+    mutating func close(_ reason: String, exchanged: Bool) {
+        isClosed = true
+        events.append(
+            .init(.closed(CloseOutcome(exchanged: exchanged, reason: reason)), text: "closed \(reason)"))
+    }
+
+    mutating func receive(_ bytes: [UInt8], from source: Int, at time: Instant) {
+        guard let type = bytes.first else { return }
+        switch type {
+        case 1:
+            guard peer == nil, let peerPose = try? Pose(decoding: bytes.dropFirst()),
+                options.allowsExchange(pose, peerPose)
+            else { return }
+            peer = source
+            giveUpAt = time + .seconds(3)
+            events.append(.init(.consentRequested(peer: source), text: "prompt for node \(source)"))
+        case 2:
+            guard source == peer else { return }
+            outbox.append((.unicast(source), [4]))
+            guard !received, let decoded = try? ProfileCard(decoding: Self.mask(Array(bytes.dropFirst())))
+            else { return }
+            received = true
+            var card = decoded
+            if tamper {
+                card =
+                    (try? ProfileCard(
+                        name: "Forged", age: 1, sex: .male, neutered: false, size: .small, owner: "x"))
+                    ?? decoded
+            }
+            events.append(.init(.cardReceived(card, peer: source), text: "card \(card.name)"))
+        case 3:
+            if source == peer { close("declined", exchanged: false) }
+        case 4:
+            if source == peer { cardAcknowledged = true }
+        default: return
+        }
+        if received && cardAcknowledged { close("exchanged", exchanged: true) }
+    }
+
+    mutating func timeout(at time: Instant) {
+        if time >= giveUpAt {
+            close(peer == nil ? "out-of-range" : "timeout", exchanged: false)
+            return
+        }
+        if accepted && !cardAcknowledged, let peer {
+            let body = leaky ? card.encoded() : Self.mask(card.encoded())
+            outbox.append((.unicast(peer), [2] + body))
+        } else if peer == nil {
+            outbox.append((.multicast, [1] + pose.encoded()))
+        }
+        nextBeacon = time + .milliseconds(100)
+    }
+
+    mutating func updatePose(_ pose: Pose, at time: Instant) { self.pose = pose }
+
+    mutating func decide(accept: Bool, at time: Instant) {
+        guard let peer else { return }
+        if accept {
+            accepted = true
+            nextBeacon = time
+        } else {
+            outbox.append((.unicast(peer), [3]))
+            close("declined", exchanged: false)
+        }
+    }
+
+    mutating func pollTransmit() -> (destination: NetworkDestination, bytes: [UInt8])? {
+        outbox.isEmpty ? nil : outbox.removeFirst()
+    }
+
+    mutating func pollEvent() -> SimulatedDeviceEvent? {
+        events.isEmpty ? nil : events.removeFirst()
+    }
+}
+
+private func card(_ name: String) -> ProfileCard {
+    // Literal fields within the documented limits.
+    try! ProfileCard(
+        name: name, age: 3, sex: .female, neutered: true, size: .small, keywords: ["calm"],
+        owner: "owner-\(name)")
+}
+
+private func pairScenario(
+    distance: Double, loss: Double = 0, consentB: Scenario.Consent = .accept(after: .milliseconds(300))
+) -> Scenario {
+    Scenario(
+        seed: 9, timeLimit: .seconds(10), faults: NetworkFaults(lossRate: loss),
+        devices: [
+            .init(name: "alice", pose: Pose(x: 0, y: 0, heading: 0), card: card("Bori")),
+            .init(
+                name: "bob", pose: Pose(x: distance, y: 0, heading: 180), consent: consentB,
+                card: card("Kong")),
+        ])
+}
+
+@Suite struct SimulationLoopTests {
+    @Test func toyPairExchangesAndReportsIt() {
+        let report = Simulation.run(scenario: pairScenario(distance: 7)) { ToyDevice(context: $0) }
+        #expect(report.violations == [])
+        #expect(report.devices.map(\.close?.reason) == ["exchanged", "exchanged"])
+        #expect(report.devices[0].receivedCard?.name == "Kong")
+        #expect(report.devices[0].receivedFrom == "bob")
+        #expect(report.devices[1].cardMatchesSender == true)
+        #expect(report.transcript.contains { $0.hasSuffix("alice <- user accepts") })
+        #expect(report.lines.first?.hasPrefix("simulate: seed=9 devices=2") == true)
+        #expect(report.lines.last == report.summaryLine)
+        #expect(report.summaryLine.hasPrefix("summary: 2 devices, 2 exchanged, 0 aborted, 0 unclosed"))
+        #expect(report.virtualDuration < .seconds(2))
+    }
+
+    @Test func sameSeedSameTranscriptUnderLoss() {
+        let scenario = pairScenario(distance: 7, loss: 0.3)
+        let first = Simulation.run(scenario: scenario) { ToyDevice(context: $0) }
+        let second = Simulation.run(scenario: scenario) { ToyDevice(context: $0) }
+        #expect(first.lines == second.lines)
+        #expect(first.network.lost > 0)
+        let other = Simulation.run(scenario: scenario, seed: 10) { ToyDevice(context: $0) }
+        #expect(other.lines != first.lines)
+    }
+
+    @Test func outOfRangeClosesWithoutExchange() {
+        let report = Simulation.run(scenario: pairScenario(distance: 20)) { ToyDevice(context: $0) }
+        #expect(report.violations == [])
+        #expect(report.devices.map(\.close?.reason) == ["out-of-range", "out-of-range"])
+        #expect(report.virtualDuration == .seconds(3))
+    }
+
+    @Test func declineIsScriptedAfterTheReactionTime() {
+        let report = Simulation.run(
+            scenario: pairScenario(distance: 7, consentB: .decline(after: .seconds(1)))
+        ) {
+            ToyDevice(context: $0)
+        }
+        #expect(report.devices.map(\.close?.reason) == ["declined", "declined"])
+        let prompt = report.transcript.first { $0.contains("bob -> prompt") }
+        let decision = report.transcript.first { $0.contains("bob <- user declines") }
+        #expect(prompt != nil && decision != nil)
+        #expect(report.abortedCount == 2)
+    }
+
+    @Test func ignoredPromptLeavesTheOtherSideToTimeOut() {
+        let report = Simulation.run(scenario: pairScenario(distance: 7, consentB: .ignore)) {
+            ToyDevice(context: $0)
+        }
+        #expect(!report.transcript.contains { $0.contains("bob <- user") })
+        #expect(report.devices.map(\.close?.reason) == ["timeout", "timeout"])
+    }
+
+    @Test func plaintextOnTheWireIsAViolation() {
+        let report = Simulation.run(scenario: pairScenario(distance: 7)) {
+            ToyDevice(context: $0, leaky: true)
+        }
+        #expect(report.violations.contains { $0.contains("alice sent alice's card name in the clear") })
+    }
+
+    @Test func alteredCardIsAViolation() {
+        let report = Simulation.run(scenario: pairScenario(distance: 7)) {
+            ToyDevice(context: $0, tamper: $0.index == 1)
+        }
+        #expect(report.violations.contains { $0.contains("bob received a card from alice that differs") })
+        #expect(report.devices[1].cardMatchesSender == false)
+    }
+
+    @Test func cardDeliveredOutOfRangeIsAViolation() {
+        // Bob walks away right after the prompt; the toy device does not notice and finishes anyway.
+        var scenario = pairScenario(distance: 7)
+        scenario.devices[1].motion = [
+            .hold(.milliseconds(250)), .move(to: Pose(x: 60, y: 0, heading: 180), over: .zero),
+        ]
+        let report = Simulation.run(scenario: scenario) { ToyDevice(context: $0) }
+        #expect(report.violations.contains { $0.contains("card out of range: 60 cm") })
+    }
+
+    @Test func unclosedDevicesAreViolations() {
+        var scenario = pairScenario(distance: 20)
+        scenario.timeLimit = .seconds(1)
+        let report = Simulation.run(scenario: scenario) { ToyDevice(context: $0) }
+        #expect(report.unclosedCount == 2)
+        #expect(report.violations.contains { $0.hasPrefix("alice did not close by t=1.000s") })
+        let bounded = Simulation.run(
+            scenario: pairScenario(distance: 20), options: SimulationOptions(closeBound: .seconds(2))
+        ) {
+            ToyDevice(context: $0)
+        }
+        #expect(bounded.violations.contains { $0.hasPrefix("alice closed at t=3.000s, after the bound") })
+    }
+}
+
+@Suite struct SwarmLoopTests {
+    @Test func toySwarmIsDeterministicAndCounts() {
+        let first = Swarm.run(runs: 20, seed: 77, sessionBound: .seconds(5)) { ToyDevice(context: $0) }
+        let second = Swarm.run(runs: 20, seed: 77, sessionBound: .seconds(5)) { ToyDevice(context: $0) }
+        #expect(first.lines == second.lines)
+        #expect(first.lines.first == "swarm: seed=77 runs=20 session-bound=5.000s")
+        #expect(first.lines.last == first.summaryLine)
+        #expect(first.runs.count == 20)
+        #expect(first.runs[0].runSeed == 77)
+        #expect(first.exchangedRuns + first.abortedRuns == 20)
+        #expect(first.exchangedRuns > 0)
+        #expect(
+            first.summaryLine
+                == "swarm: 20 runs, \(first.exchangedRuns) exchanged, \(first.abortedRuns) aborted, "
+                + "\(first.violations.count) violations"
+        )
+    }
+
+    @Test func aFailingRunNamesItsReproduction() {
+        let report = Swarm.run(runs: 3, seed: 5, sessionBound: .seconds(5)) {
+            ToyDevice(context: $0, leaky: true)
+        }
+        #expect(!report.violations.isEmpty)
+        let failing = report.runs.first { !$0.violations.isEmpty }
+        let seed = try! #require(failing?.runSeed)
+        #expect(report.lines.contains("  reproduce: profiledrop simulate --swarm --runs 1 --seed \(seed)"))
+        let replay = Swarm.run(runs: 1, seed: seed, sessionBound: .seconds(5)) {
+            ToyDevice(context: $0, leaky: true)
+        }
+        #expect(replay.runs == [failing!])
+        #expect(replay.lines.contains { $0.hasPrefix("  t=") })
+    }
+
+    @Test func plansDrawTheAdvertisedRanges() {
+        for runSeed in Swarm.runSeeds(seed: 3, count: 200) {
+            let plan = SwarmPlan(runSeed: runSeed, sessionBound: .seconds(5))
+            let devices = plan.scenario.devices
+            #expect((2...6).contains(devices.count))
+            #expect(plan.scenario.faults.lossRate <= 0.3)
+            let pairA = devices[0].motionScript.finalPose
+            let pairB = devices[1].motionScript.finalPose
+            #expect((6...9).contains(pairA.distance(to: pairB)))
+            #expect(pairA.bearing(to: pairB) <= 15.001 && pairB.bearing(to: pairA) <= 15.001)
+            for bystander in devices.dropFirst(2) {
+                #expect(bystander.pose.distance(to: pairA) >= 80 && bystander.pose.distance(to: pairB) >= 80)
+            }
+            for partition in plan.scenario.faults.partitions {
+                if let end = partition.end {
+                    #expect(end - partition.start <= SwarmPlan.maximumTemporaryPartition)
+                }
+            }
+        }
+    }
+}
