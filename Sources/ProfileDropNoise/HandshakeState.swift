@@ -12,7 +12,8 @@ public enum NoiseRole: Sendable, Equatable {
 public struct NoiseTransport: Sendable {
     /// Encrypts what this party sends.
     public var sender: CipherState
-    /// Decrypts what this party receives. Unused after a one-way handshake's initiator side.
+    /// Decrypts what this party receives. After a one-way pattern only the initiator's sender and the
+    /// responder's receiver carry messages.
     public var receiver: CipherState
     /// The final handshake hash, for channel binding.
     public let handshakeHash: [UInt8]
