@@ -211,6 +211,15 @@ struct ProfileCardTests {
         }
     }
 
+    @Test("Whole numbers written with a fraction are integers; booleans are never numbers")
+    func numberEdgeCases() throws {
+        #expect(try parse(cardJSON(replacing: "age", with: "3.0")).age == 3)
+        #expect(try parse(cardJSON(replacing: "neutered", with: "false")).neutered == false)
+        for (key, value) in [("neutered", "0"), ("age", "false"), ("neutered", "null")] {
+            #expect(throws: CardError.self) { _ = try parse(cardJSON(replacing: key, with: value)) }
+        }
+    }
+
     @Test("Invalid JSON is located by line and column")
     func jsonErrorLocation() {
         #expect {
