@@ -5,7 +5,7 @@
 #endif
 
 /// One `profiledrop` subcommand.
-protocol Subcommand {
+protocol Subcommand: Sendable {
     /// The word that selects it.
     static var name: String { get }
     /// One line for the command list.

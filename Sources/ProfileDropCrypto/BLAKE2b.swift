@@ -72,30 +72,52 @@ public enum HMACBLAKE2b {
 
     /// Computes HMAC-BLAKE2b(key, parts[0] || parts[1] || ...).
     public static func authenticate(key: some ContiguousBytes, parts: [[UInt8]]) -> [UInt8] {
-        // Key block: the key (hashed first if longer than a block), zero-padded to the block length.
-        var block = [UInt8](repeating: 0, count: BLAKE2b.blockLength)
-        defer { block.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) } }
-        key.withUnsafeBytes { keyBytes in
-            if keyBytes.count > BLAKE2b.blockLength {
-                let digest = BLAKE2b.hash(keyBytes)
-                block.replaceSubrange(0..<digest.count, with: digest)
-            } else {
-                block.withUnsafeMutableBytes { $0.copyMemory(from: keyBytes) }
+        key.withUnsafeBytes { authenticate(rawKey: $0, parts: parts) }
+    }
+
+    /// Non-generic so that it is compiled once, with no per-call specialisation: Noise's HKDF calls
+    /// it 24 times per handshake.
+    public static func authenticate(key: [UInt8], parts: [[UInt8]]) -> [UInt8] {
+        key.withUnsafeBytes { authenticate(rawKey: $0, parts: parts) }
+    }
+
+    private static func authenticate(rawKey: UnsafeRawBufferPointer, parts: [[UInt8]]) -> [UInt8] {
+        Sodium.ensureInitialized()
+        let blockLength = BLAKE2b.blockLength
+        let stateSize = crypto_generichash_statebytes()
+        // One stack scratch area: libsodium's 64-byte-aligned hash state, the key block and the pad.
+        return withUnsafeTemporaryAllocation(byteCount: stateSize + 2 * blockLength, alignment: 64) { scratch in
+            defer { sodium_memzero(scratch.baseAddress, scratch.count) }
+            let state = OpaquePointer(scratch.baseAddress!)
+            let block = UnsafeMutableRawBufferPointer(rebasing: scratch[stateSize..<(stateSize + blockLength)])
+            let pad = UnsafeMutableRawBufferPointer(rebasing: scratch[(stateSize + blockLength)...])
+            // Key block: the key (hashed first if longer than a block), zero-padded to the block length.
+            block.initializeMemory(as: UInt8.self, repeating: 0)
+            if rawKey.count > blockLength {
+                crypto_generichash_init(state, nil, 0, BLAKE2b.outputLength)
+                crypto_generichash_update(state, rawKey.sodiumPointer, UInt64(rawKey.count))
+                crypto_generichash_final(state, block.sodiumPointer, BLAKE2b.outputLength)
+            } else if rawKey.count > 0 {
+                block.copyMemory(from: rawKey)
             }
+
+            for index in 0..<blockLength { pad[index] = block[index] ^ 0x36 }
+            var innerDigest = [UInt8](repeating: 0, count: BLAKE2b.outputLength)
+            crypto_generichash_init(state, nil, 0, BLAKE2b.outputLength)
+            crypto_generichash_update(state, pad.sodiumPointer, UInt64(blockLength))
+            for part in parts {
+                part.withUnsafeBytes { _ = crypto_generichash_update(state, $0.sodiumPointer, UInt64($0.count)) }
+            }
+            crypto_generichash_final(state, &innerDigest, BLAKE2b.outputLength)
+
+            for index in 0..<blockLength { pad[index] = block[index] ^ 0x5c }
+            var tag = [UInt8](repeating: 0, count: BLAKE2b.outputLength)
+            crypto_generichash_init(state, nil, 0, BLAKE2b.outputLength)
+            crypto_generichash_update(state, pad.sodiumPointer, UInt64(blockLength))
+            crypto_generichash_update(state, innerDigest, UInt64(innerDigest.count))
+            crypto_generichash_final(state, &tag, BLAKE2b.outputLength)
+            innerDigest.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) }
+            return tag
         }
-
-        var pad = [UInt8](repeating: 0, count: BLAKE2b.blockLength)
-        defer { pad.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) } }
-        for index in pad.indices { pad[index] = block[index] ^ 0x36 }
-        var inner = BLAKE2b()
-        inner.update(pad)
-        for part in parts { inner.update(part) }
-        let innerDigest = inner.finalize()
-
-        for index in pad.indices { pad[index] = block[index] ^ 0x5c }
-        var outer = BLAKE2b()
-        outer.update(pad)
-        outer.update(innerDigest)
-        return outer.finalize()
     }
 }

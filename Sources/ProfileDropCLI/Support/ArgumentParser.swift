@@ -12,8 +12,8 @@ public struct UsageError: InputError, Equatable {
 }
 
 /// How one option is spelled and whether it takes a value.
-struct OptionSpec {
-    enum Kind {
+struct OptionSpec: Sendable {
+    enum Kind: Sendable {
         /// `--name` alone.
         case flag
         /// `--name VALUE` or `--name=VALUE`, at most once.
@@ -62,7 +62,7 @@ struct ParsedArguments {
 }
 
 /// A small, strict parser: unknown options, missing values and repeated single options are errors.
-struct ArgumentParser {
+struct ArgumentParser: Sendable {
     var command: String
     var options: [OptionSpec]
 
