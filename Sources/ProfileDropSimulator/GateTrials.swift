@@ -45,6 +45,10 @@ public struct GateQualityReport: Equatable, Sendable {
 
     /// The seed the trials were drawn from.
     public var seed: UInt64
+    /// The measurement model the trials sampled.
+    public var model: MeasurementModel
+    /// The gate tuning under test.
+    public var gate: ProximityGate.Configuration
     /// Results per kind, in `Kind.allCases` order.
     public var results: [KindResult]
     /// Mean time from the start of an in-range trial until both gates were open, over the trials
@@ -78,7 +82,15 @@ public struct GateQualityReport: Equatable, Sendable {
 
     /// A human summary, one line per kind and one per rate.
     public var lines: [String] {
-        var lines = ["proximity gate trials, seed \(seed)"]
+        let band = gate.distanceBand
+        var lines = [
+            "proximity gate trials, seed \(seed)",
+            "  model: distance sigma \(model.distanceNoise) cm, bearing sigma \(model.bearingNoise) deg, "
+                + "outliers \(model.outlierProbability * 100)%, dropouts \(model.dropoutProbability * 100)%, "
+                + "\(model.sampleRate) Hz",
+            "  gate: \(band.lowerBound)-\(band.upperBound) cm, bearing <= \(gate.maximumBearing) deg, "
+                + "dwell \(gate.dwellTime.secondsDouble) s, window \(gate.window.secondsDouble) s",
+        ]
         for result in results {
             let role = result.kind.isFalseAcceptTrial ? "opened" : "stayed shut"
             let name = result.kind.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)
@@ -152,7 +164,7 @@ public enum GateTrials {
             results.append(.init(kind: kind, trials: trialsPerKind, failures: failures))
         }
         return GateQualityReport(
-            seed: seed, results: results,
+            seed: seed, model: model, gate: gate, results: results,
             meanTimeToOpen: openedCount == 0 ? 0 : openTimeSum / Double(openedCount))
     }
 
