@@ -25,12 +25,14 @@ let package = Package(
         .target(name: "ProfileDropSimulator", dependencies: ["ProfileDropCore"]),
         // Real UDP sockets: IPv4/IPv6 multicast discovery, unicast exchange, the poll and timer loop.
         .target(name: "ProfileDropTransport", dependencies: ["ProfileDropCore"]),
+        // pcapng capture of real and simulated runs, and deterministic replay from it.
+        .target(name: "ProfileDropCapture", dependencies: ["ProfileDropCore", "ProfileDropCrypto", "ProfileDropNoise"]),
         // Command implementations behind the `profiledrop` executable.
         .target(
             name: "ProfileDropCLI",
             dependencies: [
                 "ProfileDropCrypto", "ProfileDropNoise", "ProfileDropCore", "ProfileDropSimulator",
-                "ProfileDropTransport",
+                "ProfileDropTransport", "ProfileDropCapture",
             ]
         ),
         .executableTarget(name: "profiledrop", dependencies: ["ProfileDropCLI"]),
@@ -45,6 +47,10 @@ let package = Package(
         .testTarget(name: "ProfileDropCoreTests", dependencies: ["ProfileDropCore", "ProfileDropNoise", "ProfileDropCrypto"]),
         .testTarget(name: "ProfileDropSimulatorTests", dependencies: ["ProfileDropSimulator", "ProfileDropCore"]),
         .testTarget(name: "ProfileDropTransportTests", dependencies: ["ProfileDropTransport"]),
+        .testTarget(
+            name: "ProfileDropCaptureTests",
+            dependencies: ["ProfileDropCapture", "ProfileDropCore", "ProfileDropSimulator"]
+        ),
         .testTarget(name: "ProfileDropCLITests", dependencies: ["ProfileDropCLI"]),
     ]
 )
