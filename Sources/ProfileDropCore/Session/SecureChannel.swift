@@ -26,7 +26,9 @@ struct SecureChannel {
         precondition(!payload.isEmpty && payload.count <= WireConstants.maxFramePayload, "frame payload size")
         let packetNumber = nextPacketNumber
         nextPacketNumber += 1
-        let header = SecurePacket.header(sessionID: sessionID, packetNumber: packetNumber)
+        let header = SecurePacket.header(
+            sessionID: sessionID, packetNumber: packetNumber,
+            ciphertextLength: payload.count + WireConstants.tagSize)
         guard let ciphertext = try? sender.encrypt(nonce: packetNumber, ad: header, plaintext: payload) else {
             // Only nonce 2^64-1 or an oversized payload can fail; both are excluded above.
             preconditionFailure("sealing a packet failed")

@@ -94,19 +94,25 @@ public struct SecurePacket: Equatable, Sendable {
         self.ciphertext = ciphertext
     }
 
-    /// The 20-byte header, authenticated as associated data.
+    /// The 22-byte header, authenticated as associated data.
     public var header: [UInt8] {
-        SecurePacket.header(sessionID: sessionID, packetNumber: packetNumber)
+        SecurePacket.header(
+            sessionID: sessionID, packetNumber: packetNumber, ciphertextLength: ciphertext.count)
     }
 
-    /// The 20-byte header for `sessionID` and `packetNumber`.
-    public static func header(sessionID: UInt64, packetNumber: UInt64) -> [UInt8] {
+    /// The 22-byte header for `sessionID`, `packetNumber` and a ciphertext of `ciphertextLength`.
+    public static func header(sessionID: UInt64, packetNumber: UInt64, ciphertextLength: Int) -> [UInt8] {
+        precondition(ciphertextLength <= maxCiphertext, "ciphertext too long")
         var writer = ByteWriter(capacity: WireConstants.secureHeaderSize)
         writer.writePacketHeader(.secure)
         writer.writeInteger(sessionID)
         writer.writeInteger(packetNumber)
+        writer.writeInteger(UInt16(ciphertextLength))
         return writer.bytes
     }
+
+    /// The longest ciphertext (frames and tag) a SECURE datagram holds.
+    public static let maxCiphertext = WireConstants.maxDatagramSize - WireConstants.secureHeaderSize
 }
 
 /// Any ProfileDrop datagram.
@@ -159,8 +165,7 @@ public enum Packet: Equatable, Sendable {
             writer.writeInteger(busy.receiver.rawValue)
             writer.writeInteger(busy.reason.rawValue)
         case .secure(let packet):
-            writer.writeInteger(packet.sessionID)
-            writer.writeInteger(packet.packetNumber)
+            writer.writeBytes(packet.header.dropFirst(WireConstants.headerSize))
             writer.writeBytes(packet.ciphertext)
         }
         precondition(writer.bytes.count <= WireConstants.maxDatagramSize, "datagram over the size limit")
@@ -275,11 +280,17 @@ extension ByteReader {
         case .secure:
             let sessionID = try require("session id", as: UInt64.self)
             let packetNumber = try require("packet number", as: UInt64.self)
-            guard readableBytes >= WireConstants.tagSize else {
-                throw ProtocolError(.truncated, "secure packet: \(readableBytes) bytes cannot hold a tag")
+            let length = Int(try require("ciphertext length", as: UInt16.self))
+            guard length <= SecurePacket.maxCiphertext else {
+                throw ProtocolError(
+                    .oversized, "ciphertext length \(length) exceeds \(SecurePacket.maxCiphertext)")
             }
+            guard length >= WireConstants.tagSize else {
+                throw ProtocolError(.malformed, "ciphertext length \(length) cannot hold a 16-byte tag")
+            }
+            let ciphertext = try requireBytes("ciphertext", count: length)
             return .secure(
-                SecurePacket(sessionID: sessionID, packetNumber: packetNumber, ciphertext: readRemaining()))
+                SecurePacket(sessionID: sessionID, packetNumber: packetNumber, ciphertext: ciphertext))
         }
     }
 }

@@ -8,8 +8,9 @@ public enum WireConstants {
     public static let maxDatagramSize = 1200
     /// Magic, version and type.
     public static let headerSize = 4
-    /// Header, session id and packet number: the associated data of a SECURE datagram.
-    public static let secureHeaderSize = 20
+    /// Header, session id, packet number and ciphertext length: the associated data of a SECURE
+    /// datagram.
+    public static let secureHeaderSize = 22
     /// The Poly1305 tag.
     public static let tagSize = 16
     /// The most plaintext frame bytes one SECURE datagram can carry.

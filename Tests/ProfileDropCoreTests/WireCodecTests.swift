@@ -1,0 +1,194 @@
+import ProfileDropCrypto
+import Testing
+
+@testable import ProfileDropCore
+
+@Suite struct WireCodecTests {
+    static let digest = (0..<32).map { UInt8($0) }
+    static let token = (0..<16).map { UInt8(0xA0 + $0) }
+
+    static let packets: [Packet] = [
+        .beacon(Beacon(deviceID: DeviceID(rawValue: 0x0102_0304_0506_0708), port: 5353, busy: false)),
+        .beacon(Beacon(deviceID: DeviceID(rawValue: .max), port: 1, busy: true)),
+        .query(Query(deviceID: DeviceID(rawValue: 7), knownAnswers: [])),
+        .query(Query(deviceID: DeviceID(rawValue: 7), knownAnswers: (1...32).map { DeviceID(rawValue: $0) })),
+        .invite(
+            HandshakePacket(
+                sessionID: 42, sender: DeviceID(rawValue: 1), receiver: DeviceID(rawValue: 2),
+                noiseMessage: Array(repeating: 9, count: 32))),
+        .accept(
+            HandshakePacket(
+                sessionID: 42, sender: DeviceID(rawValue: 2), receiver: DeviceID(rawValue: 1),
+                noiseMessage: Array(repeating: 8, count: 103))),
+        .confirm(
+            HandshakePacket(
+                sessionID: 42, sender: DeviceID(rawValue: 1), receiver: DeviceID(rawValue: 2),
+                noiseMessage: [])),
+        .busy(
+            Busy(
+                sessionID: 5, sender: DeviceID(rawValue: 3), receiver: DeviceID(rawValue: 4),
+                reason: .inSession)),
+        .busy(
+            Busy(
+                sessionID: 5, sender: DeviceID(rawValue: 3), receiver: DeviceID(rawValue: 4),
+                reason: .unavailable)),
+        .secure(
+            SecurePacket(sessionID: 77, packetNumber: 1 << 40, ciphertext: Array(repeating: 1, count: 16))),
+        .secure(SecurePacket(sessionID: 77, packetNumber: 0, ciphertext: Array(repeating: 2, count: 1178))),
+    ]
+
+    static let frames: [Frame] = [
+        .token(token),
+        .ranging(RangingFrame(sequence: 3, pose: Pose(x: -12.5, y: 7.3, heading: 181.25), token: token)),
+        .inRange(true),
+        .inRange(false),
+        .consent(.share, CardOffer(length: 262_300, chunkSize: 1120, digest: digest)),
+        .consent(.receiveOnly, nil),
+        .consent(.decline, nil),
+        .cardChunk(index: 65_534, data: Array(repeating: 0x55, count: 1120)),
+        .cardChunk(index: 0, data: [1]),
+        .cardSack(CardSack(cumulative: 17, bitmap: [])),
+        .cardSack(CardSack(cumulative: 0, bitmap: Array(repeating: 0xAA, count: 32))),
+        .cardAck(digest: digest),
+        .close(CloseFrame(code: .exchanged)),
+        .close(CloseFrame(code: .error, errorCode: ProtocolError.Code.tokenMismatch.wireValue)),
+        .closeAck,
+        .receipt([]),
+        .receipt(.all),
+    ]
+
+    @Test func everyPacketTypeRoundTrips() throws {
+        #expect(Set(Self.packets.map(\.type)) == Set(PacketType.allCases))
+        for packet in Self.packets {
+            let bytes = packet.encoded()
+            #expect(bytes.count <= WireConstants.maxDatagramSize)
+            #expect(Array(bytes.prefix(4)) == [0x50, 0x44, 1, packet.type.rawValue])
+            #expect(try Packet(datagram: bytes) == packet)
+            var reader = ByteReader(bytes)
+            #expect(try reader.readPacket() == packet)
+        }
+    }
+
+    @Test func everyFrameTypeRoundTrips() throws {
+        #expect(Set(Self.frames.map(\.type)) == Set(FrameType.allCases))
+        for frame in Self.frames {
+            let bytes = Frame.encode([frame])
+            #expect(bytes.count == frame.encodedSize)
+            let decoded = try Frame.decodeAll(bytes)
+            if case .ranging(let original) = frame, case .ranging(let copy) = decoded.first {
+                // Poses are quantized to millimetres and hundredths of a degree.
+                #expect(
+                    abs(copy.pose.x - original.pose.x) < 0.051 && abs(copy.pose.y - original.pose.y) < 0.051)
+                #expect(copy.token == original.token && copy.sequence == original.sequence)
+            } else {
+                #expect(decoded == [frame])
+            }
+        }
+        let all = Self.frames.filter { $0.type != .ranging && $0.type != .cardChunk }
+        #expect(try Frame.decodeAll(Frame.encode(all)) == all)
+    }
+
+    @Test func handshakeParametersRoundTrip() throws {
+        let parameters = HandshakeParameters(maxCardBytes: 524_288, receiveWindow: 64)
+        #expect(try HandshakeParameters(decoding: parameters.encoded()) == parameters)
+        #expect(throws: ProtocolError.self) { try HandshakeParameters(decoding: parameters.encoded() + [0]) }
+    }
+
+    /// Every proper prefix of every packet is rejected as truncated by the whole-datagram parser
+    /// and reported as "needs more bytes" by the incremental one.
+    @Test func everyTruncationIsTypedError() {
+        for packet in Self.packets {
+            let bytes = packet.encoded()
+            for length in 0..<bytes.count {
+                let prefix = Array(bytes.prefix(length))
+                do {
+                    _ = try Packet(datagram: prefix)
+                    Issue.record("\(packet.type) truncated to \(length) bytes was accepted")
+                } catch {
+                    #expect(error.code == .truncated, "\(packet.type) at \(length): \(error)")
+                }
+                var reader = ByteReader(prefix)
+                #expect((try? reader.readPacket()) == .some(nil), "\(packet.type) at \(length)")
+                #expect(reader.readerIndex == 0)
+            }
+        }
+        for frame in Self.frames {
+            let bytes = Frame.encode([frame])
+            for length in 1..<bytes.count {
+                #expect(throws: ProtocolError.self) { try Frame.decodeAll(Array(bytes.prefix(length))) }
+                var reader = ByteReader(Array(bytes.prefix(length)))
+                #expect((try? reader.readFrame()) == .some(nil), "\(frame.type) at \(length)")
+            }
+        }
+    }
+
+    @Test func headerViolationsHaveTheirCodes() {
+        let beacon = Self.packets[0].encoded()
+        func code(_ bytes: [UInt8]) -> ProtocolError.Code? {
+            do {
+                _ = try Packet(datagram: bytes)
+                return nil
+            } catch { return error.code }
+        }
+        var badMagic = beacon
+        badMagic[0] = 0x51
+        #expect(code(badMagic) == .badMagic)
+        var badVersion = beacon
+        badVersion[2] = 2
+        #expect(code(badVersion) == .unsupportedVersion)
+        var badType = beacon
+        badType[3] = 99
+        #expect(code(badType) == .unknownType)
+        #expect(code(beacon + [0]) == .trailingBytes)
+        #expect(code(Array(repeating: 0x50, count: 1201)) == .oversized)
+        var badFlags = beacon
+        badFlags[beacon.count - 1] = 2
+        #expect(code(badFlags) == .malformed)
+        var badBusy = Self.packets[7].encoded()
+        badBusy[badBusy.count - 1] = 9
+        #expect(code(badBusy) == .malformed)
+        #expect(code([]) == .truncated)
+    }
+
+    @Test func frameViolationsHaveTheirCodes() {
+        func code(_ bytes: [UInt8]) -> ProtocolError.Code? {
+            do {
+                _ = try Frame.decodeAll(bytes)
+                return nil
+            } catch { return error.code }
+        }
+        #expect(code([]) == .malformed)
+        #expect(code([0]) == .unknownType)
+        #expect(code([200]) == .unknownType)
+        #expect(code([3, 2]) == .malformed)  // IN_RANGE flag
+        #expect(code([4, 9]) == .malformed)  // consent decision
+        #expect(code([4, 1, 0, 0, 0, 0, 4, 96] + Self.digest) == .malformed)  // empty card
+        #expect(code([5, 0, 0, 0, 0]) == .malformed)  // empty chunk
+        #expect(code([6, 0, 0, 33] + Array(repeating: 0, count: 33)) == .oversized)
+        #expect(code([8, 7, 0, 0]) == .malformed)  // close code
+        #expect(code([10, 8]) == .malformed)  // receipt reserved bit
+        var pose = [UInt8](repeating: 0, count: 8)
+        pose[6] = 0xFF  // heading 65280 hundredths
+        #expect(code([2, 0, 0, 0, 1] + pose + Self.token) == .malformed)
+    }
+
+    /// Random bytes never trap the parsers; whatever is rejected is a typed error.
+    @Test func garbageNeverTraps() {
+        var random = DeterministicRandom(seed: 5)
+        var accepted = 0
+        for round in 0..<5000 {
+            let length = Int(random.uniform(below: 80))
+            var bytes = random.bytes(length)
+            // Half of the inputs get a valid header so the body parsers are exercised too.
+            if round % 2 == 0 && length >= 4 {
+                bytes[0] = 0x50
+                bytes[1] = 0x44
+                bytes[2] = 1
+                bytes[3] = UInt8(1 + random.uniform(below: 7))
+            }
+            if (try? Packet(datagram: bytes)) != nil { accepted += 1 }
+            _ = try? Frame.decodeAll(bytes)
+        }
+        #expect(accepted < 5000)
+    }
+}
