@@ -24,7 +24,7 @@ let package = Package(
         // Many devices in a room on a faulty network, in virtual time.
         .target(name: "ProfileDropSimulator", dependencies: ["ProfileDropCore"]),
         // Real UDP sockets: IPv4/IPv6 multicast discovery, unicast exchange, the poll and timer loop.
-        .target(name: "ProfileDropTransport", dependencies: ["ProfileDropCore"]),
+        .target(name: "ProfileDropTransport", dependencies: ["ProfileDropCore", "ProfileDropCrypto"]),
         // pcapng capture of real and simulated runs, and deterministic replay from it.
         .target(name: "ProfileDropCapture", dependencies: ["ProfileDropCore", "ProfileDropCrypto", "ProfileDropNoise"]),
         // Command implementations behind the `profiledrop` executable.

@@ -23,6 +23,7 @@ public enum CommandLineTool {
         BenchCommand.self,
         IdentityCommand.self,
         InterfacesCommand.self,
+        ShareCommand.self,
     ]
 
     /// Runs `profiledrop` with `arguments` (without the program name) and returns the exit code.

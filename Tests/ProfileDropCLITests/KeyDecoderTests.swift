@@ -16,9 +16,14 @@ import Testing
         #expect(decoder.feed([0x44]) == [.left])
     }
 
+    @Test func lettersAreReportedLowerCased() {
+        var decoder = KeyDecoder()
+        #expect(decoder.feed(Array("sR".utf8)) == [.letter("s"), .letter("r")])
+    }
+
     @Test func otherBytesAreIgnored() {
         var decoder = KeyDecoder()
-        #expect(decoder.feed(Array("hello".utf8)) == [])
+        #expect(decoder.feed([0x21, 0x31, 0x7f]) == [])
         #expect(decoder.feed([0x1b, 0x4f, 0x1b, 0x5b, 0x5a]) == [])
         #expect(decoder.feed([0x03]) == [.quit])
     }

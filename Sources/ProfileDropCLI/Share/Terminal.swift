@@ -6,6 +6,8 @@
 enum KeyPress: Equatable {
     case up, down, left, right
     case quit
+    /// A letter key, lower-cased: the answers to a consent prompt.
+    case letter(Character)
 }
 
 /// Decodes key presses from raw terminal bytes, keeping an incomplete escape sequence for the next read.
@@ -35,7 +37,11 @@ struct KeyDecoder {
                     pending.removeFirst()
                 }
             } else {
-                if first == UInt8(ascii: "q") || first == 0x03 { keys.append(.quit) }
+                if first == UInt8(ascii: "q") || first == 0x03 {
+                    keys.append(.quit)
+                } else if (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first | 0x20) {
+                    keys.append(.letter(Character(Unicode.Scalar(first | 0x20))))
+                }
                 pending.removeFirst()
             }
         }

@@ -1,0 +1,186 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+import ProfileDropCore
+import ProfileDropCrypto
+import ProfileDropTransport
+
+/// One run of `share`: the device on real sockets, its motion, and what the user sees.
+final class ShareSession {
+    /// How long a closed device keeps answering retransmitted CLOSEs before the process exits. The
+    /// protocol drains for 3 s; 700 ms covers the first two retransmissions (200 and 400 ms), which
+    /// is what a lost CLOSE_ACK costs on a LAN, without making every exit wait 3 s.
+    static let exitLinger: Duration = .milliseconds(700)
+    /// Pose updates while a scripted motion plays.
+    static let motionTick: Duration = .milliseconds(50)
+    /// Interactive steps: one arrow press moves 1 cm or turns 5 degrees.
+    static let keyStep = (distance: 1.0, degrees: 5.0)
+
+    private let options: ShareOptions
+    private let console: Console
+    private let clock = MonotonicClock()
+    private var display: ShareDisplay
+    private var motion: MotionMode
+    private var script: MotionScript?
+    private var pose: Pose
+    private var initiator = false
+    private var receivedCard: ProfileCard?
+    private var keyDecoder = KeyDecoder()
+    private var pendingConsent = false
+
+    init(options: ShareOptions, console: Console) throws {
+        self.options = options
+        self.console = console
+        motion = options.motion
+        display = ShareDisplay(mode: options.output, console: console)
+        switch options.motion {
+        case .approach: pose = Pose(x: 0, y: 0, heading: 0)
+        case .still(let start), .interactive(let start): pose = start
+        case .scripted(let motionScript):
+            script = motionScript
+            pose = motionScript.initialPose
+        }
+    }
+
+    func run() throws -> ExitCode {
+        let key = try StaticKeyStore.loadOrCreate(at: options.staticKeyPath).key
+        let host = try UDPHost(interfaces: options.interfaces, endpoint: options.endpoint, impairment: options.impairment)
+        var timeouts = Timeouts()
+        timeouts.overall = options.timeout
+        let configuration = DeviceConfiguration(
+            card: options.card, consent: options.consent, staticKey: key, timeouts: timeouts)
+        var device = Device(configuration: configuration, random: SystemRandom(), now: clock.now, localAddress: host.localAddress)
+        device.updatePose(pose, at: clock.now)
+        display.started(interfaces: options.interfaces.map(\.name), address: host.localAddress, snapshot: device.snapshot)
+
+        let terminal = RawTerminal()
+        let readsKeys = options.output == .terminal
+        let readsStdin = readsKeys || options.consent == .askUser
+        if readsKeys { terminal.enable() }
+        defer { terminal.restore() }
+
+        var closedAt: Instant?
+        while true {
+            let now = clock.now
+            if let deadline = device.nextDeadline, deadline <= now { device.handleTimeout(at: now) }
+            advanceMotion(&device, at: now)
+            try host.flush(&device)
+            while let event = device.pollEvent() { handle(event, device: &device) }
+            try host.flush(&device)
+
+            if device.isClosed {
+                if closedAt == nil { closedAt = now }
+                if device.nextDeadline == nil || now >= (closedAt ?? now) + Self.exitLinger { break }
+            }
+            var wake = now + .milliseconds(250)
+            if let deadline = device.nextDeadline { wake = min(wake, deadline) }
+            if script != nil { wake = min(wake, now + Self.motionTick) }
+            if try host.wait(for: &device, until: wake, clock: clock, extraDescriptor: readsStdin ? STDIN_FILENO : nil) {
+                if readInput(&device) == .quit {
+                    display.finish(reason: nil, snapshot: device.snapshot, card: nil)
+                    return .declined
+                }
+            }
+        }
+
+        let reason = device.closedReason ?? .timeout(what: "no exchange")
+        if case .exchanged = reason, let card = receivedCard, let directory = options.saveDirectory {
+            try CardSaver.save(card, in: directory)
+        }
+        display.finish(reason: reason, snapshot: device.snapshot, card: receivedCard)
+        if options.verbose {
+            let counters = device.counters
+            console.error("datagrams: sent \(host.statistics.datagramsSent), received \(host.statistics.datagramsReceived); \(counters)")
+        }
+        return Self.exitCode(for: reason)
+    }
+
+    static func exitCode(for reason: CloseReason) -> ExitCode {
+        switch reason {
+        case .exchanged: return .success
+        case .timeout: return .timeout
+        case .declined: return .declined
+        case .outOfRange: return .outOfRange
+        case .error: return .runtimeError
+        }
+    }
+
+    private func handle(_ event: DeviceEvent, device: inout Device) {
+        switch event {
+        case .connecting(_, let isInitiator):
+            initiator = isInitiator
+        case .secured:
+            if case .approach = motion { startApproach(at: clock.now) }
+        case .cardReceived(let card):
+            receivedCard = card
+        case .consentRequested:
+            pendingConsent = true
+        case .sessionEnded:
+            pendingConsent = false
+        case .advertising, .peerFound, .peerBusy, .ranging, .inRange, .exchanging, .acknowledged, .closed,
+            .datagramRejected:
+            break
+        }
+        display.show(event, snapshot: device.snapshot)
+    }
+
+    /// The default motion: the inviting device holds still at the origin facing +x, and the other
+    /// is brought from 30 cm to 7 cm in front of it, facing back, over 1.5 s.
+    private func startApproach(at now: Instant) {
+        if initiator {
+            pose = Pose(x: 0, y: 0, heading: 0)
+            script = MotionScript(from: pose, start: now)
+        } else {
+            script = MotionScript(
+                from: Pose(x: 30, y: 0, heading: 180), start: now,
+                steps: [.move(to: Pose(x: 7, y: 0, heading: 180), over: .milliseconds(1500))])
+        }
+    }
+
+    private func advanceMotion(_ device: inout Device, at now: Instant) {
+        guard let script else { return }
+        let next = script.pose(at: now)
+        if next != pose {
+            pose = next
+            device.updatePose(pose, at: now)
+        }
+        if now >= script.end { self.script = nil }
+    }
+
+    private func readInput(_ device: inout Device) -> KeyPress? {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+        guard count > 0 else { return nil }
+        for key in keyDecoder.feed(Array(buffer[0..<count])) {
+            switch key {
+            case .quit:
+                return .quit
+            case .letter(let letter):
+                guard pendingConsent else { continue }
+                let decision: ConsentDecision? =
+                    letter == "s" ? .share : letter == "r" ? .receiveOnly : letter == "d" ? .decline : nil
+                if let decision {
+                    pendingConsent = false
+                    device.decide(decision, at: clock.now)
+                }
+            case .up, .down, .left, .right:
+                guard case .interactive = motion else { continue }
+                let radians = pose.heading * .pi / 180
+                switch key {
+                case .up:
+                    pose.x += Self.keyStep.distance * cos(radians)
+                    pose.y += Self.keyStep.distance * sin(radians)
+                case .down:
+                    pose.x -= Self.keyStep.distance * cos(radians)
+                    pose.y -= Self.keyStep.distance * sin(radians)
+                case .left: pose.heading += Self.keyStep.degrees
+                case .right: pose.heading -= Self.keyStep.degrees
+                case .quit, .letter: break
+                }
+                device.updatePose(pose, at: clock.now)
+                display.poseChanged(pose, snapshot: device.snapshot)
+            }
+        }
+        return nil
+    }
+}
