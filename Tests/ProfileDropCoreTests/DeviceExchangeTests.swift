@@ -161,4 +161,192 @@ enum Fixtures {
         }
         #expect(codes[0].count == 1 && codes[0] == codes[1])
     }
+
+    @Test func outOfRangeNeverExchanges() {
+        var room = VirtualRoom()
+        var timeouts = Timeouts()
+        timeouts.overall = .seconds(40)
+        let (a, b) = Fixtures.facingPair(distance: 30)
+        room.add(Fixtures.configuration("Bori", seed: 1, timeouts: timeouts), pose: a, seed: 11)
+        room.add(Fixtures.configuration("Kong", seed: 2, timeouts: timeouts), pose: b, seed: 12)
+        room.run(until: Instant.zero + .seconds(60))
+        for index in 0..<2 {
+            #expect(room.closeReason(index) == .outOfRange)
+            #expect(room.cards(index).isEmpty)
+            #expect(!room.events[index].contains { if case .inRange = $0 { true } else { false } })
+            #expect(!room.events[index].contains { if case .exchanging = $0 { true } else { false } })
+            let ended = room.events[index].filter {
+                if case .sessionEnded(_, .outOfRange) = $0 { true } else { false }
+            }
+            #expect(ended.count >= 2, "the pair retries after backing off")
+        }
+    }
+
+    @Test func facingAwayNeverExchanges() {
+        var room = VirtualRoom()
+        var timeouts = Timeouts()
+        timeouts.overall = .seconds(20)
+        // 7 cm apart but both pointing the same way: one side's bearing is 180°.
+        room.add(
+            Fixtures.configuration("Bori", seed: 1, timeouts: timeouts), pose: Pose(x: 0, y: 0, heading: 0),
+            seed: 11)
+        room.add(
+            Fixtures.configuration("Kong", seed: 2, timeouts: timeouts), pose: Pose(x: 7, y: 0, heading: 0),
+            seed: 12)
+        room.run(until: Instant.zero + .seconds(30))
+        #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
+        #expect(room.closeReason(0) == .outOfRange && room.closeReason(1) == .outOfRange)
+    }
+
+    @Test func declineClosesBothWithoutCards() {
+        var room = VirtualRoom()
+        let (a, b) = Fixtures.facingPair(distance: 7)
+        room.add(Fixtures.configuration("Bori", seed: 1), pose: a, seed: 11)
+        room.add(Fixtures.configuration("Kong", consent: .decline, seed: 2), pose: b, seed: 12)
+        room.run(until: Instant.zero + .seconds(30))
+        #expect(room.closeReason(0) == .declined(by: .peer))
+        #expect(room.closeReason(1) == .declined(by: .local))
+        #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
+        #expect(room.devices.allSatisfy { $0.nextDeadline == nil })
+    }
+
+    @Test func receiveOnlyGetsTheOtherCardAndSendsNone() {
+        var room = VirtualRoom()
+        let (a, b) = Fixtures.facingPair(distance: 6)
+        room.add(Fixtures.configuration("Bori", consent: .receiveOnly, seed: 1), pose: a, seed: 11)
+        room.add(Fixtures.configuration("Kong", seed: 2), pose: b, seed: 12)
+        room.run(until: Instant.zero + .seconds(30))
+        #expect(room.closeReason(0) == .exchanged && room.closeReason(1) == .exchanged)
+        #expect(room.cards(0) == [Fixtures.card("Kong")])
+        #expect(room.cards(1).isEmpty)
+    }
+
+    @Test func askUserWaitsForTheDecision() {
+        var room = VirtualRoom()
+        let (a, b) = Fixtures.facingPair(distance: 8)
+        room.add(Fixtures.configuration("Bori", seed: 1), pose: a, seed: 11)
+        room.add(Fixtures.configuration("Kong", consent: .askUser, seed: 2), pose: b, seed: 12)
+        room.run(until: Instant.zero + .seconds(20))
+        #expect(room.events[1].contains { if case .consentRequested = $0 { true } else { false } })
+        #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
+        #expect(!room.devices[0].isClosed)
+        room.devices[1].decide(.share, at: room.now)
+        room.flush(1)
+        room.run(until: room.now + .seconds(20))
+        #expect(room.closeReason(0) == .exchanged && room.closeReason(1) == .exchanged)
+        #expect(room.cards(0) == [Fixtures.card("Kong")] && room.cards(1) == [Fixtures.card("Bori")])
+    }
+
+    @Test func unansweredConsentDeclinesAfterSixtySeconds() {
+        var room = VirtualRoom()
+        let (a, b) = Fixtures.facingPair(distance: 8)
+        room.add(Fixtures.configuration("Bori", seed: 1), pose: a, seed: 11)
+        room.add(Fixtures.configuration("Kong", consent: .askUser, seed: 2), pose: b, seed: 12)
+        room.run(until: Instant.zero + .seconds(50))
+        #expect(!room.devices[1].isClosed)
+        room.run(until: Instant.zero + .seconds(90))
+        #expect(room.closeReason(1) == .timeout(what: "consent"))
+        #expect(room.closeReason(0) == .declined(by: .peer))
+        #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
+    }
+
+    @Test func tamperedAndReplayedDatagramsAreRejectedWithoutHarm() {
+        var room = VirtualRoom()
+        let (a, b) = Fixtures.facingPair(distance: 7)
+        room.add(Fixtures.configuration("Bori", seed: 1), pose: a, seed: 11)
+        room.add(Fixtures.configuration("Kong", seed: 2), pose: b, seed: 12)
+        var secureSeen = 0
+        room.tamper = { from, to, bytes in
+            guard bytes.count > 3, bytes[3] == PacketType.secure.rawValue else { return bytes }
+            secureSeen += 1
+            var copy = bytes
+            if secureSeen % 7 == 3 { copy[copy.count - 1] ^= 0x01 }  // corrupt the tag
+            if secureSeen % 7 == 5 { copy[30] ^= 0x80 }  // corrupt the ciphertext
+            return copy
+        }
+        room.run(until: Instant.zero + .seconds(2))
+        // Replay a captured packet: record one and deliver it twice more.
+        var captured: [UInt8]?
+        room.tamper = { from, _, bytes in
+            if captured == nil, from == 0, bytes.count > 3, bytes[3] == PacketType.secure.rawValue {
+                captured = bytes
+            }
+            return bytes
+        }
+        room.run(until: room.now + .milliseconds(300))
+        if let captured {
+            room.devices[1].handleDatagram(captured, from: VirtualRoom.address(0), at: room.now)
+            room.devices[1].handleDatagram(captured, from: VirtualRoom.address(0), at: room.now)
+            room.flush(1)
+        }
+        room.tamper = nil
+        room.run(until: Instant.zero + .seconds(40))
+        let rejected = room.rejections(0) + room.rejections(1)
+        #expect(rejected.contains { $0.code == .authenticationFailed })
+        #expect(rejected.contains { $0.code == .replayed })
+        #expect(room.closeReason(0) == .exchanged && room.closeReason(1) == .exchanged)
+        #expect(room.cards(0) == [Fixtures.card("Kong")] && room.cards(1) == [Fixtures.card("Bori")])
+        let counted = room.devices.map { $0.counters.rejected(.authenticationFailed) }.reduce(0, +)
+        #expect(counted == rejected.filter { $0.code == .authenticationFailed }.count)
+    }
+
+    @Test func largePhotoSurvivesThirtyPercentLoss() {
+        var room = VirtualRoom()
+        room.lossRate = 0.3
+        let (a, b) = Fixtures.facingPair(distance: 7)
+        room.add(Fixtures.configuration("Bori", seed: 1, photoBytes: 262_144), pose: a, seed: 11)
+        room.add(Fixtures.configuration("Kong", seed: 2, photoBytes: 100_000), pose: b, seed: 12)
+        room.run(until: Instant.zero + .seconds(120))
+        #expect(room.closeReason(0) == .exchanged && room.closeReason(1) == .exchanged)
+        #expect(room.cards(1) == [Fixtures.card("Bori", photoBytes: 262_144)])
+        #expect(room.cards(0) == [Fixtures.card("Kong", photoBytes: 100_000)])
+    }
+
+    @Test func lostCloseAckIsRecoveredByDraining() {
+        var room = VirtualRoom()
+        let (a, b) = Fixtures.facingPair(distance: 7)
+        room.add(Fixtures.configuration("Bori", seed: 1), pose: a, seed: 11)
+        room.add(Fixtures.configuration("Kong", seed: 2), pose: b, seed: 12)
+        // A SECURE datagram holding only CLOSE_ACK is 22 + 1 + 16 bytes: drop the first two.
+        var dropped = 0
+        room.tamper = { _, _, bytes in
+            if bytes.count == 39 && bytes[3] == PacketType.secure.rawValue && dropped < 2 {
+                dropped += 1
+                return nil
+            }
+            return bytes
+        }
+        room.run(until: Instant.zero + .seconds(30))
+        #expect(dropped == 2)
+        #expect(room.closeReason(0) == .exchanged && room.closeReason(1) == .exchanged)
+        #expect(room.devices.allSatisfy { $0.nextDeadline == nil })
+    }
+
+    @Test func crowdedRoomOnlyTheClosePairExchanges() {
+        var room = VirtualRoom()
+        var timeouts = Timeouts()
+        timeouts.overall = .seconds(90)
+        // 18 devices spread over a 6 m × 6 m room, and one pair held together in a corner.
+        for index in 0..<18 {
+            let pose = Pose(
+                x: Double(index % 6) * 100 + 50, y: Double(index / 6) * 150 + 100, heading: Double(index * 40)
+            )
+            room.add(
+                Fixtures.configuration("Dog\(index)", seed: UInt64(100 + index), timeouts: timeouts),
+                pose: pose, seed: UInt64(200 + index))
+        }
+        room.add(
+            Fixtures.configuration("Bori", seed: 1, timeouts: timeouts), pose: Pose(x: 0, y: 0, heading: 0),
+            seed: 11)
+        room.add(
+            Fixtures.configuration("Kong", seed: 2, timeouts: timeouts), pose: Pose(x: 7, y: 0, heading: 180),
+            seed: 12)
+        room.run(until: Instant.zero + .seconds(60))
+        #expect(room.closeReason(18) == .exchanged && room.closeReason(19) == .exchanged)
+        #expect(room.cards(18) == [Fixtures.card("Kong")] && room.cards(19) == [Fixtures.card("Bori")])
+        for index in 0..<18 {
+            #expect(room.cards(index).isEmpty)
+            #expect(room.closeReason(index) != .exchanged)
+        }
+    }
 }

@@ -111,10 +111,9 @@ extension Device {
             session.outcomeReported = true
             exchange = nil
             lastPeer = session.peer
-            switch outcome {
-            case .exchanged, .declined:
+            if session.endsDevice {
                 closeDevice(outcome)
-            case .outOfRange, .timeout, .error:
+            } else {
                 lastFailure = outcome
                 context.emit(.sessionEnded(peer: session.peer, reason: outcome))
                 discovery.sessionFailed(with: session.peer, context: &context)

@@ -23,6 +23,9 @@ public struct Timeouts: Sendable, Equatable {
     /// How long both gates may take to open after the handshake before the session ends as
     /// out of range and the device tries other peers.
     public var rangingWindow: Duration = .seconds(3)
+    /// After this much ranging, a peer whose filtered distance is still beyond
+    /// ``Limits/farAbortDistance`` is given up early, so a crowded room is scanned quickly.
+    public var rangingFarAbort: Duration = .seconds(1)
     /// How long a user may take to answer a consent request before it declines by itself.
     public var consent: Duration = .seconds(60)
     /// Longest interval between control packets while waiting (they double from the ranging
@@ -71,6 +74,9 @@ public struct Limits: Sendable, Equatable {
     public var sendWindow: Int = 32
     /// Known-answer entries carried in a QUERY.
     public var maxKnownAnswers: Int = 32
+    /// A peer measured farther than this (centimetres) after ``Timeouts/rangingFarAbort`` ends the
+    /// ranging window early.
+    public var farAbortDistance: Double = 50
     /// Datagrams per second accepted from one source that has no session with us.
     public var unsolicitedPerSecond: Int = 20
     /// Sources tracked by the rate limiter; the oldest is forgotten.

@@ -13,6 +13,9 @@ struct ExchangeSession {
     private(set) var outcome: CloseReason?
     /// The device has reported ``outcome``.
     var outcomeReported = false
+    /// The outcome ends the device, not just this session: an exchange, or a decline (including
+    /// a consent request nobody answered).
+    private(set) var endsDevice = false
     private let localCard: [UInt8]?
     /// A secured session with no authenticated packet for this long closes.
     private let idle: Duration
@@ -256,6 +259,7 @@ struct ExchangeSession {
         context.emit(.secured(peer: peer, verificationCode: Self.verificationCode(transport.handshakeHash)))
         var ranging = RangingState(
             link: link, gate: ProximityGate(configuration: context.configuration.gate),
+            startedAt: context.now,
             deadline: context.now + context.timeouts.rangingWindow, sampleAt: context.now)
         rangingTick(&ranging, context: &context)
         state = .ranging(ranging)
@@ -419,6 +423,7 @@ struct ExchangeSession {
         guard var link else { return }
         link.send([.closeAck], context: &context)
         if outcome == nil {
+            endsDevice = close.code == .exchanged || close.code == .declined
             outcome =
                 switch close.code {
                 case .exchanged: .exchanged
@@ -451,6 +456,10 @@ struct ExchangeSession {
 
     /// Enters closing: sends `frames` (ending with CLOSE) and retransmits them until CLOSE_ACK.
     private mutating func close(_ reason: CloseReason, frames: [Frame], context: inout SessionContext) {
+        switch reason {
+        case .exchanged, .declined: endsDevice = true
+        case .outOfRange, .timeout, .error: break
+        }
         guard var link, isActive else {
             if case .handshaking = state {
                 outcome = outcome ?? reason
@@ -619,7 +628,7 @@ struct ExchangeSession {
                 close(
                     .timeout(what: "peer silent"), frames: [.close(CloseFrame(code: .timeout))],
                     context: &context)
-            } else if now >= ranging.deadline {
+            } else if now >= ranging.deadline || isFar(ranging, context: context) {
                 close(.outOfRange, frames: [.close(CloseFrame(code: .outOfRange))], context: &context)
             } else if now >= ranging.sampleAt {
                 rangingTick(&ranging, context: &context)
@@ -633,6 +642,7 @@ struct ExchangeSession {
                     context: &context)
             } else if let user = consenting.userDeadline, now >= user {
                 // Nobody answered: decline, and say why locally.
+                endsDevice = true
                 close(
                     .timeout(what: "consent"),
                     frames: [.consent(.decline, nil), .close(CloseFrame(code: .declined))],
@@ -686,6 +696,14 @@ struct ExchangeSession {
         case .closed:
             break
         }
+    }
+
+    /// Whether the peer is clearly too far to come into range soon.
+    private func isFar(_ ranging: RangingState, context: SessionContext) -> Bool {
+        guard context.now >= ranging.startedAt + context.timeouts.rangingFarAbort, !ranging.link.localInRange,
+            let estimate = ranging.gate.estimate
+        else { return false }
+        return estimate.distance > context.limits.farAbortDistance
     }
 
     /// Sends RANGING with our pose and takes one proximity measurement of the peer.

@@ -32,6 +32,8 @@ struct HandshakingState {
 struct RangingState {
     var link: Link
     var gate: ProximityGate
+    /// When ranging began.
+    let startedAt: Instant
     /// The ranging window ends here.
     let deadline: Instant
     /// The next RANGING frame and measurement.
