@@ -15,7 +15,10 @@ import ProfileDropCrypto
 ///               "motion": [{"hold": 1}, {"moveTo": {"x": 3, "y": 0, "heading": 0}, "over": 2}],
 ///               "consent": "accept", "card": {"name": "Bori", ...}, "photoBytes": 262144}]}
 /// ```
-/// `seed`, `timeLimit`, `faults`, `motion`, `consent` (default `accept`) and `photoBytes` are optional.
+/// `"timeouts": {"overall": 20, "consent": 10, "rangingWindow": 3, "transfer": 30, "idle": 5}`
+/// (seconds) overrides the devices' timers. `seed`, `timeLimit` (default: until every device must
+/// have closed, from the timeouts), `faults`, `timeouts`, `motion`, `consent` (default `accept`) and
+/// `photoBytes` are optional.
 /// `card` is an inline card object in the card file format or a path to a card file, relative to
 /// the scenario file. `photoBytes` replaces the card's photo with a synthetic JPEG of that size.
 /// `end` may be omitted or null for a partition that never heals.
@@ -31,17 +34,20 @@ public struct Scenario: Equatable, Sendable {
     public var timeLimit: Duration
     /// The network's faults.
     public var faults: NetworkFaults
+    /// The devices' timers.
+    public var timeouts: Timeouts
     /// The devices, in file order; a device's index is its network node.
     public var devices: [DeviceSpec]
 
     /// Creates a scenario in code.
     public init(
         seed: UInt64? = nil, timeLimit: Duration = Scenario.defaultTimeLimit, faults: NetworkFaults = .none,
-        devices: [DeviceSpec]
+        timeouts: Timeouts = Timeouts(), devices: [DeviceSpec]
     ) {
         self.seed = seed
         self.timeLimit = timeLimit
         self.faults = faults
+        self.timeouts = timeouts
         self.devices = devices
     }
 
@@ -120,7 +126,8 @@ public struct ScenarioError: Error, Equatable, Sendable, CustomStringConvertible
 }
 
 extension Scenario {
-    static let topKeys = ["seed", "timeLimit", "faults", "devices"]
+    static let topKeys = ["seed", "timeLimit", "faults", "timeouts", "devices"]
+    static let timeoutKeys = ["overall", "consent", "rangingWindow", "transfer", "idle"]
     static let faultKeys = [
         "delayMs", "jitterMs", "loss", "duplicate", "reorder", "reorderDelayMs", "partitions",
     ]
@@ -161,10 +168,25 @@ extension Scenario {
         let seed = try top.optional("seed").map { value throws(ScenarioError) in
             try Self.seedValue(value, at: "seed")
         }
+        var timeouts = Timeouts()
+        if let value = try top.optional("timeouts") {
+            let fields = try Fields(value, at: "timeouts", allowed: Self.timeoutKeys)
+            func read(_ key: String) throws(ScenarioError) -> Duration? {
+                try fields.optional(key).map { value throws(ScenarioError) in
+                    try Self.duration(value, at: "timeouts.\(key)", positive: true)
+                }
+            }
+            if let overall = try read("overall") { timeouts.overall = overall }
+            if let consent = try read("consent") { timeouts.consent = consent }
+            if let window = try read("rangingWindow") { timeouts.rangingWindow = window }
+            if let transfer = try read("transfer") { timeouts.transfer = transfer }
+            if let idle = try read("idle") { timeouts.idle = idle }
+        }
+        // Without a limit, run until every device must have closed, and a second more.
         let timeLimit =
             try top.optional("timeLimit").map { value throws(ScenarioError) in
                 try Self.duration(value, at: "timeLimit", positive: true)
-            } ?? Self.defaultTimeLimit
+            } ?? timeouts.closeBound + .seconds(1)
         let devicesValue = try top.required("devices")
         guard case .array(let deviceValues) = devicesValue else {
             throw ScenarioError(
@@ -189,7 +211,7 @@ extension Scenario {
             try top.optional("faults").map { value throws(ScenarioError) in
                 try Self.faults(value, at: "faults", deviceNames: names)
             } ?? .none
-        self.init(seed: seed, timeLimit: timeLimit, faults: faults, devices: devices)
+        self.init(seed: seed, timeLimit: timeLimit, faults: faults, timeouts: timeouts, devices: devices)
     }
 
     private static func faults(_ value: JSONValue, at location: String, deviceNames: [String])
@@ -529,5 +551,16 @@ public enum SyntheticPhoto {
         var random = DeterministicRandom(seedMaterial: Array("synthetic photo \(label)".utf8))
         let body = random.bytes(byteCount - 3)
         return try ProfileCard.Photo(data: [0xFF, 0xD8, 0xFF] + body)
+    }
+}
+
+extension Timeouts {
+    /// The latest a device can still be open, from its start: the overall limit, then one whole
+    /// session begun just before it (handshake retransmissions, ranging window, consent and the
+    /// peer's consent grace, transfer, an idle wait, close retransmissions).
+    public var closeBound: Duration {
+        let handshake = handshakeRetransmit * ((1 << min(handshakeAttempts, 16)) - 1)
+        let closing = closeRetransmit * ((1 << min(closeAttempts, 16)) - 1)
+        return overall + handshake + rangingWindow + consent + .seconds(10) + transfer + idle + closing
     }
 }

@@ -18,8 +18,35 @@ public protocol SimulatedDevice {
     mutating func pollEvent() -> SimulatedDeviceEvent?
     /// When the device next needs `timeout(at:)`, if ever.
     var nextDeadline: Instant? { get }
-    /// Whether the device reached a terminal state.
+    /// Whether the device reached a terminal state. A closed device may still need datagrams and
+    /// deadlines for a while (to answer a late close from its peer).
     var isClosed: Bool { get }
+    /// The identifier the device announces, which peers' events name it by.
+    var identity: UInt64 { get }
+}
+
+/// Maps device identities to network nodes and names, for devices that name peers in events.
+/// Filled by the simulation once every device exists.
+public final class PeerDirectory {
+    private var entries: [(identity: UInt64, node: Int, name: String)] = []
+
+    /// Creates an empty directory.
+    public init() {}
+
+    /// Adds a device.
+    public func add(identity: UInt64, node: Int, name: String) {
+        entries.append((identity, node, name))
+    }
+
+    /// The node of the device announcing `identity`.
+    public func node(of identity: UInt64) -> Int? {
+        entries.first { $0.identity == identity }?.node
+    }
+
+    /// The name of the device announcing `identity`, or its identity in hex.
+    public func name(of identity: UInt64) -> String {
+        entries.first { $0.identity == identity }?.name ?? String(identity, radix: 16)
+    }
 }
 
 /// A device's report, reduced to what the simulation acts on; `text` is what the transcript shows.

@@ -3,7 +3,7 @@ import ProfileDropCrypto
 
 /// Knobs of a simulation run that scenario files do not set.
 public struct SimulationOptions: Sendable {
-    /// How often every device is told its pose.
+    /// How often a moving device is told its pose (a still one is told once).
     public var poseInterval: Duration
     /// Every device must be closed by this time; nil means by the scenario's time limit.
     public var closeBound: Duration?
@@ -16,6 +16,9 @@ public struct SimulationOptions: Sendable {
     public var bearingTolerance: Double
     /// Whether the transcript records every datagram sent.
     public var logDatagrams: Bool
+    /// Whether the transcript also records ranging estimates, transfer progress and rejected
+    /// datagrams.
+    public var verbose: Bool
     /// A test-only hook passed to the network.
     public var impairment: (@Sendable (Int, Int, [UInt8], Instant) -> Impairment)?
 
@@ -23,7 +26,7 @@ public struct SimulationOptions: Sendable {
     public init(
         poseInterval: Duration = .milliseconds(50), closeBound: Duration? = nil,
         gate: ProximityGate.Configuration = .default, distanceTolerance: Double = 2,
-        bearingTolerance: Double = 15, logDatagrams: Bool = false,
+        bearingTolerance: Double = 15, logDatagrams: Bool = false, verbose: Bool = false,
         impairment: (@Sendable (Int, Int, [UInt8], Instant) -> Impairment)? = nil
     ) {
         self.poseInterval = poseInterval
@@ -32,6 +35,7 @@ public struct SimulationOptions: Sendable {
         self.distanceTolerance = distanceTolerance
         self.bearingTolerance = bearingTolerance
         self.logDatagrams = logDatagrams
+        self.verbose = verbose
         self.impairment = impairment
     }
 
@@ -58,6 +62,14 @@ public struct DeviceContext {
     public let ipv4: UInt32
     /// The UDP port every simulated device uses.
     public let port: UInt16
+    /// Names peers by identity; complete once every device has been built.
+    public let directory: PeerDirectory
+    /// The run's options.
+    public let options: SimulationOptions
+    /// The number of devices in the room.
+    public let nodeCount: Int
+    /// The devices' timers, from the scenario.
+    public let timeouts: Timeouts
 
     /// The address of node `index` on the simulated LAN.
     public static func ipv4(ofNode index: Int) -> UInt32 { 0x0A00_0001 + UInt32(index) }
@@ -119,6 +131,8 @@ private struct SimulationEngine {
     let scripts: [MotionScript]
     let scanner: PlaintextScanner
     private var devices: [DeviceState] = []
+    /// The pose each device was last told, so that a still device is not told again.
+    private var lastPoses: [Pose] = []
     private var network: SimulatedNetwork
     private var queue = EventQueue<Scheduled>()
     private var now = Instant.zero
@@ -138,18 +152,25 @@ private struct SimulationEngine {
             nodeCount: scenario.devices.count, faults: scenario.faults,
             random: DeterministicRandom(seedMaterial: Simulation.seedMaterial(seed, "network")))
         network.impairment = options.impairment
+        let directory = PeerDirectory()
         for (index, spec) in scenario.devices.enumerated() {
             let context = DeviceContext(
                 index: index, spec: spec, seedMaterial: Simulation.seedMaterial(seed, "device/\(index)"),
-                ipv4: DeviceContext.ipv4(ofNode: index), port: DeviceContext.simulatedPort)
-            devices.append(DeviceState(device: makeDevice(context)))
+                ipv4: DeviceContext.ipv4(ofNode: index), port: DeviceContext.simulatedPort,
+                directory: directory, options: options, nodeCount: scenario.devices.count,
+                timeouts: scenario.timeouts)
+            let device = makeDevice(context)
+            directory.add(identity: device.identity, node: index, name: spec.name)
+            devices.append(DeviceState(device: device))
         }
     }
 
     mutating func run() -> SimulationReport {
         let limit = Instant.zero + scenario.timeLimit
         for index in devices.indices {
-            devices[index].device.updatePose(scripts[index].pose(at: now), at: now)
+            let pose = scripts[index].pose(at: now)
+            lastPoses.append(pose)
+            devices[index].device.updatePose(pose, at: now)
             drain(index)
         }
         queue.schedule(.poseTick, at: now + options.poseInterval)
@@ -187,7 +208,8 @@ private struct SimulationEngine {
 
     private func earliestDeadline() -> (device: Int, time: Instant)? {
         var best: (device: Int, time: Instant)?
-        for index in devices.indices where !devices[index].device.isClosed {
+        // Closed devices keep their deadlines while they drain.
+        for index in devices.indices {
             // A deadline already past fires now: the device is owed its timeout.
             guard let deadline = devices[index].device.nextDeadline.map({ max($0, now) }) else { continue }
             if let current = best, current.time <= deadline { continue }
@@ -197,7 +219,6 @@ private struct SimulationEngine {
     }
 
     private mutating func deliver(_ delivery: Delivery) {
-        guard !devices[delivery.recipient].device.isClosed else { return }
         devices[delivery.recipient].device.receive(delivery.bytes, from: delivery.source, at: now)
         drain(delivery.recipient)
     }
@@ -206,7 +227,10 @@ private struct SimulationEngine {
         switch event {
         case .poseTick:
             for index in devices.indices where !devices[index].device.isClosed {
-                devices[index].device.updatePose(scripts[index].pose(at: now), at: now)
+                let pose = scripts[index].pose(at: now)
+                guard pose != lastPoses[index] else { continue }
+                lastPoses[index] = pose
+                devices[index].device.updatePose(pose, at: now)
                 drain(index)
             }
             queue.schedule(.poseTick, at: now + options.poseInterval)
@@ -255,6 +279,10 @@ private struct SimulationEngine {
             case .cardReceived(let card, let peer):
                 checkCard(card, from: peer, receivedBy: index)
             case .closed(let outcome):
+                guard devices[index].close == nil else {
+                    violations.append("t=\(now) \(scenario.devices[index].name) closed twice")
+                    continue
+                }
                 devices[index].close = outcome
                 devices[index].closedAt = now
                 if outcome.exchanged && devices[index].receivedCard == nil {
@@ -384,6 +412,11 @@ public struct SimulationReport: Sendable {
             "simulate: seed=\(seed) devices=\(devices.count) limit=\(Instant.zero + scenario.timeLimit) "
                 + "pose-interval=\(NetworkFaults.millis(options.poseInterval))",
             "faults: \(scenario.faults.summary)",
+            "timeouts: overall=\(Instant.zero + scenario.timeouts.overall) "
+                + "consent=\(Instant.zero + scenario.timeouts.consent) "
+                + "ranging-window=\(Instant.zero + scenario.timeouts.rangingWindow) "
+                + "transfer=\(Instant.zero + scenario.timeouts.transfer) "
+                + "close-bound=\(Instant.zero + scenario.timeouts.closeBound)",
         ]
         for spec in scenario.devices {
             lines.append(

@@ -6,23 +6,19 @@ import ProfileDropCrypto
 /// and its owners' choices from its own seed, runs in virtual time, and is checked against the
 /// invariants. A failing run prints the one command that replays it alone.
 public enum Swarm {
-    /// How long after the last scripted happening (motion, partition healing, a prompt answer) every
-    /// device must have closed, as far as the simulator can tell without the core's timeouts.
-    public static let defaultSessionBound: Duration = .seconds(30)
-
-    /// Runs `runs` simulations with devices built by `makeDevice`; `sessionBound` is how long a
-    /// device may take to close after the last scripted happening.
+    /// Runs `runs` simulations with devices built by `makeDevice` and given `timeouts`; every device
+    /// must close within `timeouts.closeBound` of the last scripted happening.
     public static func run(
-        runs: Int, seed: UInt64, sessionBound: Duration, transcripts: Bool? = nil,
+        runs: Int, seed: UInt64, timeouts: Timeouts, transcripts: Bool? = nil,
         makeDevice: (DeviceContext) -> any SimulatedDevice
     ) -> SwarmReport {
         precondition(runs >= 0, "run count must not be negative")
         let showTranscripts = transcripts ?? (runs == 1)
-        var lines = ["swarm: seed=\(seed) runs=\(runs) session-bound=\(Instant.zero + sessionBound)"]
+        var lines = ["swarm: seed=\(seed) runs=\(runs) close-bound=\(Instant.zero + timeouts.closeBound)"]
         var outcomes: [SwarmReport.RunOutcome] = []
         var violations: [String] = []
         for (index, runSeed) in runSeeds(seed: seed, count: runs).enumerated() {
-            let plan = SwarmPlan(runSeed: runSeed, sessionBound: sessionBound)
+            let plan = SwarmPlan(runSeed: runSeed, timeouts: timeouts)
             let report = Simulation.run(
                 scenario: plan.scenario, seed: runSeed,
                 options: SimulationOptions(closeBound: plan.closeBound), makeDevice: makeDevice)
@@ -137,9 +133,9 @@ public struct SwarmPlan: Sendable {
     /// a pair that both consent must still exchange after the partition heals.
     public static let maximumTemporaryPartition: Duration = .milliseconds(1500)
 
-    /// Draws a run's conditions from `runSeed`; devices must close within `sessionBound` after the
-    /// last scripted happening.
-    public init(runSeed: UInt64, sessionBound: Duration) {
+    /// Draws a run's conditions from `runSeed`; devices run with `timeouts` and must close within
+    /// `timeouts.closeBound` of the last scripted happening.
+    public init(runSeed: UInt64, timeouts: Timeouts) {
         self.runSeed = runSeed
         var random = DeterministicRandom(seedMaterial: Simulation.seedMaterial(runSeed, "swarm/plan"))
         let deviceCount = 2 + Int(random.uniform(below: 5))
@@ -227,9 +223,10 @@ public struct SwarmPlan: Sendable {
         }
         expectsExchange = bothConsent && !faults.hasPermanentPartition
         // Prompts are answered within 1.5 s of appearing; the session bound covers the rest.
-        closeBound = (lastScripted - .zero) + .milliseconds(1500) + sessionBound
+        closeBound = (lastScripted - .zero) + .milliseconds(1500) + timeouts.closeBound
         scenario = Scenario(
-            seed: runSeed, timeLimit: closeBound + .seconds(1), faults: faults, devices: devices)
+            seed: runSeed, timeLimit: closeBound + .seconds(1), faults: faults, timeouts: timeouts,
+            devices: devices)
         let consentSummary = consents.map(\.summary).joined(separator: ",")
         summary =
             "\(faults.summary) pair=\(Self.format(separation))cm\(motionB.isEmpty ? "" : " walk-in") "

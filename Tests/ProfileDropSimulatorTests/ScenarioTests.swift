@@ -82,7 +82,8 @@ private func parseError(_ text: String) -> String? {
     @Test func defaultsApplyWhenOptionalKeysAreAbsent() throws {
         let scenario = try Scenario(json: scenarioText(), baseDirectory: ".")
         #expect(scenario.seed == nil)
-        #expect(scenario.timeLimit == Scenario.defaultTimeLimit)
+        #expect(scenario.timeLimit == Timeouts().closeBound + .seconds(1))
+        #expect(scenario.timeouts == Timeouts())
         #expect(scenario.faults == .none)
         #expect(scenario.devices[0].consent == .accept(after: Scenario.Consent.defaultReaction))
         #expect(scenario.devices[0].motion.isEmpty)

@@ -7,7 +7,7 @@ import Testing
 /// A small stand-in device with a toy protocol, to test the event loop apart from the real core:
 /// beacons carry the true pose; a peer in range prompts the owner; an accepted prompt sends the card
 /// (masked, or in the clear when `leaky`) until acknowledged; nothing in range for 3 s closes it.
-struct ToyDevice: SimulatedDevice {
+private struct ToyDevice: SimulatedDevice {
     let index: Int
     let card: ProfileCard
     let options = SimulationOptions()
@@ -23,6 +23,7 @@ struct ToyDevice: SimulatedDevice {
     var cardAcknowledged = false
     var received = false
     var isClosed = false
+    var identity: UInt64 { UInt64(index) }
 
     init(context: DeviceContext, leaky: Bool = false, tamper: Bool = false) {
         index = context.index
@@ -229,12 +230,27 @@ private func pairScenario(
     }
 }
 
+/// Short timers; their close bound (about 11 s) still covers the toy device's 3 s give-up.
+private let toyTimeouts: Timeouts = {
+    var timeouts = Timeouts()
+    timeouts.overall = .milliseconds(100)
+    timeouts.handshakeAttempts = 1
+    timeouts.closeAttempts = 1
+    timeouts.rangingWindow = .milliseconds(100)
+    timeouts.consent = .milliseconds(100)
+    timeouts.transfer = .milliseconds(100)
+    timeouts.idle = .milliseconds(100)
+    return timeouts
+}()
+
 @Suite struct SwarmLoopTests {
     @Test func toySwarmIsDeterministicAndCounts() {
-        let first = Swarm.run(runs: 20, seed: 77, sessionBound: .seconds(5)) { ToyDevice(context: $0) }
-        let second = Swarm.run(runs: 20, seed: 77, sessionBound: .seconds(5)) { ToyDevice(context: $0) }
+        let first = Swarm.run(runs: 20, seed: 77, timeouts: toyTimeouts) { ToyDevice(context: $0) }
+        let second = Swarm.run(runs: 20, seed: 77, timeouts: toyTimeouts) { ToyDevice(context: $0) }
         #expect(first.lines == second.lines)
-        #expect(first.lines.first == "swarm: seed=77 runs=20 session-bound=5.000s")
+        #expect(
+            first.lines.first == "swarm: seed=77 runs=20 close-bound=\(Instant.zero + toyTimeouts.closeBound)"
+        )
         #expect(first.lines.last == first.summaryLine)
         #expect(first.runs.count == 20)
         #expect(first.runs[0].runSeed == 77)
@@ -248,14 +264,14 @@ private func pairScenario(
     }
 
     @Test func aFailingRunNamesItsReproduction() {
-        let report = Swarm.run(runs: 3, seed: 5, sessionBound: .seconds(5)) {
+        let report = Swarm.run(runs: 3, seed: 5, timeouts: toyTimeouts) {
             ToyDevice(context: $0, leaky: true)
         }
         #expect(!report.violations.isEmpty)
         let failing = report.runs.first { !$0.violations.isEmpty }
         let seed = try! #require(failing?.runSeed)
         #expect(report.lines.contains("  reproduce: profiledrop simulate --swarm --runs 1 --seed \(seed)"))
-        let replay = Swarm.run(runs: 1, seed: seed, sessionBound: .seconds(5)) {
+        let replay = Swarm.run(runs: 1, seed: seed, timeouts: toyTimeouts) {
             ToyDevice(context: $0, leaky: true)
         }
         #expect(replay.runs == [failing!])
@@ -264,7 +280,7 @@ private func pairScenario(
 
     @Test func plansDrawTheAdvertisedRanges() {
         for runSeed in Swarm.runSeeds(seed: 3, count: 200) {
-            let plan = SwarmPlan(runSeed: runSeed, sessionBound: .seconds(5))
+            let plan = SwarmPlan(runSeed: runSeed, timeouts: toyTimeouts)
             let devices = plan.scenario.devices
             #expect((2...6).contains(devices.count))
             #expect(plan.scenario.faults.lossRate <= 0.3)
