@@ -219,6 +219,19 @@ struct ProximityGateTests {
         #expect(silent.state == .searching(.init(estimate: nil)))
     }
 
+    @Test("A flood of rounds within one window keeps only the latest samples")
+    func boundedSamples() throws {
+        var gate = ProximityGate()
+        for round in 0..<1000 {
+            let distance = round < 900 ? 30.0 : 7.0
+            gate.add(
+                RangingSample(distance: distance, bearing: 0), at: Instant(nanoseconds: UInt64(round) * 1000))
+        }
+        let estimate = try #require(gate.estimate)
+        #expect(estimate.sampleCount <= ProximityGate.sampleCapacity)
+        #expect(estimate.distance == 7)
+    }
+
     @Test("Reset forgets samples and state")
     func reset() {
         var gate = ProximityGate()

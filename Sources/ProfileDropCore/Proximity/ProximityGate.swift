@@ -131,6 +131,10 @@ public struct ProximityGate: Equatable, Sendable {
         var sample: RangingSample
     }
 
+    /// Most samples kept, whatever the window: bounds memory and work per round if rounds arrive
+    /// much faster than the ranging rate (a peer flooding ranging frames).
+    public static let sampleCapacity = 64
+
     /// The tuning in force.
     public let configuration: Configuration
     /// The current state.
@@ -176,7 +180,10 @@ public struct ProximityGate: Equatable, Sendable {
             time.nanoseconds >= configuration.window.nanosecondsClamped
             ? Instant(nanoseconds: time.nanoseconds - configuration.window.nanosecondsClamped) : nil
         if let horizon { samples.removeAll { $0.time <= horizon } }
-        if let sample { samples.append(TimedSample(time: time, sample: sample)) }
+        if let sample {
+            if samples.count == Self.sampleCapacity { samples.removeFirst() }
+            samples.append(TimedSample(time: time, sample: sample))
+        }
 
         let current = state
         switch current {
