@@ -20,3 +20,74 @@ enum TestPaths {
         return url
     }
 }
+
+extension TestPaths {
+    /// The `profiledrop` executable built beside the test bundle.
+    static var executable: URL {
+        let buildDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent()
+        let beside = buildDirectory.appendingPathComponent("profiledrop")
+        if FileManager.default.isExecutableFile(atPath: beside.path) { return beside }
+        return packageRoot.appendingPathComponent(".build/debug/profiledrop")
+    }
+}
+
+/// A `profiledrop` child process whose output is collected.
+final class ToolProcess: @unchecked Sendable {  // The collected data is read only after group.wait().
+    let process = Process()
+    private let output = Pipe()
+    private let errors = Pipe()
+    private var collectedOutput = Data()
+    private var collectedErrors = Data()
+    private let group = DispatchGroup()
+
+    init(_ arguments: [String], prefix: [String] = []) throws {
+        if prefix.isEmpty {
+            process.executableURL = TestPaths.executable
+            process.arguments = arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: prefix[0])
+            process.arguments = Array(prefix.dropFirst()) + [TestPaths.executable.path] + arguments
+        }
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = FileHandle.nullDevice
+        // Drain both pipes as the child writes, so that a chatty child never blocks on a full pipe.
+        for (pipe, keyPath) in [(output, \ToolProcess.collectedOutput), (errors, \ToolProcess.collectedErrors)] {
+            group.enter()
+            DispatchQueue.global().async { [self] in
+                let data = pipe.fileHandleForReading.readDataToEndOfFile()
+                self[keyPath: keyPath] = data
+                group.leave()
+            }
+        }
+        try process.run()
+    }
+
+    /// Waits for the child and returns its exit code and output lines.
+    func finish() -> (code: Int32, output: [String], errors: [String]) {
+        process.waitUntilExit()
+        group.wait()
+        func lines(_ data: Data) -> [String] {
+            String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+        }
+        return (process.terminationStatus, lines(collectedOutput), lines(collectedErrors))
+    }
+}
+
+/// A UDP port the kernel considers free right now, for one test's discovery group.
+func freeUDPPort() -> UInt16 {
+    let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    defer { close(descriptor) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) }
+    }
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+    }
+    return UInt16(bigEndian: address.sin_port)
+}

@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+
+@testable import ProfileDropCLI
+
+/// Bad input to `share` is one line on standard error and exit code 2, before any socket opens.
+@Suite struct ShareInputTests {
+    func run(_ arguments: [String]) -> (code: Int32, errors: [String]) {
+        let console = CapturingConsole()
+        let code = CommandLineTool.run(arguments: ["share"] + arguments + ["--interface", "lo"], console: console)
+        return (code, console.errorLines)
+    }
+
+    @Test func missingProfileFile() throws {
+        let result = run(["--profile", "/nonexistent/card.json"])
+        #expect(result.code == 2)
+        #expect(result.errors.count == 1)
+        #expect(result.errors.first?.contains("/nonexistent/card.json") == true)
+    }
+
+    @Test func malformedJSON() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        let file = directory.appendingPathComponent("bad.json").path
+        try "{\"name\": \"Bori\",".write(toFile: file, atomically: true, encoding: .utf8)
+        let result = run(["--profile", file])
+        #expect(result.code == 2)
+        #expect(result.errors.count == 1)
+    }
+
+    @Test func oversizedPhoto() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        var jpeg: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0]
+        jpeg += [UInt8](repeating: 0, count: 262_144)
+        try Data(jpeg).write(to: directory.appendingPathComponent("big.jpg"))
+        let file = directory.appendingPathComponent("card.json").path
+        try """
+        {"name": "Bori", "age": 3, "sex": "female", "neutered": true, "size": "small",
+         "keywords": [], "owner": "minji", "photo": "big.jpg"}
+        """.write(toFile: file, atomically: true, encoding: .utf8)
+        let result = run(["--profile", file])
+        #expect(result.code == 2)
+        #expect(result.errors.count == 1)
+        #expect(result.errors.first?.contains("big.jpg") == true)
+    }
+
+    @Test func unknownFlagAndBadValues() {
+        #expect(run(["--profile", "x.json", "--teleport"]).code == 2)
+        #expect(run(["--receive-only", "--pose", "1,2"]).code == 2)
+        #expect(run(["--receive-only", "--still"]).code == 2)
+        #expect(run(["--receive-only", "--motion", "fly 3"]).code == 2)
+        #expect(run(["--receive-only", "--timeout", "0"]).code == 2)
+        #expect(run(["--receive-only", "--port", "80"]).code == 2)
+        #expect(run(["--receive-only", "--confirm"]).code == 2)
+        #expect(run([]).code == 2)
+    }
+
+    @Test func unknownInterfaceIsNamed() {
+        let console = CapturingConsole()
+        let code = CommandLineTool.run(
+            arguments: ["share", "--receive-only", "--interface", "nope0"], console: console)
+        #expect(code == 2)
+        #expect(console.errorLines.first?.contains("no interface named 'nope0'") == true)
+    }
+
+    @Test func poseAndMotionSyntax() throws {
+        let pose = try PoseSyntax.pose("7,-2.5,180", flag: "pose")
+        #expect(pose.x == 7 && pose.y == -2.5 && pose.heading == 180)
+        let script = try PoseSyntax.script("hold 1; move 7,0,180 2", from: pose)
+        #expect(script.steps.count == 2)
+        #expect(throws: UsageError.self) { try PoseSyntax.script("hold -1", from: pose) }
+        #expect(throws: UsageError.self) { try PoseSyntax.pose("nan,0,0", flag: "pose") }
+    }
+}
