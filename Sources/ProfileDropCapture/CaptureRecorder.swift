@@ -1,0 +1,309 @@
+import Foundation
+import ProfileDropCore
+import ProfileDropCrypto
+
+/// How a capture is written.
+public struct CaptureOptions: Sendable {
+    /// Write the secrets replay needs (random draws, which include ephemeral private keys, and the
+    /// card) in a Decryption Secrets Block. Off by default: without it no secret reaches the file,
+    /// and the capture can be viewed but not replayed.
+    public var keylog: Bool
+    /// The destination shown for multicast datagrams (the core only says "multicast").
+    public var multicastGroup: PeerAddress
+    /// Nanoseconds since 1970 that `Instant.zero` stands for in packet timestamps.
+    public var epochNanoseconds: UInt64
+    /// The `shb_userappl` option.
+    public var userApplication: String
+
+    /// The default discovery group 239.255.80.68:47544.
+    public static let defaultMulticastGroup = PeerAddress(239, 255, 80, 68, port: 47_544)
+    /// 2026-01-01T00:00:00Z: a fixed origin for simulated runs, so that regenerated files are identical.
+    public static let simulatedEpoch: UInt64 = 1_767_225_600 * 1_000_000_000
+
+    /// Creates options.
+    public init(
+        keylog: Bool = false, multicastGroup: PeerAddress = CaptureOptions.defaultMulticastGroup,
+        epochNanoseconds: UInt64 = CaptureOptions.simulatedEpoch, userApplication: String = "profiledrop"
+    ) {
+        self.keylog = keylog
+        self.multicastGroup = multicastGroup
+        self.epochNanoseconds = epochNanoseconds
+        self.userApplication = userApplication
+    }
+}
+
+/// Collects the blocks of one capture file: one pcapng interface per captured device, the replay
+/// records, the datagrams, and (with ``CaptureOptions/keylog``) each device's secrets.
+///
+/// Several ``CapturingDevice``s may share one recorder (a simulated room); nothing is written
+/// until ``write(to:)`` or ``fileBytes()``.
+public final class CaptureRecorder {
+    /// The options in force.
+    public let options: CaptureOptions
+
+    private struct DeviceEntry {
+        var name: String
+        var tape: RandomTape
+        var staticKey: StaticKeySource
+        var card: [UInt8]?
+        var inputs: UInt64 = 0
+        var outbound: UInt64 = 0
+    }
+
+    private var interfaces: [PcapngBlock] = []
+    private var blocks: [PcapngBlock] = []
+    private var devices: [DeviceEntry] = []
+
+    /// Creates an empty capture.
+    public init(options: CaptureOptions = CaptureOptions()) {
+        self.options = options
+    }
+
+    /// How many devices are captured.
+    public var deviceCount: Int { devices.count }
+
+    /// The whole pcapng file: section header, keylog, interfaces, then records and packets in the
+    /// order they happened, then one end record per device.
+    public func fileBytes() -> [UInt8] {
+        var writer = PcapngWriter(userApplication: options.userApplication)
+        if options.keylog {
+            // Secrets first, as the pcapng draft asks: readers meet them before the packets.
+            for (index, entry) in devices.enumerated() {
+                let secrets = DeviceSecrets(
+                    interfaceID: UInt32(index), staticKey: entry.staticKey, card: entry.card,
+                    randomStream: entry.tape.bytes)
+                writer.append(
+                    .secrets(PcapngSecrets(secretsType: CaptureFormat.secretsType, data: secrets.encoded())))
+            }
+        }
+        for block in interfaces { writer.append(block) }
+        for block in blocks { writer.append(block) }
+        for (index, entry) in devices.enumerated() {
+            let end = EndRecord(interfaceID: UInt32(index), inputs: entry.inputs, outbound: entry.outbound)
+            writer.append(Self.custom(.end(end)))
+        }
+        return writer.bytes
+    }
+
+    /// Writes ``fileBytes()`` to `path`, replacing any file there.
+    /// - Throws: ``CaptureError`` with code `io`.
+    public func write(to path: String) throws(CaptureError) {
+        do {
+            try Data(fileBytes()).write(to: URL(fileURLWithPath: path))
+        } catch {
+            throw CaptureError(.io, "cannot write \(path): \(error.localizedDescription)")
+        }
+    }
+
+    // MARK: - Used by CapturingDevice
+
+    func addDevice(name: String, tape: RandomTape, staticKey: StaticKeySource, card: [UInt8]?) -> UInt32 {
+        let interfaceID = UInt32(devices.count)
+        devices.append(DeviceEntry(name: name, tape: tape, staticKey: staticKey, card: card))
+        interfaces.append(
+            .interface(
+                PcapngInterface(
+                    name: "profiledrop:\(name)",
+                    description: "ProfileDrop device \(name), seen from its socket")))
+        return interfaceID
+    }
+
+    func recordDevice(_ record: DeviceRecord) {
+        blocks.append(Self.custom(.device(record)))
+    }
+
+    func recordInput(_ record: InputRecord, localAddress: PeerAddress) {
+        let index = Int(record.interfaceID)
+        devices[index].inputs += 1
+        if case .datagram(let bytes, let source) = record.input {
+            // Shown inbound for people; replay reads the embedded copy in the record.
+            let multicast = (try? Packet(datagram: bytes)).map { Self.isMulticastType($0.type) } ?? false
+            let destination = multicast ? options.multicastGroup : localAddress
+            blocks.append(
+                .packet(
+                    PcapngPacket(
+                        interfaceID: record.interfaceID, timestamp: timestamp(record.time),
+                        data: IPv4UDP.frame(bytes, from: source, to: destination), direction: .inbound)))
+        }
+        blocks.append(Self.custom(.input(record)))
+    }
+
+    func recordOutbound(
+        interfaceID: UInt32, time: Instant, from source: PeerAddress, datagram: OutgoingDatagram
+    ) {
+        devices[Int(interfaceID)].outbound += 1
+        let destination: PeerAddress
+        switch datagram.destination {
+        case .multicast: destination = options.multicastGroup
+        case .unicast(let address): destination = address
+        }
+        blocks.append(
+            .packet(
+                PcapngPacket(
+                    interfaceID: interfaceID, timestamp: timestamp(time),
+                    data: IPv4UDP.frame(datagram.bytes, from: source, to: destination), direction: .outbound))
+        )
+    }
+
+    private func timestamp(_ time: Instant) -> UInt64 {
+        options.epochNanoseconds &+ time.nanoseconds
+    }
+
+    private static func custom(_ record: CaptureRecord) -> PcapngBlock {
+        .custom(PcapngCustomBlock(enterpriseNumber: CaptureFormat.enterpriseNumber, data: record.encoded()))
+    }
+
+    static func isMulticastType(_ type: PacketType) -> Bool {
+        switch type {
+        case .beacon, .query: true
+        case .invite, .accept, .confirm, .busy, .secure: false
+        }
+    }
+}
+
+/// The random bytes one device drew: counted always, kept only when the capture has a keylog.
+final class RandomTape {
+    let keepsBytes: Bool
+    private(set) var bytes: [UInt8] = []
+    private(set) var count = 0
+
+    init(keepsBytes: Bool) { self.keepsBytes = keepsBytes }
+
+    func append(_ buffer: UnsafeMutableRawBufferPointer) {
+        count += buffer.count
+        if keepsBytes { bytes.append(contentsOf: buffer) }
+    }
+}
+
+/// A ``RandomSource`` that passes every draw through from `base` and notes it on a tape the
+/// recorder owns (the device keeps its own copy of the source, so the tape is shared by reference).
+public struct RecordingRandom: RandomSource {
+    private var base: any RandomSource
+    let tape: RandomTape
+
+    init(base: any RandomSource, tape: RandomTape) {
+        self.base = base
+        self.tape = tape
+    }
+
+    public mutating func fill(_ buffer: UnsafeMutableRawBufferPointer) {
+        base.fill(buffer)
+        tape.append(buffer)
+    }
+}
+
+/// A ``Device`` that records every input it is given and every datagram it sends into a
+/// ``CaptureRecorder``. Use it exactly like `Device`:
+///
+/// ```swift
+/// let recorder = CaptureRecorder(options: CaptureOptions(keylog: true))
+/// var device = CapturingDevice(
+///     configuration: config, random: SystemRandom(), now: clock.now, localAddress: me,
+///     name: "alice", recorder: recorder)
+/// device.handleDatagram(bytes, from: source, at: clock.now)
+/// while let datagram = device.pollTransmit() { send(datagram) }
+/// try recorder.write(to: "run.pcapng")
+/// ```
+public struct CapturingDevice {
+    /// The wrapped device, for reading its state.
+    public private(set) var device: Device
+    /// The pcapng interface of this device in the capture.
+    public let interfaceID: UInt32
+    private let recorder: CaptureRecorder
+    private let tape: RandomTape
+    private var sequence: UInt64 = 0
+
+    /// Creates the device as `Device(configuration:random:now:localAddress:)` does and starts
+    /// recording it.
+    ///
+    /// - Parameters:
+    ///   - name: a label for the capture's interface and the replay timeline.
+    ///   - recorder: where the records go; may be shared by several devices.
+    ///   - staticKey: how replay will obtain the static private key. `.external` (the default)
+    ///     writes nothing about it; `.seedMaterial` suits simulated devices whose key comes from a
+    ///     public seed; `.embedded` writes the raw key and must be asked for explicitly. Only
+    ///     written with a keylog.
+    public init(
+        configuration: DeviceConfiguration, random: some RandomSource, now: Instant,
+        localAddress: PeerAddress,
+        name: String, recorder: CaptureRecorder, staticKey: StaticKeySource = .external
+    ) {
+        if case .embedded(let raw) = staticKey {
+            precondition(
+                raw == configuration.staticKey.rawRepresentation,
+                "embedded key differs from the configuration's")
+        }
+        let tape = RandomTape(keepsBytes: recorder.options.keylog)
+        self.tape = tape
+        self.recorder = recorder
+        interfaceID = recorder.addDevice(
+            name: name, tape: tape, staticKey: staticKey, card: configuration.card?.encoded())
+        device = Device(
+            configuration: configuration, random: RecordingRandom(base: random, tape: tape), now: now,
+            localAddress: localAddress)
+        recorder.recordDevice(
+            DeviceRecord(
+                interfaceID: interfaceID, name: name, deviceID: device.deviceID, localAddress: localAddress,
+                staticPublicKey: configuration.staticKey.publicKey.rawRepresentation,
+                consent: configuration.consent,
+                hasCard: configuration.card != nil, timeouts: configuration.timeouts,
+                limits: configuration.limits,
+                gate: configuration.gate, measurement: configuration.measurement, startTime: now,
+                startRandomBytes: UInt32(clamping: tape.count),
+                epochNanoseconds: recorder.options.epochNanoseconds))
+    }
+
+    /// `Device.handleDatagram(_:from:at:)`, recorded.
+    public mutating func handleDatagram(_ bytes: [UInt8], from source: PeerAddress, at time: Instant) {
+        let before = tape.count
+        device.handleDatagram(bytes, from: source, at: time)
+        record(.datagram(bytes: bytes, source: source), at: time, drawn: tape.count - before)
+    }
+
+    /// `Device.handleTimeout(at:)`, recorded.
+    public mutating func handleTimeout(at time: Instant) {
+        let before = tape.count
+        device.handleTimeout(at: time)
+        record(.timeout, at: time, drawn: tape.count - before)
+    }
+
+    /// `Device.updatePose(_:at:)`, recorded.
+    public mutating func updatePose(_ pose: Pose, at time: Instant) {
+        let before = tape.count
+        device.updatePose(pose, at: time)
+        record(.pose(pose), at: time, drawn: tape.count - before)
+    }
+
+    /// `Device.decide(_:at:)`, recorded.
+    public mutating func decide(_ decision: ConsentDecision, at time: Instant) {
+        let before = tape.count
+        device.decide(decision, at: time)
+        record(.decision(decision), at: time, drawn: tape.count - before)
+    }
+
+    /// `Device.pollTransmit()`; the datagram is recorded as an outbound packet.
+    public mutating func pollTransmit() -> OutgoingDatagram? {
+        guard let datagram = device.pollTransmit() else { return nil }
+        recorder.recordOutbound(
+            interfaceID: interfaceID, time: device.now, from: device.localAddress, datagram: datagram)
+        return datagram
+    }
+
+    /// `Device.pollEvent()` (events are not recorded: replay regenerates them).
+    public mutating func pollEvent() -> DeviceEvent? { device.pollEvent() }
+
+    /// `Device.nextDeadline`.
+    public var nextDeadline: Instant? { device.nextDeadline }
+
+    /// `Device.isClosed`.
+    public var isClosed: Bool { device.isClosed }
+
+    private mutating func record(_ input: CapturedInput, at time: Instant, drawn: Int) {
+        recorder.recordInput(
+            InputRecord(
+                interfaceID: interfaceID, sequence: sequence, time: time, input: input,
+                randomBytes: UInt32(clamping: drawn)),
+            localAddress: device.localAddress)
+        sequence += 1
+    }
+}

@@ -1,0 +1,576 @@
+import ProfileDropCore
+import ProfileDropCrypto
+
+/// Numbers that identify our records inside pcapng (documented in Captures/FORMAT.md).
+public enum CaptureFormat {
+    /// The version of the replay records this implementation writes and reads.
+    public static let version: UInt16 = 1
+    /// The Private Enterprise Number in our Custom Blocks: 32473, reserved for documentation by
+    /// RFC 5612. The records are a project format, not one registered to an organisation.
+    public static let enterpriseNumber: UInt32 = 32473
+    /// The secrets type of our Decryption Secrets Blocks: ASCII "PDKL".
+    public static let secretsType: UInt32 = 0x5044_4B4C
+    /// The longest device name we record.
+    public static let maximumNameBytes = 255
+}
+
+/// Everything needed to rebuild one captured device, except its secrets (card, static private
+/// key, random draws), which live in the keylog.
+public struct DeviceRecord: Equatable, Sendable {
+    /// The pcapng interface whose packets this device sent and received.
+    public var interfaceID: UInt32
+    /// A label for people, e.g. the simulator's device name.
+    public var name: String
+    /// The device id it announced.
+    public var deviceID: DeviceID
+    /// Where its unicast socket listened.
+    public var localAddress: PeerAddress
+    /// Its static public key (32 bytes).
+    public var staticPublicKey: [UInt8]
+    /// Its consent policy.
+    public var consent: ConsentPolicy
+    /// Whether it offered a card (the card itself is a secret).
+    public var hasCard: Bool
+    /// Its timers.
+    public var timeouts: Timeouts
+    /// Its bounds.
+    public var limits: Limits
+    /// Its proximity gate tuning.
+    public var gate: ProximityGate.Configuration
+    /// Its measurement model.
+    public var measurement: MeasurementModel
+    /// The time it was created.
+    public var startTime: Instant
+    /// Random bytes it drew while being created.
+    public var startRandomBytes: UInt32
+    /// Nanoseconds since 1970 of `Instant.zero`, which packet timestamps add to each instant.
+    public var epochNanoseconds: UInt64
+
+    /// The configuration to rebuild the device with, given its secrets.
+    public func configuration(card: ProfileCard?, staticKey: X25519.PrivateKey) -> DeviceConfiguration {
+        DeviceConfiguration(
+            card: card, consent: consent, staticKey: staticKey, timeouts: timeouts, limits: limits,
+            gate: gate, measurement: measurement)
+    }
+}
+
+/// One input handed to a captured device.
+public enum CapturedInput: Equatable, Sendable {
+    /// `handleTimeout(at:)`.
+    case timeout
+    /// `updatePose(_:at:)`.
+    case pose(Pose)
+    /// `decide(_:at:)`.
+    case decision(ConsentDecision)
+    /// `handleDatagram(_:from:at:)`, with the bytes embedded.
+    case datagram(bytes: [UInt8], source: PeerAddress)
+}
+
+/// An input with its time and the random bytes the device drew while handling it.
+public struct InputRecord: Equatable, Sendable {
+    /// The device's interface.
+    public var interfaceID: UInt32
+    /// 0, 1, 2, … per device.
+    public var sequence: UInt64
+    /// The time passed with the input.
+    public var time: Instant
+    /// The input.
+    public var input: CapturedInput
+    /// How many random bytes the device drew while handling it (the bytes are in the keylog).
+    public var randomBytes: UInt32
+}
+
+/// Written once per device when the capture is saved: lets a reader tell a complete capture from a
+/// cut one.
+public struct EndRecord: Equatable, Sendable {
+    /// The device's interface.
+    public var interfaceID: UInt32
+    /// Inputs recorded.
+    public var inputs: UInt64
+    /// Outbound datagrams recorded.
+    public var outbound: UInt64
+}
+
+/// A replay record carried in a Custom Block.
+public enum CaptureRecord: Equatable, Sendable {
+    case device(DeviceRecord)
+    case input(InputRecord)
+    case end(EndRecord)
+
+    private enum Kind: UInt8 {
+        case device = 1
+        case input = 2
+        case end = 3
+    }
+
+    private enum InputKind: UInt8 {
+        case timeout = 1
+        case pose = 2
+        case decision = 3
+        case datagram = 4
+    }
+
+    /// The Custom Block data: a 4-byte big-endian length, then version (2), kind (1) and the body.
+    public func encoded() -> [UInt8] {
+        var writer = ByteWriter(capacity: 128)
+        writer.writeInteger(CaptureFormat.version)
+        switch self {
+        case .device(let device):
+            writer.writeInteger(Kind.device.rawValue)
+            writer.writeInteger(device.interfaceID)
+            let name = Array(device.name.utf8.prefix(CaptureFormat.maximumNameBytes))
+            writer.writeInteger(UInt8(name.count))
+            writer.writeBytes(name)
+            writer.writeInteger(device.deviceID.rawValue)
+            writer.writeInteger(device.localAddress.ipv4)
+            writer.writeInteger(device.localAddress.port)
+            precondition(device.staticPublicKey.count == 32, "static public key length")
+            writer.writeBytes(device.staticPublicKey)
+            writer.writeInteger(Self.consentCode(device.consent))
+            writer.writeInteger(UInt8(device.hasCard ? 1 : 0))
+            writer.writeInteger(device.startTime.nanoseconds)
+            writer.writeInteger(device.startRandomBytes)
+            writer.writeInteger(device.epochNanoseconds)
+            ConfigurationCodec.write(device.timeouts, to: &writer)
+            ConfigurationCodec.write(device.limits, to: &writer)
+            ConfigurationCodec.write(device.gate, to: &writer)
+            ConfigurationCodec.write(device.measurement, to: &writer)
+        case .input(let input):
+            writer.writeInteger(Kind.input.rawValue)
+            writer.writeInteger(input.interfaceID)
+            writer.writeInteger(input.sequence)
+            writer.writeInteger(input.time.nanoseconds)
+            writer.writeInteger(input.randomBytes)
+            switch input.input {
+            case .timeout:
+                writer.writeInteger(InputKind.timeout.rawValue)
+            case .pose(let pose):
+                writer.writeInteger(InputKind.pose.rawValue)
+                writer.writeDouble(pose.x)
+                writer.writeDouble(pose.y)
+                writer.writeDouble(pose.heading)
+            case .decision(let decision):
+                writer.writeInteger(InputKind.decision.rawValue)
+                writer.writeInteger(decision.rawValue)
+            case .datagram(let bytes, let source):
+                precondition(bytes.count <= Int(UInt16.max), "datagram too long to record")
+                writer.writeInteger(InputKind.datagram.rawValue)
+                writer.writeInteger(source.ipv4)
+                writer.writeInteger(source.port)
+                writer.writeInteger(UInt16(bytes.count))
+                writer.writeBytes(bytes)
+            }
+        case .end(let end):
+            writer.writeInteger(Kind.end.rawValue)
+            writer.writeInteger(end.interfaceID)
+            writer.writeInteger(end.inputs)
+            writer.writeInteger(end.outbound)
+        }
+        var framed = ByteWriter(capacity: writer.bytes.count + 4)
+        framed.writeInteger(UInt32(writer.bytes.count))
+        framed.writeBytes(writer.bytes)
+        return framed.bytes
+    }
+
+    /// Decodes Custom Block data written by ``encoded()`` (padding after the record is ignored).
+    /// - Throws: ``CaptureError`` `unsupportedVersion` for records of another format version,
+    ///   `truncated` or `malformed` otherwise.
+    public init(customData: [UInt8]) throws(CaptureError) {
+        var outer = RecordReader(customData)
+        let length = Int(try outer.u32("record length"))
+        var reader = RecordReader(try outer.bytes("record", count: length))
+        let version = try reader.u16("record version")
+        guard version == CaptureFormat.version else {
+            throw CaptureError(
+                .unsupportedVersion,
+                "replay records of format version \(version); this build reads version \(CaptureFormat.version)"
+            )
+        }
+        let rawKind = try reader.u8("record kind")
+        guard let kind = Kind(rawValue: rawKind) else {
+            throw CaptureError(.malformed, "record kind \(rawKind) is not defined")
+        }
+        switch kind {
+        case .device:
+            let interfaceID = try reader.u32("interface id")
+            let nameLength = Int(try reader.u8("name length"))
+            let name = String(decoding: try reader.bytes("name", count: nameLength), as: UTF8.self)
+            let deviceID = DeviceID(rawValue: try reader.u64("device id"))
+            let address = PeerAddress(
+                ipv4: try reader.u32("local address"), port: try reader.u16("local port"))
+            let publicKey = try reader.bytes("static public key", count: 32)
+            let consent = try Self.consent(try reader.u8("consent policy"))
+            let hasCard = try reader.flag("card flag")
+            let start = Instant(nanoseconds: try reader.u64("start time"))
+            let startRandom = try reader.u32("start random bytes")
+            let epoch = try reader.u64("epoch")
+            let timeouts = try ConfigurationCodec.readTimeouts(&reader)
+            let limits = try ConfigurationCodec.readLimits(&reader)
+            let gate = try ConfigurationCodec.readGate(&reader)
+            let measurement = try ConfigurationCodec.readMeasurement(&reader)
+            try reader.end("device record")
+            self = .device(
+                DeviceRecord(
+                    interfaceID: interfaceID, name: name, deviceID: deviceID, localAddress: address,
+                    staticPublicKey: publicKey, consent: consent, hasCard: hasCard, timeouts: timeouts,
+                    limits: limits, gate: gate, measurement: measurement, startTime: start,
+                    startRandomBytes: startRandom, epochNanoseconds: epoch))
+        case .input:
+            let interfaceID = try reader.u32("interface id")
+            let sequence = try reader.u64("input sequence")
+            let time = Instant(nanoseconds: try reader.u64("input time"))
+            let randomBytes = try reader.u32("random byte count")
+            let rawInput = try reader.u8("input kind")
+            guard let inputKind = InputKind(rawValue: rawInput) else {
+                throw CaptureError(.malformed, "input kind \(rawInput) is not defined")
+            }
+            let input: CapturedInput
+            switch inputKind {
+            case .timeout:
+                input = .timeout
+            case .pose:
+                let x = try reader.finite("pose x")
+                let y = try reader.finite("pose y")
+                let heading = try reader.finite("pose heading")
+                input = .pose(Pose(x: x, y: y, heading: heading))
+            case .decision:
+                let raw = try reader.u8("decision")
+                guard let decision = ConsentDecision(rawValue: raw) else {
+                    throw CaptureError(.malformed, "decision \(raw) is not defined")
+                }
+                input = .decision(decision)
+            case .datagram:
+                let source = PeerAddress(
+                    ipv4: try reader.u32("source address"), port: try reader.u16("source port"))
+                let count = Int(try reader.u16("datagram length"))
+                input = .datagram(bytes: try reader.bytes("datagram", count: count), source: source)
+            }
+            try reader.end("input record")
+            self = .input(
+                InputRecord(
+                    interfaceID: interfaceID, sequence: sequence, time: time, input: input,
+                    randomBytes: randomBytes))
+        case .end:
+            let interfaceID = try reader.u32("interface id")
+            let inputs = try reader.u64("input count")
+            let outbound = try reader.u64("outbound count")
+            try reader.end("end record")
+            self = .end(EndRecord(interfaceID: interfaceID, inputs: inputs, outbound: outbound))
+        }
+    }
+
+    private static func consentCode(_ policy: ConsentPolicy) -> UInt8 {
+        switch policy {
+        case .share: 1
+        case .receiveOnly: 2
+        case .decline: 3
+        case .askUser: 4
+        }
+    }
+
+    private static func consent(_ code: UInt8) throws(CaptureError) -> ConsentPolicy {
+        switch code {
+        case 1: return .share
+        case 2: return .receiveOnly
+        case 3: return .decline
+        case 4: return .askUser
+        default: throw CaptureError(.malformed, "consent policy \(code) is not defined")
+        }
+    }
+}
+
+/// Where replay gets the device's static private key from.
+public enum StaticKeySource: Equatable, Sendable {
+    /// Not in the capture: replay needs the device's key file (`share` captures).
+    case external
+    /// Derived as the simulator does: the first 32 bytes of `DeterministicRandom(seedMaterial:)`.
+    case seedMaterial([UInt8])
+    /// The raw private key, written only when explicitly requested.
+    case embedded([UInt8])
+}
+
+/// One device's secrets, carried in a Decryption Secrets Block of type ``CaptureFormat/secretsType``.
+public struct DeviceSecrets: Equatable, Sendable {
+    /// The device's interface.
+    public var interfaceID: UInt32
+    /// How to obtain the static private key.
+    public var staticKey: StaticKeySource
+    /// The encoded card the device offered, if any.
+    public var card: [UInt8]?
+    /// Every random byte the device drew, in order (creation first, then per input).
+    public var randomStream: [UInt8]
+
+    /// Creates a secrets record.
+    public init(interfaceID: UInt32, staticKey: StaticKeySource, card: [UInt8]?, randomStream: [UInt8]) {
+        self.interfaceID = interfaceID
+        self.staticKey = staticKey
+        self.card = card
+        self.randomStream = randomStream
+    }
+
+    /// The Decryption Secrets Block data (big-endian fields).
+    public func encoded() -> [UInt8] {
+        var writer = ByteWriter(capacity: 64 + randomStream.count)
+        writer.writeInteger(CaptureFormat.version)
+        writer.writeInteger(interfaceID)
+        switch staticKey {
+        case .external:
+            writer.writeInteger(UInt8(0))
+        case .seedMaterial(let material):
+            precondition(material.count <= Int(UInt16.max), "seed material too long")
+            writer.writeInteger(UInt8(1))
+            writer.writeInteger(UInt16(material.count))
+            writer.writeBytes(material)
+        case .embedded(let raw):
+            precondition(raw.count == 32, "private key length")
+            writer.writeInteger(UInt8(2))
+            writer.writeBytes(raw)
+        }
+        writer.writeInteger(UInt32(card?.count ?? 0))
+        writer.writeBytes(card ?? [])
+        writer.writeInteger(UInt32(randomStream.count))
+        writer.writeBytes(randomStream)
+        return writer.bytes
+    }
+
+    /// Decodes ``encoded()``.
+    public init(decoding data: [UInt8]) throws(CaptureError) {
+        var reader = RecordReader(data)
+        let version = try reader.u16("keylog version")
+        guard version == CaptureFormat.version else {
+            throw CaptureError(
+                .unsupportedVersion,
+                "keylog of format version \(version); this build reads version \(CaptureFormat.version)")
+        }
+        interfaceID = try reader.u32("keylog interface id")
+        let keyKind = try reader.u8("static key source")
+        switch keyKind {
+        case 0: staticKey = .external
+        case 1:
+            let count = Int(try reader.u16("seed material length"))
+            staticKey = .seedMaterial(try reader.bytes("seed material", count: count))
+        case 2: staticKey = .embedded(try reader.bytes("static private key", count: 32))
+        default: throw CaptureError(.malformed, "static key source \(keyKind) is not defined")
+        }
+        let cardLength = Int(try reader.u32("card length"))
+        card = cardLength == 0 ? nil : try reader.bytes("card", count: cardLength)
+        let streamLength = Int(try reader.u32("random stream length"))
+        randomStream = try reader.bytes("random stream", count: streamLength)
+        try reader.end("keylog")
+    }
+}
+
+/// Checked big-endian reads for our records.
+struct RecordReader {
+    private var reader: ByteReader
+
+    init(_ bytes: [UInt8]) { reader = ByteReader(bytes) }
+
+    private mutating func integer<T: FixedWidthInteger & UnsignedInteger>(_ field: String, _ type: T.Type)
+        throws(CaptureError) -> T
+    {
+        guard let value = reader.readInteger(as: type) else {
+            throw CaptureError(
+                .truncated, "\(field) needs \(MemoryLayout<T>.size) bytes, \(reader.readableBytes) left")
+        }
+        return value
+    }
+
+    mutating func u8(_ field: String) throws(CaptureError) -> UInt8 { try integer(field, UInt8.self) }
+    mutating func u16(_ field: String) throws(CaptureError) -> UInt16 { try integer(field, UInt16.self) }
+    mutating func u32(_ field: String) throws(CaptureError) -> UInt32 { try integer(field, UInt32.self) }
+    mutating func u64(_ field: String) throws(CaptureError) -> UInt64 { try integer(field, UInt64.self) }
+
+    mutating func flag(_ field: String) throws(CaptureError) -> Bool {
+        let value = try u8(field)
+        guard value <= 1 else { throw CaptureError(.malformed, "\(field) \(value) is not 0 or 1") }
+        return value == 1
+    }
+
+    mutating func finite(_ field: String) throws(CaptureError) -> Double {
+        let value = Double(bitPattern: try u64(field))
+        guard value.isFinite else { throw CaptureError(.malformed, "\(field) is not a finite number") }
+        return value
+    }
+
+    mutating func duration(_ field: String) throws(CaptureError) -> Duration {
+        let nanoseconds = try u64(field)
+        guard nanoseconds <= UInt64(Int64.max) else {
+            throw CaptureError(.malformed, "\(field) of \(nanoseconds) ns is out of range")
+        }
+        return .nanoseconds(Int64(nanoseconds))
+    }
+
+    mutating func durationRange(_ field: String) throws(CaptureError) -> ClosedRange<Duration> {
+        let low = try duration("\(field) (low)")
+        let high = try duration("\(field) (high)")
+        guard low <= high else { throw CaptureError(.malformed, "\(field): low end above high end") }
+        return low...high
+    }
+
+    mutating func count(_ field: String) throws(CaptureError) -> Int { Int(try u32(field)) }
+
+    mutating func bytes(_ field: String, count: Int) throws(CaptureError) -> [UInt8] {
+        guard let value = reader.readBytes(count) else {
+            throw CaptureError(.truncated, "\(field) needs \(count) bytes, \(reader.readableBytes) left")
+        }
+        return value
+    }
+
+    func end(_ what: String) throws(CaptureError) {
+        guard reader.readableBytes == 0 else {
+            throw CaptureError(.malformed, "\(what): \(reader.readableBytes) bytes after the last field")
+        }
+    }
+}
+
+/// Fixed-order encodings of the configuration structs. A field added to one of them must be added
+/// here and the format version raised.
+enum ConfigurationCodec {
+    static func write(_ duration: Duration, to writer: inout ByteWriter) {
+        writer.writeInteger(duration.nanosecondsClamped)
+    }
+
+    static func write(_ range: ClosedRange<Duration>, to writer: inout ByteWriter) {
+        write(range.lowerBound, to: &writer)
+        write(range.upperBound, to: &writer)
+    }
+
+    static func write(_ timeouts: Timeouts, to writer: inout ByteWriter) {
+        for duration in [
+            timeouts.announceInitial, timeouts.announceCap, timeouts.queryInitial, timeouts.queryCap,
+        ] { write(duration, to: &writer) }
+        write(timeouts.queryResponseDelay, to: &writer)
+        for duration in [timeouts.answerSuppression, timeouts.peerLifetime, timeouts.handshakeRetransmit] {
+            write(duration, to: &writer)
+        }
+        writer.writeInteger(UInt32(clamping: timeouts.handshakeAttempts))
+        for duration in [
+            timeouts.rangingWindow, timeouts.consent, timeouts.controlCap, timeouts.idle,
+            timeouts.chunkPacing,
+            timeouts.initialRTO,
+        ] { write(duration, to: &writer) }
+        write(timeouts.rtoRange, to: &writer)
+        for duration in [timeouts.sackDelay, timeouts.transfer, timeouts.closeRetransmit] {
+            write(duration, to: &writer)
+        }
+        writer.writeInteger(UInt32(clamping: timeouts.closeAttempts))
+        for duration in [timeouts.drain, timeouts.retryBackoff, timeouts.retryBackoffCap] {
+            write(duration, to: &writer)
+        }
+        write(timeouts.busyBackoff, to: &writer)
+        write(timeouts.inviteDelay, to: &writer)
+        write(timeouts.overall, to: &writer)
+    }
+
+    static func readTimeouts(_ reader: inout RecordReader) throws(CaptureError) -> Timeouts {
+        var timeouts = Timeouts()
+        timeouts.announceInitial = try reader.duration("announce initial")
+        timeouts.announceCap = try reader.duration("announce cap")
+        timeouts.queryInitial = try reader.duration("query initial")
+        timeouts.queryCap = try reader.duration("query cap")
+        timeouts.queryResponseDelay = try reader.durationRange("query response delay")
+        timeouts.answerSuppression = try reader.duration("answer suppression")
+        timeouts.peerLifetime = try reader.duration("peer lifetime")
+        timeouts.handshakeRetransmit = try reader.duration("handshake retransmit")
+        timeouts.handshakeAttempts = try reader.count("handshake attempts")
+        timeouts.rangingWindow = try reader.duration("ranging window")
+        timeouts.consent = try reader.duration("consent")
+        timeouts.controlCap = try reader.duration("control cap")
+        timeouts.idle = try reader.duration("idle")
+        timeouts.chunkPacing = try reader.duration("chunk pacing")
+        timeouts.initialRTO = try reader.duration("initial RTO")
+        timeouts.rtoRange = try reader.durationRange("RTO range")
+        timeouts.sackDelay = try reader.duration("sack delay")
+        timeouts.transfer = try reader.duration("transfer")
+        timeouts.closeRetransmit = try reader.duration("close retransmit")
+        timeouts.closeAttempts = try reader.count("close attempts")
+        timeouts.drain = try reader.duration("drain")
+        timeouts.retryBackoff = try reader.duration("retry backoff")
+        timeouts.retryBackoffCap = try reader.duration("retry backoff cap")
+        timeouts.busyBackoff = try reader.durationRange("busy backoff")
+        timeouts.inviteDelay = try reader.durationRange("invite delay")
+        timeouts.overall = try reader.duration("overall")
+        return timeouts
+    }
+
+    static func write(_ limits: Limits, to writer: inout ByteWriter) {
+        for value in [
+            limits.maxPeers, limits.maxCardBytes, limits.sendWindow, limits.maxKnownAnswers,
+            limits.unsolicitedPerSecond, limits.rateLimitedSources,
+        ] { writer.writeInteger(UInt32(clamping: value)) }
+    }
+
+    static func readLimits(_ reader: inout RecordReader) throws(CaptureError) -> Limits {
+        var limits = Limits()
+        limits.maxPeers = try reader.count("max peers")
+        limits.maxCardBytes = try reader.count("max card bytes")
+        limits.sendWindow = try reader.count("send window")
+        limits.maxKnownAnswers = try reader.count("max known answers")
+        limits.unsolicitedPerSecond = try reader.count("unsolicited per second")
+        limits.rateLimitedSources = try reader.count("rate-limited sources")
+        return limits
+    }
+
+    static func write(_ gate: ProximityGate.Configuration, to writer: inout ByteWriter) {
+        for value in [
+            gate.distanceBand.lowerBound, gate.distanceBand.upperBound, gate.maximumBearing,
+            gate.distanceHysteresis, gate.bearingHysteresis,
+        ] { writer.writeDouble(value) }
+        write(gate.dwellTime, to: &writer)
+        write(gate.window, to: &writer)
+        writer.writeInteger(UInt32(clamping: gate.minimumSamples))
+        writer.writeInteger(UInt32(clamping: gate.minimumSamplesWhileOpen))
+        writer.writeDouble(gate.outlierDistance)
+        writer.writeDouble(gate.outlierBearing)
+    }
+
+    static func readGate(_ reader: inout RecordReader) throws(CaptureError) -> ProximityGate.Configuration {
+        let low = try reader.finite("distance band (low)")
+        let high = try reader.finite("distance band (high)")
+        let maximumBearing = try reader.finite("maximum bearing")
+        let distanceHysteresis = try reader.finite("distance hysteresis")
+        let bearingHysteresis = try reader.finite("bearing hysteresis")
+        let dwell = try reader.duration("dwell time")
+        let window = try reader.duration("gate window")
+        let minimumSamples = try reader.count("minimum samples")
+        let minimumWhileOpen = try reader.count("minimum samples while open")
+        let outlierDistance = try reader.finite("outlier distance")
+        let outlierBearing = try reader.finite("outlier bearing")
+        // The initializer's preconditions, checked here so that a bad file is an error, not a trap.
+        guard low >= 0, low <= high, (0...180).contains(maximumBearing), distanceHysteresis >= 0,
+            bearingHysteresis >= 0, window > .zero, minimumSamples >= 1, minimumWhileOpen >= 1,
+            outlierDistance > 0, outlierBearing > 0
+        else { throw CaptureError(.malformed, "gate configuration out of range") }
+        return ProximityGate.Configuration(
+            distanceBand: low...high, maximumBearing: maximumBearing, distanceHysteresis: distanceHysteresis,
+            bearingHysteresis: bearingHysteresis, dwellTime: dwell, window: window,
+            minimumSamples: minimumSamples, minimumSamplesWhileOpen: minimumWhileOpen,
+            outlierDistance: outlierDistance, outlierBearing: outlierBearing)
+    }
+
+    static func write(_ model: MeasurementModel, to writer: inout ByteWriter) {
+        for value in [
+            model.distanceNoise, model.bearingNoise, model.outlierProbability, model.outlierBiasMean,
+            model.dropoutProbability, model.sampleRate, model.maximumRange,
+        ] { writer.writeDouble(value) }
+    }
+
+    static func readMeasurement(_ reader: inout RecordReader) throws(CaptureError) -> MeasurementModel {
+        let distanceNoise = try reader.finite("distance noise")
+        let bearingNoise = try reader.finite("bearing noise")
+        let outlierProbability = try reader.finite("outlier probability")
+        let outlierBiasMean = try reader.finite("outlier bias mean")
+        let dropoutProbability = try reader.finite("dropout probability")
+        let sampleRate = try reader.finite("sample rate")
+        let maximumRange = try reader.finite("maximum range")
+        guard distanceNoise >= 0, bearingNoise >= 0, outlierBiasMean >= 0,
+            (0...1).contains(outlierProbability),
+            (0...1).contains(dropoutProbability), sampleRate > 0, sampleRate <= 1000, maximumRange > 0
+        else { throw CaptureError(.malformed, "measurement model out of range") }
+        return MeasurementModel(
+            distanceNoise: distanceNoise, bearingNoise: bearingNoise, outlierProbability: outlierProbability,
+            outlierBiasMean: outlierBiasMean, dropoutProbability: dropoutProbability, sampleRate: sampleRate,
+            maximumRange: maximumRange)
+    }
+}

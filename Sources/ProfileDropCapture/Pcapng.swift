@@ -1,0 +1,498 @@
+/// The pcapng blocks this module writes and reads (draft-ietf-opsawg-pcapng): Section Header,
+/// Interface Description, Enhanced Packet, Custom and Decryption Secrets blocks. Other block types
+/// are kept as ``PcapngBlock/other(type:body:)`` so that reading never fails on a block it does not
+/// need.
+public enum PcapngBlock: Equatable, Sendable {
+    /// A Section Header Block.
+    case section(PcapngSection)
+    /// An Interface Description Block.
+    case interface(PcapngInterface)
+    /// An Enhanced Packet Block.
+    case packet(PcapngPacket)
+    /// A Custom Block (type 0x00000BAD, copyable, or 0x40000BAD, not copyable).
+    case custom(PcapngCustomBlock)
+    /// A Decryption Secrets Block.
+    case secrets(PcapngSecrets)
+    /// Any other block: its type and its body (between the length fields).
+    case other(type: UInt32, body: [UInt8])
+}
+
+/// Block type numbers and option codes from the pcapng specification.
+public enum PcapngConstants {
+    /// Section Header Block type; also the first four bytes of every pcapng file.
+    public static let sectionHeaderType: UInt32 = 0x0A0D_0D0A
+    /// Interface Description Block type.
+    public static let interfaceType: UInt32 = 0x0000_0001
+    /// Enhanced Packet Block type.
+    public static let enhancedPacketType: UInt32 = 0x0000_0006
+    /// Decryption Secrets Block type.
+    public static let decryptionSecretsType: UInt32 = 0x0000_000A
+    /// Custom Block type whose content may be copied to a new file by tools that do not understand it.
+    public static let customCopyableType: UInt32 = 0x0000_0BAD
+    /// Custom Block type that tools must not copy.
+    public static let customNonCopyableType: UInt32 = 0x4000_0BAD
+    /// The byte-order magic as written by a little-endian writer.
+    public static let byteOrderMagic: UInt32 = 0x1A2B_3C4D
+    /// LINKTYPE_RAW: the packet starts with an IPv4 or IPv6 header.
+    public static let linkTypeRaw: UInt16 = 101
+    /// The smallest block: type, two lengths.
+    static let minimumBlockLength = 12
+    /// No block we accept is longer than this (the largest datagram and records are far smaller).
+    public static let maximumBlockLength = 16 * 1024 * 1024
+}
+
+/// A Section Header Block.
+public struct PcapngSection: Equatable, Sendable {
+    /// Whether the section's multi-byte fields are big-endian.
+    public var bigEndian: Bool
+    /// Format version, 1.0 for every writer in use.
+    public var majorVersion: UInt16
+    /// Minor format version.
+    public var minorVersion: UInt16
+    /// The `shb_userappl` option, if any.
+    public var userApplication: String?
+
+    /// Creates a section header.
+    public init(
+        bigEndian: Bool = false, majorVersion: UInt16 = 1, minorVersion: UInt16 = 0,
+        userApplication: String? = nil
+    ) {
+        self.bigEndian = bigEndian
+        self.majorVersion = majorVersion
+        self.minorVersion = minorVersion
+        self.userApplication = userApplication
+    }
+}
+
+/// An Interface Description Block. Interfaces are numbered from 0 in the order they appear.
+public struct PcapngInterface: Equatable, Sendable {
+    /// The link type; ``PcapngConstants/linkTypeRaw`` for our captures.
+    public var linkType: UInt16
+    /// Longest captured packet; 0 means no limit.
+    public var snapLength: UInt32
+    /// The `if_name` option.
+    public var name: String?
+    /// The `if_description` option.
+    public var description: String?
+    /// Timestamps count units of 10^-`timestampExponent` seconds (`if_tsresol`); 6 when absent.
+    public var timestampExponent: UInt8
+
+    /// Creates an interface; nanosecond timestamps by default.
+    public init(
+        linkType: UInt16 = PcapngConstants.linkTypeRaw, snapLength: UInt32 = 0, name: String? = nil,
+        description: String? = nil, timestampExponent: UInt8 = 9
+    ) {
+        self.linkType = linkType
+        self.snapLength = snapLength
+        self.name = name
+        self.description = description
+        self.timestampExponent = timestampExponent
+    }
+}
+
+/// Which way a packet went, from the `epb_flags` option.
+public enum PacketDirection: UInt32, Equatable, Sendable {
+    /// Not recorded.
+    case unknown = 0
+    /// Received by the capturing interface.
+    case inbound = 1
+    /// Sent by the capturing interface.
+    case outbound = 2
+}
+
+/// An Enhanced Packet Block.
+public struct PcapngPacket: Equatable, Sendable {
+    /// Index of the interface in the section.
+    public var interfaceID: UInt32
+    /// Time in units of the interface's timestamp resolution since 1970-01-01 00:00:00 UTC.
+    public var timestamp: UInt64
+    /// The captured bytes.
+    public var data: [UInt8]
+    /// The length of the packet on the wire.
+    public var originalLength: UInt32
+    /// The direction from `epb_flags`.
+    public var direction: PacketDirection
+
+    /// Creates a packet whose captured bytes are the whole packet.
+    public init(interfaceID: UInt32, timestamp: UInt64, data: [UInt8], direction: PacketDirection) {
+        self.interfaceID = interfaceID
+        self.timestamp = timestamp
+        self.data = data
+        self.originalLength = UInt32(clamping: data.count)
+        self.direction = direction
+    }
+}
+
+/// A Custom Block. Readers cannot tell custom data from options, so our own records carry their
+/// length inside `data` and we write no options.
+public struct PcapngCustomBlock: Equatable, Sendable {
+    /// The IANA Private Enterprise Number that owns the format of `data`.
+    public var enterpriseNumber: UInt32
+    /// Everything after the enterprise number, padding included when read.
+    public var data: [UInt8]
+    /// Whether tools may copy the block into a file they write.
+    public var copyable: Bool
+
+    /// Creates a custom block.
+    public init(enterpriseNumber: UInt32, data: [UInt8], copyable: Bool = true) {
+        self.enterpriseNumber = enterpriseNumber
+        self.data = data
+        self.copyable = copyable
+    }
+}
+
+/// A Decryption Secrets Block.
+public struct PcapngSecrets: Equatable, Sendable {
+    /// What kind of secrets `data` holds.
+    public var secretsType: UInt32
+    /// The secrets.
+    public var data: [UInt8]
+
+    /// Creates a secrets block.
+    public init(secretsType: UInt32, data: [UInt8]) {
+        self.secretsType = secretsType
+        self.data = data
+    }
+}
+
+/// Builds a pcapng file in memory, little-endian, one section.
+public struct PcapngWriter: Sendable {
+    /// The file so far.
+    public private(set) var bytes: [UInt8] = []
+
+    /// Starts a file with a Section Header Block.
+    public init(userApplication: String? = nil) {
+        append(.section(PcapngSection(userApplication: userApplication)))
+    }
+
+    /// Appends one block. A second ``PcapngBlock/section(_:)`` starts a new section.
+    public mutating func append(_ block: PcapngBlock) {
+        var body = LittleEndianWriter()
+        let type: UInt32
+        switch block {
+        case .section(let section):
+            precondition(!section.bigEndian, "the writer produces little-endian sections only")
+            type = PcapngConstants.sectionHeaderType
+            body.u32(PcapngConstants.byteOrderMagic)
+            body.u16(section.majorVersion)
+            body.u16(section.minorVersion)
+            body.u64(UInt64.max)  // section length unknown (-1)
+            var options = OptionWriter()
+            if let application = section.userApplication { options.add(4, Array(application.utf8)) }
+            body.bytes(options.finished())
+        case .interface(let interface):
+            type = PcapngConstants.interfaceType
+            body.u16(interface.linkType)
+            body.u16(0)
+            body.u32(interface.snapLength)
+            var options = OptionWriter()
+            if let name = interface.name { options.add(2, Array(name.utf8)) }
+            if let description = interface.description { options.add(3, Array(description.utf8)) }
+            options.add(9, [interface.timestampExponent])
+            body.bytes(options.finished())
+        case .packet(let packet):
+            type = PcapngConstants.enhancedPacketType
+            body.u32(packet.interfaceID)
+            body.u32(UInt32(truncatingIfNeeded: packet.timestamp >> 32))
+            body.u32(UInt32(truncatingIfNeeded: packet.timestamp))
+            body.u32(UInt32(clamping: packet.data.count))
+            body.u32(packet.originalLength)
+            body.padded(packet.data)
+            var options = OptionWriter()
+            if packet.direction != .unknown {
+                var flags = LittleEndianWriter()
+                flags.u32(packet.direction.rawValue)
+                options.add(2, flags.bytes)
+            }
+            body.bytes(options.finished())
+        case .custom(let custom):
+            type =
+                custom.copyable ? PcapngConstants.customCopyableType : PcapngConstants.customNonCopyableType
+            body.u32(custom.enterpriseNumber)
+            body.padded(custom.data)
+        case .secrets(let secrets):
+            type = PcapngConstants.decryptionSecretsType
+            body.u32(secrets.secretsType)
+            body.u32(UInt32(clamping: secrets.data.count))
+            body.padded(secrets.data)
+        case .other(let otherType, let otherBody):
+            precondition(otherBody.count % 4 == 0, "a block body is a whole number of 32-bit words")
+            type = otherType
+            body.bytes(otherBody)
+        }
+        let total = UInt32(body.bytes.count + PcapngConstants.minimumBlockLength)
+        var block = LittleEndianWriter()
+        block.u32(type)
+        block.u32(total)
+        block.bytes(body.bytes)
+        block.u32(total)
+        bytes += block.bytes
+    }
+}
+
+/// Reads a whole pcapng file with checked reads: malformed or truncated input throws a
+/// ``CaptureError`` naming the block and offset, and never traps.
+public enum PcapngReader {
+    /// Parses every block of `bytes`.
+    /// - Throws: ``CaptureError`` (`notPcapng`, `truncated`, `malformed`, `unsupportedVersion`).
+    public static func read(_ bytes: [UInt8]) throws(CaptureError) -> [PcapngBlock] {
+        guard bytes.count >= 4, bytes[0] == 0x0A, bytes[1] == 0x0D, bytes[2] == 0x0D, bytes[3] == 0x0A else {
+            throw CaptureError(.notPcapng, "not a pcapng file: it does not start with a Section Header Block")
+        }
+        var blocks: [PcapngBlock] = []
+        var offset = 0
+        var bigEndian = false
+        while offset < bytes.count {
+            let remaining = bytes.count - offset
+            guard remaining >= PcapngConstants.minimumBlockLength else {
+                throw CaptureError(
+                    .truncated, "block at offset \(offset): \(remaining) bytes, a block needs 12")
+            }
+            var header = CheckedReader(bytes, start: offset, end: bytes.count, bigEndian: bigEndian)
+            let type = try header.u32("block type")
+            if type == PcapngConstants.sectionHeaderType {
+                // The byte order is known only after reading the magic that follows the length.
+                var probe = CheckedReader(bytes, start: offset + 8, end: bytes.count, bigEndian: false)
+                let magic = try probe.u32("byte-order magic")
+                if magic == PcapngConstants.byteOrderMagic {
+                    bigEndian = false
+                } else if magic == PcapngConstants.byteOrderMagic.byteSwapped {
+                    bigEndian = true
+                } else {
+                    throw CaptureError(.malformed, "section at offset \(offset): bad byte-order magic")
+                }
+                header = CheckedReader(bytes, start: offset + 4, end: bytes.count, bigEndian: bigEndian)
+            }
+            let length = Int(try header.u32("block length"))
+            guard length >= PcapngConstants.minimumBlockLength, length % 4 == 0 else {
+                throw CaptureError(.malformed, "block at offset \(offset): length \(length) is invalid")
+            }
+            guard length <= PcapngConstants.maximumBlockLength else {
+                throw CaptureError(.malformed, "block at offset \(offset): length \(length) is too large")
+            }
+            guard length <= remaining else {
+                throw CaptureError(
+                    .truncated, "block at offset \(offset): declares \(length) bytes, \(remaining) left")
+            }
+            var trailer = CheckedReader(
+                bytes, start: offset + length - 4, end: offset + length, bigEndian: bigEndian)
+            guard try trailer.u32("trailing block length") == UInt32(length) else {
+                throw CaptureError(.malformed, "block at offset \(offset): trailing length differs")
+            }
+            var body = CheckedReader(bytes, start: offset + 8, end: offset + length - 4, bigEndian: bigEndian)
+            do throws(CaptureError) {
+                blocks.append(try parseBlock(type: type, body: &body, bigEndian: bigEndian))
+            } catch {
+                throw CaptureError(error.code, "block at offset \(offset): \(error.diagnostic)")
+            }
+            offset += length
+        }
+        return blocks
+    }
+
+    private static func parseBlock(type: UInt32, body: inout CheckedReader, bigEndian: Bool)
+        throws(CaptureError) -> PcapngBlock
+    {
+        switch type {
+        case PcapngConstants.sectionHeaderType:
+            _ = try body.u32("byte-order magic")
+            let major = try body.u16("major version")
+            let minor = try body.u16("minor version")
+            guard major == 1 else {
+                throw CaptureError(.unsupportedVersion, "pcapng version \(major).\(minor), expected 1.x")
+            }
+            _ = try body.u64("section length")
+            let options = try body.options()
+            let application = options.first { $0.code == 4 }.map { String(decoding: $0.value, as: UTF8.self) }
+            return .section(
+                PcapngSection(
+                    bigEndian: bigEndian, majorVersion: major, minorVersion: minor,
+                    userApplication: application))
+        case PcapngConstants.interfaceType:
+            let linkType = try body.u16("link type")
+            _ = try body.u16("reserved")
+            let snapLength = try body.u32("snap length")
+            let options = try body.options()
+            var interface = PcapngInterface(linkType: linkType, snapLength: snapLength, timestampExponent: 6)
+            for option in options {
+                switch option.code {
+                case 2: interface.name = String(decoding: option.value, as: UTF8.self)
+                case 3: interface.description = String(decoding: option.value, as: UTF8.self)
+                case 9:
+                    guard option.value.count == 1, let resolution = option.value.first else {
+                        throw CaptureError(.malformed, "if_tsresol must be 1 byte")
+                    }
+                    guard resolution & 0x80 == 0, resolution <= 9 else {
+                        throw CaptureError(
+                            .malformed, "if_tsresol \(resolution) is not a power of ten up to 10^-9")
+                    }
+                    interface.timestampExponent = resolution
+                default: break
+                }
+            }
+            return .interface(interface)
+        case PcapngConstants.enhancedPacketType:
+            let interfaceID = try body.u32("interface id")
+            let high = UInt64(try body.u32("timestamp (high)"))
+            let low = UInt64(try body.u32("timestamp (low)"))
+            let captured = Int(try body.u32("captured length"))
+            let original = try body.u32("original length")
+            let data = try body.paddedBytes("packet data", count: captured)
+            let options = try body.options()
+            var direction = PacketDirection.unknown
+            if let flags = options.first(where: { $0.code == 2 }) {
+                var reader = CheckedReader(
+                    flags.value, start: 0, end: flags.value.count, bigEndian: bigEndian)
+                let value = try reader.u32("epb_flags")
+                guard let parsed = PacketDirection(rawValue: value & 3) else {
+                    throw CaptureError(.malformed, "epb_flags direction 3 is reserved")
+                }
+                direction = parsed
+            }
+            var packet = PcapngPacket(
+                interfaceID: interfaceID, timestamp: high << 32 | low, data: data, direction: direction)
+            packet.originalLength = original
+            return .packet(packet)
+        case PcapngConstants.customCopyableType, PcapngConstants.customNonCopyableType:
+            let enterprise = try body.u32("private enterprise number")
+            return .custom(
+                PcapngCustomBlock(
+                    enterpriseNumber: enterprise, data: body.remaining(),
+                    copyable: type == PcapngConstants.customCopyableType))
+        case PcapngConstants.decryptionSecretsType:
+            let secretsType = try body.u32("secrets type")
+            let length = Int(try body.u32("secrets length"))
+            let data = try body.paddedBytes("secrets data", count: length)
+            _ = try body.options()
+            return .secrets(PcapngSecrets(secretsType: secretsType, data: data))
+        default:
+            return .other(type: type, body: body.remaining())
+        }
+    }
+}
+
+/// Little-endian field writer for block bodies.
+struct LittleEndianWriter {
+    var bytes: [UInt8] = []
+
+    mutating func u16(_ value: UInt16) {
+        bytes.append(UInt8(truncatingIfNeeded: value))
+        bytes.append(UInt8(truncatingIfNeeded: value >> 8))
+    }
+
+    mutating func u32(_ value: UInt32) {
+        for shift in stride(from: 0, to: 32, by: 8) {
+            bytes.append(UInt8(truncatingIfNeeded: value >> shift))
+        }
+    }
+
+    mutating func u64(_ value: UInt64) {
+        for shift in stride(from: 0, to: 64, by: 8) {
+            bytes.append(UInt8(truncatingIfNeeded: value >> shift))
+        }
+    }
+
+    mutating func bytes(_ data: [UInt8]) { bytes += data }
+
+    /// Appends `data` and zeros up to the next multiple of 4 bytes.
+    mutating func padded(_ data: [UInt8]) {
+        bytes += data
+        bytes += [UInt8](repeating: 0, count: (4 - data.count % 4) % 4)
+    }
+}
+
+/// Collects options and ends them with opt_endofopt.
+private struct OptionWriter {
+    private var writer = LittleEndianWriter()
+    private var any = false
+
+    mutating func add(_ code: UInt16, _ value: [UInt8]) {
+        precondition(value.count <= Int(UInt16.max), "option value too long")
+        any = true
+        writer.u16(code)
+        writer.u16(UInt16(value.count))
+        writer.padded(value)
+    }
+
+    func finished() -> [UInt8] {
+        guard any else { return [] }
+        var copy = writer
+        copy.u32(0)
+        return copy.bytes
+    }
+}
+
+/// Bounds-checked reads within `start..<end` of a buffer, in a section's byte order.
+struct CheckedReader {
+    private let buffer: [UInt8]
+    private(set) var position: Int
+    private let end: Int
+    private let bigEndian: Bool
+
+    init(_ buffer: [UInt8], start: Int, end: Int, bigEndian: Bool) {
+        self.buffer = buffer
+        self.end = Swift.max(Swift.min(end, buffer.count), 0)
+        self.position = Swift.min(Swift.max(start, 0), self.end)
+        self.bigEndian = bigEndian
+    }
+
+    var remainingCount: Int { end - position }
+
+    private mutating func integer(_ field: String, size: Int) throws(CaptureError) -> UInt64 {
+        guard remainingCount >= size else {
+            throw CaptureError(.truncated, "\(field) needs \(size) bytes, \(remainingCount) left")
+        }
+        var value: UInt64 = 0
+        for index in 0..<size {
+            let byte = UInt64(buffer[position + (bigEndian ? index : size - 1 - index)])
+            value = value << 8 | byte
+        }
+        position += size
+        return value
+    }
+
+    mutating func u16(_ field: String) throws(CaptureError) -> UInt16 {
+        UInt16(truncatingIfNeeded: try integer(field, size: 2))
+    }
+
+    mutating func u32(_ field: String) throws(CaptureError) -> UInt32 {
+        UInt32(truncatingIfNeeded: try integer(field, size: 4))
+    }
+
+    mutating func u64(_ field: String) throws(CaptureError) -> UInt64 {
+        let first = try integer(field, size: 4)
+        let second = try integer(field, size: 4)
+        // A 64-bit field is two 32-bit words in section order.
+        return bigEndian ? first << 32 | second : second << 32 | first
+    }
+
+    /// `count` bytes followed by padding to a multiple of 4.
+    mutating func paddedBytes(_ field: String, count: Int) throws(CaptureError) -> [UInt8] {
+        let padded = count + (4 - count % 4) % 4
+        guard count >= 0, remainingCount >= padded else {
+            throw CaptureError(
+                .truncated, "\(field) of \(count) bytes (padded) exceeds the \(remainingCount) left")
+        }
+        let data = Array(buffer[position..<(position + count)])
+        position += padded
+        return data
+    }
+
+    mutating func remaining() -> [UInt8] {
+        let data = Array(buffer[position..<end])
+        position = end
+        return data
+    }
+
+    /// Options up to opt_endofopt or the end of the body.
+    mutating func options() throws(CaptureError) -> [(code: UInt16, value: [UInt8])] {
+        var options: [(code: UInt16, value: [UInt8])] = []
+        while remainingCount > 0 {
+            let code = try u16("option code")
+            let length = Int(try u16("option length"))
+            if code == 0 { break }
+            options.append((code, try paddedBytes("option \(code)", count: length)))
+        }
+        return options
+    }
+}

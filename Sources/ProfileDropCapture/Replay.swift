@@ -1,0 +1,280 @@
+import ProfileDropCore
+import ProfileDropCrypto
+
+/// One line of a replay timeline.
+public struct ReplayEntry: Sendable {
+    /// What happened.
+    public enum Kind: Sendable {
+        /// The device was rebuilt; `card` is the card it offered (a secret, from the keylog).
+        case start(DeviceRecord, card: ProfileCard?)
+        /// A recorded input was fed in.
+        case input(CapturedInput)
+        /// The replayed device sent this datagram, identical to the recorded one.
+        case sent(OutgoingDatagram)
+        /// The replayed device reported this event.
+        case event(DeviceEvent)
+    }
+
+    /// The device's time.
+    public var time: Instant
+    /// The device's name in the capture.
+    public var device: String
+    /// What happened.
+    public var kind: Kind
+}
+
+/// Where a replay first differed from the capture.
+public struct ReplayDivergence: Equatable, Sendable, CustomStringConvertible {
+    /// The device.
+    public var device: String
+    /// The time of the input after which it happened.
+    public var time: Instant
+    /// What differed, in one line.
+    public var reason: String
+    /// The recorded datagram, if one is involved.
+    public var recorded: [UInt8]?
+    /// The replayed datagram, if one is involved.
+    public var replayed: [UInt8]?
+
+    public var description: String { "\(device) at t=\(time): \(reason)" }
+}
+
+/// The outcome of replaying one device.
+public enum ReplayResult: Equatable, Sendable {
+    /// Every recorded datagram was reproduced byte for byte; `datagrams` were compared.
+    case identical(datagrams: Int)
+    /// The first difference.
+    case diverged(ReplayDivergence)
+}
+
+/// Rebuilds a captured device and drives it with the recorded inputs, comparing every datagram it
+/// sends with the recorded one.
+public enum Replay {
+    /// Replays `captured`.
+    ///
+    /// - Parameters:
+    ///   - staticKey: the device's static private key; needed when the capture names no key source
+    ///     (`share` captures). When given, it must match the recorded public key.
+    ///   - onEntry: called for each timeline entry, in order.
+    /// - Throws: ``CaptureError`` when the capture cannot be replayed at all: no keylog, no or a
+    ///   wrong static key, an undecodable card.
+    public static func run(
+        _ captured: CapturedDevice, staticKey: X25519.PrivateKey? = nil,
+        onEntry: (ReplayEntry) -> Void = { _ in }
+    ) throws(CaptureError) -> ReplayResult {
+        let record = captured.record
+        guard let secrets = captured.secrets else {
+            throw CaptureError(
+                .missingSecrets,
+                "the capture has no secrets for device \(record.name): re-capture with --keylog to replay it")
+        }
+        let key = try resolveKey(record: record, source: secrets.staticKey, given: staticKey)
+        var card: ProfileCard?
+        if let bytes = secrets.card {
+            do {
+                card = try ProfileCard(decoding: bytes)
+            } catch {
+                throw CaptureError(
+                    .malformed, "the recorded card of \(record.name) does not decode: \(error)")
+            }
+        }
+        guard (card != nil) == record.hasCard else {
+            throw CaptureError(
+                .malformed, "the keylog and the device record of \(record.name) disagree about a card")
+        }
+        let configuration = record.configuration(card: card, staticKey: key)
+        return withoutActuallyEscaping(onEntry) { onEntry in
+            var engine = Engine(captured: captured, tape: ReplayTape(secrets.randomStream), onEntry: onEntry)
+            return engine.run(configuration: configuration, card: card)
+        }
+    }
+
+    /// The static private key to rebuild `record` with.
+    static func resolveKey(record: DeviceRecord, source: StaticKeySource, given: X25519.PrivateKey?)
+        throws(CaptureError) -> X25519.PrivateKey
+    {
+        let key: X25519.PrivateKey
+        let origin: String
+        if let given {
+            key = given
+            origin = "the given key file"
+        } else {
+            switch source {
+            case .external:
+                throw CaptureError(
+                    .staticKey,
+                    "device \(record.name) needs its static key to replay: pass --key-file PATH (its key file)"
+                )
+            case .seedMaterial(let material):
+                var random = DeterministicRandom(seedMaterial: material)
+                key = X25519.PrivateKey(using: &random)
+                origin = "the simulation seed"
+            case .embedded(let raw):
+                do {
+                    key = try X25519.PrivateKey(rawRepresentation: raw)
+                } catch {
+                    throw CaptureError(.malformed, "the embedded static key of \(record.name) is malformed")
+                }
+                origin = "the embedded key"
+            }
+        }
+        guard key.publicKey.rawRepresentation == record.staticPublicKey else {
+            throw CaptureError(
+                .staticKey,
+                "the static key from \(origin) has public key \(hex(key.publicKey.rawRepresentation)), "
+                    + "but \(record.name) recorded \(hex(record.staticPublicKey))")
+        }
+        return key
+    }
+}
+
+/// The recorded random stream, handed out in order. Running past its end yields zeros and is
+/// noted, so that a replay that draws more than the original reports a divergence, never traps.
+final class ReplayTape {
+    let bytes: [UInt8]
+    private(set) var position = 0
+    private(set) var overrun = false
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    func fill(_ buffer: UnsafeMutableRawBufferPointer) {
+        let available = min(buffer.count, bytes.count - position)
+        for index in 0..<buffer.count {
+            buffer[index] = index < available ? bytes[position + index] : 0
+        }
+        position += available
+        if available < buffer.count { overrun = true }
+    }
+}
+
+/// A ``RandomSource`` that replays a recorded stream.
+struct ReplayRandom: RandomSource {
+    let tape: ReplayTape
+
+    mutating func fill(_ buffer: UnsafeMutableRawBufferPointer) { tape.fill(buffer) }
+}
+
+private struct Engine {
+    let captured: CapturedDevice
+    let tape: ReplayTape
+    let onEntry: (ReplayEntry) -> Void
+    var nextOutbound = 0
+    var expectedRandom = 0
+
+    init(captured: CapturedDevice, tape: ReplayTape, onEntry: @escaping (ReplayEntry) -> Void) {
+        self.captured = captured
+        self.tape = tape
+        self.onEntry = onEntry
+    }
+
+    var name: String { captured.record.name }
+
+    mutating func run(configuration: DeviceConfiguration, card: ProfileCard?) -> ReplayResult {
+        let record = captured.record
+        onEntry(ReplayEntry(time: record.startTime, device: name, kind: .start(record, card: card)))
+        var device = Device(
+            configuration: configuration, random: ReplayRandom(tape: tape), now: record.startTime,
+            localAddress: record.localAddress)
+        guard device.deviceID == record.deviceID else {
+            return .diverged(
+                divergence(
+                    record.startTime,
+                    "the rebuilt device has id \(device.deviceID), the capture recorded \(record.deviceID)"))
+        }
+        expectedRandom = Int(record.startRandomBytes)
+        if let divergence = drain(&device, after: "creation", time: record.startTime) {
+            return .diverged(divergence)
+        }
+        for input in captured.inputs {
+            onEntry(ReplayEntry(time: input.time, device: name, kind: .input(input.input)))
+            switch input.input {
+            case .timeout: device.handleTimeout(at: input.time)
+            case .pose(let pose): device.updatePose(pose, at: input.time)
+            case .decision(let decision): device.decide(decision, at: input.time)
+            case .datagram(let bytes, let source): device.handleDatagram(bytes, from: source, at: input.time)
+            }
+            expectedRandom += Int(input.randomBytes)
+            if let divergence = drain(&device, after: "input \(input.sequence)", time: input.time) {
+                return .diverged(divergence)
+            }
+        }
+        let lastTime = captured.inputs.last?.time ?? record.startTime
+        if nextOutbound < captured.outbound.count {
+            let missing = captured.outbound[nextOutbound]
+            return .diverged(
+                ReplayDivergence(
+                    device: name, time: missing.time,
+                    reason:
+                        "the capture has \(captured.outbound.count - nextOutbound) more datagrams than the "
+                        + "replay sent, starting with packet \(missing.packetIndex)",
+                    recorded: missing.payload, replayed: nil))
+        }
+        if let end = captured.end,
+            end.inputs != UInt64(captured.inputs.count) || end.outbound != UInt64(captured.outbound.count)
+        {
+            return .diverged(
+                divergence(
+                    lastTime,
+                    "the end record counts \(end.inputs) inputs and \(end.outbound) datagrams, the file holds "
+                        + "\(captured.inputs.count) and \(captured.outbound.count)"))
+        }
+        return .identical(datagrams: captured.outbound.count)
+    }
+
+    /// Compares everything the device sent since the last input, reports its events, and checks
+    /// its random draws.
+    mutating func drain(_ device: inout Device, after what: String, time: Instant) -> ReplayDivergence? {
+        while let datagram = device.pollTransmit() {
+            guard nextOutbound < captured.outbound.count else {
+                return ReplayDivergence(
+                    device: name, time: time,
+                    reason: "after \(what) the replay sent a datagram the capture does not have",
+                    recorded: nil, replayed: datagram.bytes)
+            }
+            let recorded = captured.outbound[nextOutbound]
+            let sameDestination: Bool
+            switch datagram.destination {
+            case .multicast: sameDestination = IPv4UDP.isMulticast(recorded.destination.ipv4)
+            case .unicast(let address): sameDestination = address == recorded.destination
+            }
+            guard recorded.payload == datagram.bytes, sameDestination else {
+                let reason =
+                    recorded.payload == datagram.bytes
+                    ? "datagram \(nextOutbound) (packet \(recorded.packetIndex)) went to \(datagram.destination), "
+                        + "the capture has \(recorded.destination)"
+                    : "datagram \(nextOutbound) (packet \(recorded.packetIndex)) differs from the capture"
+                return ReplayDivergence(
+                    device: name, time: time, reason: reason, recorded: recorded.payload,
+                    replayed: datagram.bytes)
+            }
+            nextOutbound += 1
+            onEntry(ReplayEntry(time: recorded.time, device: name, kind: .sent(datagram)))
+        }
+        while let event = device.pollEvent() {
+            onEntry(ReplayEntry(time: time, device: name, kind: .event(event)))
+        }
+        if tape.overrun || tape.position != expectedRandom {
+            return divergence(
+                time,
+                "after \(what) the replay had drawn \(tape.position)\(tape.overrun ? "+" : "") random bytes, "
+                    + "the capture recorded \(expectedRandom)")
+        }
+        return nil
+    }
+
+    func divergence(_ time: Instant, _ reason: String) -> ReplayDivergence {
+        ReplayDivergence(device: name, time: time, reason: reason, recorded: nil, replayed: nil)
+    }
+}
+
+/// Lowercase hex.
+func hex(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef")
+    var text = ""
+    text.reserveCapacity(bytes.count * 2)
+    for byte in bytes {
+        text.append(digits[Int(byte >> 4)])
+        text.append(digits[Int(byte & 0x0F)])
+    }
+    return text
+}

@@ -1,0 +1,68 @@
+import Foundation
+import ProfileDropCapture
+import ProfileDropCore
+import Testing
+
+/// Every golden capture replays identically; with PROFILEDROP_REGENERATE_CAPTURES=1 they are
+/// rewritten first from their deterministic simulated runs.
+@Suite(.serialized)
+struct GoldenCaptureTests {
+    static var regenerate: Bool {
+        ProcessInfo.processInfo.environment["PROFILEDROP_REGENERATE_CAPTURES"] == "1"
+    }
+
+    @Test(arguments: GoldenCaptures.all)
+    func replaysIdentically(_ golden: GoldenCaptures.Golden) throws {
+        if Self.regenerate {
+            let (bytes, report) = try GoldenCaptures.generate(golden)
+            #expect(report.violations.isEmpty, "\(report.violations)")
+            try Data(bytes).write(to: URL(fileURLWithPath: golden.capturePath))
+        }
+        let capture = try CaptureFile.read(path: golden.capturePath)
+        #expect(capture.devices.count == 2)
+        var events: [String: [DeviceEvent]] = [:]
+        var compared = 0
+        for device in capture.devices {
+            let result = try Replay.run(device) { entry in
+                if case .event(let event) = entry.kind { events[entry.device, default: []].append(event) }
+            }
+            guard case .identical(let datagrams) = result else {
+                Issue.record("\(golden.name): \(result)")
+                continue
+            }
+            #expect(datagrams == device.outbound.count)
+            compared += datagrams
+        }
+        #expect(compared > 0)
+        let closes = capture.devices.compactMap { device in
+            events[device.record.name]?.compactMap { event -> CloseReason? in
+                if case .closed(let reason) = event { return reason }
+                return nil
+            }.first
+        }
+        switch golden.name {
+        case "happy-path", "lossy-link", "simultaneous-invite", "tampered":
+            #expect(closes == [.exchanged, .exchanged])
+        case "declined":
+            #expect(closes.contains(.declined(by: .local)) && closes.contains(.declined(by: .peer)))
+        case "out-of-range":
+            #expect(closes == [.outOfRange, .outOfRange])
+        default:
+            Issue.record("no expectation for \(golden.name)")
+        }
+        if golden.tamper {
+            let rejected = events.values.joined().contains { event in
+                if case .datagramRejected(let reason) = event { return reason.code == .authenticationFailed }
+                return false
+            }
+            #expect(rejected, "the tampered datagram was not rejected")
+        }
+    }
+
+    @Test func generationIsDeterministic() throws {
+        let golden = GoldenCaptures.all[0]
+        let first = try GoldenCaptures.generate(golden).bytes
+        let second = try GoldenCaptures.generate(golden).bytes
+        #expect(first == second)
+    }
+}
