@@ -1,0 +1,133 @@
+import ProfileDropCapture
+import ProfileDropCore
+import ProfileDropCrypto
+
+/// `profiledrop replay FILE`: rebuilds each captured device from a pcapng capture written with
+/// `--keylog`, feeds it the recorded inputs and checks that it sends the recorded datagrams byte for
+/// byte, printing the timeline.
+enum ReplayCommand: Subcommand {
+    static let name = "replay"
+    static let summary = "replay a capture deterministically and check every datagram is identical"
+    static let parser = ArgumentParser(
+        command: name,
+        options: [
+            OptionSpec(
+                name: "device", kind: .single, valueName: "ID",
+                help: "replay only this device (name, 16-hex-digit device id or interface number)"),
+            OptionSpec(name: "json", kind: .flag, help: "one JSON object per line instead of text"),
+            OptionSpec(
+                name: "key-file", kind: .single, valueName: "PATH",
+                help: "the device's static key file, for captures of 'share'"),
+        ]
+    )
+
+    static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
+        guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
+            throw UsageError(
+                "takes one capture file: profiledrop replay FILE [--device ID] [--json] [--key-file PATH]")
+        }
+        let json = arguments.has("json")
+        let capture = try CaptureFile.read(path: path)
+        var devices = capture.devices
+        if let selector = arguments.value("device") {
+            guard let device = capture.device(selector) else {
+                let names = capture.devices.map(\.record.name).joined(separator: ", ")
+                throw UsageError("\(path) has no device '\(selector)' (devices: \(names))")
+            }
+            devices = [device]
+        }
+        let givenKey = try arguments.value("key-file").map(loadKey)
+        var total = 0
+        for device in devices {
+            // A given key is for the device it belongs to; simulated devices derive theirs.
+            let key = givenKey.flatMap { key in
+                key.publicKey.rawRepresentation == device.record.staticPublicKey
+                    || device.secrets?.staticKey == .external ? key : nil
+            }
+            let result = try Replay.run(device, staticKey: key) { entry in
+                console.output(json ? jsonLine(entry) : Describe.line(entry))
+            }
+            switch result {
+            case .identical(let datagrams):
+                total += datagrams
+            case .diverged(let divergence):
+                report(divergence, json: json, console: console)
+                return .failure
+            }
+        }
+        if json {
+            console.output(
+                JSONValue.object([
+                    ("event", .string("replay")), ("datagrams", .integer(total)), ("identical", .bool(true)),
+                ]).serialized)
+        } else {
+            console.output("replay: \(total) datagrams, identical")
+        }
+        return .success
+    }
+
+    private static func loadKey(_ path: String) throws -> X25519.PrivateKey {
+        guard let key = try StaticKeyStore.load(at: path) else {
+            throw UsageError("no static key file at \(path)")
+        }
+        return key
+    }
+
+    private static func report(_ divergence: ReplayDivergence, json: Bool, console: Console) {
+        let recorded = divergence.recorded.map(hex) ?? "(none)"
+        let replayed = divergence.replayed.map(hex) ?? "(none)"
+        if json {
+            console.output(
+                JSONValue.object([
+                    ("event", .string("divergence")), ("device", .string(divergence.device)),
+                    ("t", .string(Describe.seconds(divergence.time))), ("reason", .string(divergence.reason)),
+                    ("recorded", .string(recorded)), ("replayed", .string(replayed)),
+                ]).serialized)
+        } else {
+            console.output("divergence: \(divergence)")
+            for (label, bytes) in [("recorded", divergence.recorded), ("replayed", divergence.replayed)] {
+                guard let bytes else { continue }
+                let (type, fields) = Describe.datagram(bytes)
+                console.output("\(label): \(type) \(Describe.text(fields))")
+            }
+            console.output("recorded hex: \(recorded)")
+            console.output("replayed hex: \(replayed)")
+        }
+        console.error("profiledrop replay: diverged: \(divergence)")
+    }
+
+    private static func jsonLine(_ entry: ReplayEntry) -> String {
+        var members: [(String, JSONValue)] = []
+        func add(_ fields: [(String, String)]) { members += fields.map { ($0.0, .string($0.1)) } }
+        let common: [(String, JSONValue)] = [
+            ("t", .string(Describe.seconds(entry.time))), ("device", .string(entry.device)),
+        ]
+        switch entry.kind {
+        case .start(let record, let card):
+            members = [("event", .string("start"))] + common
+            add([
+                ("device_id", record.deviceID.description), ("address", record.localAddress.description),
+                ("consent", Describe.policy(record.consent)),
+                ("static_public_key", Describe.hexString(record.staticPublicKey)),
+            ])
+            if let card {
+                members.append(("card", .object(Describe.card(card).map { ($0.0, .string($0.1)) })))
+            }
+        case .input(let input):
+            let (kind, fields) = Describe.input(input)
+            members = [("event", .string("input"))] + common + [("input", .string(kind))]
+            add(fields)
+        case .sent(let datagram):
+            let (type, fields) = Describe.datagram(datagram.bytes)
+            members = [("event", .string("sent"))] + common + [("type", .string(type))]
+            add([("to", datagram.destination.description)] + fields)
+        case .event(let event):
+            let (name, fields) = Describe.event(event)
+            members = [("event", .string("device-event"))] + common + [("name", .string(name))]
+            add(fields)
+        }
+        return JSONValue.object(members).serialized
+    }
+}
+
+extension CaptureError: InputError {}
