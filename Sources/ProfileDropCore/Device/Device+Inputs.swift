@@ -71,7 +71,7 @@ extension Device {
             throw ProtocolError(.unexpectedMessage, "INVITE addressed to \(invite.receiver)")
         }
         guard invite.sender != deviceID else { throw ProtocolError(.ownDatagram, "our own INVITE") }
-        guard closeReason == nil else {
+        guard closeReason == nil, !discovery.prefersNotToAccept(invite.sender, now: context.now) else {
             refuse(invite, from: source, reason: .unavailable)
             return
         }

@@ -25,7 +25,7 @@ public struct Timeouts: Sendable, Equatable {
     public var rangingWindow: Duration = .seconds(3)
     /// After this much ranging, a peer whose filtered distance is still beyond
     /// ``Limits/farAbortDistance`` is given up early, so a crowded room is scanned quickly.
-    public var rangingFarAbort: Duration = .seconds(1)
+    public var rangingFarAbort: Duration = .milliseconds(300)
     /// How long a user may take to answer a consent request before it declines by itself.
     public var consent: Duration = .seconds(60)
     /// Longest interval between control packets while waiting (they double from the ranging
@@ -50,9 +50,9 @@ public struct Timeouts: Sendable, Equatable {
     /// How long a closed session keeps answering CLOSE with CLOSE_ACK (draining).
     public var drain: Duration = .seconds(3)
     /// Back-off before inviting a peer again after a session with it failed; doubles per failure.
-    public var retryBackoff: Duration = .seconds(5)
+    public var retryBackoff: Duration = .seconds(4)
     /// Longest back-off for one peer.
-    public var retryBackoffCap: Duration = .seconds(40)
+    public var retryBackoffCap: Duration = .seconds(20)
     /// After BUSY, wait a random time in this range before inviting that peer again.
     public var busyBackoff: ClosedRange<Duration> = .milliseconds(500) ... .milliseconds(1500)
     /// Random delay before the first invitation, and between invitations.

@@ -5,12 +5,13 @@ struct KnownPeer {
     var lastSeen: Instant
     /// The peer's beacon said it is in an exchange.
     var busy: Bool
-    /// We do not invite it before this time (back-off after failures and BUSY).
-    var availableAt: Instant
+    /// After a session with it failed, we neither invite it nor accept its invitations before
+    /// this time.
+    var retryAt: Instant
+    /// After it answered BUSY, we do not invite it before this time.
+    var busyUntil: Instant
     /// Sessions with it that ended without an exchange.
     var failures = 0
-    /// Invitations we sent it.
-    var attempts = 0
 }
 
 /// The multicast half of a device: announces our beacon, browses with queries, answers queries
@@ -111,7 +112,7 @@ struct DiscoverySession {
         }
         let peer = KnownPeer(
             id: beacon.deviceID, address: address, lastSeen: context.now, busy: beacon.busy,
-            availableAt: context.now)
+            retryAt: context.now, busyUntil: context.now)
         let position = peers.firstIndex { $0.id > beacon.deviceID } ?? peers.endIndex
         peers.insert(peer, at: position)
         context.emit(.peerFound(beacon.deviceID))
@@ -124,23 +125,38 @@ struct DiscoverySession {
         answerAt = context.now + context.randomDuration(in: context.timeouts.queryResponseDelay)
     }
 
-    /// Picks the next peer to invite, or nil. Candidates are free peers whose back-off expired;
-    /// among those with the fewest attempts one is drawn at random, so that many devices do not
-    /// all invite the same peer and every peer is eventually tried.
+    /// Picks the next peer to invite, or nil. Candidates are peers not known to be busy whose
+    /// back-offs expired; among those with the fewest failed sessions one is drawn at random, so
+    /// that many devices do not all invite the same peer and every peer is tried before any is
+    /// retried. BUSY answers do not count as failures: a busy peer is retried soon.
     mutating func nextInvitee(context: inout SessionContext) -> KnownPeer? {
         guard !isClosed, context.now >= inviteAt else { return nil }
-        let candidates = peers.filter { !$0.busy && $0.availableAt <= context.now }
-        guard let fewest = candidates.map(\.attempts).min() else { return nil }
-        let least = candidates.filter { $0.attempts == fewest }
-        let chosen = least[Int(context.random.uniform(below: UInt64(least.count)))]
-        if let index = peers.firstIndex(where: { $0.id == chosen.id }) { peers[index].attempts += 1 }
-        return chosen
+        let candidates = peers.filter { isCandidate($0, now: context.now) }
+        guard let fewest = candidates.map(\.failures).min() else { return nil }
+        let least = candidates.filter { $0.failures == fewest }
+        return least[Int(context.random.uniform(below: UInt64(least.count)))]
+    }
+
+    private func isCandidate(_ peer: KnownPeer, now: Instant) -> Bool {
+        !peer.busy && peer.retryAt <= now && peer.busyUntil <= now
+    }
+
+    /// Whether we refuse an invitation from `peer`: while we back off from it after a failed
+    /// session, or while another known peer has fewer failed sessions (we would rather try that
+    /// one). Either way a far pair does not keep ranging, and two devices held together that have
+    /// tried everyone else are free for each other.
+    func prefersNotToAccept(_ peer: DeviceID, now: Instant) -> Bool {
+        guard let entry = peers.first(where: { $0.id == peer }) else { return false }
+        guard let fewest = peers.map(\.failures).min() else { return false }
+        return entry.retryAt > now || entry.failures > fewest
     }
 
     /// The earliest time a peer becomes available for an invitation (for the device's deadline).
     var nextInviteCandidateAt: Instant? {
         guard !isClosed else { return nil }
-        guard let earliest = peers.filter({ !$0.busy }).map(\.availableAt).min() else { return nil }
+        guard let earliest = peers.filter({ !$0.busy }).map({ max($0.retryAt, $0.busyUntil) }).min() else {
+            return nil
+        }
         return max(earliest, inviteAt)
     }
 
@@ -150,7 +166,7 @@ struct DiscoverySession {
             peers[index].failures += 1
             let backoff = context.timeouts.retryBackoff.doubled(
                 peers[index].failures - 1, cap: context.timeouts.retryBackoffCap)
-            peers[index].availableAt = context.now + context.jittered(backoff, spread: 0.2)
+            peers[index].retryAt = context.now + context.jittered(backoff, spread: 0.2)
         }
         inviteAt = context.now + context.randomDuration(in: context.timeouts.inviteDelay)
     }
@@ -158,7 +174,7 @@ struct DiscoverySession {
     /// Backs off briefly from `peer` after it answered BUSY.
     mutating func peerBusy(_ peer: DeviceID, context: inout SessionContext) {
         if let index = peers.firstIndex(where: { $0.id == peer }) {
-            peers[index].availableAt = context.now + context.randomDuration(in: context.timeouts.busyBackoff)
+            peers[index].busyUntil = context.now + context.randomDuration(in: context.timeouts.busyBackoff)
         }
         inviteAt = context.now + context.randomDuration(in: context.timeouts.inviteDelay)
     }

@@ -698,12 +698,12 @@ struct ExchangeSession {
         }
     }
 
-    /// Whether the peer is clearly too far to come into range soon.
+    /// Whether the peer is clearly too far to come into range soon: three raw measurements in a
+    /// row beyond the far distance, after the far-abort delay. (The gate's filtered estimate needs
+    /// more samples; this only decides to stop trying, never to open.)
     private func isFar(_ ranging: RangingState, context: SessionContext) -> Bool {
-        guard context.now >= ranging.startedAt + context.timeouts.rangingFarAbort, !ranging.link.localInRange,
-            let estimate = ranging.gate.estimate
-        else { return false }
-        return estimate.distance > context.limits.farAbortDistance
+        context.now >= ranging.startedAt + context.timeouts.rangingFarAbort && !ranging.link.localInRange
+            && ranging.consecutiveFar >= 3
     }
 
     /// Sends RANGING with our pose and takes one proximity measurement of the peer.
@@ -718,6 +718,10 @@ struct ExchangeSession {
                 truePose: context.pose, peerPose: peerPose, random: &context.random)
         }
         ranging.gate.add(sample, at: context.now)
+        if let sample {
+            ranging.consecutiveFar =
+                sample.distance > context.limits.farAbortDistance ? ranging.consecutiveFar + 1 : 0
+        }
         if sample != nil, let estimate = ranging.gate.estimate {
             ranging.link.estimate = estimate
             context.emit(.ranging(distanceCm: estimate.distance, bearingDeg: estimate.bearing))

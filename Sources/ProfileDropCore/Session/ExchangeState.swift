@@ -34,6 +34,8 @@ struct RangingState {
     var gate: ProximityGate
     /// When ranging began.
     let startedAt: Instant
+    /// Consecutive raw measurements beyond ``Limits/farAbortDistance``.
+    var consecutiveFar = 0
     /// The ranging window ends here.
     let deadline: Instant
     /// The next RANGING frame and measurement.
