@@ -136,11 +136,13 @@ extension Simulation {
 }
 
 extension Swarm {
-    /// The devices' timers in swarm runs: the defaults with a 20 s overall limit and a 10 s consent
-    /// wait, so that bystanders that never find a partner close within a short virtual time.
+    /// The devices' timers in swarm runs: the defaults with a 60 s overall limit, a 10 s consent
+    /// wait and a 30 s transfer limit, so that bystanders that never find a partner close within a
+    /// modest virtual time. (With 20 s, a pair in a room of six at 30 % loss sometimes had no turn
+    /// to try each other before giving up.)
     public static let timeouts: Timeouts = {
         var timeouts = Timeouts()
-        timeouts.overall = .seconds(20)
+        timeouts.overall = .seconds(60)
         timeouts.consent = .seconds(10)
         timeouts.transfer = .seconds(30)
         return timeouts

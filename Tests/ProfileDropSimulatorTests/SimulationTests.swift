@@ -1,0 +1,135 @@
+import Foundation
+import ProfileDropCore
+import Testing
+
+@testable import ProfileDropSimulator
+
+private func scenario(_ name: String) throws -> Scenario {
+    try Scenario.load(contentsOf: scenariosDirectory + "/\(name).json")
+}
+
+private func reasons(_ report: SimulationReport) -> [String] {
+    report.devices.map { $0.close?.reason ?? "open" }
+}
+
+/// Runs with the real protocol core (`Device`), in virtual time.
+@Suite struct SimulationTests {
+    @Test func happyPairExchangesBothCards() throws {
+        let report = Simulation.run(scenario: try scenario("happy-pair"))
+        #expect(report.violations == [])
+        #expect(reasons(report) == ["exchanged", "exchanged"])
+        #expect(report.devices[0].receivedCard == report.scenario.devices[1].card)
+        #expect(report.devices[1].receivedCard == report.scenario.devices[0].card)
+        #expect(report.devices.map(\.receivedFrom) == ["bob", "alice"])
+        #expect(report.devices.allSatisfy { $0.cardMatchesSender == true })
+        #expect(report.network.totalSentDatagrams == report.devices.map(\.sentDatagrams).reduce(0, +))
+        #expect(report.virtualDuration < .seconds(10))
+        #expect(
+            report.lines.first
+                == "simulate: seed=1 devices=2 limit=\(Instant.zero + report.scenario.timeLimit) "
+                + "pose-interval=50ms"
+        )
+        #expect(
+            report.lines.last?.hasPrefix("summary: 2 devices, 2 exchanged, 0 aborted, 0 unclosed") == true)
+    }
+
+    @Test func thirtyPercentLossStillCompletes() throws {
+        let report = Simulation.run(scenario: try scenario("lossy-30"))
+        #expect(report.violations == [])
+        #expect(reasons(report) == ["exchanged", "exchanged"])
+        #expect(report.network.lost > 0)
+        #expect(report.network.duplicated > 0 || report.network.reordered > 0)
+    }
+
+    @Test func sameSeedSameTranscriptByteForByte() throws {
+        let lossy = try scenario("lossy-30")
+        let options = SimulationOptions(logDatagrams: true, verbose: true)
+        let first = Simulation.run(scenario: lossy, options: options)
+        let second = Simulation.run(scenario: lossy, options: options)
+        #expect(
+            first.lines.joined(separator: "\n").utf8.elementsEqual(second.lines.joined(separator: "\n").utf8))
+        #expect(first.transcript.count > 50)
+        let reseeded = Simulation.run(scenario: lossy, seed: 12_345, options: options)
+        #expect(reseeded.transcript != first.transcript)
+        #expect(reseeded.lines.first?.hasPrefix("simulate: seed=12345 ") == true)
+    }
+
+    @Test(arguments: ["out-of-range", "too-close", "misaligned"])
+    func neverExchangesOutsideTheGate(name: String) throws {
+        let report = Simulation.run(scenario: try scenario(name))
+        #expect(report.violations == [])
+        #expect(report.exchangedCount == 0)
+        #expect(report.devices.allSatisfy { $0.receivedCard == nil && $0.close != nil })
+        #expect(!report.transcript.contains { $0.contains("card received") || $0.contains("asks to share") })
+    }
+
+    @Test func declineClosesBothWithoutCards() throws {
+        let report = Simulation.run(scenario: try scenario("declined"))
+        #expect(report.violations == [])
+        #expect(reasons(report) == ["declined-by-peer", "declined-by-us"])
+        #expect(report.devices.allSatisfy { $0.receivedCard == nil })
+        #expect(report.transcript.contains { $0.hasSuffix("bob <- user declines") })
+    }
+
+    @Test func crossedInvitationsSettleOnOneSession() throws {
+        // A 350 ms link makes both devices invite before either invitation arrives.
+        let report = Simulation.run(scenario: try scenario("simultaneous-invite"))
+        #expect(report.violations == [])
+        #expect(report.transcript.contains { $0.contains("alice -> inviting bob") })
+        #expect(report.transcript.contains { $0.contains("bob -> inviting alice") })
+        #expect(reasons(report) == ["exchanged", "exchanged"])
+        #expect(report.transcript.filter { $0.contains("card received") }.count == 2)
+        #expect(report.transcript.filter { $0.contains("-> secured with") }.count == 2)
+    }
+
+    @Test func pairsStartedTogetherAlwaysExchange() {
+        for seed in UInt64(1)...8 {
+            let report = Simulation.run(
+                scenario: SimulationBenchmark.pairScenario(photoBytes: nil), seed: seed)
+            #expect(report.violations == [], "seed \(seed)")
+            #expect(reasons(report) == ["exchanged", "exchanged"], "seed \(seed)")
+        }
+    }
+
+    @Test func crowdedRoomOnlyTheClosePairExchanges() throws {
+        let report = Simulation.run(scenario: try scenario("crowded-room-20"))
+        #expect(report.violations == [])
+        #expect(report.devices.count == 20)
+        #expect(report.devices.filter(\.exchanged).map(\.name) == ["alice", "bob"])
+        #expect(report.devices.dropFirst(2).allSatisfy { $0.receivedCard == nil && $0.close != nil })
+        #expect(report.unclosedCount == 0)
+    }
+
+    @Test func fullSizePhotosCrossALossyLink() throws {
+        let report = Simulation.run(scenario: try scenario("walk-in-photo"))
+        #expect(report.violations == [])
+        #expect(reasons(report) == ["exchanged", "exchanged"])
+        #expect(report.devices[0].receivedCard?.photo?.data.count == ProfileCard.Limits.photoBytes)
+        #expect(report.network.totalSentBytes > 2 * ProfileCard.Limits.photoBytes)
+    }
+
+    @Test func walkingAwayMidTransferMustNotDeliver() throws {
+        // Bob leaves 80 cm away while 256 KiB photos are in flight.
+        let report = Simulation.run(scenario: try scenario("walk-away"))
+        #expect(report.devices.allSatisfy { $0.close != nil })
+        withKnownIssue("the core does not re-check proximity during the card transfer") {
+            #expect(!report.violations.contains { $0.contains("card out of range") })
+        }
+    }
+
+    @Test func unclosedAtTheLimitIsReported() throws {
+        var outOfRange = try scenario("out-of-range")
+        outOfRange.timeLimit = .seconds(5)
+        let report = Simulation.run(scenario: outOfRange)
+        #expect(report.unclosedCount == 2)
+        #expect(report.violations.contains { $0.hasPrefix("alice did not close by t=5.000s") })
+    }
+
+    @Test func benchmarkCountsTraffic() {
+        let result = SimulationBenchmark.run(exchanges: 2, seed: 1)
+        #expect(result.completed == 2)
+        #expect(result.datagramsPerExchange > 10)
+        #expect(result.bytesPerExchange > 500)
+        #expect(result.line.hasPrefix("bench simulate (no photo): 2/2 exchanged, "))
+    }
+}
