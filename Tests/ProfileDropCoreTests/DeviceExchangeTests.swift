@@ -355,4 +355,25 @@ enum Fixtures {
             #expect(room.closeReason(index) != .exchanged)
         }
     }
+
+    @Test func simultaneousInvitationsKeepTheLowerIdAsInitiator() {
+        var room = VirtualRoom()
+        var timeouts = Timeouts()
+        // Both hear each other's first beacon and invite at exactly 250 ms.
+        timeouts.inviteDelay = .zero ... .zero
+        let (a, b) = Fixtures.facingPair(distance: 7)
+        room.add(Fixtures.configuration("Bori", seed: 1, timeouts: timeouts), pose: a, seed: 11)
+        room.add(Fixtures.configuration("Kong", seed: 2, timeouts: timeouts), pose: b, seed: 12)
+        room.run(until: Instant.zero + .seconds(30))
+        let connecting = room.events.map { events in
+            events.compactMap { if case .connecting(_, let initiator) = $0 { initiator } else { nil } }
+        }
+        #expect(
+            connecting[0].filter { $0 }.count == 1 && connecting[1].filter { $0 }.count == 1, "both invited")
+        let lower = room.devices[0].deviceID < room.devices[1].deviceID ? 0 : 1
+        #expect(connecting[1 - lower].last == false, "the higher id became responder")
+        let secured = room.events.map { $0.filter { if case .secured = $0 { true } else { false } }.count }
+        #expect(secured == [1, 1])
+        #expect(room.closeReason(0) == .exchanged && room.closeReason(1) == .exchanged)
+    }
 }

@@ -1,0 +1,138 @@
+import ProfileDropCrypto
+import Testing
+
+@testable import ProfileDropCore
+
+@Suite struct CardTransferTests {
+    static func bytes(_ count: Int, seed: UInt64 = 1) -> [UInt8] {
+        var random = DeterministicRandom(seed: seed)
+        return random.bytes(count)
+    }
+
+    static func sender(_ data: [UInt8], window: Int = 8) -> CardSender {
+        CardSender(
+            bytes: data, offer: CardSender.offer(for: data), window: window, timeouts: Timeouts(), now: .zero)
+    }
+
+    @Test func offerDescribesTheCard() {
+        let data = Self.bytes(2500)
+        let offer = CardSender.offer(for: data)
+        #expect(offer.length == 2500 && offer.chunkSize == 1120 && offer.chunkCount == 3)
+        #expect(offer.digest == BLAKE2b.hash(data, outputLength: 32))
+        #expect(
+            Frame.cardChunk(index: 0, data: Array(repeating: 0, count: 1120)).encodedSize + 22 + 16 <= 1200)
+    }
+
+    @Test func senderRespectsWindowAndPacing() {
+        var sender = Self.sender(Self.bytes(20_000), window: 4)
+        var now = Instant.zero
+        var sent: [Int] = []
+        // Pacing: one chunk per call at the same instant.
+        if case .cardChunk(let index, _) = sender.takeChunk(now: now) { sent.append(Int(index)) }
+        #expect(sender.takeChunk(now: now) == nil)
+        for _ in 0..<10 {
+            now = now + .milliseconds(2)
+            if case .cardChunk(let index, _) = sender.takeChunk(now: now) { sent.append(Int(index)) }
+        }
+        #expect(sent == [0, 1, 2, 3], "the window holds four chunks in flight")
+        // Acknowledging two frees two slots.
+        #expect(sender.apply(CardSack(cumulative: 2, bitmap: []), now: now) == 2)
+        now = now + .milliseconds(2)
+        if case .cardChunk(let index, _) = sender.takeChunk(now: now) { sent.append(Int(index)) }
+        #expect(sent.last == 4)
+    }
+
+    @Test func lostChunksAreResentAfterTheTimeoutOrASelectiveGap() {
+        var sender = Self.sender(Self.bytes(8 * 1120), window: 8)
+        var now = Instant.zero
+        for _ in 0..<8 {
+            _ = sender.takeChunk(now: now)
+            now = now + .milliseconds(2)
+        }
+        // Chunks 1..7 acknowledged, 0 missing: a gap of more than three declares 0 lost at once.
+        let sack = CardSack(cumulative: 0, bitmap: [0x7F])
+        #expect(sender.apply(sack, now: now) == 7)
+        guard case .cardChunk(let index, _) = sender.takeChunk(now: now) else {
+            Issue.record("chunk 0 was not resent")
+            return
+        }
+        #expect(index == 0 && sender.retransmissions == 1)
+        // Without an acknowledgement it is resent again once its timeout expires.
+        #expect(sender.takeChunk(now: now + .milliseconds(2)) == nil)
+        let later = now + sender.rto + .milliseconds(1)
+        if case .cardChunk(let again, _) = sender.takeChunk(now: later) {
+            #expect(again == 0)
+        } else {
+            Issue.record("chunk 0 was not resent after its timeout")
+        }
+        #expect(sender.apply(CardSack(cumulative: 8, bitmap: []), now: later) == 1)
+        #expect(sender.isComplete && sender.nextDeadline(now: later) == nil)
+    }
+
+    @Test func receiverReassemblesOutOfOrderAndAcknowledgesSelectively() throws {
+        let data = Self.bytes(10 * 1120 + 17)
+        let offer = CardSender.offer(for: data)
+        var receiver = CardReceiver(offer: offer)
+        let order = [3, 0, 10, 1, 7, 3, 2]
+        for index in order {
+            let start = index * 1120
+            try receiver.accept(
+                index: UInt16(index), data: Array(data[start..<min(start + 1120, data.count)]))
+        }
+        let sack = receiver.sack()
+        #expect(sack.cumulative == 4)
+        for index in 0..<11 {
+            #expect(sack.covers(index) == [0, 1, 2, 3, 7, 10].contains(index), "\(index)")
+        }
+        #expect(receiver.haveCount == 6 && receiver.card == nil)
+        for index in [4, 5, 6, 8, 9] {
+            let start = index * 1120
+            try receiver.accept(index: UInt16(index), data: Array(data[start..<start + 1120]))
+        }
+        #expect(receiver.card == data)
+        #expect(receiver.sack() == CardSack(cumulative: 11, bitmap: []))
+    }
+
+    @Test func receiverRejectsChunksThatDoNotFitTheOffer() {
+        let offer = CardSender.offer(for: Self.bytes(1500))
+        var receiver = CardReceiver(offer: offer)
+        #expect(throws: ProtocolError.self) { try receiver.accept(index: 2, data: [1]) }
+        #expect(throws: ProtocolError.self) { try receiver.accept(index: 0, data: [1, 2, 3]) }
+        #expect(throws: ProtocolError.self) {
+            try receiver.accept(index: 1, data: Array(repeating: 0, count: 381))
+        }
+        #expect(receiver.haveCount == 0)
+    }
+
+    @Test func endToEndOverALossyLinkDeliversEveryByte() throws {
+        let data = Self.bytes(262_144 + 300, seed: 4)
+        var sender = Self.sender(data, window: 32)
+        var receiver = CardReceiver(offer: sender.offer)
+        var random = DeterministicRandom(seed: 77)
+        var now = Instant.zero
+        var inFlight: [(at: Instant, frame: Frame)] = []
+        var acks: [(at: Instant, sack: CardSack)] = []
+        var datagrams = 0
+        while !sender.isComplete && now < Instant.zero + .seconds(60) {
+            while let chunk = sender.takeChunk(now: now) {
+                datagrams += 1
+                if random.unitDouble() >= 0.3 { inFlight.append((now + .milliseconds(10), chunk)) }
+            }
+            for delivery in inFlight where delivery.at <= now {
+                if case .cardChunk(let index, let bytes) = delivery.frame {
+                    try receiver.accept(index: index, data: bytes)
+                    if random.unitDouble() >= 0.3 { acks.append((now + .milliseconds(10), receiver.sack())) }
+                }
+            }
+            inFlight.removeAll { $0.at <= now }
+            for ack in acks where ack.at <= now { _ = sender.apply(ack.sack, now: now) }
+            acks.removeAll { $0.at <= now }
+            now = now + .milliseconds(1)
+        }
+        #expect(sender.isComplete)
+        #expect(receiver.card == data)
+        #expect(
+            datagrams < sender.total * 3,
+            "retransmissions stay proportionate: \(datagrams) for \(sender.total)")
+    }
+}

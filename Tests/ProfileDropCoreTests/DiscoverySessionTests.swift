@@ -1,0 +1,177 @@
+import ProfileDropCrypto
+import Testing
+
+@testable import ProfileDropCore
+
+@Suite struct DiscoverySessionTests {
+    /// A lone device, driven by its own deadlines, with everything it multicasts recorded.
+    struct Lone {
+        var device: Device
+        var sent: [(time: Instant, packet: Packet)] = []
+        var events: [DeviceEvent] = []
+
+        init(timeouts: Timeouts = Timeouts(), seed: UInt64 = 3) {
+            var configuration = Fixtures.configuration("Bori", seed: seed, timeouts: timeouts)
+            configuration.limits.unsolicitedPerSecond = 1000
+            device = Device(
+                configuration: configuration, random: DeterministicRandom(seed: seed), now: .zero,
+                localAddress: PeerAddress(10, 0, 0, 1, port: 4000))
+            drain()
+        }
+
+        mutating func drain() {
+            while let datagram = device.pollTransmit() {
+                if let packet = try? Packet(datagram: datagram.bytes) { sent.append((device.now, packet)) }
+            }
+            while let event = device.pollEvent() { events.append(event) }
+        }
+
+        mutating func run(until end: Instant) {
+            while let deadline = device.nextDeadline, deadline <= end {
+                device.handleTimeout(at: deadline)
+                drain()
+            }
+        }
+
+        mutating func deliver(_ packet: Packet, from source: PeerAddress, at time: Instant) {
+            run(until: time)
+            device.handleDatagram(packet.encoded(), from: source, at: time)
+            drain()
+        }
+
+        var beaconTimes: [Instant] {
+            sent.compactMap { if case .beacon = $0.packet { $0.time } else { nil } }
+        }
+    }
+
+    @Test func beaconsBackOffToTheCapWithJitter() {
+        var lone = Lone()
+        lone.run(until: Instant.zero + .seconds(30))
+        let times = lone.beaconTimes
+        #expect(times.first.map { $0 <= Instant.zero + .milliseconds(100) } ?? false)
+        let gaps = zip(times.dropFirst(), times).map { ($0 - $1).secondsDouble }
+        #expect(gaps.count >= 8)
+        for (index, expected) in [0.25, 0.5, 1, 2, 4, 4, 4].enumerated() {
+            #expect(abs(gaps[index] - expected) <= expected * 0.1 + 1e-6, "gap \(index) = \(gaps[index])")
+        }
+        #expect(!lone.beaconTimes.isEmpty && lone.sent.allSatisfy { $0.packet.encoded().count <= 1200 })
+        // Browse queries back off too.
+        let queries = lone.sent.filter { if case .query = $0.packet { true } else { false } }.map(\.time)
+        let queryGaps = zip(queries.dropFirst(), queries).map { ($0 - $1).secondsDouble }
+        #expect(
+            queryGaps.prefix(4).enumerated().allSatisfy {
+                abs($1 - [1.0, 2, 4, 8][$0]) <= [1.0, 2, 4, 8][$0] * 0.1
+            })
+    }
+
+    @Test func queriesAreAnsweredAfterARandomDelayUnlessSuppressed() {
+        var lone = Lone()
+        let asker = PeerAddress(10, 0, 0, 9, port: 4000)
+        let askerID = DeviceID(rawValue: 99)
+        lone.run(until: Instant.zero + .seconds(10))
+        let before = lone.beaconTimes.count
+        // Known answer: we are listed, so we stay quiet.
+        let askedAt = Instant.zero + .milliseconds(10_500)
+        lone.deliver(
+            .query(Query(deviceID: askerID, knownAnswers: [lone.device.deviceID])), from: asker, at: askedAt)
+        lone.run(until: askedAt + .milliseconds(200))
+        #expect(lone.beaconTimes.count == before)
+        // Not listed: one answer 20–120 ms later, however many queries arrive meanwhile.
+        for offset in [0, 5, 10] {
+            lone.deliver(
+                .query(Query(deviceID: DeviceID(rawValue: 100 + UInt64(offset)), knownAnswers: [])),
+                from: asker,
+                at: askedAt + .milliseconds(300 + offset))
+        }
+        lone.run(until: askedAt + .milliseconds(600))
+        let answers = lone.beaconTimes.filter { $0 > askedAt + .milliseconds(300) }
+        #expect(answers.count == 1)
+        if let answer = answers.first {
+            let delay = answer - (askedAt + .milliseconds(300))
+            #expect(delay >= .milliseconds(20) && delay <= .milliseconds(120))
+        }
+        // A beacon went out under a second ago: a new query is not answered.
+        lone.deliver(
+            .query(Query(deviceID: askerID, knownAnswers: [])), from: asker, at: askedAt + .milliseconds(700))
+        lone.run(until: askedAt + .milliseconds(900))
+        #expect(lone.beaconTimes.filter { $0 > askedAt + .milliseconds(300) }.count == 1)
+    }
+
+    @Test func peerTableIsBoundedAndForgetsSilentPeers() {
+        var lone = Lone()
+        for index in 0..<100 {
+            let beacon = Beacon(deviceID: DeviceID(rawValue: 1000 + UInt64(index)), port: 4000, busy: true)
+            lone.deliver(
+                .beacon(beacon), from: PeerAddress(10, 0, 1, UInt8(index), port: 4000),
+                at: Instant.zero + .milliseconds(index))
+        }
+        #expect(lone.device.snapshot.knownPeers == 32)
+        #expect(lone.events.filter { if case .peerFound = $0 { true } else { false } }.count == 100)
+        lone.run(until: Instant.zero + .seconds(16))
+        #expect(lone.device.snapshot.knownPeers == 0)
+    }
+
+    @Test func ownMulticastIsIgnoredQuietly() {
+        var lone = Lone()
+        guard let own = lone.sent.first?.packet ?? nil else {
+            lone.run(until: Instant.zero + .seconds(1))
+            return
+        }
+        lone.deliver(own, from: lone.device.localAddress, at: Instant.zero + .milliseconds(200))
+        #expect(lone.device.counters.rejected(.ownDatagram) == 1)
+        #expect(lone.device.snapshot.knownPeers == 0)
+        #expect(!lone.events.contains { if case .datagramRejected = $0 { true } else { false } })
+    }
+
+    @Test func vanishedPeerEndsTheHandshakeAfterBoundedRetries() {
+        var lone = Lone()
+        let ghost = PeerAddress(10, 0, 0, 7, port: 4000)
+        lone.deliver(
+            .beacon(Beacon(deviceID: DeviceID(rawValue: 5), port: 4000, busy: false)), from: ghost, at: .zero)
+        // 0.25 + 0.5 + 1 + 2 s of retransmissions, then 4 s for the last: over by about 8.1 s, and the
+        // back-off (4 s ± 20 %) keeps the next attempt beyond 11 s.
+        lone.run(until: Instant.zero + .seconds(11))
+        let invites = lone.sent.filter { if case .invite = $0.packet { true } else { false } }.map(\.time)
+        #expect(invites.count == 5)
+        let gaps = zip(invites.dropFirst(), invites).map { ($0 - $1).secondsDouble }
+        #expect(gaps == [0.25, 0.5, 1, 2])
+        let ended = lone.events.compactMap {
+            if case .sessionEnded(_, let reason) = $0 { reason } else { nil }
+        }
+        #expect(ended == [.timeout(what: "handshake")])
+        #expect(lone.device.counters.handshakeRetransmissions == 4)
+    }
+
+    @Test func floodFromOneSourceIsRateLimitedAndBounded() {
+        var lone = Lone()
+        var configuration = Fixtures.configuration("Bori", seed: 3)
+        configuration.limits.unsolicitedPerSecond = 20
+        lone.device = Device(
+            configuration: configuration, random: DeterministicRandom(seed: 3), now: .zero,
+            localAddress: PeerAddress(10, 0, 0, 1, port: 4000))
+        let attacker = PeerAddress(10, 0, 0, 66, port: 9)
+        var random = DeterministicRandom(seed: 8)
+        for index in 0..<2000 {
+            let time = Instant.zero + .milliseconds(index / 4)
+            let beacon = Beacon(deviceID: DeviceID(rawValue: random.nextUInt64()), port: 9, busy: false)
+            lone.device.handleDatagram(beacon.encodedPacket, from: attacker, at: time)
+            lone.device.handleDatagram(
+                random.bytes(Int(random.uniform(below: 300))), from: attacker, at: time)
+        }
+        lone.drain()
+        #expect(lone.device.counters.rejected(.rateLimited) > 1500)
+        #expect(lone.device.snapshot.knownPeers <= 32)
+        #expect(lone.device.counters.datagramsReceived == 4000)
+        #expect(lone.device.counters.datagramsRejected + lone.device.counters.datagramsAccepted == 4000)
+        // A genuine peer from another address is still heard.
+        lone.deliver(
+            .beacon(Beacon(deviceID: DeviceID(rawValue: 1), port: 4000, busy: true)),
+            from: PeerAddress(10, 0, 0, 2, port: 4000),
+            at: Instant.zero + .milliseconds(600))
+        #expect(lone.events.contains(.peerFound(DeviceID(rawValue: 1))))
+    }
+}
+
+extension Beacon {
+    fileprivate var encodedPacket: [UInt8] { Packet.beacon(self).encoded() }
+}
