@@ -69,7 +69,11 @@ final class ShareSession {
             try host.flush(&device)
 
             if device.isClosed {
-                if closedAt == nil { closedAt = now }
+                if closedAt == nil {
+                    // Report the outcome now; the process only lingers to answer retransmitted CLOSEs.
+                    closedAt = now
+                    try reportOutcome(device)
+                }
                 if device.nextDeadline == nil || now >= (closedAt ?? now) + Self.exitLinger { break }
             }
             var wake = now + .milliseconds(250)
@@ -83,16 +87,19 @@ final class ShareSession {
             }
         }
 
+        if options.verbose {
+            let counters = device.counters
+            console.error("datagrams: sent \(host.statistics.datagramsSent), received \(host.statistics.datagramsReceived); \(counters)")
+        }
+        return Self.exitCode(for: device.closedReason ?? .timeout(what: "no exchange"))
+    }
+
+    private func reportOutcome(_ device: Device) throws {
         let reason = device.closedReason ?? .timeout(what: "no exchange")
         if case .exchanged = reason, let card = receivedCard, let directory = options.saveDirectory {
             try CardSaver.save(card, in: directory)
         }
         display.finish(reason: reason, snapshot: device.snapshot, card: receivedCard)
-        if options.verbose {
-            let counters = device.counters
-            console.error("datagrams: sent \(host.statistics.datagramsSent), received \(host.statistics.datagramsReceived); \(counters)")
-        }
-        return Self.exitCode(for: reason)
     }
 
     static func exitCode(for reason: CloseReason) -> ExitCode {
