@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 need_apt=()
 pkg-config --exists libsodium 2>/dev/null || need_apt+=(libsodium-dev)
 command -v pkg-config >/dev/null || need_apt+=(pkg-config)
+# iproute2 lets the LAN test build its own network namespaces joined by a veth pair.
+command -v ip >/dev/null || need_apt+=(iproute2)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "setup: installing ${need_apt[*]}"
     if [ "$(id -u)" -ne 0 ]; then
