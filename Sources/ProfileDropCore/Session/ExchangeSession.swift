@@ -488,7 +488,10 @@ struct ExchangeSession {
 
     private mutating func setLocalConsent(_ decision: ConsentDecision, context: inout SessionContext) {
         guard case .consenting(var consenting) = state else { return }
-        let effective: ConsentDecision = decision == .share && localCard == nil ? .receiveOnly : decision
+        // Without a card, or with one over the peer's limit, sharing means receiving only.
+        let tooLarge = (localCard?.count ?? 0) > Int(consenting.link.peerParameters.maxCardBytes)
+        let effective: ConsentDecision =
+            decision == .share && (localCard == nil || tooLarge) ? .receiveOnly : decision
         consenting.link.localConsent = effective
         if effective == .share, let localCard {
             consenting.link.localOffer = CardSender.offer(for: localCard)
