@@ -58,7 +58,8 @@ import Testing
         for position in 4..<datagram.bytes.count {
             var bytes = datagram.bytes
             bytes[position] ^= 0x20
-            guard case .secure(let packet) = try? Packet(datagram: bytes) else { continue }  // header fields broke parsing
+            // A flipped length or header byte may already fail parsing; the rest must fail the tag.
+            guard case .secure(let packet) = try? Packet(datagram: bytes) else { continue }
             do throws(ProtocolError) {
                 _ = try b.open(packet)
                 Issue.record("tampered byte \(position) was accepted")

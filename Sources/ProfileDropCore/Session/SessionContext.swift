@@ -34,7 +34,8 @@ struct SessionContext {
     /// `base` scaled by a random factor in `[1 - spread, 1 + spread]`.
     mutating func jittered(_ base: Duration, spread: Double = 0.1) -> Duration {
         let factor = 1 - spread + 2 * spread * random.unitDouble()
-        return .nanoseconds(Int64(clamping: UInt64(Double(base.nanosecondsClamped) * factor)))
+        let scaled = min(Double(base.nanosecondsClamped) * factor, Double(Int64.max / 2))
+        return .nanoseconds(Int64(max(scaled, 0)))
     }
 }
 

@@ -91,7 +91,9 @@ public struct CloseFrame: Equatable, Sendable {
 
 /// Which of the peer's one-shot frames the sender holds (RECEIPT flags).
 public struct Receipts: OptionSet, Equatable, Sendable {
+    /// The flags byte.
     public let rawValue: UInt8
+    /// Wraps a flags byte.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     /// The peer's TOKEN.
     public static let token = Receipts(rawValue: 1)
@@ -105,16 +107,25 @@ public struct Receipts: OptionSet, Equatable, Sendable {
 
 /// A frame inside a SECURE packet.
 public enum Frame: Equatable, Sendable {
+    /// TOKEN: the sender's 16-byte discovery token.
     case token([UInt8])
+    /// RANGING: the sender's pose and token.
     case ranging(RangingFrame)
+    /// IN_RANGE: whether the sender's proximity gate has opened (latched once true).
     case inRange(Bool)
-    /// The sender's decision; with `.share` the offer of its card.
+    /// CONSENT: the sender's decision; with `.share` the offer of its card.
     case consent(ConsentDecision, CardOffer?)
+    /// CARD_CHUNK: bytes `index * chunkSize ..< +data.count` of the sender's card.
     case cardChunk(index: UInt16, data: [UInt8])
+    /// CARD_SACK: which chunks of the peer's card the sender holds.
     case cardSack(CardSack)
+    /// CARD_ACK: the sender verified the peer's card with this digest.
     case cardAck(digest: [UInt8])
+    /// CLOSE: the sender is closing the session.
     case close(CloseFrame)
+    /// CLOSE_ACK: the sender saw the peer's CLOSE.
     case closeAck
+    /// RECEIPT: which of the peer's facts the sender holds.
     case receipt(Receipts)
 
     /// The frame type.

@@ -117,12 +117,19 @@ public struct SecurePacket: Equatable, Sendable {
 
 /// Any ProfileDrop datagram.
 public enum Packet: Equatable, Sendable {
+    /// BEACON (multicast).
     case beacon(Beacon)
+    /// QUERY (multicast).
     case query(Query)
+    /// INVITE: Noise XX message 1.
     case invite(HandshakePacket)
+    /// ACCEPT: Noise XX message 2.
     case accept(HandshakePacket)
+    /// CONFIRM: Noise XX message 3.
     case confirm(HandshakePacket)
+    /// BUSY: an invitation refused.
     case busy(Busy)
+    /// SECURE: encrypted frames.
     case secure(SecurePacket)
 
     /// The datagram type.
