@@ -324,6 +324,16 @@ private struct SimulationEngine {
 
     private mutating func finish(limit: Instant) -> SimulationReport {
         let bound = options.closeBound.map { Instant.zero + $0 } ?? limit
+        // "Exchanged" promises that our card reached the peer too.
+        for (index, state) in devices.enumerated() where state.close?.exchanged == true {
+            guard let peer = state.receivedFrom else { continue }
+            if devices[peer].receivedCard != scenario.devices[index].card {
+                let name = scenario.devices[index].name
+                violations.append(
+                    "\(name) closed as exchanged but \(scenario.devices[peer].name) never received \(name)'s card"
+                )
+            }
+        }
         for (index, state) in devices.enumerated() {
             let name = scenario.devices[index].name
             if let closedAt = state.closedAt {

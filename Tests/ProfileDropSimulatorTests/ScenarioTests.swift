@@ -195,7 +195,7 @@ private func parseError(_ text: String) -> String? {
     @Test func shippedScenariosParse() throws {
         let names = [
             "happy-pair", "lossy-30", "out-of-range", "too-close", "misaligned", "crowded-room-20",
-            "simultaneous-invite", "declined", "walk-in-photo",
+            "simultaneous-invite", "declined", "walk-in-photo", "walk-away",
         ]
         for name in names {
             let scenario = try Scenario.load(contentsOf: scenariosDirectory + "/\(name).json")

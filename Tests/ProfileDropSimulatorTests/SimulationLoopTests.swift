@@ -13,6 +13,8 @@ private struct ToyDevice: SimulatedDevice {
     let options = SimulationOptions()
     var leaky = false
     var tamper = false
+    /// Closes as exchanged as soon as the peer's card arrives, without waiting for its own to land.
+    var careless = false
     var pose = Pose(x: 0, y: 0, heading: 0)
     var outbox: [(destination: NetworkDestination, bytes: [UInt8])] = []
     var events: [SimulatedDeviceEvent] = []
@@ -25,11 +27,12 @@ private struct ToyDevice: SimulatedDevice {
     var isClosed = false
     var identity: UInt64 { UInt64(index) }
 
-    init(context: DeviceContext, leaky: Bool = false, tamper: Bool = false) {
+    init(context: DeviceContext, leaky: Bool = false, tamper: Bool = false, careless: Bool = false) {
         index = context.index
         card = context.spec.card
         self.leaky = leaky
         self.tamper = tamper
+        self.careless = careless
     }
 
     var nextDeadline: Instant? {
@@ -78,7 +81,7 @@ private struct ToyDevice: SimulatedDevice {
             if source == peer { cardAcknowledged = true }
         default: return
         }
-        if received && cardAcknowledged { close("exchanged", exchanged: true) }
+        if received && (cardAcknowledged || careless) && !isClosed { close("exchanged", exchanged: true) }
     }
 
     mutating func timeout(at time: Instant) {
@@ -203,6 +206,16 @@ private func pairScenario(
         }
         #expect(report.violations.contains { $0.contains("bob received a card from alice that differs") })
         #expect(report.devices[1].cardMatchesSender == false)
+    }
+
+    @Test func oneSidedExchangeIsAViolation() {
+        // Alice answers slowly but closes as soon as Bob's card arrives, so hers is never sent.
+        var scenario = pairScenario(distance: 7)
+        scenario.devices[0].consent = .accept(after: .seconds(2))
+        let report = Simulation.run(scenario: scenario) { ToyDevice(context: $0, careless: $0.index == 0) }
+        #expect(report.devices[0].exchanged)
+        #expect(report.devices[1].receivedCard == nil)
+        #expect(report.violations.contains("alice closed as exchanged but bob never received alice's card"))
     }
 
     @Test func cardDeliveredOutOfRangeIsAViolation() {
