@@ -329,9 +329,8 @@ private struct SimulationEngine {
             guard let peer = state.receivedFrom else { continue }
             if devices[peer].receivedCard != scenario.devices[index].card {
                 let name = scenario.devices[index].name
-                violations.append(
-                    "\(name) closed as exchanged but \(scenario.devices[peer].name) never received \(name)'s card"
-                )
+                let peerName = scenario.devices[peer].name
+                violations.append("\(name) closed as exchanged but \(peerName) never received \(name)'s card")
             }
         }
         for (index, state) in devices.enumerated() {
