@@ -46,6 +46,30 @@ public struct DeviceRecord: Equatable, Sendable {
     /// Nanoseconds since 1970 of `Instant.zero`, which packet timestamps add to each instant.
     public var epochNanoseconds: UInt64
 
+    /// Creates a record.
+    public init(
+        interfaceID: UInt32, name: String, deviceID: DeviceID, localAddress: PeerAddress,
+        staticPublicKey: [UInt8],
+        consent: ConsentPolicy, hasCard: Bool, timeouts: Timeouts, limits: Limits,
+        gate: ProximityGate.Configuration, measurement: MeasurementModel, startTime: Instant,
+        startRandomBytes: UInt32, epochNanoseconds: UInt64
+    ) {
+        self.interfaceID = interfaceID
+        self.name = name
+        self.deviceID = deviceID
+        self.localAddress = localAddress
+        self.staticPublicKey = staticPublicKey
+        self.consent = consent
+        self.hasCard = hasCard
+        self.timeouts = timeouts
+        self.limits = limits
+        self.gate = gate
+        self.measurement = measurement
+        self.startTime = startTime
+        self.startRandomBytes = startRandomBytes
+        self.epochNanoseconds = epochNanoseconds
+    }
+
     /// The configuration to rebuild the device with, given its secrets.
     public func configuration(card: ProfileCard?, staticKey: X25519.PrivateKey) -> DeviceConfiguration {
         DeviceConfiguration(
@@ -78,6 +102,17 @@ public struct InputRecord: Equatable, Sendable {
     public var input: CapturedInput
     /// How many random bytes the device drew while handling it (the bytes are in the keylog).
     public var randomBytes: UInt32
+
+    /// Creates a record.
+    public init(
+        interfaceID: UInt32, sequence: UInt64, time: Instant, input: CapturedInput, randomBytes: UInt32
+    ) {
+        self.interfaceID = interfaceID
+        self.sequence = sequence
+        self.time = time
+        self.input = input
+        self.randomBytes = randomBytes
+    }
 }
 
 /// Written once per device when the capture is saved: lets a reader tell a complete capture from a
@@ -89,6 +124,13 @@ public struct EndRecord: Equatable, Sendable {
     public var inputs: UInt64
     /// Outbound datagrams recorded.
     public var outbound: UInt64
+
+    /// Creates a record.
+    public init(interfaceID: UInt32, inputs: UInt64, outbound: UInt64) {
+        self.interfaceID = interfaceID
+        self.inputs = inputs
+        self.outbound = outbound
+    }
 }
 
 /// A replay record carried in a Custom Block.
@@ -183,7 +225,8 @@ public enum CaptureRecord: Equatable, Sendable {
         guard version == CaptureFormat.version else {
             throw CaptureError(
                 .unsupportedVersion,
-                "replay records of format version \(version); this build reads version \(CaptureFormat.version)"
+                "replay records of format version \(version); "
+                    + "this build reads version \(CaptureFormat.version)"
             )
         }
         let rawKind = try reader.u8("record kind")
@@ -566,7 +609,7 @@ enum ConfigurationCodec {
         let maximumRange = try reader.finite("maximum range")
         guard distanceNoise >= 0, bearingNoise >= 0, outlierBiasMean >= 0,
             (0...1).contains(outlierProbability),
-            (0...1).contains(dropoutProbability), sampleRate > 0, sampleRate <= 1000, maximumRange > 0
+            (0...1).contains(dropoutProbability), sampleRate >= 0.001, sampleRate <= 1000, maximumRange > 0
         else { throw CaptureError(.malformed, "measurement model out of range") }
         return MeasurementModel(
             distanceNoise: distanceNoise, bearingNoise: bearingNoise, outlierProbability: outlierProbability,

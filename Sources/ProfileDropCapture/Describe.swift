@@ -169,7 +169,8 @@ public enum Describe {
     public static func seconds(_ time: Instant) -> String {
         let fraction = String(time.nanoseconds % 1_000_000_000)
         return
-            "\(time.nanoseconds / 1_000_000_000).\(String(repeating: "0", count: 9 - fraction.count))\(fraction)s"
+            "\(time.nanoseconds / 1_000_000_000)." + String(repeating: "0", count: 9 - fraction.count)
+            + "\(fraction)s"
     }
 
     /// Lowercase hex.

@@ -68,6 +68,10 @@ public enum Replay {
                 .missingSecrets,
                 "the capture has no secrets for device \(record.name): re-capture with --keylog to replay it")
         }
+        guard captured.end != nil else {
+            throw CaptureError(
+                .truncated, "the capture of \(record.name) has no end record: the file was cut short")
+        }
         let key = try resolveKey(record: record, source: secrets.staticKey, given: staticKey)
         var card: ProfileCard?
         if let bytes = secrets.card {
@@ -103,7 +107,8 @@ public enum Replay {
             case .external:
                 throw CaptureError(
                     .staticKey,
-                    "device \(record.name) needs its static key to replay: pass --key-file PATH (its key file)"
+                    "device \(record.name) needs its static key to replay: "
+                        + "pass --key-file PATH (its key file)"
                 )
             case .seedMaterial(let material):
                 var random = DeterministicRandom(seedMaterial: material)
@@ -215,7 +220,8 @@ private struct Engine {
             return .diverged(
                 divergence(
                     lastTime,
-                    "the end record counts \(end.inputs) inputs and \(end.outbound) datagrams, the file holds "
+                    "the end record counts \(end.inputs) inputs and \(end.outbound) datagrams, "
+                        + "the file holds "
                         + "\(captured.inputs.count) and \(captured.outbound.count)"))
         }
         return .identical(datagrams: captured.outbound.count)
@@ -240,7 +246,8 @@ private struct Engine {
             guard recorded.payload == datagram.bytes, sameDestination else {
                 let reason =
                     recorded.payload == datagram.bytes
-                    ? "datagram \(nextOutbound) (packet \(recorded.packetIndex)) went to \(datagram.destination), "
+                    ? "datagram \(nextOutbound) (packet \(recorded.packetIndex)) "
+                        + "went to \(datagram.destination), "
                         + "the capture has \(recorded.destination)"
                     : "datagram \(nextOutbound) (packet \(recorded.packetIndex)) differs from the capture"
                 return ReplayDivergence(

@@ -50,6 +50,18 @@ struct GoldenCaptureTests {
         default:
             Issue.record("no expectation for \(golden.name)")
         }
+        let handshakes = capture.devices.map { device in
+            device.outbound.map(\.payload).filter { $0.count > 3 && [3, 4].contains($0[3]) }
+        }
+        if golden.name == "lossy-link" {
+            // INVITE and ACCEPT are retransmitted byte-identical when lost.
+            let retransmissions = handshakes.map { $0.count - Set($0).count }.reduce(0, +)
+            #expect(retransmissions > 0)
+        }
+        if golden.name == "simultaneous-invite" {
+            // Both devices invited: each sent an INVITE (type 3) of its own session.
+            #expect(handshakes.allSatisfy { messages in messages.contains { $0[3] == 3 } })
+        }
         if golden.tamper {
             let rejected = events.values.joined().contains { event in
                 if case .datagramRejected(let reason) = event { return reason.code == .authenticationFailed }

@@ -1,0 +1,106 @@
+import Foundation
+import ProfileDropCapture
+import ProfileDropCore
+import Testing
+
+/// Runs tshark with Tools/wireshark/profiledrop.lua over the golden captures. Skips, saying why,
+/// when tshark is not installed.
+struct DissectorTests {
+    static let script = GoldenCaptures.packageRoot.appendingPathComponent("Tools/wireshark/profiledrop.lua")
+        .path
+
+    static var tshark: String? {
+        for directory in ["/usr/bin", "/usr/local/bin", "/opt/homebrew/bin"] {
+            let path = directory + "/tshark"
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return nil
+    }
+
+    /// tshark's standard output, one line per packet, for `arguments` after the script option.
+    static func run(_ tshark: String, _ arguments: [String]) throws -> (status: Int32, lines: [String]) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tshark)
+        process.arguments = ["-X", "lua_script:\(script)"] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+        return (process.terminationStatus, lines)
+    }
+
+    @Test(arguments: GoldenCaptures.all)
+    func dissectsEveryMessageTypeOfTheGoldenCaptures(_ golden: GoldenCaptures.Golden) throws {
+        guard let tshark = Self.tshark else {
+            print("DissectorTests: skipped: tshark is not installed (apt-get install tshark)")
+            return
+        }
+        let (status, lines) = try Self.run(
+            tshark,
+            ["-r", golden.capturePath, "-Y", "profiledrop", "-T", "fields", "-e", "profiledrop.type_name"])
+        #expect(status == 0)
+        let types = Set(lines)
+        for expected in golden.expectedTypes {
+            #expect(types.contains(expected), "\(golden.name): no \(expected) in \(types.sorted())")
+        }
+        // Every datagram in the file is decoded: the packet count equals the dissected count.
+        let capture = try CaptureFile.read(path: golden.capturePath)
+        #expect(lines.count == capture.packetCount)
+        let (_, problems) = try Self.run(
+            tshark, ["-r", golden.capturePath, "-Y", "_ws.expert || _ws.malformed"])
+        #expect(problems.isEmpty, "\(golden.name): \(problems.prefix(3))")
+    }
+
+    @Test func decodesHeaderAndCleartextFields() throws {
+        guard let tshark = Self.tshark else {
+            print("DissectorTests: skipped: tshark is not installed (apt-get install tshark)")
+            return
+        }
+        let path = GoldenCaptures.all[0].capturePath
+        let capture = try CaptureFile.read(path: path)
+        let invite = try #require(capture.devices.flatMap(\.outbound).first { $0.payload[3] == 3 })
+        guard case .invite(let message) = try Packet(datagram: invite.payload) else {
+            Issue.record("not an INVITE")
+            return
+        }
+        let (_, lines) = try Self.run(
+            tshark,
+            [
+                "-r", path, "-Y", "profiledrop.type == 3", "-T", "fields", "-E", "separator=,",
+                "-e", "profiledrop.session_id", "-e", "profiledrop.sender", "-e", "profiledrop.receiver",
+                "-e", "profiledrop.noise_length",
+            ])
+        let expected =
+            [message.sessionID, message.sender.rawValue, message.receiver.rawValue]
+            .map {
+                "0x" + String(repeating: "0", count: 16 - String($0, radix: 16).count) + String($0, radix: 16)
+            }
+            .joined(separator: ",") + ",\(message.noiseMessage.count)"
+        #expect(lines.contains(expected), "\(lines.prefix(2)) vs \(expected)")
+    }
+
+    @Test func heuristicFindsUnicastOnOtherPorts() throws {
+        guard let tshark = Self.tshark else {
+            print("DissectorTests: skipped: tshark is not installed (apt-get install tshark)")
+            return
+        }
+        // Port 5000 is not registered: only the heuristic can claim the unicast exchange.
+        var run = try TwoDeviceRun(options: CaptureOptions())
+        run.run(until: Instant.zero + .seconds(30))
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "profiledrop-\(UUID().uuidString).pcapng"
+        ).path
+        try run.recorder.write(to: path)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let (_, lines) = try Self.run(
+            tshark,
+            [
+                "-r", path, "-Y", "profiledrop && udp.dstport == 5000", "-T", "fields", "-e",
+                "profiledrop.type_name",
+            ])
+        #expect(Set(lines).isSuperset(of: ["INVITE", "ACCEPT", "CONFIRM", "SECURE"]))
+    }
+}
