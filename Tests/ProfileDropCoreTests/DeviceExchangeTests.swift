@@ -376,4 +376,33 @@ enum Fixtures {
         #expect(secured == [1, 1])
         #expect(room.closeReason(0) == .exchanged && room.closeReason(1) == .exchanged)
     }
+
+    /// Every consent combination, over a link losing a third of all datagrams, ends the same way
+    /// on both devices with exactly the cards that were shared.
+    @Test(arguments: [
+        (ConsentPolicy.share, ConsentPolicy.share), (.share, .receiveOnly), (.receiveOnly, .receiveOnly),
+        (.decline, .share),
+    ])
+    func consentCombinationsOverALossyLink(policies: (ConsentPolicy, ConsentPolicy)) {
+        for seed in UInt64(1)...6 {
+            var room = VirtualRoom()
+            room.lossRate = 0.33
+            room.network = DeterministicRandom(seed: seed * 31)
+            let (a, b) = Fixtures.facingPair(distance: 7.5)
+            room.add(Fixtures.configuration("Bori", consent: policies.0, seed: seed), pose: a, seed: seed * 7)
+            room.add(
+                Fixtures.configuration("Kong", consent: policies.1, seed: seed + 50), pose: b, seed: seed * 11
+            )
+            room.run(until: Instant.zero + .seconds(120))
+            let declined = policies.0 == .decline || policies.1 == .decline
+            for (index, policy) in [policies.0, policies.1].enumerated() {
+                let other = [policies.0, policies.1][1 - index]
+                let expected: CloseReason =
+                    declined ? .declined(by: policy == .decline ? .local : .peer) : .exchanged
+                #expect(room.closeReason(index) == expected, "seed \(seed) device \(index)")
+                let sharedWithMe = !declined && other == .share
+                #expect(room.cards(index).count == (sharedWithMe ? 1 : 0), "seed \(seed) device \(index)")
+            }
+        }
+    }
 }

@@ -328,17 +328,15 @@ struct ExchangeSession {
             throw error
         }
         setLink(link)
-        if let close = inbound.close {
-            peerClosed(close, context: &context)
-            return
-        }
         do {
             try react(to: inbound, context: &context)
         } catch {
             fail(error, context: &context)
             throw error
         }
+        // The facts in the packet count before its CLOSE: they may complete our side too.
         advance(context: &context)
+        if let close = inbound.close { peerClosed(close, context: &context) }
     }
 
     /// State-specific handling of chunks, acknowledgements and CLOSE_ACK.
@@ -423,10 +421,17 @@ struct ExchangeSession {
         guard var link else { return }
         link.send([.closeAck], context: &context)
         if outcome == nil {
-            endsDevice = close.code == .exchanged || close.code == .declined
+            let exchangeComplete = isExchangeComplete
+            endsDevice = (close.code == .exchanged && exchangeComplete) || close.code == .declined
             outcome =
                 switch close.code {
-                case .exchanged: .exchanged
+                case .exchanged:
+                    // Only believed when everything we expected did arrive.
+                    exchangeComplete
+                        ? .exchanged
+                        : .error(
+                            ProtocolError(
+                                .unexpectedMessage, "peer closed as exchanged before the exchange completed"))
                 case .declined: .declined(by: .peer)
                 case .outOfRange: .outOfRange
                 case .timeout: .timeout(what: "peer gave up waiting")
@@ -444,6 +449,20 @@ struct ExchangeSession {
             state = .draining(DrainingState(link: link, until: context.now + context.timeouts.drain))
         case .handshaking, .closed:
             break
+        }
+    }
+
+    /// Whether the card phase delivered what it should: the peer's card verified if it offered one,
+    /// and ours acknowledged if we sent one.
+    private var isExchangeComplete: Bool {
+        switch state {
+        case .transferring(let transferring):
+            (transferring.receiver == nil || transferring.link.verifiedPeerCard != nil)
+                && (transferring.sender == nil || transferring.link.peerAckedOurCard)
+        case .closing, .draining:
+            outcome == .exchanged
+        case .handshaking, .ranging, .consenting, .closed:
+            false
         }
     }
 
@@ -525,9 +544,10 @@ struct ExchangeSession {
             let sent = transferring.sender == nil || transferring.link.peerAckedOurCard
             let received = transferring.receiver == nil || transferring.link.verifiedPeerCard != nil
             guard sent && received else { return }
-            var frames: [Frame] = []
-            if let digest = transferring.link.verifiedPeerCard { frames.append(.cardAck(digest: digest)) }
-            frames.append(.close(CloseFrame(code: .exchanged)))
+            // Our outstanding facts (CARD_ACK, or CONSENT if the peer missed it) travel with CLOSE.
+            let frames =
+                transferring.link.controlFrames().filter { $0.type != .receipt }
+                + [.close(CloseFrame(code: .exchanged))]
             close(.exchanged, frames: frames, context: &context)
         case .handshaking, .closing, .draining, .closed:
             break
