@@ -19,12 +19,14 @@ struct KeyDecoder {
         var keys: [KeyPress] = []
         while let first = pending.first {
             if first == 0x1b {
-                // ESC [ A..D are the arrow keys; wait for the rest of a sequence that is still arriving.
+                // ESC [ A..D (or ESC O A..D in application cursor mode) are the arrow keys; wait for
+                // the rest of a sequence that is still arriving.
+                let introducers = [UInt8(ascii: "["), UInt8(ascii: "O")]
                 guard pending.count >= 3 else {
-                    if pending.count == 2 && pending[1] != UInt8(ascii: "[") { pending.removeFirst() }
+                    if pending.count == 2 && !introducers.contains(pending[1]) { pending.removeFirst() }
                     break
                 }
-                if pending[1] == UInt8(ascii: "[") {
+                if introducers.contains(pending[1]) {
                     switch pending[2] {
                     case UInt8(ascii: "A"): keys.append(.up)
                     case UInt8(ascii: "B"): keys.append(.down)
