@@ -100,6 +100,10 @@ extension Device {
         discovery.runTimers(busy: exchange != nil, context: &context)
         exchange?.handleTimeout(context: &context)
         for index in lingering.indices { lingering[index].handleTimeout(context: &context) }
+    }
+
+    /// Closes the device once the overall limit passed with no live session.
+    private mutating func checkOverallLimit() {
         if closeReason == nil, exchange == nil, context.now >= startedAt + configuration.timeouts.overall {
             closeDevice(lastFailure == .outOfRange ? .outOfRange : .timeout(what: "no exchange"))
         }
@@ -120,6 +124,8 @@ extension Device {
             }
             if session.nextDeadline != nil { lingering.append(session) }
         }
+        // After a session ended, so that a limit that passed during it applies now, not one call later.
+        checkOverallLimit()
         lingering.removeAll { $0.nextDeadline == nil }
         if lingering.count > Self.maxLingering { lingering.removeFirst(lingering.count - Self.maxLingering) }
         if closeReason == nil, exchange == nil, let invitee = discovery.nextInvitee(context: &context) {
