@@ -178,6 +178,28 @@ public struct SwarmPlan: Sendable {
                 && bystanders.allSatisfy { $0.distance(to: candidate) >= 80 }
             if clear { bystanders.append(candidate) }
         }
+        // Some bystanders wander elsewhere, on paths that keep 80 cm from the pair and B's path.
+        var bystanderMotion: [[MotionScript.Step]] = []
+        for start in bystanders {
+            var steps: [MotionScript.Step] = []
+            if random.unitDouble() < 0.3 {
+                for _ in 0..<20 {
+                    let target = Pose(
+                        x: Self.uniform(&random, -300, 300), y: Self.uniform(&random, -300, 300),
+                        heading: Self.uniform(&random, 0, 360))
+                    let clear =
+                        Self.distance(from: poseA, toSegment: start, target) >= 80
+                        && Self.distance(betweenSegments: (start, target), (startB, poseB)) >= 80
+                    guard clear else { continue }
+                    let hold = Duration.milliseconds(Int64(random.uniform(below: 3000)))
+                    let walk = Duration.milliseconds(2000 + Int64(random.uniform(below: 3000)))
+                    steps = [.hold(hold), .move(to: target, over: walk)]
+                    lastScripted = max(lastScripted, Instant.zero + hold + walk)
+                    break
+                }
+            }
+            bystanderMotion.append(steps)
+        }
 
         var consents: [Scenario.Consent] = []
         var devices: [Scenario.DeviceSpec] = []
@@ -190,7 +212,8 @@ public struct SwarmPlan: Sendable {
             consents.append(consent)
             devices.append(
                 Scenario.DeviceSpec(
-                    name: "dev\(index)", pose: poses[index], motion: index == 1 ? motionB : [],
+                    name: "dev\(index)", pose: poses[index],
+                    motion: index == 0 ? [] : index == 1 ? motionB : bystanderMotion[index - 2],
                     consent: consent,
                     card: Self.card(&random, index: index)))
         }
@@ -230,7 +253,7 @@ public struct SwarmPlan: Sendable {
         let consentSummary = consents.map(\.summary).joined(separator: ",")
         summary =
             "\(faults.summary) pair=\(Self.format(separation))cm\(motionB.isEmpty ? "" : " walk-in") "
-            + "consent=\(consentSummary)"
+            + "wanderers=\(bystanderMotion.filter { !$0.isEmpty }.count) consent=\(consentSummary)"
     }
 
     private static func uniform(_ random: inout DeterministicRandom, _ low: Double, _ high: Double) -> Double
@@ -240,6 +263,23 @@ public struct SwarmPlan: Sendable {
 
     private static func format(_ value: Double) -> String {
         String(Double(Int((value * 10).rounded())) / 10)
+    }
+
+    /// The shortest distance between two segments: zero if they cross, otherwise the shortest
+    /// distance from an endpoint of one to the other.
+    private static func distance(betweenSegments first: (Pose, Pose), _ second: (Pose, Pose)) -> Double {
+        func side(_ a: Pose, _ b: Pose, _ c: Pose) -> Double {
+            (b.x - a.x) * (c.y - a.y) - (b.y - a.y) * (c.x - a.x)
+        }
+        let crosses =
+            side(first.0, first.1, second.0) * side(first.0, first.1, second.1) < 0
+            && side(second.0, second.1, first.0) * side(second.0, second.1, first.1) < 0
+        if crosses { return 0 }
+        return min(
+            distance(from: first.0, toSegment: second.0, second.1),
+            distance(from: first.1, toSegment: second.0, second.1),
+            distance(from: second.0, toSegment: first.0, first.1),
+            distance(from: second.1, toSegment: first.0, first.1))
     }
 
     private static func distance(from point: Pose, toSegment start: Pose, _ end: Pose) -> Double {
