@@ -41,9 +41,14 @@ public final class CaptureRecorder {
     /// The options in force.
     public let options: CaptureOptions
 
+    enum RandomOrigin {
+        case tape(RandomTape)
+        case seedMaterial([UInt8])
+    }
+
     private struct DeviceEntry {
         var name: String
-        var tape: RandomTape
+        var random: RandomOrigin
         var staticKey: StaticKeySource
         var card: [UInt8]?
         var inputs: UInt64 = 0
@@ -69,9 +74,13 @@ public final class CaptureRecorder {
         if options.keylog {
             // Secrets first, as the pcapng draft asks: readers meet them before the packets.
             for (index, entry) in devices.enumerated() {
+                let random: RandomSecrets
+                switch entry.random {
+                case .tape(let tape): random = .stream(tape.bytes)
+                case .seedMaterial(let material): random = .seedMaterial(material)
+                }
                 let secrets = DeviceSecrets(
-                    interfaceID: UInt32(index), staticKey: entry.staticKey, card: entry.card,
-                    randomStream: entry.tape.bytes)
+                    interfaceID: UInt32(index), staticKey: entry.staticKey, card: entry.card, random: random)
                 writer.append(
                     .secrets(PcapngSecrets(secretsType: CaptureFormat.secretsType, data: secrets.encoded())))
             }
@@ -97,9 +106,9 @@ public final class CaptureRecorder {
 
     // MARK: - Used by CapturingDevice
 
-    func addDevice(name: String, tape: RandomTape, staticKey: StaticKeySource, card: [UInt8]?) -> UInt32 {
+    func addDevice(name: String, random: RandomOrigin, staticKey: StaticKeySource, card: [UInt8]?) -> UInt32 {
         let interfaceID = UInt32(devices.count)
-        devices.append(DeviceEntry(name: name, tape: tape, staticKey: staticKey, card: card))
+        devices.append(DeviceEntry(name: name, random: random, staticKey: staticKey, card: card))
         interfaces.append(
             .interface(
                 PcapngInterface(
@@ -237,7 +246,7 @@ public struct CapturingDevice {
         self.tape = tape
         self.recorder = recorder
         interfaceID = recorder.addDevice(
-            name: name, tape: tape, staticKey: staticKey, card: configuration.card?.encoded())
+            name: name, random: .tape(tape), staticKey: staticKey, card: configuration.card?.encoded())
         device = Device(
             configuration: configuration, random: RecordingRandom(base: random, tape: tape), now: now,
             localAddress: localAddress)
@@ -305,5 +314,65 @@ public struct CapturingDevice {
                 randomBytes: UInt32(clamping: drawn)),
             localAddress: device.localAddress)
         sequence += 1
+    }
+}
+
+/// Records a device that another driver created and drives, when the device draws from
+/// `DeterministicRandom(seedMaterial:)` (the simulator's devices): the keylog stores the seed
+/// material instead of every draw, so the driver's construction needs no change. Call the
+/// `record` methods alongside the device's own inputs and outputs:
+///
+/// ```swift
+/// var adapter = CoreDeviceAdapter(context: context)           // creates and owns the Device
+/// var capture = SeededDeviceRecorder(
+///     recorder: recorder, name: "alice", device: adapter.device, startTime: .zero,
+///     randomSeedMaterial: context.seedMaterial, staticKey: .seedMaterial(keySeedMaterial))
+/// adapter.timeout(at: now); capture.recordInput(.timeout, at: now)
+/// ```
+public struct SeededDeviceRecorder {
+    /// The pcapng interface of the device.
+    public let interfaceID: UInt32
+    private let recorder: CaptureRecorder
+    private let localAddress: PeerAddress
+    private var sequence: UInt64 = 0
+
+    /// Starts recording `device`, which must not have been given any input yet.
+    public init(
+        recorder: CaptureRecorder, name: String, device: Device, startTime: Instant,
+        randomSeedMaterial: [UInt8],
+        staticKey: StaticKeySource
+    ) {
+        let configuration = device.configuration
+        self.recorder = recorder
+        localAddress = device.localAddress
+        interfaceID = recorder.addDevice(
+            name: name, random: .seedMaterial(randomSeedMaterial), staticKey: staticKey,
+            card: configuration.card?.encoded())
+        recorder.recordDevice(
+            DeviceRecord(
+                interfaceID: interfaceID, name: name, deviceID: device.deviceID,
+                localAddress: device.localAddress,
+                staticPublicKey: configuration.staticKey.publicKey.rawRepresentation,
+                consent: configuration.consent,
+                hasCard: configuration.card != nil, timeouts: configuration.timeouts,
+                limits: configuration.limits,
+                gate: configuration.gate, measurement: configuration.measurement, startTime: startTime,
+                startRandomBytes: CaptureFormat.uncounted, epochNanoseconds: recorder.options.epochNanoseconds
+            ))
+    }
+
+    /// Records an input the driver just gave the device.
+    public mutating func recordInput(_ input: CapturedInput, at time: Instant) {
+        recorder.recordInput(
+            InputRecord(
+                interfaceID: interfaceID, sequence: sequence, time: time, input: input,
+                randomBytes: CaptureFormat.uncounted),
+            localAddress: localAddress)
+        sequence += 1
+    }
+
+    /// Records a datagram the device returned from `pollTransmit()`; `time` is the device's time.
+    public func recordSent(_ datagram: OutgoingDatagram, at time: Instant) {
+        recorder.recordOutbound(interfaceID: interfaceID, time: time, from: localAddress, datagram: datagram)
     }
 }

@@ -12,6 +12,9 @@ public enum CaptureFormat {
     public static let secretsType: UInt32 = 0x5044_4B4C
     /// The longest device name we record.
     public static let maximumNameBytes = 255
+    /// A random-byte count of a device whose draws were not counted (a seeded source recorded by
+    /// its seed material).
+    public static let uncounted = UInt32.max
 }
 
 /// Everything needed to rebuild one captured device, except its secrets (card, static private
@@ -332,6 +335,14 @@ public enum StaticKeySource: Equatable, Sendable {
     case embedded([UInt8])
 }
 
+/// How replay gets the random bytes a device drew.
+public enum RandomSecrets: Equatable, Sendable {
+    /// Every byte handed out, in order.
+    case stream([UInt8])
+    /// The device drew from `DeterministicRandom(seedMaterial:)`, which replay recreates.
+    case seedMaterial([UInt8])
+}
+
 /// One device's secrets, carried in a Decryption Secrets Block of type ``CaptureFormat/secretsType``.
 public struct DeviceSecrets: Equatable, Sendable {
     /// The device's interface.
@@ -340,20 +351,28 @@ public struct DeviceSecrets: Equatable, Sendable {
     public var staticKey: StaticKeySource
     /// The encoded card the device offered, if any.
     public var card: [UInt8]?
-    /// Every random byte the device drew, in order (creation first, then per input).
-    public var randomStream: [UInt8]
+    /// The random bytes the device drew (creation first, then per input).
+    public var random: RandomSecrets
 
     /// Creates a secrets record.
-    public init(interfaceID: UInt32, staticKey: StaticKeySource, card: [UInt8]?, randomStream: [UInt8]) {
+    public init(interfaceID: UInt32, staticKey: StaticKeySource, card: [UInt8]?, random: RandomSecrets) {
         self.interfaceID = interfaceID
         self.staticKey = staticKey
         self.card = card
-        self.randomStream = randomStream
+        self.random = random
+    }
+
+    /// The recorded byte stream, when the draws were recorded one by one.
+    public var randomStream: [UInt8]? {
+        switch random {
+        case .stream(let bytes): bytes
+        case .seedMaterial: nil
+        }
     }
 
     /// The Decryption Secrets Block data (big-endian fields).
     public func encoded() -> [UInt8] {
-        var writer = ByteWriter(capacity: 64 + randomStream.count)
+        var writer = ByteWriter(capacity: 64 + (randomStream?.count ?? 0))
         writer.writeInteger(CaptureFormat.version)
         writer.writeInteger(interfaceID)
         switch staticKey {
@@ -371,8 +390,16 @@ public struct DeviceSecrets: Equatable, Sendable {
         }
         writer.writeInteger(UInt32(card?.count ?? 0))
         writer.writeBytes(card ?? [])
-        writer.writeInteger(UInt32(randomStream.count))
-        writer.writeBytes(randomStream)
+        switch random {
+        case .stream(let bytes):
+            writer.writeInteger(UInt8(0))
+            writer.writeInteger(UInt32(bytes.count))
+            writer.writeBytes(bytes)
+        case .seedMaterial(let material):
+            writer.writeInteger(UInt8(1))
+            writer.writeInteger(UInt32(material.count))
+            writer.writeBytes(material)
+        }
         return writer.bytes
     }
 
@@ -397,8 +424,14 @@ public struct DeviceSecrets: Equatable, Sendable {
         }
         let cardLength = Int(try reader.u32("card length"))
         card = cardLength == 0 ? nil : try reader.bytes("card", count: cardLength)
-        let streamLength = Int(try reader.u32("random stream length"))
-        randomStream = try reader.bytes("random stream", count: streamLength)
+        let randomKind = try reader.u8("random source kind")
+        let randomLength = Int(try reader.u32("random bytes length"))
+        let randomBytes = try reader.bytes("random bytes", count: randomLength)
+        switch randomKind {
+        case 0: random = .stream(randomBytes)
+        case 1: random = .seedMaterial(randomBytes)
+        default: throw CaptureError(.malformed, "random source kind \(randomKind) is not defined")
+        }
         try reader.end("keylog")
     }
 }

@@ -88,7 +88,7 @@ public enum Replay {
         }
         let configuration = record.configuration(card: card, staticKey: key)
         return withoutActuallyEscaping(onEntry) { onEntry in
-            var engine = Engine(captured: captured, tape: ReplayTape(secrets.randomStream), onEntry: onEntry)
+            var engine = Engine(captured: captured, tape: ReplayTape(secrets.random), onEntry: onEntry)
             return engine.run(configuration: configuration, card: card)
         }
     }
@@ -136,13 +136,30 @@ public enum Replay {
 /// The recorded random stream, handed out in order. Running past its end yields zeros and is
 /// noted, so that a replay that draws more than the original reports a divergence, never traps.
 final class ReplayTape {
-    let bytes: [UInt8]
+    private let bytes: [UInt8]
+    private var generator: DeterministicRandom?
     private(set) var position = 0
     private(set) var overrun = false
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    init(_ secrets: RandomSecrets) {
+        switch secrets {
+        case .stream(let stream):
+            bytes = stream
+        case .seedMaterial(let material):
+            bytes = []
+            generator = DeterministicRandom(seedMaterial: material)
+        }
+    }
+
+    /// Whether draws are counted against the recorded counts.
+    var isCounted: Bool { generator == nil }
 
     func fill(_ buffer: UnsafeMutableRawBufferPointer) {
+        if generator != nil {
+            generator?.fill(buffer)
+            position += buffer.count
+            return
+        }
         let available = min(buffer.count, bytes.count - position)
         for index in 0..<buffer.count {
             buffer[index] = index < available ? bytes[position + index] : 0
@@ -164,7 +181,8 @@ private struct Engine {
     let tape: ReplayTape
     let onEntry: (ReplayEntry) -> Void
     var nextOutbound = 0
-    var expectedRandom = 0
+    /// Random bytes the device should have drawn so far; nil once a count was not recorded.
+    var expectedRandom: Int? = 0
 
     init(captured: CapturedDevice, tape: ReplayTape, onEntry: @escaping (ReplayEntry) -> Void) {
         self.captured = captured
@@ -186,7 +204,7 @@ private struct Engine {
                     record.startTime,
                     "the rebuilt device has id \(device.deviceID), the capture recorded \(record.deviceID)"))
         }
-        expectedRandom = Int(record.startRandomBytes)
+        expectedRandom = Self.count(record.startRandomBytes)
         if let divergence = drain(&device, after: "creation", time: record.startTime) {
             return .diverged(divergence)
         }
@@ -198,7 +216,9 @@ private struct Engine {
             case .decision(let decision): device.decide(decision, at: input.time)
             case .datagram(let bytes, let source): device.handleDatagram(bytes, from: source, at: input.time)
             }
-            expectedRandom += Int(input.randomBytes)
+            expectedRandom = expectedRandom.flatMap { total in
+                Self.count(input.randomBytes).map { total + $0 }
+            }
             if let divergence = drain(&device, after: "input \(input.sequence)", time: input.time) {
                 return .diverged(divergence)
             }
@@ -260,13 +280,21 @@ private struct Engine {
         while let event = device.pollEvent() {
             onEntry(ReplayEntry(time: time, device: name, kind: .event(event)))
         }
-        if tape.overrun || tape.position != expectedRandom {
+        if tape.overrun {
+            return divergence(
+                time, "after \(what) the replay drew more random bytes than the capture recorded")
+        }
+        if tape.isCounted, let expected = expectedRandom, tape.position != expected {
             return divergence(
                 time,
-                "after \(what) the replay had drawn \(tape.position)\(tape.overrun ? "+" : "") random bytes, "
-                    + "the capture recorded \(expectedRandom)")
+                "after \(what) the replay had drawn \(tape.position) random bytes, "
+                    + "the capture recorded \(expected)")
         }
         return nil
+    }
+
+    static func count(_ recorded: UInt32) -> Int? {
+        recorded == CaptureFormat.uncounted ? nil : Int(recorded)
     }
 
     func divergence(_ time: Instant, _ reason: String) -> ReplayDivergence {

@@ -77,7 +77,7 @@ struct CaptureRecorderTests {
         }
         secrets += [TwoDeviceRun.staticKey(0).rawRepresentation, TwoDeviceRun.staticKey(1).rawRepresentation]
         secrets += try TwoDeviceRun.cardStrings().map { Array($0.utf8) }
-        let leaks = Set(secrets.map { $0 }.filter { contains(bytes, $0) }.map { $0.prefix(8).description })
+        let leaks = Set(secrets.filter { contains(bytes, $0) }.map { $0.prefix(8).description })
         #expect(leaks.isEmpty, "secret bytes in a capture without keylog: \(leaks.sorted().prefix(3))")
         // Replay needs what was left out, and says so.
         do {
@@ -128,8 +128,11 @@ struct CaptureRecorderTests {
             #expect(try CaptureRecord(customData: data) == record)
         }
         let secrets = DeviceSecrets(
-            interfaceID: 3, staticKey: .seedMaterial([1, 2]), card: [9], randomStream: [4, 5, 6])
+            interfaceID: 3, staticKey: .seedMaterial([1, 2]), card: [9], random: .stream([4, 5, 6]))
         #expect(try DeviceSecrets(decoding: secrets.encoded()) == secrets)
+        let seeded = DeviceSecrets(
+            interfaceID: 0, staticKey: .external, card: nil, random: .seedMaterial([7, 7]))
+        #expect(try DeviceSecrets(decoding: seeded.encoded()) == seeded)
     }
 
     @Test func otherRecordVersionsAreRejectedClearly() throws {

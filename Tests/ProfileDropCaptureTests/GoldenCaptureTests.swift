@@ -1,6 +1,7 @@
 import Foundation
 import ProfileDropCapture
 import ProfileDropCore
+import ProfileDropSimulator
 import Testing
 
 /// Every golden capture replays identically; with PROFILEDROP_REGENERATE_CAPTURES=1 they are
@@ -76,5 +77,25 @@ struct GoldenCaptureTests {
         let first = try GoldenCaptures.generate(golden).bytes
         let second = try GoldenCaptures.generate(golden).bytes
         #expect(first == second)
+    }
+}
+
+/// Recording the simulator's unchanged device adapter from the outside.
+struct RecordedSimulationTests {
+    @Test(arguments: [GoldenCaptures.all[0], GoldenCaptures.all[1]])
+    func recordedCoreDevicesReplayAndLeaveTheRunUnchanged(_ golden: GoldenCaptures.Golden) throws {
+        let scenario = try Scenario.load(contentsOf: golden.scenarioPath)
+        let plain = Simulation.run(scenario: scenario)
+        let recorder = CaptureRecorder(options: CaptureOptions(keylog: true))
+        let recorded = Simulation.run(scenario: scenario) {
+            RecordedCoreDevice(context: $0, recorder: recorder)
+        }
+        #expect(recorded.transcript == plain.transcript)
+        let capture = try CaptureFile(bytes: recorder.fileBytes())
+        #expect(capture.devices.count == scenario.devices.count)
+        for device in capture.devices {
+            #expect(try Replay.run(device) == .identical(datagrams: device.outbound.count))
+            #expect(device.outbound.count == plain.devices[Int(device.record.interfaceID)].sentDatagrams)
+        }
     }
 }

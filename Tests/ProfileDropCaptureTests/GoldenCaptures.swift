@@ -140,3 +140,61 @@ struct CapturingSimulatedDevice: SimulatedDevice {
         return nil
     }
 }
+
+/// The simulator's own `CoreDeviceAdapter`, unchanged, with its inputs and outputs recorded from
+/// the outside through ``SeededDeviceRecorder`` (the keylog holds the device's seed material).
+/// This is how `simulate --capture` records a run.
+struct RecordedCoreDevice: SimulatedDevice {
+    private var inner: CoreDeviceAdapter
+    private var capture: SeededDeviceRecorder
+
+    init(context: DeviceContext, recorder: CaptureRecorder) {
+        inner = CoreDeviceAdapter(context: context)
+        capture = SeededDeviceRecorder(
+            recorder: recorder, name: context.spec.name, device: inner.device, startTime: .zero,
+            randomSeedMaterial: context.seedMaterial,
+            staticKey: .seedMaterial(context.seedMaterial + Array("/static-key".utf8)))
+    }
+
+    var identity: UInt64 { inner.identity }
+    var nextDeadline: Instant? { inner.nextDeadline }
+    var isClosed: Bool { inner.isClosed }
+
+    mutating func receive(_ bytes: [UInt8], from source: Int, at time: Instant) {
+        inner.receive(bytes, from: source, at: time)
+        let address = PeerAddress(ipv4: DeviceContext.ipv4(ofNode: source), port: DeviceContext.simulatedPort)
+        capture.recordInput(.datagram(bytes: bytes, source: address), at: time)
+    }
+
+    mutating func timeout(at time: Instant) {
+        inner.timeout(at: time)
+        capture.recordInput(.timeout, at: time)
+    }
+
+    mutating func updatePose(_ pose: Pose, at time: Instant) {
+        inner.updatePose(pose, at: time)
+        capture.recordInput(.pose(pose), at: time)
+    }
+
+    mutating func decide(accept: Bool, at time: Instant) {
+        inner.decide(accept: accept, at: time)
+        // CoreDeviceAdapter answers a prompt with share or decline.
+        capture.recordInput(.decision(accept ? .share : .decline), at: time)
+    }
+
+    mutating func pollTransmit() -> (destination: NetworkDestination, bytes: [UInt8])? {
+        guard let (destination, bytes) = inner.pollTransmit() else { return nil }
+        let recorded: Destination
+        switch destination {
+        case .multicast:
+            recorded = .multicast
+        case .unicast(let node):
+            recorded = .unicast(
+                PeerAddress(ipv4: DeviceContext.ipv4(ofNode: node), port: DeviceContext.simulatedPort))
+        }
+        capture.recordSent(OutgoingDatagram(destination: recorded, bytes: bytes), at: inner.device.now)
+        return (destination, bytes)
+    }
+
+    mutating func pollEvent() -> SimulatedDeviceEvent? { inner.pollEvent() }
+}

@@ -1,6 +1,7 @@
 import ProfileDropCapture
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropSimulator
 
 /// `profiledrop replay FILE`: rebuilds each captured device from a pcapng capture written with
 /// `--keylog`, feeds it the recorded inputs and checks that it sends the recorded datagrams byte for
@@ -131,3 +132,65 @@ enum ReplayCommand: Subcommand {
 }
 
 extension CaptureError: InputError {}
+
+/// The simulator's `CoreDeviceAdapter`, unchanged, with its inputs and outputs recorded into a
+/// capture: for `simulate --capture FILE`. Build the devices with
+/// `Simulation.run(scenario:seed:options:) { RecordedCoreDevice(context: $0, recorder: recorder) }`
+/// and write the recorder's file when the run ends. The keylog records each device's seed
+/// material, from which replay recreates its random draws and static key.
+struct RecordedCoreDevice: SimulatedDevice {
+    private var inner: CoreDeviceAdapter
+    private var capture: SeededDeviceRecorder
+
+    init(context: DeviceContext, recorder: CaptureRecorder) {
+        inner = CoreDeviceAdapter(context: context)
+        // CoreDeviceAdapter draws from the device's seed material and derives the static key from
+        // it with this suffix; replay checks the key against the recorded public key.
+        capture = SeededDeviceRecorder(
+            recorder: recorder, name: context.spec.name, device: inner.device, startTime: .zero,
+            randomSeedMaterial: context.seedMaterial,
+            staticKey: .seedMaterial(context.seedMaterial + Array("/static-key".utf8)))
+    }
+
+    var identity: UInt64 { inner.identity }
+    var nextDeadline: Instant? { inner.nextDeadline }
+    var isClosed: Bool { inner.isClosed }
+
+    mutating func receive(_ bytes: [UInt8], from source: Int, at time: Instant) {
+        inner.receive(bytes, from: source, at: time)
+        let address = PeerAddress(ipv4: DeviceContext.ipv4(ofNode: source), port: DeviceContext.simulatedPort)
+        capture.recordInput(.datagram(bytes: bytes, source: address), at: time)
+    }
+
+    mutating func timeout(at time: Instant) {
+        inner.timeout(at: time)
+        capture.recordInput(.timeout, at: time)
+    }
+
+    mutating func updatePose(_ pose: Pose, at time: Instant) {
+        inner.updatePose(pose, at: time)
+        capture.recordInput(.pose(pose), at: time)
+    }
+
+    mutating func decide(accept: Bool, at time: Instant) {
+        inner.decide(accept: accept, at: time)
+        // CoreDeviceAdapter answers a prompt with share or decline.
+        capture.recordInput(.decision(accept ? .share : .decline), at: time)
+    }
+
+    mutating func pollTransmit() -> (destination: NetworkDestination, bytes: [UInt8])? {
+        guard let (destination, bytes) = inner.pollTransmit() else { return nil }
+        let recorded: Destination
+        switch destination {
+        case .multicast:
+            recorded = .multicast
+        case .unicast(let node):
+            recorded = .unicast(
+                PeerAddress(ipv4: DeviceContext.ipv4(ofNode: node), port: DeviceContext.simulatedPort))
+        }
+        capture.recordSent(OutgoingDatagram(destination: recorded, bytes: bytes), at: inner.device.now)
+        return (destination, bytes)
+    }
+
+    mutating func pollEvent() -> SimulatedDeviceEvent? { inner.pollEvent() }
+}
