@@ -19,13 +19,13 @@ extension Device {
             if exchange?.sessionID == invite.sessionID
                 || lingering.contains(where: { $0.sessionID == invite.sessionID })
             {
-                try routeToSession(packet, sessionID: invite.sessionID)
+                try routeToSession(packet, sessionID: invite.sessionID, source: source)
                 return
             }
             try admit(source)
             try handleInvite(invite, from: source)
         case .accept(let message), .confirm(let message):
-            try routeToSession(packet, sessionID: message.sessionID)
+            try routeToSession(packet, sessionID: message.sessionID, source: source)
         case .busy(let busy):
             guard let session = exchange, session.sessionID == busy.sessionID, session.isAwaitingAccept,
                 busy.sender == session.peer, busy.receiver == deviceID
@@ -48,9 +48,22 @@ extension Device {
         }
     }
 
+    /// Hands a unicast packet to its session. Handshake packets must come from the session's peer
+    /// address; SECURE packets are authenticated instead, wherever they come from.
     private mutating func routeToSession(
-        _ packet: Packet, sessionID: UInt64, source: PeerAddress? = nil
+        _ packet: Packet, sessionID: UInt64, source: PeerAddress
     ) throws(ProtocolError) {
+        let isHandshake =
+            switch packet {
+            case .invite, .accept, .confirm: true
+            case .beacon, .query, .busy, .secure: false
+            }
+        let sessionAddress =
+            exchange?.sessionID == sessionID
+            ? exchange?.peerAddress : lingering.first { $0.sessionID == sessionID }?.peerAddress
+        if isHandshake, let sessionAddress, sessionAddress != source {
+            throw ProtocolError(.unexpectedMessage, "\(packet.type) for session \(sessionID) from \(source)")
+        }
         if var session = exchange, session.sessionID == sessionID {
             defer { exchange = session }
             try session.handle(packet, context: &context)
@@ -60,7 +73,7 @@ extension Device {
             try lingering[index].handle(packet, context: &context)
             return
         }
-        if let source { try admit(source) }
+        try admit(source)
         throw ProtocolError(.unknownSession, "no session \(sessionID)")
     }
 
