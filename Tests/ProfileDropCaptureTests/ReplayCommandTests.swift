@@ -1,0 +1,82 @@
+import Foundation
+import ProfileDropCapture
+import Testing
+
+/// `profiledrop replay` as a user runs it: exit codes and the last line. Uses the executable built
+/// beside the tests; skips, saying why, when it was not built.
+struct ReplayCommandTests {
+    static var executable: String? {
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent().appendingPathComponent("profiledrop").path
+        for path in [
+            beside, GoldenCaptures.packageRoot.appendingPathComponent(".build/debug/profiledrop").path,
+        ]
+        where FileManager.default.isExecutableFile(atPath: path) {
+            return path
+        }
+        return nil
+    }
+
+    static func run(_ arguments: [String]) throws -> (status: Int32, output: [String], errors: [String]) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try #require(executable))
+        process.arguments = ["replay"] + arguments
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        // Read standard error first only after standard output is closed: the timeline is long.
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        func lines(_ data: Data) -> [String] {
+            String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+        }
+        return (process.terminationStatus, lines(outputData), lines(errorData))
+    }
+
+    @Test func exitCodesAndLastLine() throws {
+        guard Self.executable != nil else {
+            print("ReplayCommandTests: skipped: the profiledrop executable is not built (swift build)")
+            return
+        }
+        let golden = GoldenCaptures.all[0].capturePath
+        let capture = try CaptureFile.read(path: golden)
+        let total = capture.devices.map(\.outbound.count).reduce(0, +)
+
+        let identical = try Self.run([golden])
+        #expect(identical.status == 0)
+        #expect(identical.output.last == "replay: \(total) datagrams, identical")
+        #expect(identical.output.contains { $0.contains("card-received") && $0.contains("name=Kong") })
+
+        let one = try Self.run([golden, "--device", "bob", "--json"])
+        #expect(one.status == 0)
+        #expect(
+            one.output.last
+                == "{\"event\":\"replay\",\"datagrams\":\(capture.devices[1].outbound.count),\"identical\":true}"
+        )
+
+        let directory = FileManager.default.temporaryDirectory
+        let cut = directory.appendingPathComponent("profiledrop-cut-\(UUID().uuidString).pcapng")
+        defer { try? FileManager.default.removeItem(at: cut) }
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: golden))
+        try bytes.prefix(bytes.count - 5).write(to: cut)
+        let truncated = try Self.run([cut.path])
+        #expect(truncated.status == 2)
+        #expect(truncated.errors.count == 1)
+
+        var flipped = [UInt8](bytes)
+        let victim = try #require(capture.devices[0].outbound.last?.payload)
+        let offset = try #require(
+            (0...(flipped.count - victim.count)).last {
+                flipped[$0..<($0 + victim.count)].elementsEqual(victim)
+            })
+        flipped[offset + victim.count - 1] ^= 0xFF
+        try Data(flipped).write(to: cut)
+        let diverged = try Self.run([cut.path])
+        #expect(diverged.status == 1)
+        #expect(diverged.output.contains { $0.hasPrefix("recorded hex: ") })
+        #expect(diverged.output.contains { $0.hasPrefix("replayed hex: ") })
+    }
+}
