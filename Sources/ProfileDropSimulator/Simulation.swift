@@ -124,6 +124,8 @@ private struct SimulationEngine {
 
     /// More events than this at one instant means a device keeps asking to be woken "now".
     private static let maximumEventsPerInstant = 100_000
+    /// Violations listed per run; a broken invariant often repeats on every datagram.
+    private static let maximumListedViolations = 50
 
     let scenario: Scenario
     let seed: UInt64
@@ -138,6 +140,7 @@ private struct SimulationEngine {
     private var now = Instant.zero
     private var transcript: [String] = []
     private var violations: [String] = []
+    private var unlistedViolations = 0
 
     init(
         scenario: Scenario, seed: UInt64, options: SimulationOptions,
@@ -188,7 +191,7 @@ private struct SimulationEngine {
             }
             eventsThisInstant += 1
             if eventsThisInstant > Self.maximumEventsPerInstant {
-                violations.append(
+                violate(
                     "t=\(now) livelock: more than \(Self.maximumEventsPerInstant) events at one instant")
                 break
             }
@@ -242,6 +245,14 @@ private struct SimulationEngine {
         }
     }
 
+    private mutating func violate(_ text: String) {
+        if violations.count < Self.maximumListedViolations {
+            violations.append(text)
+        } else {
+            unlistedViolations += 1
+        }
+    }
+
     private mutating func record(_ index: Int, _ text: String) {
         transcript.append("t=\(now) \(scenario.devices[index].name) \(text)")
     }
@@ -260,7 +271,7 @@ private struct SimulationEngine {
                 record(index, "=> \(target) \(bytes.count) B")
             }
             if let leak = scanner.leak(in: bytes) {
-                violations.append("t=\(now) \(scenario.devices[index].name) sent \(leak) in the clear")
+                violate("t=\(now) \(scenario.devices[index].name) sent \(leak) in the clear")
             }
             network.send(bytes, from: index, to: destination, at: now)
         }
@@ -280,13 +291,13 @@ private struct SimulationEngine {
                 checkCard(card, from: peer, receivedBy: index)
             case .closed(let outcome):
                 guard devices[index].close == nil else {
-                    violations.append("t=\(now) \(scenario.devices[index].name) closed twice")
+                    violate("t=\(now) \(scenario.devices[index].name) closed twice")
                     continue
                 }
                 devices[index].close = outcome
                 devices[index].closedAt = now
                 if outcome.exchanged && devices[index].receivedCard == nil {
-                    violations.append(
+                    violate(
                         "t=\(now) \(scenario.devices[index].name) closed as exchanged without a card")
                 }
             }
@@ -301,21 +312,21 @@ private struct SimulationEngine {
         devices[index].receivedFrom = sender
         guard let sender, scenario.devices.indices.contains(sender) else {
             devices[index].cardMatches = false
-            violations.append("t=\(now) \(name) received a card that no peer sent")
+            violate("t=\(now) \(name) received a card that no peer sent")
             return
         }
         let matches = scenario.devices[sender].card == card
         devices[index].cardMatches = matches
         let senderName = scenario.devices[sender].name
         if !matches {
-            violations.append(
+            violate(
                 "t=\(now) \(name) received a card from \(senderName) that differs from the one sent")
         }
         let receiverPose = scripts[index].pose(at: now)
         let senderPose = scripts[sender].pose(at: now)
         if !options.allowsExchange(receiverPose, senderPose) {
             let distance = receiverPose.distance(to: senderPose)
-            violations.append(
+            violate(
                 "t=\(now) \(name) received \(senderName)'s card out of range: \(Self.format(distance)) cm, "
                     + "bearings \(Self.format(receiverPose.bearing(to: senderPose)))° and "
                     + "\(Self.format(senderPose.bearing(to: receiverPose)))°")
@@ -330,21 +341,22 @@ private struct SimulationEngine {
             if devices[peer].receivedCard != scenario.devices[index].card {
                 let name = scenario.devices[index].name
                 let peerName = scenario.devices[peer].name
-                violations.append("\(name) closed as exchanged but \(peerName) never received \(name)'s card")
+                violate("\(name) closed as exchanged but \(peerName) never received \(name)'s card")
             }
         }
         for (index, state) in devices.enumerated() {
             let name = scenario.devices[index].name
             if let closedAt = state.closedAt {
                 if closedAt > bound {
-                    violations.append("\(name) closed at t=\(closedAt), after the bound t=\(bound)")
+                    violate("\(name) closed at t=\(closedAt), after the bound t=\(bound)")
                 }
             } else if state.device.isClosed {
-                violations.append("\(name) is closed but never reported how")
+                violate("\(name) is closed but never reported how")
             } else {
-                violations.append("\(name) did not close by t=\(now) (bound t=\(bound))")
+                violate("\(name) did not close by t=\(now) (bound t=\(bound))")
             }
         }
+        if unlistedViolations > 0 { violations.append("and \(unlistedViolations) more violations") }
         let statistics = network.statistics
         let outcomes = devices.enumerated().map { index, state in
             SimulationReport.DeviceOutcome(

@@ -200,6 +200,17 @@ private func pairScenario(
         #expect(report.violations.contains { $0.contains("alice sent alice's card name in the clear") })
     }
 
+    @Test func repeatedViolationsAreCapped() {
+        // Acknowledgements never arrive, so both leaky devices resend their cards until they give up.
+        let options = SimulationOptions(impairment: { _, _, bytes, _ in bytes.first == 4 ? .drop : .pass })
+        let report = Simulation.run(scenario: pairScenario(distance: 7), options: options) {
+            ToyDevice(context: $0, leaky: true)
+        }
+        #expect(report.violations.count == 51)
+        #expect(report.violations.last?.hasPrefix("and ") == true)
+        #expect(report.violations.last?.hasSuffix(" more violations") == true)
+    }
+
     @Test func alteredCardIsAViolation() {
         let report = Simulation.run(scenario: pairScenario(distance: 7)) {
             ToyDevice(context: $0, tamper: $0.index == 1)
