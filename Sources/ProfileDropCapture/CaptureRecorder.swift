@@ -122,6 +122,12 @@ public final class CaptureRecorder {
     }
 
     func recordInput(_ record: InputRecord, localAddress: PeerAddress) {
+        var record = record
+        if case .datagram(let bytes, let source) = record.input, bytes.count > Self.maximumUDPPayload {
+            // No IPv4 UDP datagram is longer; the device rejects anything over 1200 bytes whatever
+            // its content, so the cut copy replays the same.
+            record.input = .datagram(bytes: Array(bytes.prefix(Self.maximumUDPPayload)), source: source)
+        }
         let index = Int(record.interfaceID)
         devices[index].inputs += 1
         if case .datagram(let bytes, let source) = record.input {
@@ -162,6 +168,9 @@ public final class CaptureRecorder {
         .custom(PcapngCustomBlock(enterpriseNumber: CaptureFormat.enterpriseNumber, data: record.encoded()))
     }
 
+    /// The longest UDP payload over IPv4.
+    static let maximumUDPPayload = 65_507
+
     static func isMulticastType(_ type: PacketType) -> Bool {
         switch type {
         case .beacon, .query: true
@@ -186,7 +195,7 @@ final class RandomTape {
 
 /// A ``RandomSource`` that passes every draw through from `base` and notes it on a tape the
 /// recorder owns (the device keeps its own copy of the source, so the tape is shared by reference).
-public struct RecordingRandom: RandomSource {
+struct RecordingRandom: RandomSource {
     private var base: any RandomSource
     let tape: RandomTape
 
@@ -195,7 +204,7 @@ public struct RecordingRandom: RandomSource {
         self.tape = tape
     }
 
-    public mutating func fill(_ buffer: UnsafeMutableRawBufferPointer) {
+    mutating func fill(_ buffer: UnsafeMutableRawBufferPointer) {
         base.fill(buffer)
         tape.append(buffer)
     }
