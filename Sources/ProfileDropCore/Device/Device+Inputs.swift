@@ -95,6 +95,7 @@ extension Device {
                 exchange = nil
             } else {
                 refuse(invite, from: source, reason: .inSession)
+                discovery.refusedWhileBusy(invite.sender, context: context)
                 return
             }
         }

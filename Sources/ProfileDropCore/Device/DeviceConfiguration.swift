@@ -25,7 +25,7 @@ public struct Timeouts: Sendable, Equatable {
     public var rangingWindow: Duration = .seconds(3)
     /// After this much ranging, a peer whose filtered distance is still beyond
     /// ``Limits/farAbortDistance`` is given up early, so a crowded room is scanned quickly.
-    public var rangingFarAbort: Duration = .milliseconds(300)
+    public var rangingFarAbort: Duration = .milliseconds(200)
     /// How long a user may take to answer a consent request before it declines by itself.
     public var consent: Duration = .seconds(60)
     /// Longest interval between control packets while waiting (they double from the ranging
@@ -56,7 +56,7 @@ public struct Timeouts: Sendable, Equatable {
     /// After BUSY, wait a random time in this range before inviting that peer again.
     public var busyBackoff: ClosedRange<Duration> = .milliseconds(500) ... .milliseconds(1500)
     /// Random delay before the first invitation, and between invitations.
-    public var inviteDelay: ClosedRange<Duration> = .milliseconds(50) ... .milliseconds(300)
+    public var inviteDelay: ClosedRange<Duration> = .milliseconds(20) ... .milliseconds(150)
     /// The device closes if no exchange completed within this time from start.
     public var overall: Duration = .seconds(180)
 

@@ -12,6 +12,9 @@ struct KnownPeer {
     var busyUntil: Instant
     /// Sessions with it that ended without an exchange.
     var failures = 0
+    /// When we last refused its invitation because we were busy: it wanted us, so once free we
+    /// invite it first.
+    var wantedAt: Instant?
 }
 
 /// The multicast half of a device: announces our beacon, browses with queries, answers queries
@@ -134,7 +137,19 @@ struct DiscoverySession {
         let candidates = peers.filter { isCandidate($0, now: context.now) }
         guard let fewest = candidates.map(\.failures).min() else { return nil }
         let least = candidates.filter { $0.failures == fewest }
-        return least[Int(context.random.uniform(below: UInt64(least.count)))]
+        let wanting = least.filter { peer in
+            peer.wantedAt.map { context.now - $0 <= context.timeouts.busyBackoff.upperBound * 2 } ?? false
+        }
+        let chosen =
+            wanting.max { ($0.wantedAt ?? .zero, $0.id) < ($1.wantedAt ?? .zero, $1.id) }
+            ?? least[Int(context.random.uniform(below: UInt64(least.count)))]
+        if let index = peers.firstIndex(where: { $0.id == chosen.id }) { peers[index].wantedAt = nil }
+        return chosen
+    }
+
+    /// Notes that we refused `peer`'s invitation only because we were busy.
+    mutating func refusedWhileBusy(_ peer: DeviceID, context: SessionContext) {
+        if let index = peers.firstIndex(where: { $0.id == peer }) { peers[index].wantedAt = context.now }
     }
 
     private func isCandidate(_ peer: KnownPeer, now: Instant) -> Bool {

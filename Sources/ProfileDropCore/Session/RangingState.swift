@@ -13,12 +13,15 @@ struct RangingState {
 }
 
 extension ExchangeSession {
-    /// Whether the peer is clearly too far to come into range soon: three raw measurements in a
-    /// row beyond the far distance, after the far-abort delay. (The gate's filtered estimate needs
-    /// more samples; this only decides to stop trying, never to open.)
+    /// Raw measurements in a row beyond the far distance that end ranging early.
+    static let farSamples = 2
+
+    /// Whether the peer is clearly too far to come into range soon: ``farSamples`` raw
+    /// measurements in a row beyond the far distance, after the far-abort delay. (The gate's
+    /// filtered estimate needs more samples; this only decides to stop trying, never to open.)
     func isFar(_ ranging: RangingState, context: SessionContext) -> Bool {
         context.now >= ranging.startedAt + context.timeouts.rangingFarAbort && !ranging.link.localInRange
-            && ranging.consecutiveFar >= 3
+            && ranging.consecutiveFar >= Self.farSamples
     }
 
     /// Sends RANGING with our pose and takes one proximity measurement of the peer.
