@@ -155,14 +155,59 @@ public enum Describe {
             return "\(prefix) start \(text(fields))"
         case .input(let input):
             let (kind, fields) = self.input(input)
-            return "\(prefix) <- \(kind) \(text(fields))".trimmedTrailingSpace
+            return "\(prefix) <- \(kind) \(text(fields))".trimmedTrailingSpace + framesText(entry.frames)
         case .sent(let datagram):
             let (type, fields) = self.datagram(datagram.bytes)
             return "\(prefix) -> \(type) \(text([("to", datagram.destination.description)] + fields))"
+                + framesText(entry.frames)
         case .event(let event):
             let (name, fields) = self.event(event)
             return "\(prefix) ** \(name) \(text(fields))".trimmedTrailingSpace
         }
+    }
+
+    /// One decrypted frame, e.g. `RANGING(seq=3 x=0 y=0 heading=0 token=1a2b3c4d…)`.
+    public static func frame(_ frame: Frame) -> String {
+        switch frame {
+        case .token(let token):
+            return "TOKEN(\(short(token)))"
+        case .ranging(let ranging):
+            let pose = ranging.pose
+            return "RANGING(seq=\(ranging.sequence) x=\(number(pose.x)) y=\(number(pose.y)) "
+                + "heading=\(number(pose.heading)) token=\(short(ranging.token)))"
+        case .inRange(let inRange):
+            return "IN_RANGE(\(inRange ? 1 : 0))"
+        case .consent(let decision, let offer):
+            guard let offer else { return "CONSENT(\(self.decision(decision)))" }
+            return "CONSENT(\(self.decision(decision)) length=\(offer.length) chunk=\(offer.chunkSize) "
+                + "digest=\(short(offer.digest)))"
+        case .cardChunk(let index, let data):
+            return "CARD_CHUNK(index=\(index) length=\(data.count))"
+        case .cardSack(let sack):
+            return "CARD_SACK(cumulative=\(sack.cumulative) bitmap=\(hex(sack.bitmap)))"
+        case .cardAck(let digest):
+            return "CARD_ACK(\(short(digest)))"
+        case .close(let close):
+            return "CLOSE(\(close.code) error=\(close.errorCode))"
+        case .closeAck:
+            return "CLOSE_ACK"
+        case .receipt(let receipts):
+            var held: [String] = []
+            if receipts.contains(.token) { held.append("token") }
+            if receipts.contains(.consent) { held.append("consent") }
+            if receipts.contains(.cardAck) { held.append("card-ack") }
+            return "RECEIPT(\(held.joined(separator: ",")))"
+        }
+    }
+
+    private static func framesText(_ frames: [Frame]?) -> String {
+        guard let frames else { return "" }
+        return " frames: " + frames.map(frame).joined(separator: " ")
+    }
+
+    /// The first 8 bytes in hex and an ellipsis.
+    private static func short(_ bytes: [UInt8]) -> String {
+        bytes.count <= 8 ? hex(bytes) : hex(Array(bytes.prefix(8))) + "…"
     }
 
     /// Seconds with nanosecond precision, e.g. `1.250000000s`.

@@ -21,6 +21,9 @@ public struct ReplayEntry: Sendable {
     public var device: String
     /// What happened.
     public var kind: Kind
+    /// The frames of a sent or received SECURE datagram, decrypted with the session keys the
+    /// replay re-derived; nil for other datagrams and when they could not be decrypted (tampered).
+    public var frames: [Frame]? = nil
 }
 
 /// Where a replay first differed from the capture.
@@ -138,6 +141,8 @@ public enum Replay {
 final class ReplayTape {
     private let bytes: [UInt8]
     private var generator: DeterministicRandom?
+    /// What a generator handed out, for ``draws(from:)``.
+    private var generated: [UInt8] = []
     private(set) var position = 0
     private(set) var overrun = false
 
@@ -151,12 +156,19 @@ final class ReplayTape {
         }
     }
 
+    /// The bytes handed out since `start`.
+    func draws(from start: Int) -> ArraySlice<UInt8> {
+        let handedOut = generator == nil ? bytes[0..<min(position, bytes.count)] : generated[...]
+        return handedOut[min(max(start, 0), handedOut.count)...]
+    }
+
     /// Whether draws are counted against the recorded counts.
     var isCounted: Bool { generator == nil }
 
     func fill(_ buffer: UnsafeMutableRawBufferPointer) {
         if generator != nil {
             generator?.fill(buffer)
+            generated.append(contentsOf: buffer)
             position += buffer.count
             return
         }
@@ -181,6 +193,9 @@ private struct Engine {
     let tape: ReplayTape
     let onEntry: (ReplayEntry) -> Void
     var nextOutbound = 0
+    var decryptor: SessionDecryptor?
+    /// Where the tape stood when the current input began.
+    var inputStart = 0
     /// Random bytes the device should have drawn so far; nil once a count was not recorded.
     var expectedRandom: Int? = 0
 
@@ -195,6 +210,7 @@ private struct Engine {
     mutating func run(configuration: DeviceConfiguration, card: ProfileCard?) -> ReplayResult {
         let record = captured.record
         onEntry(ReplayEntry(time: record.startTime, device: name, kind: .start(record, card: card)))
+        decryptor = SessionDecryptor(configuration: configuration)
         var device = Device(
             configuration: configuration, random: ReplayRandom(tape: tape), now: record.startTime,
             localAddress: record.localAddress)
@@ -209,7 +225,10 @@ private struct Engine {
             return .diverged(divergence)
         }
         for input in captured.inputs {
-            onEntry(ReplayEntry(time: input.time, device: name, kind: .input(input.input)))
+            inputStart = tape.position
+            var entry = ReplayEntry(time: input.time, device: name, kind: .input(input.input))
+            if case .datagram(let bytes, _) = input.input { entry.frames = decryptor?.received(bytes) }
+            onEntry(entry)
             switch input.input {
             case .timeout: device.handleTimeout(at: input.time)
             case .pose(let pose): device.updatePose(pose, at: input.time)
@@ -275,7 +294,9 @@ private struct Engine {
                     replayed: datagram.bytes)
             }
             nextOutbound += 1
-            onEntry(ReplayEntry(time: recorded.time, device: name, kind: .sent(datagram)))
+            var entry = ReplayEntry(time: recorded.time, device: name, kind: .sent(datagram))
+            entry.frames = decryptor?.sent(datagram.bytes, draws: tape.draws(from: inputStart))
+            onEntry(entry)
         }
         while let event = device.pollEvent() {
             onEntry(ReplayEntry(time: time, device: name, kind: .event(event)))

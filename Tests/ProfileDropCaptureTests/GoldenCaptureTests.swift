@@ -23,9 +23,23 @@ struct GoldenCaptureTests {
         #expect(capture.devices.count == 2)
         var events: [String: [DeviceEvent]] = [:]
         var compared = 0
+        var secure = 0
+        var undecrypted = 0
+        var decryptedFrames: [Frame] = []
         for device in capture.devices {
             let result = try Replay.run(device) { entry in
-                if case .event(let event) = entry.kind { events[entry.device, default: []].append(event) }
+                let bytes: [UInt8]
+                switch entry.kind {
+                case .event(let event):
+                    events[entry.device, default: []].append(event)
+                    return
+                case .sent(let datagram): bytes = datagram.bytes
+                case .input(.datagram(let received, _)): bytes = received
+                case .start, .input: return
+                }
+                guard bytes.count > 3, bytes[3] == PacketType.secure.rawValue else { return }
+                secure += 1
+                if let frames = entry.frames { decryptedFrames += frames } else { undecrypted += 1 }
             }
             guard case .identical(let datagrams) = result else {
                 Issue.record("\(golden.name): \(result)")
@@ -35,6 +49,13 @@ struct GoldenCaptureTests {
             compared += datagrams
         }
         #expect(compared > 0)
+        // The re-derived session keys open every SECURE datagram but the tampered one.
+        #expect(secure > 0)
+        #expect(undecrypted == (golden.tamper ? 1 : 0))
+        #expect(decryptedFrames.contains { if case .ranging = $0 { true } else { false } })
+        if golden.name == "declined" {
+            #expect(decryptedFrames.contains(.consent(.decline, nil)))
+        }
         let closes = capture.devices.compactMap { device in
             events[device.record.name]?.compactMap { event -> CloseReason? in
                 if case .closed(let reason) = event { return reason }

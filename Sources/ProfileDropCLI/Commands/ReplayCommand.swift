@@ -127,6 +127,9 @@ enum ReplayCommand: Subcommand {
             members = [("event", .string("device-event"))] + common + [("name", .string(name))]
             add(fields)
         }
+        if let frames = entry.frames {
+            members.append(("frames", .array(frames.map { .string(Describe.frame($0)) })))
+        }
         return JSONValue.object(members).serialized
     }
 }
