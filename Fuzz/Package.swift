@@ -1,0 +1,38 @@
+// swift-tools-version:6.0
+// libFuzzer targets for the protocol. A separate package so that `swift build` and `swift test` of
+// the main package never see them; build with scripts/fuzz.sh (see FUZZING.md).
+import PackageDescription
+
+let package = Package(
+    name: "ProfileDropFuzz",
+    dependencies: [.package(name: "ProfileDrop", path: "..")],
+    targets: [
+        // Input interpretation and invariant checks shared by the fuzz targets and the seed writer.
+        .target(
+            name: "FuzzSupport",
+            dependencies: [
+                .product(name: "ProfileDropCore", package: "ProfileDrop"),
+                .product(name: "ProfileDropNoise", package: "ProfileDrop"),
+            ]
+        ),
+        // The declaration of LLVMFuzzerRunDriver, defined by the libFuzzer runtime.
+        .target(name: "CLibFuzzer"),
+        // One executable per fuzz target.
+        .executableTarget(name: "FuzzWire", dependencies: ["FuzzSupport", "CLibFuzzer"]),
+        .executableTarget(name: "FuzzNoise", dependencies: ["FuzzSupport", "CLibFuzzer"]),
+        .executableTarget(name: "FuzzDevice", dependencies: ["FuzzSupport", "CLibFuzzer"]),
+        // The capture module's own sources (Sources/CaptureUnderTest links to them): the main package
+        // does not export ProfileDropCapture as a product, which a package dependency would need.
+        .target(
+            name: "CaptureUnderTest",
+            dependencies: [
+                .product(name: "ProfileDropCore", package: "ProfileDrop"),
+                .product(name: "ProfileDropNoise", package: "ProfileDrop"),
+            ]
+        ),
+        .executableTarget(
+            name: "FuzzCapture", dependencies: ["FuzzSupport", "CLibFuzzer", "CaptureUnderTest"]),
+        // Writes the seed corpora: generated valid inputs and UDP payloads from Captures/*.pcapng.
+        .executableTarget(name: "FuzzSeeds", dependencies: ["FuzzSupport"]),
+    ]
+)

@@ -1,0 +1,2 @@
+// Declarations only: the definition comes from the libFuzzer runtime linked by -sanitize=fuzzer.
+#include "CLibFuzzer.h"

@@ -1,0 +1,83 @@
+import Foundation
+import FuzzSupport
+import ProfileDropCore
+
+/// Writes seed corpora: `FuzzSeeds OUTPUT_DIR [CAPTURE.pcapng ...]` creates OUTPUT_DIR/<target>/ with
+/// generated valid inputs and the UDP payloads of every captured packet.
+
+/// UDP payloads of the IPv4 packets in a pcapng file (Enhanced Packet Blocks, either byte order).
+func udpPayloads(pcapng bytes: [UInt8]) -> [[UInt8]] {
+    func u32(_ offset: Int, _ bigEndian: Bool) -> Int? {
+        guard offset >= 0, offset + 4 <= bytes.count else { return nil }
+        let raw = bytes[offset..<offset + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        return Int(bigEndian ? raw : raw.byteSwapped)
+    }
+    var payloads: [[UInt8]] = []
+    var offset = 0
+    var bigEndian = false
+    while let type = u32(offset, bigEndian), var length = u32(offset + 4, bigEndian) {
+        if type == 0x0A0D_0D0A, let magic = u32(offset + 8, true) {
+            bigEndian = magic == 0x1A2B_3C4D
+            length = u32(offset + 4, bigEndian) ?? 0
+        }
+        guard length >= 12, offset + length <= bytes.count else { break }
+        if type == 6, let captured = u32(offset + 20, bigEndian), offset + 28 + captured <= bytes.count {
+            let packet = Array(bytes[(offset + 28)..<(offset + 28 + captured)])
+            // IPv4 without options (the captures' LINKTYPE_RAW framing), then 8 bytes of UDP.
+            if packet.count > 28, packet[0] >> 4 == 4, packet[9] == 17 {
+                let headerLength = Int(packet[0] & 0x0F) * 4
+                if packet.count > headerLength + 8 { payloads.append(Array(packet[(headerLength + 8)...])) }
+            }
+        }
+        offset += length
+    }
+    return payloads
+}
+
+func write(_ inputs: [[UInt8]], to directory: URL) {
+    try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    var seen = Set<[UInt8]>()
+    for input in inputs where seen.insert(input).inserted {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in input { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
+        let name = "seed-" + String(hash, radix: 16)
+        FileManager.default.createFile(
+            atPath: directory.appendingPathComponent(name).path, contents: Data(input))
+    }
+    print("\(directory.lastPathComponent): \(seen.count) seeds")
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 2 else {
+    print("usage: FuzzSeeds OUTPUT_DIR [CAPTURE.pcapng ...]")
+    exit(2)
+}
+let output = URL(fileURLWithPath: arguments[1])
+var captured: [[UInt8]] = []
+var captures: [[UInt8]] = []
+for path in arguments.dropFirst(2) {
+    guard let data = FileManager.default.contents(atPath: path) else { continue }
+    captures.append(Array(data))
+    captured += udpPayloads(pcapng: Array(data))
+}
+let honest = DeviceFuzz.honestDatagrams()
+let frames: [[UInt8]] = [
+    Frame.encode([.token(Array(0..<16)), .receipt(.all)]),
+    Frame.encode([
+        .ranging(RangingFrame(sequence: 3, pose: Pose(x: 7, y: -1, heading: 180), token: Array(0..<16)))
+    ]),
+    Frame.encode([
+        .inRange(true), .consent(.share, CardOffer(length: 3000, chunkSize: 1120, digest: Array(0..<32))),
+    ]),
+    Frame.encode([.consent(.receiveOnly, nil), .consent(.decline, nil)]),
+    Frame.encode([.cardChunk(index: 2, data: Array(repeating: 7, count: 40))]),
+    Frame.encode([.cardSack(CardSack(cumulative: 1, bitmap: [0xA0, 0x01])), .cardAck(digest: Array(0..<32))]),
+    Frame.encode([.close(CloseFrame(code: .error, errorCode: 9)), .closeAck]),
+    HandshakeParameters(maxCardBytes: 524_288, receiveWindow: 64).encoded(),
+]
+write(honest + captured + frames, to: output.appendingPathComponent("wire"))
+write(
+    (0..<16).map { [UInt8($0), UInt8($0 / 2)] + Array(repeating: UInt8($0 % 6), count: 8) },
+    to: output.appendingPathComponent("noise"))
+write(DeviceFuzz.seedInputs(), to: output.appendingPathComponent("device"))
+write(captures, to: output.appendingPathComponent("capture"))

@@ -1,0 +1,495 @@
+import ProfileDropCore
+import ProfileDropCrypto
+
+/// The device fuzz target: the real ``Device`` against a ``ScriptedPeer`` in virtual time, driven
+/// by a fuzzer-chosen sequence of events.
+///
+/// An input starts from one of many honest prefixes (the device under test in discovery, in the
+/// handshake, ranging, consenting, transferring or closing, under each consent policy) and then
+/// applies actions: honest peer rounds, raw datagrams, corrupted, truncated, extended, spliced,
+/// duplicated, dropped or reordered peer datagrams, arbitrary frames sealed with the real session
+/// key, forged cleartext packets, timer expiries, poses and decisions. After every action the
+/// device's outputs and counters are checked, and at the end the device, left alone, must finish.
+public struct DeviceFuzz {
+    /// Where the device under test listens.
+    public static let deviceAddress = PeerAddress(10, 0, 0, 1, port: 5001)
+    /// Most datagrams or events one input may produce (chunk window plus control traffic).
+    public static let maxOutputsPerInput = 256
+    /// Actions per input.
+    public static let maxActions = 96
+
+    var device: Device
+    var peer: ScriptedPeer
+    var now: Instant
+    var nextPeerTick: Instant
+    var closedReason: CloseReason?
+    var sentByDevice: [[UInt8]] = []
+    var findings = FuzzFindings()
+
+    /// The policies the prefixes cover; the first input byte picks one.
+    static let policies: [ConsentPolicy] = [.share, .askUser, .receiveOnly, .decline]
+
+    static func card(_ name: String, photoBytes: Int) -> ProfileCard {
+        var random = DeterministicRandom(seed: UInt64(photoBytes))
+        let photo = try? ProfileCard.Photo(data: [0xFF, 0xD8, 0xFF, 0xE0] + random.bytes(photoBytes - 4))
+        guard
+            let card = try? ProfileCard(
+                name: name, age: 4, sex: .male, neutered: false, size: .medium, keywords: ["fetch"],
+                owner: "owner", photo: photo)
+        else { preconditionFailure("the fixture card is valid") }
+        return card
+    }
+
+    /// A fresh device under `policy` and a peer about to invite it.
+    static func start(policy: ConsentPolicy) -> DeviceFuzz {
+        var keyRandom = DeterministicRandom(seed: 0xD0D0)
+        var timeouts = Timeouts()
+        timeouts.overall = .seconds(60)
+        let configuration = DeviceConfiguration(
+            card: card("Bori", photoBytes: 2500), consent: policy,
+            staticKey: X25519.PrivateKey(using: &keyRandom),
+            timeouts: timeouts)
+        var device = Device(
+            configuration: configuration, random: DeterministicRandom(seed: 0xF022), now: .zero,
+            localAddress: deviceAddress)
+        device.updatePose(Pose(x: 0, y: 0, heading: 0), at: .zero)
+        let peer = ScriptedPeer(target: device.deviceID, card: card("Kong", photoBytes: 1500), seed: 0x9EE2)
+        var fuzz = DeviceFuzz(device: device, peer: peer, now: .zero, nextPeerTick: .zero + .milliseconds(40))
+        fuzz.collect()
+        return fuzz
+    }
+
+    /// Honest prefixes, one per peer round, for every policy; computed once. Read-only after that
+    /// and only ever copied, so sharing it between threads is safe.
+    nonisolated(unsafe) static let prefixes: [[DeviceFuzz]] = policies.map { policy in
+        var fuzz = start(policy: policy)
+        var states = [fuzz]
+        fuzz.peer.invite()
+        fuzz.deliverAll()
+        for _ in 0..<120 {
+            fuzz.honestRound()
+            fuzz.findings = FuzzFindings()
+            states.append(fuzz)
+            if fuzz.device.nextDeadline == nil { break }
+        }
+        return states
+    }
+
+    /// Every datagram the honest prefixes exchanged, both directions, for seeding corpora.
+    public static func honestDatagrams() -> [[UInt8]] {
+        prefixes.flatMap { chain in (chain.last.map { $0.peerHistory + $0.sentByDevice }) ?? [] }
+    }
+
+    /// Seed inputs: each policy, from several points of its honest prefix, followed by honest
+    /// rounds (action 0), so the fuzzer starts from runs that reach every phase.
+    public static func seedInputs() -> [[UInt8]] {
+        var seeds: [[UInt8]] = []
+        for policy in prefixes.indices {
+            for start in stride(from: 0, to: prefixes[policy].count, by: 8) {
+                seeds.append([UInt8(policy), UInt8(start)] + Array(repeating: 0, count: 24))
+            }
+        }
+        return seeds
+    }
+
+    /// Runs one input.
+    public static func run(_ bytes: [UInt8]) -> FuzzFindings {
+        var input = FuzzBytes(bytes)
+        let chain = prefixes[Int(input.byte()) % prefixes.count]
+        var fuzz = chain[Int(input.byte()) % chain.count]
+        var actions = 0
+        while !input.isExhausted && actions < maxActions {
+            actions += 1
+            fuzz.act(&input)
+        }
+        fuzz.finish()
+        return fuzz.findings
+    }
+
+    // MARK: - Actions
+
+    mutating func act(_ input: inout FuzzBytes) {
+        let action = input.byte()
+        switch action % 20 {
+        case 0, 1:
+            honestRound()
+        case 2:
+            deliverAll()
+        case 3:
+            deliver(input.take(Int(input.uint16() % 1300)), from: sourceAddress(&input))
+        case 4:
+            dropPending(&input)
+        case 5:
+            corruptPending(&input)
+        case 6:
+            truncatePending(&input)
+        case 7:
+            extendPending(&input)
+        case 8:
+            reorderPending(&input)
+        case 9:
+            duplicateRecorded(&input)
+        case 10:
+            spliceRecorded(&input)
+        case 11:
+            sealRaw(&input)
+        case 12:
+            sealFrames(&input)
+        case 13:
+            forgeCleartext(&input)
+        case 14:
+            advance(by: .milliseconds(Int64(input.uint16())))
+        case 15:
+            if let deadline = device.nextDeadline { advance(to: deadline) }
+        case 16:
+            let pose = Pose(
+                x: Double(Int16(bitPattern: input.uint16())) / 16,
+                y: Double(Int16(bitPattern: input.uint16())) / 16,
+                heading: Double(input.uint16() % 7200) / 10 - 360)
+            device.updatePose(pose, at: now)
+            collect()
+        case 17:
+            let decisions: [ConsentDecision] = [.share, .receiveOnly, .decline]
+            device.decide(decisions[Int(input.byte()) % decisions.count], at: now)
+            collect()
+        case 18:
+            peer.pose = Pose(
+                x: Double(input.byte()) / 4, y: Double(Int8(bitPattern: input.byte())) / 4,
+                heading: Double(input.uint16() % 36000) / 100)
+        default:
+            peer.tick()
+        }
+    }
+
+    private func sourceAddress(_ input: inout FuzzBytes) -> PeerAddress {
+        let octet = input.byte()
+        return octet < 128 ? peer.address : PeerAddress(10, 0, 1, octet, port: 5000 + UInt16(octet))
+    }
+
+    private func pendingIndex(_ input: inout FuzzBytes) -> Int? {
+        peer.outbox.isEmpty ? nil : Int(input.byte()) % peer.outbox.count
+    }
+
+    mutating func dropPending(_ input: inout FuzzBytes) {
+        if let index = pendingIndex(&input) { peer.outbox.remove(at: index) }
+    }
+
+    mutating func corruptPending(_ input: inout FuzzBytes) {
+        guard let index = pendingIndex(&input), !peer.outbox[index].isEmpty else { return }
+        for _ in 0..<(1 + Int(input.byte() % 3)) {
+            let position = Int(input.uint16()) % peer.outbox[index].count
+            peer.outbox[index][position] ^= 1 << (input.byte() % 8)
+        }
+    }
+
+    mutating func truncatePending(_ input: inout FuzzBytes) {
+        guard let index = pendingIndex(&input) else { return }
+        peer.outbox[index] = Array(
+            peer.outbox[index].prefix(Int(input.uint16()) % (peer.outbox[index].count + 1)))
+    }
+
+    mutating func extendPending(_ input: inout FuzzBytes) {
+        guard let index = pendingIndex(&input) else { return }
+        peer.outbox[index] += input.take(1 + Int(input.byte()))
+    }
+
+    mutating func reorderPending(_ input: inout FuzzBytes) {
+        guard let index = pendingIndex(&input) else { return }
+        peer.outbox.append(peer.outbox.remove(at: index))
+    }
+
+    /// Re-sends something the peer or the device sent earlier (a replay or a reflection).
+    mutating func duplicateRecorded(_ input: inout FuzzBytes) {
+        let pool = input.byte() & 1 == 0 ? peerHistory : sentByDevice
+        guard !pool.isEmpty else { return }
+        deliver(pool[Int(input.uint16()) % pool.count], from: peer.address)
+    }
+
+    mutating func spliceRecorded(_ input: inout FuzzBytes) {
+        let pool = peerHistory + sentByDevice
+        guard !pool.isEmpty else { return }
+        let first = pool[Int(input.uint16()) % pool.count]
+        let second = pool[Int(input.uint16()) % pool.count]
+        let cut = Int(input.uint16()) % (first.count + 1)
+        let resume = Int(input.uint16()) % (second.count + 1)
+        deliver(Array(first.prefix(cut)) + Array(second.suffix(from: resume)), from: peer.address)
+    }
+
+    /// Arbitrary plaintext, authenticated with the real key, at the next or a chosen packet number.
+    mutating func sealRaw(_ input: inout FuzzBytes) {
+        let plaintext = input.take(Int(input.uint16() % 1200))
+        let number: UInt64? = input.byte() < 200 ? nil : UInt64(input.uint16())
+        if let datagram = peer.seal(plaintext, packetNumber: number) {
+            peer.isMisled = true
+            peer.outbox.append(datagram)
+        }
+    }
+
+    /// A few well-formed frames with fuzzer-chosen fields.
+    mutating func sealFrames(_ input: inout FuzzBytes) {
+        var frames: [Frame] = []
+        for _ in 0..<(1 + Int(input.byte() % 4)) {
+            frames.append(frame(&input))
+        }
+        if Frame.encode(frames).count <= WireConstants.maxFramePayload {
+            peer.isMisled = peer.isMisled || peer.isSecured
+            peer.send(frames)
+        }
+    }
+
+    private func digest(_ input: inout FuzzBytes) -> [UInt8] {
+        switch input.byte() % 3 {
+        case 0: return peer.offer.digest
+        case 1: return BLAKE2b.hash(device.configuration.card?.encoded() ?? [], outputLength: 32)
+        default: return input.take(32) + Array(repeating: 0, count: 32 - min(32, 0))
+        }
+    }
+
+    private func frame(_ input: inout FuzzBytes) -> Frame {
+        func token(_ input: inout FuzzBytes) -> [UInt8] {
+            input.byte() < 192
+                ? peer.token : Array((input.take(16) + Array(repeating: 0, count: 16)).prefix(16))
+        }
+        switch input.byte() % 10 {
+        case 0:
+            return .token(token(&input))
+        case 1:
+            let pose = Pose(
+                x: Double(Int8(bitPattern: input.byte())), y: Double(Int8(bitPattern: input.byte())),
+                heading: Double(input.uint16() % 36000) / 100)
+            return .ranging(RangingFrame(sequence: UInt32(input.uint16()), pose: pose, token: token(&input)))
+        case 2:
+            return .inRange(input.byte() & 1 == 1)
+        case 3:
+            switch input.byte() % 4 {
+            case 0: return .consent(.decline, nil)
+            case 1: return .consent(.receiveOnly, nil)
+            case 2: return .consent(.share, peer.offer)
+            default:
+                let length = UInt32(input.uint16()) << UInt32(input.byte() % 16) | 1
+                let chunkSize = 1 + input.uint16() % 1157
+                var offer = CardOffer(length: length, chunkSize: chunkSize, digest: peer.offer.digest)
+                if offer.chunkCount > Int(UInt16.max) { offer.chunkSize = 1157 }
+                return .consent(.share, offer)
+            }
+        case 4:
+            let index = input.uint16()
+            let data = input.take(1 + Int(input.uint16() % 1150))
+            return .cardChunk(index: index, data: data.isEmpty ? [0] : data)
+        case 5:
+            let bitmap = input.take(Int(input.byte() % 33))
+            return .cardSack(CardSack(cumulative: input.uint16(), bitmap: bitmap))
+        case 6:
+            let digest = self.digest(&input)
+            return .cardAck(digest: Array((digest + Array(repeating: 0, count: 32)).prefix(32)))
+        case 7:
+            let codes: [CloseCode] = [.exchanged, .declined, .outOfRange, .timeout, .error]
+            return .close(CloseFrame(code: codes[Int(input.byte()) % codes.count], errorCode: input.uint16()))
+        case 8:
+            return .closeAck
+        default:
+            return .receipt(Receipts(rawValue: input.byte() & Receipts.all.rawValue))
+        }
+    }
+
+    /// Cleartext packets with fuzzer-chosen ids that collide with the live ones on purpose.
+    mutating func forgeCleartext(_ input: inout FuzzBytes) {
+        func id(_ input: inout FuzzBytes) -> DeviceID {
+            switch input.byte() % 4 {
+            case 0: return peer.deviceID
+            case 1: return device.deviceID
+            case 2: return DeviceID(rawValue: UInt64(input.byte()))
+            default: return DeviceID(rawValue: input.uint64())
+            }
+        }
+        let session = input.byte() < 160 ? peer.sessionID : input.uint64()
+        let packet: Packet
+        switch input.byte() % 6 {
+        case 0:
+            packet = .beacon(
+                Beacon(deviceID: id(&input), port: 1 + input.uint16() % 65535, busy: input.byte() & 1 == 1))
+        case 1:
+            let known = (0..<Int(input.byte() % 40)).map { _ in id(&input) }
+            packet = .query(Query(deviceID: id(&input), knownAnswers: known))
+        case 2:
+            packet = .invite(
+                HandshakePacket(
+                    sessionID: session, sender: id(&input), receiver: id(&input),
+                    noiseMessage: input.take(Int(input.byte()))))
+        case 3:
+            packet = .accept(
+                HandshakePacket(
+                    sessionID: session, sender: id(&input), receiver: id(&input),
+                    noiseMessage: input.take(Int(input.byte()))))
+        case 4:
+            packet = .confirm(
+                HandshakePacket(
+                    sessionID: session, sender: id(&input), receiver: id(&input),
+                    noiseMessage: input.take(Int(input.byte()))))
+        default:
+            packet = .busy(
+                Busy(
+                    sessionID: session, sender: id(&input), receiver: id(&input),
+                    reason: input.byte() & 1 == 0 ? .inSession : .unavailable))
+        }
+        deliver(packet.encoded(), from: sourceAddress(&input))
+    }
+
+    // MARK: - Time and delivery
+
+    var peerHistory: [[UInt8]] = []
+
+    /// Delivers everything the peer has queued, in order, then lets it react to the replies.
+    mutating func deliverAll() {
+        var rounds = 0
+        while !peer.outbox.isEmpty && rounds < 16 {
+            rounds += 1
+            let batch = peer.outbox
+            peer.outbox = []
+            for datagram in batch { deliver(datagram, from: peer.address) }
+        }
+    }
+
+    /// One honest step: time moves to the device's next deadline or the peer's next tick, whichever
+    /// is first, and everything due happens.
+    mutating func honestRound() {
+        let deadline = device.nextDeadline
+        let next = deadline.map { min($0, nextPeerTick) } ?? nextPeerTick
+        if next > now { now = next }
+        if let deadline, deadline <= now { timeout() }
+        if nextPeerTick <= now {
+            if !peer.isSecured && peer.outbox.isEmpty { peer.invite() }
+            peer.tick()
+            nextPeerTick = now + device.configuration.measurement.sampleInterval
+        }
+        deliverAll()
+    }
+
+    mutating func advance(by duration: Duration) {
+        advance(to: now + duration)
+    }
+
+    /// Moves time to `time`, running every device deadline on the way.
+    mutating func advance(to time: Instant) {
+        var steps = 0
+        while let deadline = device.nextDeadline, deadline <= time, steps < 4096 {
+            steps += 1
+            if deadline > now { now = deadline }
+            timeout()
+        }
+        if time > now { now = time }
+    }
+
+    /// Runs the device's timers at `now`. A deadline may stay due for one more call (a session
+    /// that ends in a timer is reported after the device's own checks ran), but a few calls at
+    /// the same time must move it into the future, or a driver would spin.
+    mutating func timeout() {
+        for _ in 0..<Self.maxTimeoutCallsPerInstant {
+            device.handleTimeout(at: now)
+            collect()
+            guard let deadline = device.nextDeadline, deadline <= now else { return }
+        }
+        findings.fail(
+            "deadline \(device.nextDeadline.map { "\($0)" } ?? "none") still due after "
+                + "\(Self.maxTimeoutCallsPerInstant) timeout calls at \(now)")
+    }
+
+    /// Timeout calls at one instant after which the next deadline must be in the future.
+    static let maxTimeoutCallsPerInstant = 3
+
+    mutating func deliver(_ bytes: [UInt8], from source: PeerAddress) {
+        if source == peer.address { peerHistory.append(bytes) }
+        if peerHistory.count > 512 { peerHistory.removeFirst(256) }
+        let countersBefore = device.counters
+        device.handleDatagram(bytes, from: source, at: now)
+        let counters = device.counters
+        findings.check(
+            counters.datagramsReceived == countersBefore.datagramsReceived + 1,
+            "a datagram was not counted")
+        let rejected = counters.datagramsRejected - countersBefore.datagramsRejected
+        let accepted = counters.datagramsAccepted - countersBefore.datagramsAccepted
+        findings.check(
+            rejected + accepted == 1, "a datagram counted \(accepted) accepted, \(rejected) rejected")
+        let events = collect()
+        let rejections = events.compactMap { event -> ProtocolError? in
+            if case .datagramRejected(let error) = event { error } else { nil }
+        }
+        findings.check(rejections.count <= rejected, "rejection reported for an accepted datagram")
+        if let error = rejections.first {
+            findings.check(
+                counters.rejected(error.code) > countersBefore.rejected(error.code), "rejection not counted")
+        }
+        do {
+            _ = try Packet(datagram: bytes)
+        } catch {
+            findings.check(rejected == 1, "the device accepted an undecodable datagram")
+            findings.check(
+                rejections.first?.code == error.code,
+                "undecodable datagram rejected as \(rejections.first?.code.name ?? "nothing"), "
+                    + "not \(error.code.name)")
+        }
+    }
+
+    /// Drains the device's outputs into the peer and checks them and the device's bounds.
+    @discardableResult
+    mutating func collect() -> [DeviceEvent] {
+        var events: [DeviceEvent] = []
+        while let event = device.pollEvent() {
+            events.append(event)
+            if events.count > Self.maxOutputsPerInput {
+                findings.fail("more than \(Self.maxOutputsPerInput) events from one input")
+                break
+            }
+        }
+        var sent = 0
+        while let datagram = device.pollTransmit() {
+            sent += 1
+            if sent > Self.maxOutputsPerInput {
+                findings.fail("more than \(Self.maxOutputsPerInput) datagrams from one input")
+                break
+            }
+            findings.check(datagram.bytes.count <= WireConstants.maxDatagramSize, "oversized datagram sent")
+            sentByDevice.append(datagram.bytes)
+            if sentByDevice.count > 512 { sentByDevice.removeFirst(256) }
+            switch datagram.destination {
+            case .multicast:
+                findings.check((try? Packet(datagram: datagram.bytes)) != nil, "undecodable multicast sent")
+            case .unicast(let address):
+                if address == peer.address {
+                    peer.receive(datagram.bytes, &findings)
+                } else {
+                    findings.check((try? Packet(datagram: datagram.bytes)) != nil, "undecodable unicast sent")
+                }
+            }
+        }
+        let counters = device.counters
+        findings.check(
+            counters.datagramsReceived == counters.datagramsAccepted + counters.datagramsRejected,
+            "counters do not add up")
+        findings.check(
+            device.snapshot.knownPeers <= device.configuration.limits.maxPeers, "peer table over its limit")
+        if let closedReason {
+            findings.check(device.closedReason == closedReason, "close reason changed")
+        }
+        closedReason = device.closedReason
+        findings.check(device.isClosed == (device.closedReason != nil), "isClosed disagrees with the reason")
+        return events
+    }
+
+    /// Leaves the device alone; it must close and finish draining within its overall timeout plus
+    /// the longest close and drain, never spinning on a deadline.
+    mutating func finish() {
+        let limit = max(now, Instant.zero + device.configuration.timeouts.overall) + .seconds(60)
+        var steps = 0
+        while let deadline = device.nextDeadline {
+            steps += 1
+            guard steps < 10_000, deadline <= limit else {
+                findings.fail("device still has deadline \(deadline) past \(limit) after \(steps) steps")
+                return
+            }
+            if deadline > now { now = deadline }
+            timeout()
+        }
+        findings.check(device.isClosed, "device finished without closing")
+    }
+}

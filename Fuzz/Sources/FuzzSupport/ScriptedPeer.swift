@@ -1,0 +1,263 @@
+import ProfileDropCore
+import ProfileDropCrypto
+import ProfileDropNoise
+
+/// A protocol peer written against the public wire and Noise API only: it invites the device under
+/// test, completes the XX handshake, and then speaks the secured protocol honestly (token, ranging,
+/// in-range, consent and offer, card chunks, acknowledgements, close), while also letting a fuzzer
+/// seal arbitrary frames with the real transport key, so fuzzed frames get past authentication.
+public struct ScriptedPeer {
+    /// Our cleartext device id.
+    public let deviceID = DeviceID(rawValue: 0x0123_4567_89AB_CDEF)
+    /// Where our datagrams come from.
+    public let address = PeerAddress(10, 0, 0, 2, port: 5002)
+    /// The session we invite the device into.
+    public let sessionID: UInt64 = 0x5E55_1011_0000_0001
+    /// Our discovery token.
+    public let token: [UInt8] = Array(0xA0..<0xB0)
+    /// Our pose: 7 cm in front of the device, facing it.
+    public var pose = Pose(x: 7, y: 0, heading: 180)
+
+    let target: DeviceID
+    var noise: HandshakeState
+    var random: DeterministicRandom
+    var transport: NoiseTransport?
+    var confirmDatagram: [UInt8]?
+    /// The next SECURE packet number we use.
+    public var nextPacketNumber: UInt64 = 0
+    var rangingSequence: UInt32 = 0
+    var ticks = 0
+
+    let card: [UInt8]
+    let offer: CardOffer
+    var peerToken: [UInt8]?
+    var peerInRange = false
+    var peerConsent: ConsentDecision?
+    var peerOffer: CardOffer?
+    var peerChunks: [[UInt8]?] = []
+    var verifiedPeerCard: [UInt8]?
+    var peerReceipts: Receipts = []
+    var ackedChunks: Set<Int> = []
+    var peerClosed = false
+    var closeAcked = false
+
+    /// Whether the fuzzer sealed frames in our name, so the device may rightly act on claims we
+    /// never made honestly.
+    public var isMisled = false
+
+    /// Datagrams ready for the device, in order. The fuzzer may drop, corrupt or reorder them.
+    public var outbox: [[UInt8]] = []
+
+    /// A peer that will invite `target` and offer `card`.
+    public init(target: DeviceID, card: ProfileCard, seed: UInt64) {
+        self.target = target
+        var random = DeterministicRandom(seed: seed)
+        let key = X25519.PrivateKey(using: &random)
+        self.random = random
+        self.card = card.encoded()
+        self.offer = CardOffer(
+            length: UInt32(self.card.count), chunkSize: UInt16(WireConstants.chunkSize),
+            digest: BLAKE2b.hash(self.card, outputLength: WireConstants.digestLength))
+        var prologue = WireConstants.prologueLabel
+        prologue.append(WireConstants.version)
+        for value in [sessionID, deviceID.rawValue, target.rawValue] {
+            for shift in stride(from: 56, through: 0, by: -8) {
+                prologue.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+            }
+        }
+        do {
+            noise = try HandshakeState(
+                protocolName: WireConstants.noiseProtocolName, role: .initiator, prologue: prologue,
+                staticKey: key, remoteStaticKey: nil)
+        } catch {
+            preconditionFailure("XX with a static key is valid: \(error)")
+        }
+    }
+
+    /// Whether the handshake completed.
+    public var isSecured: Bool { transport != nil }
+
+    /// Whether the exchange finished from our side (the device acknowledged our card and we
+    /// verified and acknowledged its card, or someone closed).
+    public var isFinished: Bool { peerClosed || closeAcked }
+
+    /// Queues INVITE with Noise message 1.
+    public mutating func invite() {
+        guard !noise.isComplete, noise.isMyTurnToWrite,
+            let message = try? noise.writeMessage(payload: [], random: &random)
+        else { return }
+        outbox.append(handshake(.invite, message))
+    }
+
+    private func handshake(_ type: PacketType, _ message: [UInt8]) -> [UInt8] {
+        let packet = HandshakePacket(
+            sessionID: sessionID, sender: deviceID, receiver: target, noiseMessage: message)
+        switch type {
+        case .invite: return Packet.invite(packet).encoded()
+        case .accept: return Packet.accept(packet).encoded()
+        case .beacon, .query, .confirm, .busy, .secure: return Packet.confirm(packet).encoded()
+        }
+    }
+
+    /// Seals `plaintext` as the next SECURE packet (or at `packetNumber`). Nil before the handshake.
+    public mutating func seal(_ plaintext: [UInt8], packetNumber: UInt64? = nil) -> [UInt8]? {
+        guard let transport, plaintext.count <= WireConstants.maxFramePayload else { return nil }
+        let number = packetNumber ?? nextPacketNumber
+        if packetNumber == nil { nextPacketNumber += 1 }
+        let header = SecurePacket.header(
+            sessionID: sessionID, packetNumber: number,
+            ciphertextLength: plaintext.count + WireConstants.tagSize)
+        guard let ciphertext = try? transport.sender.encrypt(nonce: number, ad: header, plaintext: plaintext)
+        else { return nil }
+        return header + ciphertext
+    }
+
+    /// Queues `frames` in one SECURE packet.
+    public mutating func send(_ frames: [Frame]) {
+        if let datagram = seal(Frame.encode(frames)) { outbox.append(datagram) }
+    }
+
+    /// Takes one datagram the device sent us. Returns broken invariants about it (our device
+    /// must only ever send well-formed, authentic packets that fit its own offer).
+    public mutating func receive(_ bytes: [UInt8], _ findings: inout FuzzFindings) {
+        guard let packet = try? Packet(datagram: bytes) else {
+            findings.fail("the device sent an undecodable datagram")
+            return
+        }
+        switch packet {
+        case .accept(let accept) where accept.sessionID == sessionID:
+            if let confirmDatagram {
+                outbox.append(confirmDatagram)
+                return
+            }
+            guard !noise.isComplete, !noise.isMyTurnToWrite else { return }
+            guard accept.sender == target, accept.receiver == deviceID else {
+                findings.fail("ACCEPT with wrong ids")
+                return
+            }
+            do {
+                let parameters = try HandshakeParameters(decoding: try noise.readMessage(accept.noiseMessage))
+                findings.check(parameters.receiveWindow > 0, "device announced a zero receive window")
+                let ours = HandshakeParameters(maxCardBytes: 512 * 1024, receiveWindow: 64).encoded()
+                let message3 = try noise.writeMessage(payload: ours, random: &random)
+                let confirm = handshake(.confirm, message3)
+                confirmDatagram = confirm
+                outbox.append(confirm)
+                transport = noise.split()
+            } catch {
+                findings.fail("the device's ACCEPT did not verify: \(error)")
+            }
+        case .secure(let secure) where secure.sessionID == sessionID:
+            guard let transport else {
+                findings.fail("SECURE before the handshake completed")
+                return
+            }
+            guard
+                let plaintext = try? transport.receiver.decrypt(
+                    nonce: secure.packetNumber, ad: secure.header, ciphertext: secure.ciphertext)
+            else {
+                findings.fail("the device's SECURE packet did not authenticate")
+                return
+            }
+            guard let frames = try? Frame.decodeAll(plaintext) else {
+                findings.fail("the device sent malformed frames")
+                return
+            }
+            for frame in frames { absorb(frame, &findings) }
+        case .beacon, .query, .invite, .accept, .confirm, .busy, .secure:
+            break
+        }
+    }
+
+    private mutating func absorb(_ frame: Frame, _ findings: inout FuzzFindings) {
+        switch frame {
+        case .token(let token):
+            findings.check(peerToken == nil || peerToken == token, "the device changed its token")
+            peerToken = token
+        case .ranging(let ranging):
+            findings.check(
+                peerToken == nil || ranging.token == peerToken, "the device's RANGING token differs")
+        case .inRange(let inRange):
+            if inRange { peerInRange = true }
+        case .consent(let decision, let offer):
+            peerConsent = decision
+            if let offer, peerOffer == nil {
+                peerOffer = offer
+                peerChunks = Array(repeating: nil, count: offer.chunkCount)
+            }
+        case .cardChunk(let index, let data):
+            guard let offer = peerOffer, Int(index) < peerChunks.count else {
+                // After fuzzed frames (say a RECEIPT claiming the offer arrived) we may never
+                // have been sent the offer; an honest run always has it.
+                findings.check(isMisled, "the device sent chunk \(index) outside its offer")
+                return
+            }
+            let expected =
+                Int(index) == peerChunks.count - 1
+                ? Int(offer.length) - Int(index) * Int(offer.chunkSize) : Int(offer.chunkSize)
+            findings.check(data.count == expected, "chunk \(index) has \(data.count) bytes, not \(expected)")
+            peerChunks[Int(index)] = data
+            if verifiedPeerCard == nil, peerChunks.allSatisfy({ $0 != nil }) {
+                let card = peerChunks.flatMap { $0 ?? [] }
+                let digest = BLAKE2b.hash(card, outputLength: WireConstants.digestLength)
+                findings.check(digest == offer.digest, "the device's card does not match its offer")
+                findings.check((try? ProfileCard(decoding: card)) != nil, "the device's card does not decode")
+                verifiedPeerCard = digest
+            }
+        case .cardSack(let sack):
+            for index in 0..<offer.chunkCount where sack.covers(index) { ackedChunks.insert(index) }
+        case .cardAck(let digest):
+            findings.check(digest == offer.digest, "the device acknowledged a card we did not send")
+        case .close:
+            peerClosed = true
+            outbox.append(contentsOf: seal(Frame.encode([.closeAck])).map { [$0] } ?? [])
+        case .closeAck:
+            closeAcked = true
+        case .receipt(let receipts):
+            peerReceipts = receipts
+        }
+    }
+
+    /// What an honest peer sends every ranging interval: control facts, ranging, chunks, SACK.
+    public mutating func tick() {
+        guard isSecured, !isFinished else { return }
+        ticks += 1
+        var frames: [Frame] = []
+        if !peerReceipts.contains(.token) { frames.append(.token(token)) }
+        rangingSequence += 1
+        frames.append(.ranging(RangingFrame(sequence: rangingSequence, pose: pose, token: token)))
+        let inRange = ticks >= 4
+        if inRange && !peerReceipts.contains(.consent) { frames.append(.inRange(true)) }
+        let consenting = inRange && peerInRange
+        if consenting && !peerReceipts.contains(.consent) { frames.append(.consent(.share, offer)) }
+        if let verifiedPeerCard { frames.append(.cardAck(digest: verifiedPeerCard)) }
+        if peerOffer != nil {
+            let held = peerChunks.prefix { $0 != nil }.count
+            var bitmap: [UInt8] = []
+            var index = held
+            while index < peerChunks.count && bitmap.count < WireConstants.maxSackBitmap {
+                var byte: UInt8 = 0
+                for bit in 0..<8 where index + bit < peerChunks.count && peerChunks[index + bit] != nil {
+                    byte |= 0x80 >> UInt8(bit)
+                }
+                bitmap.append(byte)
+                index += 8
+            }
+            frames.append(.cardSack(CardSack(cumulative: UInt16(clamping: held), bitmap: bitmap)))
+        }
+        var receipts: Receipts = []
+        if peerToken != nil { receipts.insert(.token) }
+        if peerConsent != nil { receipts.insert(.consent) }
+        frames.append(.receipt(receipts))
+        let done = verifiedPeerCard != nil && ackedChunks.count == offer.chunkCount
+        if done { frames.append(.close(CloseFrame(code: .exchanged))) }
+        send(frames)
+        if consenting, peerConsent != nil, peerConsent != .decline {
+            for index in 0..<offer.chunkCount where !ackedChunks.contains(index) {
+                let start = index * Int(offer.chunkSize)
+                let end = min(card.count, start + Int(offer.chunkSize))
+                send([.cardChunk(index: UInt16(index), data: Array(card[start..<end]))])
+            }
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import ProfileDropCrypto
+import Testing
+
+@testable import ProfileDropCore
+
+/// Replays every stored fuzz input (FuzzCases/<target>/*) through the same harness code the libFuzzer
+/// targets run (FuzzCases/Harness links to Fuzz/Sources/FuzzSupport), so a fixed crash stays fixed
+/// in the normal test run.
+@Suite struct FuzzRegressionTests {
+    static let casesDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("FuzzCases")
+
+    /// The stored inputs of one target, sorted by name.
+    static func cases(_ target: String) -> [(name: String, bytes: [UInt8])] {
+        let directory = casesDirectory.appendingPathComponent(target)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.filter { !$0.hasPrefix(".") }.sorted().compactMap { name in
+            guard let data = FileManager.default.contents(atPath: directory.appendingPathComponent(name).path)
+            else { return nil }
+            return (name, Array(data))
+        }
+    }
+
+    @Test func wireCasesKeepEveryDecoderInvariant() {
+        let cases = Self.cases("wire")
+        #expect(!cases.isEmpty, "no stored wire inputs under \(Self.casesDirectory.path)")
+        for (name, bytes) in cases {
+            let findings = WireFuzz.run(bytes)
+            #expect(findings.violations.isEmpty, "\(name): \(findings.violations)")
+        }
+    }
+
+    @Test func noiseCasesKeepEveryHandshakeInvariant() {
+        for (name, bytes) in Self.cases("noise") {
+            let findings = NoiseFuzz.run(bytes)
+            #expect(findings.violations.isEmpty, "\(name): \(findings.violations)")
+        }
+    }
+
+    @Test func deviceCasesKeepEveryDeviceInvariant() {
+        let cases = Self.cases("device")
+        #expect(!cases.isEmpty, "no stored device inputs under \(Self.casesDirectory.path)")
+        for (name, bytes) in cases {
+            let findings = DeviceFuzz.run(bytes)
+            #expect(findings.violations.isEmpty, "\(name): \(findings.violations)")
+        }
+    }
+
+    /// Every stored input, taken as one datagram, is either accepted or rejected by a fresh device
+    /// with exactly the ``ProtocolError`` the decoder reports, and the rejection is counted.
+    @Test func everyCaseAsADatagramIsATypedRejection() {
+        let all = ["wire", "noise", "device"].flatMap { Self.cases($0) }
+        var random = DeterministicRandom(seed: 7)
+        let configuration = DeviceConfiguration(
+            card: nil, consent: .share, staticKey: X25519.PrivateKey(using: &random))
+        for (name, bytes) in all {
+            var device = Device(
+                configuration: configuration, random: DeterministicRandom(seed: 8), now: .zero,
+                localAddress: PeerAddress(10, 0, 0, 1, port: 5000))
+            while device.pollEvent() != nil {}
+            device.handleDatagram(bytes, from: PeerAddress(10, 0, 0, 9, port: 5000), at: .zero)
+            var rejections: [ProtocolError] = []
+            while let event = device.pollEvent() {
+                if case .datagramRejected(let error) = event { rejections.append(error) }
+            }
+            let counters = device.counters
+            #expect(counters.datagramsReceived == 1, "\(name)")
+            #expect(counters.datagramsAccepted + counters.datagramsRejected == 1, "\(name)")
+            do {
+                _ = try Packet(datagram: bytes)
+            } catch {
+                #expect(rejections.map(\.code) == [error.code], "\(name): \(rejections) vs \(error)")
+                #expect(counters.rejected(error.code) == 1, "\(name)")
+            }
+        }
+    }
+}

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of the protocol with libFuzzer (see FUZZING.md).
+#
+#   scripts/fuzz.sh --list              the targets
+#   scripts/fuzz.sh TARGET [SECONDS]    build TARGET, seed its corpus, fuzz it (default 60 s)
+#   scripts/fuzz.sh --all SECONDS       build every target, then fuzz each for SECONDS
+#
+# Every crash or broken invariant is minimised and stored as a regression input under
+# Tests/ProfileDropCoreTests/FuzzCases/<target>/ (replayed by `swift test`); the script then exits 1.
+# Corpora persist in Fuzz/.build/corpus/<target>. Environment: FUZZ_JOBS (parallel fuzzing jobs per
+# target, default 1), FUZZ_FLAGS (extra libFuzzer flags).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+targets=(wire noise device capture)
+declare -A products=([wire]=FuzzWire [noise]=FuzzNoise [device]=FuzzDevice [capture]=FuzzCapture)
+declare -A max_len=([wire]=1400 [noise]=4096 [device]=4096 [capture]=65536)
+scratch="$root/Fuzz/.build/fuzz"
+bin="$scratch/release"
+
+usage() {
+    echo "usage: scripts/fuzz.sh --list | TARGET [SECONDS] | --all SECONDS" >&2
+    exit 2
+}
+
+# -use-ld=lld: the default gold linker fails on sanitizer builds. The Swift toolchain ships ld.lld;
+# Debian's lld package is the fallback.
+ensure_lld() {
+    local toolchain
+    toolchain=$(dirname "$(readlink -f "$(command -v swift)")")
+    if command -v ld.lld > /dev/null || [ -x "$toolchain/ld.lld" ]; then return; fi
+    echo "fuzz: ld.lld not found, installing lld" >&2
+    if [ "$(id -u)" = 0 ]; then apt-get install -y lld; else sudo apt-get install -y lld; fi
+}
+
+# `swift build --sanitize=fuzzer` links libFuzzer but leaves the code uninstrumented, hence -Xswiftc.
+build() {
+    ensure_lld
+    local product
+    for product in FuzzSeeds "$@"; do
+        swift build --package-path Fuzz --scratch-path "$scratch" -c release \
+            -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld --product "$product"
+    done
+}
+
+# Seeds: valid datagrams of honest runs, frames, prefixes of honest device runs, and the UDP
+# payloads (and whole files) of the golden captures.
+seed() {
+    rm -rf "$root/Fuzz/.build/seeds"
+    ASAN_OPTIONS=detect_leaks=0 SWIFT_BACKTRACE=enable=no \
+        "$bin/FuzzSeeds" "$root/Fuzz/.build/seeds" "$root"/Captures/*.pcapng
+}
+
+# Runs one target for $2 seconds; on a crash minimises it into FuzzCases and returns 1.
+run() {
+    local target=$1 seconds=$2
+    local corpus="$root/Fuzz/.build/corpus/$target" artifacts="$root/Fuzz/.build/artifacts/$target"
+    local cases="$root/Tests/ProfileDropCoreTests/FuzzCases/$target"
+    local log="$root/Fuzz/.build/logs/$target.log"
+    mkdir -p "$corpus" "$artifacts" "$cases" "$(dirname "$log")"
+    rm -f "$artifacts"/crash-* "$artifacts"/timeout-* "$artifacts"/oom-* "$artifacts"/leak-*
+    # LeakSanitizer is off: Swift packs enum tags into pointer spare bits, which it misreads as leaks.
+    # Memory stays bounded by -rss_limit_mb and -malloc_limit_mb instead.
+    local flags=(-max_total_time="$seconds" -max_len="${max_len[$target]}" -timeout=10
+        -rss_limit_mb=2048 -malloc_limit_mb=512 -detect_leaks=0 -print_final_stats=1
+        -artifact_prefix="$artifacts/")
+    local jobs=${FUZZ_JOBS:-1}
+    if [ "$jobs" -gt 1 ]; then flags+=(-fork="$jobs" -ignore_crashes=0); fi
+    echo "fuzz: $target for ${seconds}s (log $log)"
+    local status=0
+    # shellcheck disable=SC2086
+    SWIFT_BACKTRACE=enable=no "$bin/${products[$target]}" "${flags[@]}" ${FUZZ_FLAGS:-} \
+        "$corpus" "$root/Fuzz/.build/seeds/$target" "$cases" > "$log" 2>&1 || status=$?
+    grep -E '^stat::|invariant broken' "$log" | sed "s/^/fuzz: $target: /" || true
+    local found=0 artifact
+    for artifact in "$artifacts"/crash-* "$artifacts"/timeout-* "$artifacts"/oom-*; do
+        [ -e "$artifact" ] || continue
+        found=1
+        local minimised="$artifact.min"
+        SWIFT_BACKTRACE=enable=no "$bin/${products[$target]}" -minimize_crash=1 -runs=20000 \
+            -max_total_time=60 -detect_leaks=0 -exact_artifact_path="$minimised" "$artifact" \
+            > "$log.minimize" 2>&1 || true
+        [ -s "$minimised" ] || minimised=$artifact
+        local name
+        name="fuzz-$(basename "$artifact" | cut -d- -f1)-$(sha1sum "$minimised" | cut -c1-16)"
+        cp "$minimised" "$cases/$name"
+        echo "fuzz: $target: FOUND $(basename "$artifact"); stored Tests/ProfileDropCoreTests/FuzzCases/$target/$name"
+    done
+    if [ "$found" = 1 ] || [ "$status" != 0 ]; then
+        echo "fuzz: $target failed (exit $status); see $log" >&2
+        return 1
+    fi
+}
+
+[ $# -ge 1 ] || usage
+case "$1" in
+--list)
+    printf '%s\n' "${targets[@]}"
+    ;;
+--all)
+    [ $# -eq 2 ] || usage
+    start=$(date +%s)
+    build "${products[@]}"
+    seed
+    echo "fuzz: built and seeded in $(($(date +%s) - start))s"
+    failed=0
+    for target in "${targets[@]}"; do run "$target" "$2" || failed=1; done
+    echo "fuzz: done in $(($(date +%s) - start))s"
+    exit $failed
+    ;;
+-*)
+    usage
+    ;;
+*)
+    [ -n "${products[$1]:-}" ] || { echo "fuzz: unknown target $1 (try --list)" >&2; exit 2; }
+    build "${products[$1]}"
+    seed
+    run "$1" "${2:-60}"
+    ;;
+esac
