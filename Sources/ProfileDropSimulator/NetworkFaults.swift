@@ -18,6 +18,8 @@ public struct NetworkFaults: Equatable, Sendable {
     public var reorderDelay: Duration
     /// Scheduled windows during which some nodes are cut off from the others.
     public var partitions: [Partition]
+    /// Probability that a delivered copy has one random bit flipped, in `0...1`.
+    public var corruptionRate: Double = 0
 
     /// A perfect network with a 2 ms delay.
     public static let none = NetworkFaults()
@@ -52,6 +54,7 @@ public struct NetworkFaults: Equatable, Sendable {
             "loss=\(Self.percent(lossRate))", "dup=\(Self.percent(duplicationRate))",
             "reorder=\(Self.percent(reorderRate))/\(Self.millis(reorderDelay))",
         ]
+        if corruptionRate > 0 { parts.append("corrupt=\(Self.percent(corruptionRate))") }
         for partition in partitions { parts.append(partition.summary) }
         return parts.joined(separator: " ")
     }

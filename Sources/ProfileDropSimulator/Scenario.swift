@@ -9,7 +9,7 @@ import ProfileDropCrypto
 /// ```json
 /// {"seed": 7, "timeLimit": 30,
 ///  "faults": {"delayMs": 2, "jitterMs": 1, "loss": 0.3, "duplicate": 0.05, "reorder": 0.1,
-///             "reorderDelayMs": 30,
+///             "reorderDelayMs": 30, "corrupt": 0.01,
 ///             "partitions": [{"devices": ["bori"], "start": 1, "end": 3}]},
 ///  "devices": [{"name": "bori", "pose": {"x": 0, "y": 0, "heading": 0},
 ///               "motion": [{"hold": 1}, {"moveTo": {"x": 3, "y": 0, "heading": 0}, "over": 2}],
@@ -129,7 +129,7 @@ extension Scenario {
     static let topKeys = ["seed", "timeLimit", "faults", "timeouts", "devices"]
     static let timeoutKeys = ["overall", "consent", "rangingWindow", "transfer", "idle"]
     static let faultKeys = [
-        "delayMs", "jitterMs", "loss", "duplicate", "reorder", "reorderDelayMs", "partitions",
+        "delayMs", "jitterMs", "loss", "duplicate", "reorder", "reorderDelayMs", "corrupt", "partitions",
     ]
     static let partitionKeys = ["devices", "start", "end"]
     static let deviceKeys = ["name", "pose", "motion", "consent", "card", "photoBytes"]
@@ -234,6 +234,9 @@ extension Scenario {
         }
         if let extra = try fields.optional("reorderDelayMs") {
             faults.reorderDelay = try milliseconds(extra, at: "\(location).reorderDelayMs")
+        }
+        if let corrupt = try fields.optional("corrupt") {
+            faults.corruptionRate = try rate(corrupt, at: "\(location).corrupt")
         }
         if let partitions = try fields.optional("partitions") {
             guard case .array(let items) = partitions else {

@@ -60,6 +60,8 @@ public struct NetworkStatistics: Equatable, Sendable {
     public var reordered = 0
     /// Copies dropped by the impairment hook.
     public var impaired = 0
+    /// Copies delivered with a flipped bit.
+    public var corrupted = 0
 
     init(nodeCount: Int) {
         sentDatagrams = Array(repeating: 0, count: nodeCount)
@@ -183,10 +185,10 @@ public struct SimulatedNetwork {
             statistics.reordered += 1
             base = base + reorderExtra
         }
-        schedule(bytes, number: number, from: source, to: recipient, at: base + jitterFirst)
+        schedule(corrupted(bytes), number: number, from: source, to: recipient, at: base + jitterFirst)
         if duplicateDraw < faults.duplicationRate {
             statistics.duplicated += 1
-            schedule(bytes, number: number, from: source, to: recipient, at: base + jitterSecond)
+            schedule(corrupted(bytes), number: number, from: source, to: recipient, at: base + jitterSecond)
         }
     }
 
@@ -196,6 +198,19 @@ public struct SimulatedNetwork {
         let delivery = Delivery(
             time: time, source: source, recipient: recipient, bytes: bytes, datagramNumber: number)
         pending.schedule(delivery, at: time)
+    }
+
+    /// `bytes`, with one random bit flipped at the corruption rate. Draws nothing when the rate is
+    /// zero, so that runs without corruption keep the draws they always had.
+    private mutating func corrupted(_ bytes: [UInt8]) -> [UInt8] {
+        guard faults.corruptionRate > 0, !bytes.isEmpty else { return bytes }
+        let draw = random.unitDouble()
+        let bit = Int(random.uniform(below: UInt64(bytes.count) * 8))
+        guard draw < faults.corruptionRate else { return bytes }
+        statistics.corrupted += 1
+        var flipped = bytes
+        flipped[bit / 8] ^= 1 << UInt8(bit % 8)
+        return flipped
     }
 
     private mutating func uniformDuration(upTo bound: Duration) -> Duration {

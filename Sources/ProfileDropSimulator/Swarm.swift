@@ -238,6 +238,9 @@ public struct SwarmPlan: Sendable {
             lastScripted = max(lastScripted, start + length)
         }
 
+        // Sometimes a bit flips in flight: the channel must drop such datagrams, never deliver them.
+        if random.unitDouble() < 0.3 { faults.corruptionRate = 0.02 * random.unitDouble() }
+
         let bothConsent = consents[0...1].allSatisfy {
             switch $0 {
             case .accept: return true

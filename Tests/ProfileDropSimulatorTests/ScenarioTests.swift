@@ -36,8 +36,9 @@ private func parseError(_ text: String) -> String? {
         let text = #"""
             {"seed": 77, "timeLimit": 12.5,
              "faults": {"delayMs": 3, "jitterMs": 1.5, "loss": 0.3, "duplicate": 0.05, "reorder": 0.1,
-                        "reorderDelayMs": 40, "partitions": [{"devices": ["b"], "start": 1, "end": 2.5},
-                                                             {"devices": ["a"], "start": 4}]},
+                        "reorderDelayMs": 40, "corrupt": 0.02,
+                        "partitions": [{"devices": ["b"], "start": 1, "end": 2.5},
+                                       {"devices": ["a"], "start": 4}]},
              "devices": [
                {"name": "a", "pose": {"x": 0, "y": 0, "heading": 0}, "consent": "decline",
                 "card": \#(cardJSON)},
@@ -54,6 +55,7 @@ private func parseError(_ text: String) -> String? {
         #expect(scenario.faults.duplicationRate == 0.05)
         #expect(scenario.faults.reorderRate == 0.1)
         #expect(scenario.faults.reorderDelay == .milliseconds(40))
+        #expect(scenario.faults.corruptionRate == 0.02)
         #expect(
             scenario.faults.partitions == [
                 Partition(

@@ -122,6 +122,24 @@ private let faulty = NetworkFaults(
         #expect(inversions > sends / 20)
     }
 
+    @Test func corruptionFlipsExactlyOneBit() {
+        var faults = NetworkFaults(delay: .milliseconds(1))
+        faults.corruptionRate = 0.25
+        var network = SimulatedNetwork(nodeCount: 2, faults: faults, random: DeterministicRandom(seed: 8))
+        let original = [UInt8](repeating: 0x5A, count: 64)
+        for index in 0..<4000 {
+            network.send(original, from: 0, to: .unicast(1), at: Instant(nanoseconds: UInt64(index) * 1000))
+        }
+        var flippedCopies = 0
+        while let delivery = network.nextDelivery(notAfter: Instant(nanoseconds: .max)) {
+            let flippedBits = zip(delivery.bytes, original).map { ($0 ^ $1).nonzeroBitCount }.reduce(0, +)
+            #expect(flippedBits <= 1)
+            flippedCopies += flippedBits
+        }
+        #expect(flippedCopies == network.statistics.corrupted)
+        #expect(abs(Double(flippedCopies) / 4000 - 0.25) < 0.025)
+    }
+
     @Test func noFaultsMeansNoReordering() {
         var network = SimulatedNetwork(
             nodeCount: 2, faults: NetworkFaults(delay: .milliseconds(5)), random: DeterministicRandom(seed: 7)
