@@ -25,6 +25,7 @@ public enum CommandLineTool {
         InterfacesCommand.self,
         ReplayCommand.self,
         ShareCommand.self,
+        SimulateCommand.self,
     ]
 
     /// Runs `profiledrop` with `arguments` (without the program name) and returns the exit code.
