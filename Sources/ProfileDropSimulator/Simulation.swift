@@ -10,9 +10,11 @@ public struct SimulationOptions: Sendable {
     /// The proximity rule used to judge, from true poses, whether a delivered card was allowed.
     public var gate: ProximityGate.Configuration
     /// Slack (cm) on the distance band when judging from true poses: the gate sees filtered noisy
-    /// measurements and has hysteresis, so it may act a little outside the exact band.
+    /// measurements and has hysteresis, so it may act a little outside the exact band. The default
+    /// 2 cm accepts 3–12 cm, inside the 2 cm and 13 cm the gate trials require it to refuse.
     public var distanceTolerance: Double
-    /// Slack (degrees) on the maximum bearing, for the same reason.
+    /// Slack (degrees) on the maximum bearing, for the same reason. The default 10° accepts up to
+    /// 40°, inside the 45° the gate trials require it to refuse.
     public var bearingTolerance: Double
     /// Whether the transcript records every datagram sent.
     public var logDatagrams: Bool
@@ -26,7 +28,7 @@ public struct SimulationOptions: Sendable {
     public init(
         poseInterval: Duration = .milliseconds(50), closeBound: Duration? = nil,
         gate: ProximityGate.Configuration = .default, distanceTolerance: Double = 2,
-        bearingTolerance: Double = 15, logDatagrams: Bool = false, verbose: Bool = false,
+        bearingTolerance: Double = 10, logDatagrams: Bool = false, verbose: Bool = false,
         impairment: (@Sendable (Int, Int, [UInt8], Instant) -> Impairment)? = nil
     ) {
         self.poseInterval = poseInterval

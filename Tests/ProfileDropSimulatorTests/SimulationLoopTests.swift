@@ -141,6 +141,21 @@ private func pairScenario(
 }
 
 @Suite struct SimulationLoopTests {
+    @Test func groundTruthRangeStaysInsideTheGateTrialBoundaries() {
+        let options = SimulationOptions()
+        func pair(_ distance: Double, turnedBy turn: Double = 0) -> (Pose, Pose) {
+            (Pose(x: 0, y: 0, heading: turn), Pose(x: distance, y: 0, heading: 180))
+        }
+        #expect(options.allowsExchange(pair(7).0, pair(7).1))
+        #expect(options.allowsExchange(pair(12).0, pair(12).1))
+        #expect(!options.allowsExchange(pair(13).0, pair(13).1))
+        #expect(options.allowsExchange(pair(3).0, pair(3).1))
+        #expect(!options.allowsExchange(pair(2).0, pair(2).1))
+        #expect(options.allowsExchange(pair(7, turnedBy: 40).0, pair(7, turnedBy: 40).1))
+        #expect(!options.allowsExchange(pair(7, turnedBy: 45).0, pair(7, turnedBy: 45).1))
+        #expect(!options.allowsExchange(pair(7, turnedBy: -45).0, pair(7, turnedBy: -45).1))
+    }
+
     @Test func toyPairExchangesAndReportsIt() {
         let report = Simulation.run(scenario: pairScenario(distance: 7)) { ToyDevice(context: $0) }
         #expect(report.violations == [])
