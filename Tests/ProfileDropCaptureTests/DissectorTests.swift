@@ -82,6 +82,28 @@ struct DissectorTests {
         #expect(lines.contains(expected), "\(lines.prefix(2)) vs \(expected)")
     }
 
+    @Test func labelsTheReplayRecords() throws {
+        guard let tshark = Self.tshark else {
+            print("DissectorTests: skipped: tshark is not installed (apt-get install tshark)")
+            return
+        }
+        let path = GoldenCaptures.all[3].capturePath
+        let capture = try CaptureFile.read(path: path)
+        let (_, lines) = try Self.run(
+            tshark,
+            [
+                "-r", path, "-Y", "profiledrop_record", "-T", "fields", "-E", "separator=,",
+                "-e", "profiledrop_record.kind", "-e", "profiledrop_record.input", "-e",
+                "profiledrop_record.decision",
+            ])
+        let inputs = capture.devices.map(\.inputs.count).reduce(0, +)
+        #expect(lines.filter { $0.hasPrefix("1,") }.count == capture.devices.count)
+        #expect(lines.filter { $0.hasPrefix("2,") }.count == inputs)
+        #expect(lines.filter { $0.hasPrefix("3,") }.count == capture.devices.count)
+        // The declined run has one decision per device: alice shares, bob declines.
+        #expect(lines.filter { $0.hasPrefix("2,3,") }.sorted() == ["2,3,1", "2,3,3"])
+    }
+
     @Test func heuristicFindsUnicastOnOtherPorts() throws {
         guard let tshark = Self.tshark else {
             print("DissectorTests: skipped: tshark is not installed (apt-get install tshark)")

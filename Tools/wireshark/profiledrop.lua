@@ -7,6 +7,8 @@
 --       tshark -X lua_script:Tools/wireshark/profiledrop.lua -r capture.pcapng -Y profiledrop
 -- or copy the file into the personal Lua plugins folder (Help > About > Folders).
 --
+-- A post-dissector also labels the replay records that captures carry in pcapng Custom Blocks.
+--
 -- The dissector registers on the discovery port 47544 and the simulator's port 47474, and as a
 -- heuristic dissector on UDP for unicast exchanges on other ports (magic "PD", version 1, a
 -- defined type).
@@ -141,7 +143,9 @@ function profiledrop.dissector(buffer, pinfo, tree)
             else
                 subtree:add(f.noise, buffer(offset, count))
                 -- Messages 1 and 2 of Noise XX start with the sender's ephemeral key in the clear.
-                if (type == 3 or type == 4) and count >= 32 then subtree:add(f.noise_e, buffer(offset, 32)) end
+                if (type == 3 or type == 4) and count >= 32 then
+                    subtree:add(f.noise_e, buffer(offset, 32))
+                end
                 offset = offset + count
             end
             info = string.format("%s session=%s %s -> %s noise=%dB", name, hex64(session), hex64(sender),
@@ -175,7 +179,8 @@ function profiledrop.dissector(buffer, pinfo, tree)
         end
     end
     if offset < length then
-        subtree:add_proto_expert_info(e_trailing, string.format("%d bytes after the last field", length - offset))
+        local extra = length - offset
+        subtree:add_proto_expert_info(e_trailing, string.format("%d bytes after the last field", extra))
     end
     pinfo.cols.info = info
     return length
@@ -186,6 +191,130 @@ local function heuristic(buffer, pinfo, tree)
     profiledrop.dissector(buffer, pinfo, tree)
     return true
 end
+
+-- Replay records: pcapng Custom Blocks under Private Enterprise Number 32473 (Captures/FORMAT.md).
+-- Wireshark shows each such block as a frame whose data is the record; a post-dissector labels it.
+
+local records = Proto("profiledrop_record", "ProfileDrop replay record")
+local ENTERPRISE = 32473
+local record_kinds = { [1] = "DEVICE", [2] = "INPUT", [3] = "END" }
+local input_kinds = { [1] = "timer", [2] = "pose", [3] = "decision", [4] = "datagram" }
+local consent_policies = { [1] = "share", [2] = "receive-only", [3] = "decline", [4] = "ask user" }
+local decisions = { [1] = "share", [2] = "receive-only", [3] = "decline" }
+local r = {
+    length = ProtoField.uint32("profiledrop_record.length", "Record length", base.DEC),
+    version = ProtoField.uint16("profiledrop_record.version", "Format version", base.DEC),
+    kind = ProtoField.uint8("profiledrop_record.kind", "Kind", base.DEC, record_kinds),
+    interface = ProtoField.uint32("profiledrop_record.interface", "Interface", base.DEC),
+    name = ProtoField.string("profiledrop_record.name", "Device name"),
+    device_id = ProtoField.uint64("profiledrop_record.device_id", "Device ID", base.HEX),
+    address = ProtoField.ipv4("profiledrop_record.address", "Local address"),
+    port = ProtoField.uint16("profiledrop_record.port", "Local port", base.DEC),
+    static_key = ProtoField.bytes("profiledrop_record.static_public_key", "Static public key"),
+    consent = ProtoField.uint8("profiledrop_record.consent", "Consent policy", base.DEC, consent_policies),
+    has_card = ProtoField.uint8("profiledrop_record.has_card", "Offers a card", base.DEC),
+    start = ProtoField.uint64("profiledrop_record.start_ns", "Start time (ns)", base.DEC),
+    sequence = ProtoField.uint64("profiledrop_record.sequence", "Input sequence", base.DEC),
+    time = ProtoField.uint64("profiledrop_record.time_ns", "Input time (ns)", base.DEC),
+    random = ProtoField.uint32("profiledrop_record.random_bytes", "Random bytes drawn", base.DEC),
+    input = ProtoField.uint8("profiledrop_record.input", "Input", base.DEC, input_kinds),
+    decision = ProtoField.uint8("profiledrop_record.decision", "Decision", base.DEC, decisions),
+    source = ProtoField.ipv4("profiledrop_record.source", "Datagram source"),
+    source_port = ProtoField.uint16("profiledrop_record.source_port", "Datagram source port", base.DEC),
+    datagram = ProtoField.bytes("profiledrop_record.datagram", "Datagram"),
+    inputs = ProtoField.uint64("profiledrop_record.inputs", "Inputs recorded", base.DEC),
+    outbound = ProtoField.uint64("profiledrop_record.outbound", "Datagrams sent", base.DEC),
+}
+records.fields = {
+    r.length, r.version, r.kind, r.interface, r.name, r.device_id, r.address, r.port, r.static_key,
+    r.consent, r.has_card, r.start, r.sequence, r.time, r.random, r.input, r.decision, r.source,
+    r.source_port, r.datagram, r.inputs, r.outbound,
+}
+local cb_pen = Field.new("frame.cb_pen")
+
+-- A big-endian IEEE 754 double (Lua 5.2 has no string.unpack).
+local function double_be(range)
+    local bytes = {}
+    for index = 0, 7 do bytes[index + 1] = range(index, 1):uint() end
+    local sign = bytes[1] >= 128 and -1 or 1
+    local exponent = (bytes[1] % 128) * 16 + math.floor(bytes[2] / 16)
+    local mantissa = bytes[2] % 16
+    for index = 3, 8 do mantissa = mantissa * 256 + bytes[index] end
+    if exponent == 0 then return sign * mantissa * 2 ^ -1074 end
+    if exponent == 2047 then return mantissa == 0 and sign * math.huge or 0 / 0 end
+    return sign * (mantissa + 2 ^ 52) * 2 ^ (exponent - 1075)
+end
+
+local function pose_text(buffer, offset)
+    return string.format("x=%.1f y=%.1f heading=%.1f", double_be(buffer(offset, 8)),
+        double_be(buffer(offset + 8, 8)), double_be(buffer(offset + 16, 8)))
+end
+
+function records.dissector(buffer, pinfo, tree)
+    local pen = cb_pen()
+    if pen == nil or pen.value ~= ENTERPRISE or buffer:len() < 7 then return end
+    local length = buffer(0, 4):uint()
+    if length + 4 > buffer:len() then return end
+    local subtree = tree:add(records, buffer(0, length + 4), "ProfileDrop replay record")
+    subtree:add(r.length, buffer(0, 4))
+    subtree:add(r.version, buffer(4, 2))
+    subtree:add(r.kind, buffer(6, 1))
+    pinfo.cols.protocol = "ProfileDrop record"
+    local version = buffer(4, 2):uint()
+    local kind = buffer(6, 1):uint()
+    if version ~= 1 then
+        pinfo.cols.info = string.format("record of format version %d", version)
+        return
+    end
+    local ok = pcall(function()
+        if kind == 1 then
+            subtree:add(r.interface, buffer(7, 4))
+            local name_length = buffer(11, 1):uint()
+            subtree:add(r.name, buffer(12, name_length))
+            local offset = 12 + name_length
+            subtree:add(r.device_id, buffer(offset, 8))
+            subtree:add(r.address, buffer(offset + 8, 4))
+            subtree:add(r.port, buffer(offset + 12, 2))
+            subtree:add(r.static_key, buffer(offset + 14, 32))
+            subtree:add(r.consent, buffer(offset + 46, 1))
+            subtree:add(r.has_card, buffer(offset + 47, 1))
+            subtree:add(r.start, buffer(offset + 48, 8))
+            pinfo.cols.info = string.format("DEVICE %s id=%s", buffer(12, name_length):string(),
+                buffer(offset, 8):bytes():tohex():lower())
+        elseif kind == 2 then
+            subtree:add(r.interface, buffer(7, 4))
+            subtree:add(r.sequence, buffer(11, 8))
+            subtree:add(r.time, buffer(19, 8))
+            subtree:add(r.random, buffer(27, 4))
+            subtree:add(r.input, buffer(31, 1))
+            local input = buffer(31, 1):uint()
+            local detail = ""
+            if input == 2 then
+                detail = " " .. pose_text(buffer, 32)
+            elseif input == 3 then
+                subtree:add(r.decision, buffer(32, 1))
+                detail = " " .. (decisions[buffer(32, 1):uint()] or "?")
+            elseif input == 4 then
+                subtree:add(r.source, buffer(32, 4))
+                subtree:add(r.source_port, buffer(36, 2))
+                local count = buffer(38, 2):uint()
+                subtree:add(r.datagram, buffer(40, count))
+                detail = string.format(" %d bytes from %s", count, tostring(buffer(32, 4):ipv4()))
+            end
+            pinfo.cols.info = string.format("INPUT #%s interface %d %s%s", tostring(buffer(11, 8):uint64()),
+                buffer(7, 4):uint(), input_kinds[input] or "?", detail)
+        elseif kind == 3 then
+            subtree:add(r.interface, buffer(7, 4))
+            subtree:add(r.inputs, buffer(11, 8))
+            subtree:add(r.outbound, buffer(19, 8))
+            pinfo.cols.info = string.format("END interface %d: %s inputs, %s datagrams sent",
+                buffer(7, 4):uint(), tostring(buffer(11, 8):uint64()), tostring(buffer(19, 8):uint64()))
+        end
+    end)
+    if not ok then subtree:add_proto_expert_info(e_truncated, "record ends inside a field") end
+end
+
+register_postdissector(records)
 
 local udp_port = DissectorTable.get("udp.port")
 for _, port in ipairs(PORTS) do udp_port:add(port, profiledrop) end
