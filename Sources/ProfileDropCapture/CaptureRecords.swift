@@ -522,7 +522,8 @@ enum ConfigurationCodec {
         }
         writer.writeInteger(UInt32(clamping: timeouts.handshakeAttempts))
         for duration in [
-            timeouts.rangingWindow, timeouts.consent, timeouts.controlCap, timeouts.idle,
+            timeouts.rangingWindow, timeouts.rangingFarAbort, timeouts.consent, timeouts.controlCap,
+            timeouts.idle,
             timeouts.chunkPacing,
             timeouts.initialRTO,
         ] { write(duration, to: &writer) }
@@ -551,6 +552,7 @@ enum ConfigurationCodec {
         timeouts.handshakeRetransmit = try reader.duration("handshake retransmit")
         timeouts.handshakeAttempts = try reader.count("handshake attempts")
         timeouts.rangingWindow = try reader.duration("ranging window")
+        timeouts.rangingFarAbort = try reader.duration("ranging far abort")
         timeouts.consent = try reader.duration("consent")
         timeouts.controlCap = try reader.duration("control cap")
         timeouts.idle = try reader.duration("idle")
@@ -571,10 +573,13 @@ enum ConfigurationCodec {
     }
 
     static func write(_ limits: Limits, to writer: inout ByteWriter) {
-        for value in [
-            limits.maxPeers, limits.maxCardBytes, limits.sendWindow, limits.maxKnownAnswers,
-            limits.unsolicitedPerSecond, limits.rateLimitedSources,
-        ] { writer.writeInteger(UInt32(clamping: value)) }
+        for value in [limits.maxPeers, limits.maxCardBytes, limits.sendWindow, limits.maxKnownAnswers] {
+            writer.writeInteger(UInt32(clamping: value))
+        }
+        writer.writeDouble(limits.farAbortDistance)
+        for value in [limits.unsolicitedPerSecond, limits.rateLimitedSources] {
+            writer.writeInteger(UInt32(clamping: value))
+        }
     }
 
     static func readLimits(_ reader: inout RecordReader) throws(CaptureError) -> Limits {
@@ -583,6 +588,7 @@ enum ConfigurationCodec {
         limits.maxCardBytes = try reader.count("max card bytes")
         limits.sendWindow = try reader.count("send window")
         limits.maxKnownAnswers = try reader.count("max known answers")
+        limits.farAbortDistance = try reader.finite("far abort distance")
         limits.unsolicitedPerSecond = try reader.count("unsolicited per second")
         limits.rateLimitedSources = try reader.count("rate-limited sources")
         return limits

@@ -92,9 +92,11 @@ struct CaptureRecorderTests {
     @Test func recordsRoundTrip() throws {
         var timeouts = Timeouts()
         timeouts.overall = .seconds(12)
+        timeouts.rangingFarAbort = .milliseconds(123)
         timeouts.busyBackoff = .milliseconds(1) ... .milliseconds(9)
         var limits = Limits()
         limits.sendWindow = 7
+        limits.farAbortDistance = 33.5
         let device = DeviceRecord(
             interfaceID: 3, name: "résumé", deviceID: DeviceID(rawValue: 0xDEAD_BEEF),
             localAddress: PeerAddress(192, 168, 1, 9, port: 4000), staticPublicKey: Array(0..<32),
@@ -133,6 +135,42 @@ struct CaptureRecorderTests {
         let seeded = DeviceSecrets(
             interfaceID: 0, staticKey: .external, card: nil, random: .seedMaterial([7, 7]))
         #expect(try DeviceSecrets(decoding: seeded.encoded()) == seeded)
+    }
+
+    /// The DEVICE record encodes these fields; a field added to a configuration type must be added
+    /// to the record (and the format version raised), or replays would silently use its default.
+    @Test func deviceRecordCoversEveryConfigurationField() {
+        func labels(_ value: Any) -> [String] { Mirror(reflecting: value).children.compactMap(\.label) }
+        #expect(
+            labels(Timeouts()) == [
+                "announceInitial", "announceCap", "queryInitial", "queryCap", "queryResponseDelay",
+                "answerSuppression", "peerLifetime", "handshakeRetransmit", "handshakeAttempts",
+                "rangingWindow",
+                "rangingFarAbort", "consent", "controlCap", "idle", "chunkPacing", "initialRTO", "rtoRange",
+                "sackDelay", "transfer", "closeRetransmit", "closeAttempts", "drain", "retryBackoff",
+                "retryBackoffCap", "busyBackoff", "inviteDelay", "overall",
+            ])
+        #expect(
+            labels(Limits()) == [
+                "maxPeers", "maxCardBytes", "sendWindow", "maxKnownAnswers", "farAbortDistance",
+                "unsolicitedPerSecond", "rateLimitedSources",
+            ])
+        #expect(
+            labels(ProximityGate.Configuration.default) == [
+                "distanceBand", "maximumBearing", "distanceHysteresis", "bearingHysteresis", "dwellTime",
+                "window",
+                "minimumSamples", "minimumSamplesWhileOpen", "outlierDistance", "outlierBearing",
+            ])
+        #expect(
+            labels(MeasurementModel.default) == [
+                "distanceNoise", "bearingNoise", "outlierProbability", "outlierBiasMean",
+                "dropoutProbability",
+                "sampleRate", "maximumRange",
+            ])
+        #expect(
+            labels(DeviceConfiguration(card: nil, consent: .share, staticKey: TwoDeviceRun.staticKey(0))) == [
+                "card", "consent", "staticKey", "timeouts", "limits", "gate", "measurement",
+            ])
     }
 
     @Test func otherRecordVersionsAreRejectedClearly() throws {
