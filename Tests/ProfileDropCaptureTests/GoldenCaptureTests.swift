@@ -50,7 +50,9 @@ struct GoldenCaptureTests {
                 }
             }
             guard case .identical(let datagrams) = result else {
-                Issue.record("\(golden.name): \(result)")
+                Issue.record(
+                    "\(golden.name): \(result). If the protocol core changed on purpose, regenerate: "
+                        + "PROFILEDROP_REGENERATE_CAPTURES=1 swift test --filter GoldenCaptureTests")
                 continue
             }
             #expect(datagrams == device.outbound.count)
