@@ -50,9 +50,10 @@ struct GoldenCaptureTests {
                 }
             }
             guard case .identical(let datagrams) = result else {
-                Issue.record(
-                    "\(golden.name): \(result). If the protocol core changed on purpose, regenerate: "
-                        + "PROFILEDROP_REGENERATE_CAPTURES=1 swift test --filter GoldenCaptureTests")
+                let advice =
+                    "if the protocol core changed on purpose, regenerate: "
+                    + "PROFILEDROP_REGENERATE_CAPTURES=1 swift test --filter GoldenCaptureTests"
+                Issue.record("\(golden.name): \(result); \(advice)")
                 continue
             }
             #expect(datagrams == device.outbound.count)
