@@ -33,7 +33,7 @@ public struct CapturedDevice: Equatable, Sendable {
 public struct CaptureFile: Equatable, Sendable {
     /// The captured devices.
     public var devices: [CapturedDevice]
-    /// Every Enhanced Packet Block count, for reporting.
+    /// How many Enhanced Packet Blocks the file holds, inbound and outbound, of every interface.
     public var packetCount: Int
 
     /// Parses a capture written by ``CaptureRecorder``.
@@ -86,6 +86,11 @@ public struct CaptureFile: Equatable, Sendable {
                 guard custom.enterpriseNumber == CaptureFormat.enterpriseNumber else { continue }
                 switch try CaptureRecord(customData: custom.data) {
                 case .device(let record):
+                    guard Int(record.interfaceID) < interfaces.count else {
+                        throw CaptureError(
+                            .malformed,
+                            "device record for interface \(record.interfaceID), which is not defined")
+                    }
                     guard indexByInterface[record.interfaceID] == nil else {
                         throw CaptureError(
                             .malformed, "two device records for interface \(record.interfaceID)")
