@@ -87,11 +87,21 @@ final class ShareSession {
             }
         }
 
-        if options.verbose {
-            let counters = device.counters
-            console.error("datagrams: sent \(host.statistics.datagramsSent), received \(host.statistics.datagramsReceived); \(counters)")
-        }
+        if options.verbose { console.error(Self.countersLine(device.counters, host: host.statistics)) }
         return Self.exitCode(for: device.closedReason ?? .timeout(what: "no exchange"))
+    }
+
+    /// One line of traffic counters for `--verbose`: what was dropped, by reason, and what was resent.
+    static func countersLine(_ counters: DeviceCounters, host: UDPHost.Statistics) -> String {
+        let dropped = ProtocolError.Code.allCases.compactMap { code -> String? in
+            let count = counters.rejected(code)
+            return count > 0 ? "\(code.name) \(count)" : nil
+        }
+        return "datagrams: received \(counters.datagramsReceived), accepted \(counters.datagramsAccepted), "
+            + "dropped \(counters.datagramsRejected)"
+            + (dropped.isEmpty ? "" : " (" + dropped.joined(separator: ", ") + ")")
+            + ", sent \(counters.datagramsSent); resent: handshake \(counters.handshakeRetransmissions), "
+            + "chunks \(counters.chunkRetransmissions); send failures \(host.sendFailures)"
     }
 
     private func reportOutcome(_ device: Device) throws {
