@@ -264,19 +264,25 @@ enum Fixtures {
             if secureSeen % 7 == 5 { copy[30] ^= 0x80 }  // corrupt the ciphertext
             return copy
         }
-        room.run(until: Instant.zero + .seconds(2))
-        // Replay a captured packet: record one and deliver it twice more.
-        var captured: [UInt8]?
-        room.tamper = { from, _, bytes in
-            if captured == nil, from == 0, bytes.count > 3, bytes[3] == PacketType.secure.rawValue {
-                captured = bytes
+        // Also replay every tenth SECURE packet from the first device, 20 ms after it was sent
+        // (it has long been delivered by then), twice.
+        var replays: [(at: Instant, bytes: [UInt8])] = []
+        let tamperCorrupting = room.tamper
+        var fromFirst = 0
+        room.tamper = { from, to, bytes in
+            if from == 0, bytes.count > 3, bytes[3] == PacketType.secure.rawValue {
+                fromFirst += 1
+                if fromFirst % 10 == 0 { replays.append((Instant.zero, bytes)) }
             }
-            return bytes
+            return tamperCorrupting?(from, to, bytes) ?? bytes
         }
-        room.run(until: room.now + .milliseconds(300))
-        if let captured {
-            room.devices[1].handleDatagram(captured, from: VirtualRoom.address(0), at: room.now)
-            room.devices[1].handleDatagram(captured, from: VirtualRoom.address(0), at: room.now)
+        while room.now < Instant.zero + .seconds(3) {
+            room.run(until: room.now + .milliseconds(20))
+            for replay in replays {
+                room.devices[1].handleDatagram(replay.bytes, from: VirtualRoom.address(0), at: room.now)
+                room.devices[1].handleDatagram(replay.bytes, from: VirtualRoom.address(0), at: room.now)
+            }
+            replays.removeAll()
             room.flush(1)
         }
         room.tamper = nil

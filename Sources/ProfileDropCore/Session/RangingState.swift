@@ -6,8 +6,11 @@ struct RangingState {
     let startedAt: Instant
     /// Consecutive raw measurements beyond ``Limits/farAbortDistance``.
     var consecutiveFar = 0
-    /// The ranging window ends here.
-    let deadline: Instant
+    /// The ranging window ends here: ``Timeouts/rangingWindow`` after the first RANGING from the
+    /// peer (or after the handshake, if none arrives), so a slow link does not eat into it.
+    var deadline: Instant
+    /// Whether the window was already restarted at the first peer RANGING.
+    var heardPeer = false
     /// The next RANGING frame and measurement.
     var sampleAt: Instant
 }
@@ -28,6 +31,10 @@ extension ExchangeSession {
     func rangingTick(_ ranging: inout RangingState, context: inout SessionContext) {
         let interval = context.configuration.measurement.sampleInterval
         ranging.link.rangingSequence &+= 1
+        if !ranging.heardPeer, ranging.link.peerPose != nil {
+            ranging.heardPeer = true
+            ranging.deadline = max(ranging.deadline, context.now + context.timeouts.rangingWindow)
+        }
         var sample: RangingSample?
         if let peerPose = ranging.link.peerPose, let heardAt = ranging.link.peerPoseAt,
             context.now - heardAt <= interval * 3
@@ -51,7 +58,8 @@ extension ExchangeSession {
         let frame = Frame.ranging(
             RangingFrame(
                 sequence: ranging.link.rangingSequence, pose: context.pose, token: ranging.link.localToken))
-        ranging.link.send([frame] + ranging.link.controlFrames(), context: &context)
+        // Control frames first: the peer checks RANGING against the TOKEN in front of it.
+        ranging.link.send(ranging.link.controlFrames() + [frame], context: &context)
         ranging.sampleAt = context.now + interval
         ranging.link.controlAt = ranging.sampleAt
     }
