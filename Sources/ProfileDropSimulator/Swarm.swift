@@ -14,7 +14,10 @@ public enum Swarm {
     ) -> SwarmReport {
         precondition(runs >= 0, "run count must not be negative")
         let showTranscripts = transcripts ?? (runs == 1)
-        var lines = ["swarm: seed=\(seed) runs=\(runs) close-bound=\(Instant.zero + timeouts.closeBound)"]
+        var lines = [
+            "swarm: seed=\(seed) runs=\(runs) close-bound=\(Instant.zero + timeouts.closeBound)",
+            "swarm: each run draws \(SwarmPlan.drawnOptions)",
+        ]
         var outcomes: [SwarmReport.RunOutcome] = []
         var violations: [String] = []
         for (index, runSeed) in runSeeds(seed: seed, count: runs).enumerated() {
@@ -129,6 +132,13 @@ public struct SwarmPlan: Sendable {
     ]
     private static let owners = ["minji", "jae", "sora", "dong", "yuna", "hyun", "eun", "tae"]
     private static let keywords = ["calm", "zoomies", "fetch", "shy", "swims", "treats", "cuddly", "barky"]
+    /// What a run draws, for the swarm's header.
+    public static let drawnOptions =
+        "2-6 devices (a pair 6-9 cm apart facing within 15 deg, 40 % walking in; bystanders 80 cm or more "
+        + "away, 30 % wandering), consent accept 80 % / decline 10 % / ignore 10 % after 0.1-1.5 s, "
+        + "delay 1-5 ms, jitter 0-10 ms, loss 0-30 %, dup 0-10 %, reorder 0-20 % in half the runs, "
+        + "corruption 0-2 % in 30 %, a partition in 25 % (permanent in 5 %)"
+
     /// Temporary partitions last at most this long, well inside any sane protocol timeout, so that
     /// a pair that both consent must still exchange after the partition heals.
     public static let maximumTemporaryPartition: Duration = .milliseconds(1500)

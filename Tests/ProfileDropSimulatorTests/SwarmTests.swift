@@ -9,6 +9,7 @@ import Testing
         let report = Swarm.run(runs: 50, seed: 2026)
         #expect(report.violations == [])
         #expect(report.runs.count == 50)
+        #expect(report.lines[1] == "swarm: each run draws \(SwarmPlan.drawnOptions)")
         #expect(
             report.lines.first
                 == "swarm: seed=2026 runs=50 close-bound=\(Instant.zero + Swarm.timeouts.closeBound)")
@@ -30,7 +31,7 @@ import Testing
         #expect(replay.runs == [third])
         // The replay's transcript is the one the swarm printed for that run.
         let printed = swarm.lines.drop { !$0.hasPrefix("run 3/4 ") }.dropFirst().prefix { $0.hasPrefix("  ") }
-        let replayed = replay.lines.dropFirst(2).prefix { $0.hasPrefix("  ") }
+        let replayed = replay.lines.dropFirst(3).prefix { $0.hasPrefix("  ") }
         #expect(Array(printed) == Array(replayed))
         #expect(!printed.isEmpty)
     }
