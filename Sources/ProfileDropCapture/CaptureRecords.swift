@@ -278,6 +278,10 @@ public enum CaptureRecord: Equatable, Sendable {
                 let x = try reader.finite("pose x")
                 let y = try reader.finite("pose y")
                 let heading = try reader.finite("pose heading")
+                // The device would refuse to encode it in RANGING frames: a driver error, here a bad file.
+                guard abs(x) <= Pose.encodableCoordinateLimit, abs(y) <= Pose.encodableCoordinateLimit else {
+                    throw CaptureError(.malformed, "pose (\(x), \(y)) is outside the encodable room")
+                }
                 input = .pose(Pose(x: x, y: y, heading: heading))
             case .decision:
                 let raw = try reader.u8("decision")
