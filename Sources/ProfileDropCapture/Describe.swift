@@ -99,7 +99,7 @@ public enum Describe {
             return ("session-ended", [("peer", peer.description), ("reason", reason.description)])
         case .closed(let reason): return ("closed", [("reason", reason.description)])
         case .datagramRejected(let reason):
-            return ("rejected", [("code", String(describing: reason.code)), ("reason", reason.diagnostic)])
+            return ("rejected", [("code", reason.code.name), ("reason", reason.diagnostic)])
         }
     }
 
@@ -188,7 +188,17 @@ public enum Describe {
         case .cardAck(let digest):
             return "CARD_ACK(\(short(digest)))"
         case .close(let close):
-            return "CLOSE(\(close.code) error=\(close.errorCode))"
+            let code: String
+            switch close.code {
+            case .exchanged: code = "exchanged"
+            case .declined: code = "declined"
+            case .outOfRange: code = "out-of-range"
+            case .timeout: code = "timeout"
+            case .error: code = "error"
+            }
+            guard close.code == .error else { return "CLOSE(\(code))" }
+            let name = ProtocolError.Code(rawValue: close.errorCode)?.name ?? String(close.errorCode)
+            return "CLOSE(error \(name))"
         case .closeAck:
             return "CLOSE_ACK"
         case .receipt(let receipts):
