@@ -178,7 +178,7 @@ public struct PcapngWriter: Sendable {
             body.u16(section.minorVersion)
             body.u64(UInt64.max)  // section length unknown (-1)
             var options = OptionWriter()
-            if let application = section.userApplication { options.add(4, Array(application.utf8)) }
+            if let application = section.userApplication { options.add(4, text: application) }
             body.bytes(options.finished())
         case .interface(let interface):
             type = PcapngConstants.interfaceType
@@ -186,8 +186,8 @@ public struct PcapngWriter: Sendable {
             body.u16(0)
             body.u32(interface.snapLength)
             var options = OptionWriter()
-            if let name = interface.name { options.add(2, Array(name.utf8)) }
-            if let description = interface.description { options.add(3, Array(description.utf8)) }
+            if let name = interface.name { options.add(2, text: name) }
+            if let description = interface.description { options.add(3, text: description) }
             options.add(9, [interface.timestampExponent])
             body.bytes(options.finished())
         case .packet(let packet):
@@ -412,6 +412,18 @@ private struct OptionWriter {
         writer.u16(code)
         writer.u16(UInt16(value.count))
         writer.padded(value)
+    }
+
+    /// A UTF-8 option, cut at a character boundary to the longest value an option holds (a name
+    /// read from a file may have grown when invalid bytes became replacement characters).
+    mutating func add(_ code: UInt16, text: String) {
+        var bytes: [UInt8] = []
+        for scalar in text.unicodeScalars {
+            let encoded = Array(String(scalar).utf8)
+            guard bytes.count + encoded.count <= Int(UInt16.max) else { break }
+            bytes += encoded
+        }
+        add(code, bytes)
     }
 
     func finished() -> [UInt8] {

@@ -93,6 +93,20 @@ struct PcapngTests {
         #expect(throws: CaptureError.self) { try PcapngReader.read(badLength) }
     }
 
+    @Test func overlongNamesAreCutToWhatAnOptionHolds() throws {
+        // 30000 invalid bytes read as 30000 replacement characters: 90000 bytes of UTF-8.
+        let name = String(decoding: [UInt8](repeating: 0xFF, count: 30_000), as: UTF8.self)
+        var writer = PcapngWriter()
+        writer.append(.interface(PcapngInterface(name: name)))
+        let blocks = try PcapngReader.read(writer.bytes)
+        guard case .interface(let interface) = blocks.last, let written = interface.name else {
+            Issue.record("no interface read back")
+            return
+        }
+        #expect(written.utf8.count <= 65_535 && written.utf8.count > 65_000)
+        #expect(name.hasPrefix(written))
+    }
+
     @Test func ipv4FramingHasValidChecksumsAndLengths() throws {
         let payload: [UInt8] = Array("PD payload of odd length".utf8)
         let source = PeerAddress(10, 0, 0, 1, port: 47_474)
