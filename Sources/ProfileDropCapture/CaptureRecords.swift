@@ -586,6 +586,10 @@ enum ConfigurationCodec {
         }
     }
 
+    /// Bounds on recorded limits, far above any real configuration.
+    static let maximumCardBytes = 64 * 1024 * 1024
+    static let maximumTableSize = 1 << 20
+
     static func readLimits(_ reader: inout RecordReader) throws(CaptureError) -> Limits {
         var limits = Limits()
         limits.maxPeers = try reader.count("max peers")
@@ -595,6 +599,10 @@ enum ConfigurationCodec {
         limits.farAbortDistance = try reader.finite("far abort distance")
         limits.unsolicitedPerSecond = try reader.count("unsolicited per second")
         limits.rateLimitedSources = try reader.count("rate-limited sources")
+        // Replay would allocate by these: a file must not make it reserve gigabytes.
+        guard limits.maxCardBytes <= maximumCardBytes, limits.maxPeers <= maximumTableSize,
+            limits.rateLimitedSources <= maximumTableSize
+        else { throw CaptureError(.malformed, "limits beyond what a device holds") }
         return limits
     }
 
