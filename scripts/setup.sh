@@ -9,6 +9,8 @@ pkg-config --exists libsodium 2>/dev/null || need_apt+=(libsodium-dev)
 command -v pkg-config >/dev/null || need_apt+=(pkg-config)
 # iproute2 lets the LAN test build its own network namespaces joined by a veth pair.
 command -v ip >/dev/null || need_apt+=(iproute2)
+# tshark runs the Wireshark dissector over the golden captures in the tests.
+command -v tshark >/dev/null || need_apt+=(tshark)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "setup: installing ${need_apt[*]}"
     if [ "$(id -u)" -ne 0 ]; then
@@ -16,6 +18,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
         exit 1
     fi
     export DEBIAN_FRONTEND=noninteractive
+    # tshark asks whether non-root users may capture; answer no without a prompt.
+    echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
     apt-get update -qq
     apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi

@@ -100,7 +100,7 @@ public final class UDPHost {
     }
 
     /// Sends everything the device has queued.
-    public func flush(_ device: inout Device) throws {
+    public func flush(_ device: inout some HostedDevice) throws {
         while let datagram = device.pollTransmit() {
             try send(datagram)
         }
@@ -139,7 +139,7 @@ public final class UDPHost {
     /// - Returns: whether `extraDescriptor` is readable.
     @discardableResult
     public func wait(
-        for device: inout Device, until deadline: Instant, clock: MonotonicClock, extraDescriptor: Int32? = nil
+        for device: inout some HostedDevice, until deadline: Instant, clock: MonotonicClock, extraDescriptor: Int32? = nil
     ) throws -> Bool {
         let now = clock.now
         let remaining = deadline > now ? (deadline - now).nanosecondsClamped : 0
@@ -170,3 +170,14 @@ public final class UDPHost {
         return descriptors.count > 2 && descriptors[2].revents & Int16(POLLIN) != 0
     }
 }
+
+/// What ``UDPHost`` needs of a device: somewhere to put received datagrams and a queue to drain.
+/// `Device` has both; wrappers such as a capturing device forward them.
+public protocol HostedDevice {
+    /// Hands the device one received datagram.
+    mutating func handleDatagram(_ bytes: [UInt8], from source: PeerAddress, at time: Instant)
+    /// The next datagram the device wants sent, if any.
+    mutating func pollTransmit() -> OutgoingDatagram?
+}
+
+extension Device: HostedDevice {}

@@ -27,6 +27,12 @@ enum ShareCommand: Subcommand {
             OptionSpec(name: "port", kind: .single, valueName: "PORT", help: "discovery port (default 47544)"),
             OptionSpec(name: "verbose", kind: .flag, help: "show counters of dropped datagrams"),
             OptionSpec(
+                name: "capture", kind: .single, valueName: "FILE.pcapng",
+                help: "record the session for Wireshark and replay"),
+            OptionSpec(
+                name: "keylog", kind: .flag,
+                help: "with --capture: also record the session secrets replay needs"),
+            OptionSpec(
                 name: "impair-loss", kind: .single, valueName: "P",
                 help: "testing: drop this fraction of outgoing datagrams"),
         ]
@@ -55,6 +61,8 @@ struct ShareOptions {
     var saveDirectory: String?
     var output: OutputMode
     var verbose: Bool
+    var capturePath: String?
+    var keylog: Bool
 
     enum OutputMode { case terminal, lines, json }
 
@@ -109,6 +117,9 @@ struct ShareOptions {
         timeout = .seconds(seconds)
         saveDirectory = arguments.value("save")
         verbose = arguments.has("verbose")
+        capturePath = arguments.value("capture")
+        keylog = arguments.has("keylog")
+        if keylog && capturePath == nil { throw UsageError("--keylog goes with --capture FILE") }
         output = arguments.has("json") ? .json : RawTerminal.isInteractive ? .terminal : .lines
     }
 }

@@ -1,9 +1,31 @@
 #if canImport(Glibc)
     import Glibc
 #endif
+import Foundation
+import ProfileDropCapture
 import ProfileDropCore
 import ProfileDropCrypto
 import ProfileDropTransport
+
+/// The device interface `share` drives: the core's `Device`, or the capturing wrapper that records
+/// every input and output for `--capture`.
+protocol ShareDevice: HostedDevice {
+    mutating func handleTimeout(at time: Instant)
+    mutating func updatePose(_ pose: Pose, at time: Instant)
+    mutating func decide(_ decision: ConsentDecision, at time: Instant)
+    mutating func pollEvent() -> DeviceEvent?
+    var nextDeadline: Instant? { get }
+    /// The device itself, for reading its state.
+    var state: Device { get }
+}
+
+extension Device: ShareDevice {
+    var state: Device { self }
+}
+
+extension CapturingDevice: ShareDevice {
+    var state: Device { device }
+}
 
 /// One run of `share`: the device on real sockets, its motion, and what the user sees.
 final class ShareSession {
@@ -49,9 +71,37 @@ final class ShareSession {
         timeouts.overall = options.timeout
         let configuration = DeviceConfiguration(
             card: options.card, consent: options.consent, staticKey: key, timeouts: timeouts)
+        if let path = options.capturePath {
+            let recorder = CaptureRecorder(
+                options: CaptureOptions(
+                    keylog: options.keylog, multicastGroup: PeerAddress(ipv4: options.endpoint.ipv4Group.value, port: options.endpoint.port),
+                    epochNanoseconds: Self.epochOfClock(clock)))
+            var device = CapturingDevice(
+                configuration: configuration, random: SystemRandom(), now: clock.now, localAddress: host.localAddress,
+                name: "share", recorder: recorder)
+            // Written however the session ends, so that a failing pairing can be replayed.
+            defer {
+                do {
+                    try recorder.write(to: path)
+                } catch {
+                    console.error("profiledrop share: \(error)")
+                }
+            }
+            return try drive(&device, host: host)
+        }
         var device = Device(configuration: configuration, random: SystemRandom(), now: clock.now, localAddress: host.localAddress)
+        return try drive(&device, host: host)
+    }
+
+    /// Nanoseconds since 1970 at which the monotonic clock read zero, for capture timestamps.
+    static func epochOfClock(_ clock: MonotonicClock) -> UInt64 {
+        let wall = UInt64(max(0, Date().timeIntervalSince1970 * 1e9))
+        return wall &- clock.now.nanoseconds
+    }
+
+    private func drive(_ device: inout some ShareDevice, host: UDPHost) throws -> ExitCode {
         device.updatePose(pose, at: clock.now)
-        display.started(interfaces: options.interfaces.map(\.name), address: host.localAddress, snapshot: device.snapshot)
+        display.started(interfaces: options.interfaces.map(\.name), address: host.localAddress, snapshot: device.state.snapshot)
 
         let terminal = RawTerminal()
         let readsKeys = options.output == .terminal
@@ -68,11 +118,11 @@ final class ShareSession {
             while let event = device.pollEvent() { handle(event, device: &device) }
             try host.flush(&device)
 
-            if device.isClosed {
+            if device.state.isClosed {
                 if closedAt == nil {
                     // Report the outcome now; the process only lingers to answer retransmitted CLOSEs.
                     closedAt = now
-                    try reportOutcome(device)
+                    try reportOutcome(device.state)
                 }
                 if device.nextDeadline == nil || now >= (closedAt ?? now) + Self.exitLinger { break }
             }
@@ -81,14 +131,14 @@ final class ShareSession {
             if script != nil { wake = min(wake, now + Self.motionTick) }
             if try host.wait(for: &device, until: wake, clock: clock, extraDescriptor: readsStdin ? STDIN_FILENO : nil) {
                 if readInput(&device) == .quit {
-                    display.finish(reason: nil, snapshot: device.snapshot, card: nil)
+                    display.finish(reason: nil, snapshot: device.state.snapshot, card: nil)
                     return .declined
                 }
             }
         }
 
-        if options.verbose { console.error(Self.countersLine(device.counters, host: host.statistics)) }
-        return Self.exitCode(for: device.closedReason ?? .timeout(what: "no exchange"))
+        if options.verbose { console.error(Self.countersLine(device.state.counters, host: host.statistics)) }
+        return Self.exitCode(for: device.state.closedReason ?? .timeout(what: "no exchange"))
     }
 
     /// One line of traffic counters for `--verbose`: what was dropped, by reason, and what was resent.
@@ -122,7 +172,7 @@ final class ShareSession {
         }
     }
 
-    private func handle(_ event: DeviceEvent, device: inout Device) {
+    private func handle(_ event: DeviceEvent, device: inout some ShareDevice) {
         switch event {
         case .connecting(_, let isInitiator):
             initiator = isInitiator
@@ -138,7 +188,7 @@ final class ShareSession {
             .datagramRejected:
             break
         }
-        display.show(event, snapshot: device.snapshot)
+        display.show(event, snapshot: device.state.snapshot)
     }
 
     /// The default motion: the inviting device holds still at the origin facing +x, and the other
@@ -154,7 +204,7 @@ final class ShareSession {
         }
     }
 
-    private func advanceMotion(_ device: inout Device, at now: Instant) {
+    private func advanceMotion(_ device: inout some ShareDevice, at now: Instant) {
         guard let script else { return }
         let next = script.pose(at: now)
         if next != pose {
@@ -164,7 +214,7 @@ final class ShareSession {
         if now >= script.end { self.script = nil }
     }
 
-    private func readInput(_ device: inout Device) -> KeyPress? {
+    private func readInput(_ device: inout some ShareDevice) -> KeyPress? {
         var buffer = [UInt8](repeating: 0, count: 64)
         let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
         guard count > 0 else { return nil }
@@ -195,7 +245,7 @@ final class ShareSession {
                 case .quit, .letter: break
                 }
                 device.updatePose(pose, at: clock.now)
-                display.poseChanged(pose, snapshot: device.snapshot)
+                display.poseChanged(pose, snapshot: device.state.snapshot)
             }
         }
         return nil
