@@ -1,3 +1,4 @@
+import ProfileDropCapture
 import ProfileDropCore
 import ProfileDropSimulator
 
@@ -13,6 +14,12 @@ enum SimulateCommand: Subcommand {
             OptionSpec(name: "runs", kind: .single, valueName: "R", help: "swarm runs (default 100)"),
             OptionSpec(name: "gate-trials", kind: .single, valueName: "N", help: "gate quality: N trials of each kind"),
             OptionSpec(name: "quiet", kind: .flag, help: "scenario: header and outcome only, no transcript"),
+            OptionSpec(
+                name: "capture", kind: .single, valueName: "FILE.pcapng",
+                help: "scenario: record every device (or --capture-device) for Wireshark and replay"),
+            OptionSpec(
+                name: "capture-device", kind: .single, valueName: "NAME", help: "record only this device"),
+            OptionSpec(name: "keylog", kind: .flag, help: "with --capture: also record what replay needs"),
         ]
     )
 
@@ -41,7 +48,27 @@ enum SimulateCommand: Subcommand {
         } catch {
             throw UsageError("\(error)")
         }
-        let report = Simulation.run(scenario: scenario, seed: seed)
+        let report: SimulationReport
+        if let path = arguments.value("capture") {
+            let only = arguments.value("capture-device")
+            if let only, !scenario.devices.contains(where: { $0.name == only }) {
+                let names = scenario.devices.map(\.name).joined(separator: ", ")
+                throw UsageError("--capture-device: the scenario has no device '\(only)' (it has \(names))")
+            }
+            let recorder = CaptureRecorder(options: CaptureOptions(keylog: arguments.has("keylog")))
+            report = Simulation.run(scenario: scenario, seed: seed) { context -> any SimulatedDevice in
+                if only == nil || context.spec.name == only {
+                    return RecordedCoreDevice(context: context, recorder: recorder)
+                }
+                return CoreDeviceAdapter(context: context)
+            }
+            try recorder.write(to: path)
+        } else {
+            guard !arguments.has("capture-device") && !arguments.has("keylog") else {
+                throw UsageError("--capture-device and --keylog go with --capture FILE")
+            }
+            report = Simulation.run(scenario: scenario, seed: seed)
+        }
         let lines = arguments.has("quiet") ? report.headerLines + report.outcomeLines : report.lines
         lines.forEach(console.output)
         return report.violations.isEmpty ? .success : .failure
