@@ -3,9 +3,10 @@ import Testing
 
 @testable import ProfileDropCore
 
-/// Two real devices in virtual time on a network that corrupts their traffic on purpose. Devices
-/// are created from fixed seeds, so every run reproduces the recorded honest run's sessions and keys
-/// until the first corruption, and recorded datagrams replayed into it are live, not just garbage.
+/// Two real devices in virtual time on a network that corrupts their traffic on purpose: it flips
+/// bits, truncates, extends, splices, duplicates, delays, drops and replays datagrams, and injects
+/// datagrams of another honest run and stray ones from strangers. Devices come from fixed seeds, so a
+/// run follows the honest run until its first corruption and every run is reproducible.
 struct CorruptingNetwork {
     struct Delivery {
         var at: Instant
@@ -33,8 +34,9 @@ struct CorruptingNetwork {
     var order = 0
     var random: DeterministicRandom
     var mutationRate: Double
-    /// Every datagram sent so far, or (when replaying) the honest run's datagrams.
+    /// Datagrams of another honest run (other keys and sessions).
     var recorded: [[UInt8]]
+    /// Every datagram the devices sent in this run.
     var recording: [[UInt8]] = []
     var mutations = 0
     var problems: [String] = []
@@ -166,8 +168,8 @@ struct CorruptingNetwork {
         return pool.isEmpty ? [] : pool[Int(random.uniform(below: UInt64(pool.count)))]
     }
 
-    /// Runs until nothing is due or `end`; returns false when a device keeps a deadline it never
-    /// moves past (a driver would spin).
+    /// Runs until nothing is due or `end`, recording a problem when a device keeps a deadline it
+    /// never moves past (a driver would spin).
     mutating func run(until end: Instant) {
         var steps = 0
         while steps < 200_000 {
@@ -239,7 +241,7 @@ struct CorruptingNetwork {
         return card
     }
 
-    /// The honest run whose datagrams the corrupted runs replay and splice.
+    /// An uncorrupted run; with another `deviceSeed` its datagrams are the stale traffic injected.
     static func honestRun(deviceSeed: UInt64 = 0) -> CorruptingNetwork {
         var network = CorruptingNetwork(seed: 0, deviceSeed: deviceSeed, mutationRate: 0, recorded: [])
         network.run(until: Instant.zero + .seconds(60))

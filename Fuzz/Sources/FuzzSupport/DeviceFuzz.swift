@@ -380,9 +380,8 @@ public struct DeviceFuzz {
         if time > now { now = time }
     }
 
-    /// Runs the device's timers at `now`. A deadline may stay due for one more call (a session
-    /// that ends in a timer is reported after the device's own checks ran), but a few calls at
-    /// the same time must move it into the future, or a driver would spin.
+    /// Runs the device's timers at `now`; afterwards the next deadline must be in the future, or a
+    /// driver that sleeps until it would call again at once (and spin, if it never moves).
     mutating func timeout() {
         for _ in 0..<Self.maxTimeoutCallsPerInstant {
             device.handleTimeout(at: now)
@@ -395,7 +394,7 @@ public struct DeviceFuzz {
     }
 
     /// Timeout calls at one instant after which the next deadline must be in the future.
-    static let maxTimeoutCallsPerInstant = 3
+    static let maxTimeoutCallsPerInstant = 1
 
     mutating func deliver(_ bytes: [UInt8], from source: PeerAddress) {
         if source == peer.address { peerHistory.append(bytes) }
