@@ -241,7 +241,7 @@ public struct DeviceFuzz {
         switch input.byte() % 3 {
         case 0: return peer.offer.digest
         case 1: return BLAKE2b.hash(device.configuration.card?.encoded() ?? [], outputLength: 32)
-        default: return input.take(32) + Array(repeating: 0, count: 32 - min(32, 0))
+        default: return input.take(32)
         }
     }
 

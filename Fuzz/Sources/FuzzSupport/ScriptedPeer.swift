@@ -95,7 +95,8 @@ public struct ScriptedPeer {
         switch type {
         case .invite: return Packet.invite(packet).encoded()
         case .accept: return Packet.accept(packet).encoded()
-        case .beacon, .query, .confirm, .busy, .secure: return Packet.confirm(packet).encoded()
+        case .confirm: return Packet.confirm(packet).encoded()
+        case .beacon, .query, .busy, .secure: preconditionFailure("\(type) is not a handshake packet")
         }
     }
 
