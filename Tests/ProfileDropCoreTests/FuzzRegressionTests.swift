@@ -47,6 +47,17 @@ import Testing
         }
     }
 
+    /// The device target starts from honest runs against the scripted peer; they must really reach
+    /// every phase, or the fuzzer would start shallow.
+    @Test func honestPrefixesReachTheEndOfAnExchange() {
+        let outcomes = DeviceFuzz.prefixes.map { $0.last?.device.closedReason }
+        #expect(outcomes == [.exchanged, nil, .exchanged, .declined(by: .local)])
+        let sharing = DeviceFuzz.prefixes[0]
+        #expect(sharing.last?.peer.verifiedPeerCard != nil, "the peer got the device's card")
+        #expect(sharing.last?.findings.violations.isEmpty == true)
+        #expect(sharing.contains { $0.device.stage == .exchanging })
+    }
+
     /// Every stored input, taken as one datagram, is either accepted or rejected by a fresh device
     /// with exactly the ``ProtocolError`` the decoder reports, and the rejection is counted.
     @Test func everyCaseAsADatagramIsATypedRejection() {
