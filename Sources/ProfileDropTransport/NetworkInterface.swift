@@ -21,7 +21,9 @@ public struct NetworkInterface: Hashable, Sendable {
 
     /// Whether discovery can run here: up, and multicast-capable or loopback (Linux delivers IPv4
     /// multicast on `lo` once `IP_MULTICAST_IF` names 127.0.0.1, though `lo` lacks IFF_MULTICAST).
-    public var canDiscover: Bool { isUp && (supportsMulticast || isLoopback) && !ipv4Addresses.isEmpty }
+    public var canDiscover: Bool {
+        isUp && (supportsMulticast || isLoopback) && !(ipv4Addresses.isEmpty && ipv6LinkLocalAddresses.isEmpty)
+    }
 
     /// Every interface on this machine, sorted by index.
     public static func all() throws -> [NetworkInterface] {
@@ -72,10 +74,10 @@ public struct NetworkInterface: Hashable, Sendable {
     /// is up, multicast-capable and not loopback.
     public static func select(names: [String], from available: [NetworkInterface]) throws -> [NetworkInterface] {
         if names.isEmpty {
-            let chosen = available.filter { $0.isUp && $0.supportsMulticast && !$0.isLoopback && !$0.ipv4Addresses.isEmpty }
+            let chosen = available.filter { $0.canDiscover && !$0.isLoopback }
             guard !chosen.isEmpty else {
                 throw TransportError(
-                    .noInterface, "no interface is up with multicast and an IPv4 address; name one with --interface")
+                    .noInterface, "no interface is up with multicast and an address; name one with --interface")
             }
             return chosen
         }
@@ -89,8 +91,8 @@ public struct NetworkInterface: Hashable, Sendable {
             guard interface.supportsMulticast || interface.isLoopback else {
                 throw TransportError(.interfaceUnusable, "interface '\(name)' does not support multicast")
             }
-            guard !interface.ipv4Addresses.isEmpty else {
-                throw TransportError(.interfaceUnusable, "interface '\(name)' has no IPv4 address")
+            guard !interface.ipv4Addresses.isEmpty || !interface.ipv6LinkLocalAddresses.isEmpty else {
+                throw TransportError(.interfaceUnusable, "interface '\(name)' has no IPv4 or IPv6 link-local address")
             }
             chosen.append(interface)
         }

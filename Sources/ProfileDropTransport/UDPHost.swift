@@ -37,10 +37,15 @@ public struct Impairment: Sendable, Equatable {
     public var isActive: Bool { loss > 0 || duplication > 0 }
 }
 
-/// Puts a sans-IO ``Device`` on real UDP sockets: one socket per address family bound to the
-/// discovery group's port and joined on every selected interface, one unicast socket for the
-/// exchange, and a single-threaded `poll` loop that feeds the device datagrams and timer expiries
-/// from the monotonic clock.
+/// Puts a sans-IO ``Device`` on real UDP sockets: per address family, one socket bound to the
+/// discovery group's port and joined on every selected interface, and one unicast socket for the
+/// exchange; a single-threaded `poll` loop feeds the device datagrams and timer expiries from the
+/// monotonic clock.
+///
+/// IPv6 runs beside IPv4 on every selected interface that has a link-local address and multicast:
+/// beacons also go to ff02::5044, and peers heard over IPv6 are handed to the core under an alias
+/// address in 0.0.0.0/8 (a range no real peer sends from), which the host maps back when the core
+/// replies. The core treats addresses as opaque, so it needs no IPv6 type of its own.
 public final class UDPHost {
     /// Counts of what the host did, beside the device's own counters.
     public struct Statistics: Sendable, Equatable {
@@ -48,18 +53,24 @@ public final class UDPHost {
         public var datagramsReceived = 0
         public var sendFailures = 0
         public var impairedDrops = 0
-        public var nonIPv4Dropped = 0
+        /// Datagrams from an address family or alias the host cannot map.
+        public var unmappedDropped = 0
     }
 
     /// The address our unicast socket is bound to, as the core names it.
     public let localAddress: PeerAddress
     /// The interfaces in use.
     public let interfaces: [NetworkInterface]
+    /// The interfaces on which IPv6 link-local discovery runs.
+    public let ipv6Interfaces: [NetworkInterface]
     public private(set) var statistics = Statistics()
 
     private let endpoint: DiscoveryEndpoint
     private let discoverySocket: UDPSocket
     private let unicastSocket: UDPSocket
+    private let discoverySocket6: UDPSocket?
+    private let unicastSocket6: UDPSocket?
+    private var aliases = IPv6AliasTable()
     private let impairment: Impairment
     private var impairmentRandom: DeterministicRandom
 
@@ -70,18 +81,22 @@ public final class UDPHost {
     /// Opens and configures the sockets.
     /// - Throws: ``TransportError`` with a specific code: port in use, permission denied, or a
     ///   socket call that failed.
-    public init(interfaces: [NetworkInterface], endpoint: DiscoveryEndpoint = DiscoveryEndpoint(), impairment: Impairment = Impairment()) throws {
+    public init(
+        interfaces: [NetworkInterface], endpoint: DiscoveryEndpoint = DiscoveryEndpoint(),
+        impairment: Impairment = Impairment()
+    ) throws {
         precondition(!interfaces.isEmpty, "the caller selects at least one interface")
         self.interfaces = interfaces
         self.endpoint = endpoint
         self.impairment = impairment
         // Its own stream, so that impairing a run does not change what the device draws.
         self.impairmentRandom = DeterministicRandom(seed: impairment.seed)
+        let ipv4Interfaces = interfaces.filter { !$0.ipv4Addresses.isEmpty }
 
         let discovery = try UDPSocket(family: AF_INET)
         try discovery.allowPortSharing()
         try discovery.bind(to: .ipv4(.any, port: endpoint.port))
-        for interface in interfaces {
+        for interface in ipv4Interfaces {
             guard let address = interface.ipv4Addresses.first else { continue }
             try discovery.joinIPv4Group(endpoint.ipv4Group, interfaceAddress: address, interfaceName: interface.name)
         }
@@ -90,13 +105,45 @@ public final class UDPHost {
         // With one interface the unicast socket is bound to its address, so that nothing of the
         // exchange can leave through another interface.
         let unicast = try UDPSocket(family: AF_INET)
-        let bindAddress = interfaces.count == 1 ? interfaces[0].ipv4Addresses.first ?? .any : .any
+        let firstIPv4 = ipv4Interfaces.first?.ipv4Addresses.first
+        let bindAddress = interfaces.count == 1 ? firstIPv4 ?? .any : .any
         try unicast.bind(to: .ipv4(bindAddress, port: 0))
-        try unicast.configureIPv4MulticastSending(interfaceAddress: interfaces[0].ipv4Addresses.first ?? .loopback)
+        if let firstIPv4 { try unicast.configureIPv4MulticastSending(interfaceAddress: firstIPv4) }
         unicastSocket = unicast
-        let bound = try unicast.localAddress()
-        let announced = bindAddress == .any ? interfaces[0].ipv4Addresses.first ?? .loopback : bindAddress
-        localAddress = PeerAddress(ipv4: announced.value, port: bound.port)
+        let port = try unicast.localAddress().port
+        localAddress = PeerAddress(ipv4: (bindAddress == .any ? firstIPv4 ?? .any : bindAddress).value, port: port)
+
+        // IPv6 shares the unicast port number, so that the port a beacon announces is right for
+        // both families.
+        let ipv6Candidates = interfaces.filter { $0.supportsMulticast && !$0.ipv6LinkLocalAddresses.isEmpty }
+        var discovery6: UDPSocket?
+        var unicast6: UDPSocket?
+        if !ipv6Candidates.isEmpty {
+            let listener = try UDPSocket(family: AF_INET6)
+            try listener.allowPortSharing()
+            try listener.bind(to: .ipv6(IPv6Address(bytes: [UInt8](repeating: 0, count: 16)), port: endpoint.port))
+            for interface in ipv6Candidates {
+                try listener.joinIPv6Group(endpoint.ipv6Group, interfaceIndex: interface.index, interfaceName: interface.name)
+            }
+            let sender = try UDPSocket(family: AF_INET6)
+            try sender.bind(to: .ipv6(IPv6Address(bytes: [UInt8](repeating: 0, count: 16)), port: port))
+            discovery6 = listener
+            unicast6 = sender
+        }
+        discoverySocket6 = discovery6
+        unicastSocket6 = unicast6
+        ipv6Interfaces = unicast6 == nil ? [] : ipv6Candidates
+    }
+
+    /// Where the unicast sockets listen, for people: the IPv4 address and port, and the IPv6
+    /// link-local addresses that share the port.
+    public var listeningDescription: String {
+        var parts: [String] = []
+        if localAddress.ipv4 != 0 || ipv6Interfaces.isEmpty { parts.append(localAddress.description) }
+        for interface in ipv6Interfaces {
+            for address in interface.ipv6LinkLocalAddresses { parts.append("[\(address)]:\(localAddress.port)") }
+        }
+        return parts.joined(separator: ", ")
     }
 
     /// Sends everything the device has queued.
@@ -118,14 +165,31 @@ public final class UDPHost {
         for _ in 0..<copies {
             switch datagram.destination {
             case .multicast:
-                // Multicast leaves through each selected interface in turn.
-                for interface in interfaces {
+                // Multicast leaves through each selected interface in turn, in each family.
+                let ipv4Interfaces = interfaces.filter { !$0.ipv4Addresses.isEmpty }
+                for interface in ipv4Interfaces {
                     guard let address = interface.ipv4Addresses.first else { continue }
-                    if interfaces.count > 1 { try unicastSocket.configureIPv4MulticastSending(interfaceAddress: address) }
+                    if ipv4Interfaces.count > 1 { try unicastSocket.configureIPv4MulticastSending(interfaceAddress: address) }
                     record(try unicastSocket.send(datagram.bytes, to: .ipv4(endpoint.ipv4Group, port: endpoint.port)))
                 }
+                if let unicastSocket6 {
+                    for interface in ipv6Interfaces {
+                        try unicastSocket6.configureIPv6MulticastSending(interfaceIndex: interface.index)
+                        var group = endpoint.ipv6Group
+                        group.scopeID = interface.index
+                        record(try unicastSocket6.send(datagram.bytes, to: .ipv6(group, port: endpoint.port)))
+                    }
+                }
             case .unicast(let peer):
-                record(try unicastSocket.send(datagram.bytes, to: .ipv4(IPv4Address(peer.ipv4), port: peer.port)))
+                if IPv6AliasTable.isAlias(peer) {
+                    guard let unicastSocket6, let address = aliases.address(for: peer) else {
+                        statistics.unmappedDropped += 1
+                        continue
+                    }
+                    record(try unicastSocket6.send(datagram.bytes, to: address))
+                } else {
+                    record(try unicastSocket.send(datagram.bytes, to: .ipv4(IPv4Address(peer.ipv4), port: peer.port)))
+                }
             }
         }
     }
@@ -145,29 +209,68 @@ public final class UDPHost {
         let remaining = deadline > now ? (deadline - now).nanosecondsClamped : 0
         // Round up so that we never wake a hair before the deadline and spin.
         let milliseconds = Int32(clamping: (remaining + 999_999) / 1_000_000)
-        var descriptors = [
-            pollfd(fd: discoverySocket.descriptor, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: unicastSocket.descriptor, events: Int16(POLLIN), revents: 0),
-        ]
+        let sockets = [discoverySocket, unicastSocket] + [discoverySocket6, unicastSocket6].compactMap { $0 }
+        var descriptors = sockets.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
         if let extraDescriptor { descriptors.append(pollfd(fd: extraDescriptor, events: Int16(POLLIN), revents: 0)) }
         let ready = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
         if ready < 0 {
             if errno == EINTR { return false }
             throw UDPSocket.error("poll failed")
         }
-        for socket in [discoverySocket, unicastSocket] {
-            // Bounded per wake-up, so that a flood on one socket cannot starve timers or the other socket.
+        for socket in sockets {
+            // Bounded per wake-up, so that a flood on one socket cannot starve timers or the other sockets.
             for _ in 0..<64 {
                 guard let (bytes, source) = try socket.receive(limit: Self.receiveLimit) else { break }
                 statistics.datagramsReceived += 1
-                guard case .ipv4(let address, let port) = source else {
-                    statistics.nonIPv4Dropped += 1
-                    continue
+                let peer: PeerAddress
+                switch source {
+                case .ipv4(let address, let port):
+                    peer = PeerAddress(ipv4: address.value, port: port)
+                case .ipv6:
+                    peer = aliases.alias(for: source)
                 }
-                device.handleDatagram(bytes, from: PeerAddress(ipv4: address.value, port: port), at: clock.now)
+                device.handleDatagram(bytes, from: peer, at: clock.now)
             }
         }
-        return descriptors.count > 2 && descriptors[2].revents & Int16(POLLIN) != 0
+        return extraDescriptor != nil && (descriptors.last?.revents ?? 0) & Int16(POLLIN) != 0
+    }
+}
+
+/// Stand-in IPv4 addresses for IPv6 peers, so that the core can name them. Aliases live in
+/// 0.0.0.0/8, which never appears as a real source; the table is bounded, forgetting the least
+/// recently used peer, so that a flood of spoofed sources cannot grow it.
+struct IPv6AliasTable {
+    static let capacity = 256
+
+    private var entries: [(alias: UInt32, address: SocketAddress, lastUse: UInt64)] = []
+    private var nextAlias: UInt32 = 1
+    private var uses: UInt64 = 0
+
+    static func isAlias(_ peer: PeerAddress) -> Bool { peer.ipv4 >> 24 == 0 && peer.ipv4 != 0 }
+
+    /// The alias of `address`, creating one when it is new.
+    mutating func alias(for address: SocketAddress) -> PeerAddress {
+        uses += 1
+        if let index = entries.firstIndex(where: { $0.address == address }) {
+            entries[index].lastUse = uses
+            return PeerAddress(ipv4: entries[index].alias, port: address.port)
+        }
+        let alias = nextAlias
+        // 2^24 - 1 aliases before wrapping; a wrapped alias may only collide with a long-forgotten peer.
+        nextAlias = nextAlias >= 0x00FF_FFFF ? 1 : nextAlias + 1
+        if entries.count >= Self.capacity, let oldest = entries.indices.min(by: { entries[$0].lastUse < entries[$1].lastUse }) {
+            entries.remove(at: oldest)
+        }
+        entries.append((alias, address, uses))
+        return PeerAddress(ipv4: alias, port: address.port)
+    }
+
+    /// The IPv6 address behind `peer`, if it is a known alias.
+    func address(for peer: PeerAddress) -> SocketAddress? {
+        guard let entry = entries.first(where: { $0.alias == peer.ipv4 }), case .ipv6(let address, _) = entry.address else {
+            return nil
+        }
+        return .ipv6(address, port: peer.port)
     }
 }
 

@@ -93,7 +93,8 @@ public final class UDPSocket {
         }
         if sent >= 0 { return true }
         switch errno {
-        case EAGAIN, EWOULDBLOCK, ENOBUFS, ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, EINTR:
+        case EAGAIN, EWOULDBLOCK, ENOBUFS, ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, EINTR, EADDRNOTAVAIL, ENETDOWN:
+            // Transient: a full queue, an unreachable peer, or an address still being configured.
             return false
         case EACCES, EPERM:
             throw TransportError(.permissionDenied, "permission denied sending to \(address) (a firewall rule?)")

@@ -42,10 +42,10 @@ struct ShareDisplay {
         self.console = console
     }
 
-    mutating func started(interfaces: [String], address: PeerAddress, snapshot: DeviceSnapshot) {
+    mutating func started(interfaces: [String], listening: String, snapshot: DeviceSnapshot) {
         switch mode {
         case .terminal, .lines:
-            console.output("profiledrop share: device \(snapshot.deviceID) on \(interfaces.joined(separator: ", ")) (\(address))")
+            console.output("profiledrop share: device \(snapshot.deviceID) on \(interfaces.joined(separator: ", ")) (\(listening))")
         case .json:
             break
         }

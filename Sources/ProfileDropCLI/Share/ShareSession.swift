@@ -101,7 +101,7 @@ final class ShareSession {
 
     private func drive(_ device: inout some ShareDevice, host: UDPHost) throws -> ExitCode {
         device.updatePose(pose, at: clock.now)
-        display.started(interfaces: options.interfaces.map(\.name), address: host.localAddress, snapshot: device.state.snapshot)
+        display.started(interfaces: options.interfaces.map(\.name), listening: host.listeningDescription, snapshot: device.state.snapshot)
 
         let terminal = RawTerminal()
         let readsKeys = options.output == .terminal
