@@ -6,23 +6,31 @@ import ProfileDropNoise
 /// both measured in the same process, as a ratio.
 enum BenchCommand: Subcommand {
     static let name = "bench"
-    static let summary = "benchmarks: 'handshake' (Noise XX against the X25519 floor), 'pairing' (two processes on loopback)"
+    static let summary =
+        "benchmarks: 'handshake' (Noise XX vs the X25519 floor), 'simulate' (simulated exchanges), 'pairing' (two processes on loopback)"
     static let parser = ArgumentParser(
         command: name,
         options: [
             OptionSpec(name: "rounds", kind: .single, valueName: "N", help: "alternating measurement rounds (default 15)"),
             OptionSpec(
                 name: "iterations", kind: .single, valueName: "N", help: "handshakes per round (default 200)"),
-            OptionSpec(name: "runs", kind: .single, valueName: "N", help: "pairing runs per card (default 20)"),
+            OptionSpec(
+                name: "runs", kind: .single, valueName: "N",
+                help: "pairing runs per card (default 20); simulated exchanges (default 200)"),
         ]
     )
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
+        if arguments.positionals == ["simulate"] {
+            return try SimulationFigures.run(
+                exchanges: try arguments.integer("runs", default: 200, in: 1...100_000), console: console)
+        }
         if arguments.positionals == ["pairing"] {
             return try PairingBenchmark.run(runs: try arguments.integer("runs", default: 20, in: 1...1000), console: console)
         }
         guard arguments.positionals == ["handshake"] else {
-            throw UsageError("usage: profiledrop bench handshake [--rounds N] [--iterations N] | bench pairing [--runs N]")
+            throw UsageError(
+                "usage: profiledrop bench handshake [--rounds N] [--iterations N] | bench simulate [--runs N] | bench pairing [--runs N]")
         }
         let rounds = try arguments.integer("rounds", default: 15, in: 1...1000)
         let iterations = try arguments.integer("iterations", default: 200, in: 1...100_000)
