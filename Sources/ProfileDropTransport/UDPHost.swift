@@ -14,6 +14,7 @@ public struct DiscoveryEndpoint: Sendable, Equatable {
     /// The UDP port of the group. Default 47_544, unassigned by IANA.
     public var port: UInt16 = 47_544
 
+    /// The defaults above.
     public init() {}
 }
 
@@ -27,6 +28,7 @@ public struct Impairment: Sendable, Equatable {
     /// Seed of the generator behind the decisions.
     public var seed: UInt64 = 1
 
+    /// Creates an impairment; the defaults impair nothing.
     public init(loss: Double = 0, duplication: Double = 0, seed: UInt64 = 1) {
         self.loss = loss
         self.duplication = duplication
@@ -49,9 +51,13 @@ public struct Impairment: Sendable, Equatable {
 public final class UDPHost {
     /// Counts of what the host did, beside the device's own counters.
     public struct Statistics: Sendable, Equatable {
+        /// Datagrams handed to the kernel.
         public var datagramsSent = 0
+        /// Datagrams read from the sockets.
         public var datagramsReceived = 0
+        /// Sends the kernel refused for a transient reason (full queue, unreachable peer).
         public var sendFailures = 0
+        /// Datagrams the test-only impairment dropped on purpose.
         public var impairedDrops = 0
         /// Datagrams from an address family or alias the host cannot map.
         public var unmappedDropped = 0
@@ -63,6 +69,7 @@ public final class UDPHost {
     public let interfaces: [NetworkInterface]
     /// The interfaces on which IPv6 link-local discovery runs.
     public let ipv6Interfaces: [NetworkInterface]
+    /// What the host did so far.
     public private(set) var statistics = Statistics()
 
     private let endpoint: DiscoveryEndpoint
@@ -227,7 +234,11 @@ public final class UDPHost {
                 case .ipv4(let address, let port):
                     peer = PeerAddress(ipv4: address.value, port: port)
                 case .ipv6:
-                    peer = aliases.alias(for: source)
+                    guard let alias = aliases.alias(for: source, at: clock.now) else {
+                        statistics.unmappedDropped += 1
+                        continue
+                    }
+                    peer = alias
                 }
                 device.handleDatagram(bytes, from: peer, at: clock.now)
             }
@@ -237,39 +248,52 @@ public final class UDPHost {
 }
 
 /// Stand-in IPv4 addresses for IPv6 peers, so that the core can name them. Aliases live in
-/// 0.0.0.0/8, which never appears as a real source; the table is bounded, forgetting the least
-/// recently used peer, so that a flood of spoofed sources cannot grow it.
+/// 0.0.0.0/8, which never appears as a real source.
+///
+/// The table is bounded so that a flood of spoofed sources cannot grow it, and it never evicts a
+/// peer heard within ``protectedFor``: a flood cannot push out a live session's peer. A new source
+/// that finds the table full of recent peers is dropped instead.
 struct IPv6AliasTable {
     static let capacity = 256
+    /// As long as the core remembers a silent peer (its peer lifetime).
+    static let protectedFor: Duration = .seconds(15)
 
-    private var entries: [(alias: UInt32, address: SocketAddress, lastUse: UInt64)] = []
+    private struct Entry {
+        var alias: UInt32
+        var address: SocketAddress
+        var lastHeard: Instant
+    }
+
+    private var entries: [Entry] = []
     private var nextAlias: UInt32 = 1
-    private var uses: UInt64 = 0
 
     static func isAlias(_ peer: PeerAddress) -> Bool { peer.ipv4 >> 24 == 0 && peer.ipv4 != 0 }
 
-    /// The alias of `address`, creating one when it is new.
-    mutating func alias(for address: SocketAddress) -> PeerAddress {
-        uses += 1
+    /// The alias of `address` heard at `now`, creating one when it is new; nil when the table is
+    /// full of peers heard recently.
+    mutating func alias(for address: SocketAddress, at now: Instant) -> PeerAddress? {
         if let index = entries.firstIndex(where: { $0.address == address }) {
-            entries[index].lastUse = uses
+            entries[index].lastHeard = now
             return PeerAddress(ipv4: entries[index].alias, port: address.port)
         }
-        let alias = nextAlias
-        // 2^24 - 1 aliases before wrapping; a wrapped alias may only collide with a long-forgotten peer.
-        nextAlias = nextAlias >= 0x00FF_FFFF ? 1 : nextAlias + 1
-        if entries.count >= Self.capacity, let oldest = entries.indices.min(by: { entries[$0].lastUse < entries[$1].lastUse }) {
+        if entries.count >= Self.capacity {
+            guard let oldest = entries.indices.min(by: { entries[$0].lastHeard < entries[$1].lastHeard }),
+                entries[oldest].lastHeard + Self.protectedFor <= now
+            else { return nil }
             entries.remove(at: oldest)
         }
-        entries.append((alias, address, uses))
+        // Skip aliases still in use after the 2^24 - 1 values wrap.
+        var alias = nextAlias
+        while entries.contains(where: { $0.alias == alias }) { alias = alias >= 0x00FF_FFFF ? 1 : alias + 1 }
+        nextAlias = alias >= 0x00FF_FFFF ? 1 : alias + 1
+        entries.append(Entry(alias: alias, address: address, lastHeard: now))
         return PeerAddress(ipv4: alias, port: address.port)
     }
 
     /// The IPv6 address behind `peer`, if it is a known alias.
     func address(for peer: PeerAddress) -> SocketAddress? {
-        guard let entry = entries.first(where: { $0.alias == peer.ipv4 }), case .ipv6(let address, _) = entry.address else {
-            return nil
-        }
+        guard let entry = entries.first(where: { $0.alias == peer.ipv4 }), case .ipv6(let address, _) = entry.address
+        else { return nil }
         return .ipv6(address, port: peer.port)
     }
 }
