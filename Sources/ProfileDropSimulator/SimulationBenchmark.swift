@@ -39,7 +39,11 @@ public enum SimulationBenchmark {
 
     /// Simulates `exchanges` happy-pair exchanges on a perfect network, seeds `seed`, `seed + 1`, ...,
     /// each card carrying a synthetic photo of `photoBytes` bytes when given.
-    public static func run(exchanges: Int, seed: UInt64, photoBytes: Int? = nil) -> Result {
+    ///
+    /// The simulator reads no clock: `cpuTime` (CPU seconds of this process) comes from the caller.
+    public static func run(
+        exchanges: Int, seed: UInt64, photoBytes: Int? = nil, cpuTime: () -> Double
+    ) -> Result {
         precondition(exchanges > 0, "at least one exchange")
         let scenario = pairScenario(photoBytes: photoBytes)
         var completed = 0
@@ -86,11 +90,5 @@ public enum SimulationBenchmark {
                     name: "bob", pose: Pose(x: 7, y: 0, heading: 180), consent: .accept(after: .zero),
                     card: card("Kong", "jae")),
             ])
-    }
-
-    private static func cpuTime() -> Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) * 1e-9
     }
 }

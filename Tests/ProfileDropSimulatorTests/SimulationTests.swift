@@ -131,7 +131,7 @@ private func reasons(_ report: SimulationReport) -> [String] {
     }
 
     @Test func benchmarkCountsTraffic() {
-        let result = SimulationBenchmark.run(exchanges: 2, seed: 1)
+        let result = SimulationBenchmark.run(exchanges: 2, seed: 1, cpuTime: { 0 })
         #expect(result.completed == 2)
         #expect(result.datagramsPerExchange > 10)
         #expect(result.bytesPerExchange > 500)

@@ -96,12 +96,9 @@ extension ProfileCard {
         do {
             return try Photo(data: data)
         } catch {
-            switch error.code {
-            case .photoFormat:
-                throw CardError(.photoFormat, field: "photo", "\(what) is neither JPEG nor PNG")
-            default:
-                throw error
-            }
+            // Name the file the user wrote; other photo errors already say what is wrong.
+            guard error.code == .photoFormat else { throw error }
+            throw CardError(.photoFormat, field: "photo", "\(what) is neither JPEG nor PNG")
         }
     }
 
