@@ -17,6 +17,11 @@ targets=(wire noise device capture)
 declare -A products=([wire]=FuzzWire [noise]=FuzzNoise [device]=FuzzDevice [capture]=FuzzCapture)
 declare -A max_len=([wire]=1400 [noise]=4096 [device]=4096 [capture]=65536)
 scratch="$root/Fuzz/.build/fuzz"
+# LeakSanitizer is off: Swift packs enum tags into pointer spare bits, so it misreads reachable
+# objects (the device target's cached start states, for one) as leaks. Memory stays bounded by
+# -rss_limit_mb and -malloc_limit_mb instead.
+export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export SWIFT_BACKTRACE=enable=no
 bin="$scratch/release"
 
 usage() {
@@ -48,8 +53,7 @@ build() {
 # payloads (and whole files) of the golden captures.
 seed() {
     rm -rf "$root/Fuzz/.build/seeds"
-    ASAN_OPTIONS=detect_leaks=0 SWIFT_BACKTRACE=enable=no \
-        "$bin/FuzzSeeds" "$root/Fuzz/.build/seeds" "$root"/Captures/*.pcapng
+    "$bin/FuzzSeeds" "$root/Fuzz/.build/seeds" "$root"/Captures/*.pcapng
 }
 
 # Runs one target for $2 seconds; on a crash minimises it into FuzzCases and returns 1.
@@ -60,8 +64,6 @@ run() {
     local log="$root/Fuzz/.build/logs/$target.log"
     mkdir -p "$corpus" "$artifacts" "$cases" "$(dirname "$log")"
     rm -f "$artifacts"/crash-* "$artifacts"/timeout-* "$artifacts"/oom-* "$artifacts"/leak-*
-    # LeakSanitizer is off: Swift packs enum tags into pointer spare bits, which it misreads as leaks.
-    # Memory stays bounded by -rss_limit_mb and -malloc_limit_mb instead.
     local flags=(-max_total_time="$seconds" -max_len="${max_len[$target]}" -timeout=10
         -rss_limit_mb=2048 -malloc_limit_mb=512 -detect_leaks=0 -print_final_stats=1
         -artifact_prefix="$artifacts/")
@@ -70,7 +72,7 @@ run() {
     echo "fuzz: $target for ${seconds}s (log $log)"
     local status=0
     # shellcheck disable=SC2086
-    SWIFT_BACKTRACE=enable=no "$bin/${products[$target]}" "${flags[@]}" ${FUZZ_FLAGS:-} \
+    "$bin/${products[$target]}" "${flags[@]}" ${FUZZ_FLAGS:-} \
         "$corpus" "$root/Fuzz/.build/seeds/$target" "$cases" > "$log" 2>&1 || status=$?
     grep -E '^stat::|invariant broken' "$log" | sed "s/^/fuzz: $target: /" || true
     local found=0 artifact
@@ -78,7 +80,7 @@ run() {
         [ -e "$artifact" ] || continue
         found=1
         local minimised="$artifact.min"
-        SWIFT_BACKTRACE=enable=no "$bin/${products[$target]}" -minimize_crash=1 -runs=20000 \
+        "$bin/${products[$target]}" -minimize_crash=1 -runs=20000 \
             -max_total_time=60 -detect_leaks=0 -exact_artifact_path="$minimised" "$artifact" \
             > "$log.minimize" 2>&1 || true
         [ -s "$minimised" ] || minimised=$artifact
