@@ -4,22 +4,20 @@ import Testing
 @testable import ProfileDropCLI
 
 @Suite struct NoiseVectorsCommandTests {
-    @Test func sharedVectorsAllPass() throws {
-        guard let path = TestPaths.sharedNoiseVectors else {
-            print("NoiseVectorsCommandTests: ../shared/noise-vectors is absent beside the repository; skipping the shared-vector check")
-            return
-        }
+    static let absent: Comment = "../shared/noise-vectors is not beside the repository"
+
+    @Test(.enabled(if: TestPaths.sharedNoiseVectors != nil, absent))
+    func sharedVectorsAllPass() throws {
+        let path = try #require(TestPaths.sharedNoiseVectors)
         let console = CapturingConsole()
         let code = CommandLineTool.run(arguments: ["noise-vectors", path], console: console)
         #expect(console.outputLines.last == "noise-vectors: 59 vectors, 0 failed, 0 skipped")
         #expect(code == 0)
     }
 
-    @Test func aCorruptedCiphertextFailsAndExitsNonZero() throws {
-        guard let path = TestPaths.sharedNoiseVectors else {
-            print("NoiseVectorsCommandTests: ../shared/noise-vectors is absent; skipping the corrupted-vector check")
-            return
-        }
+    @Test(.enabled(if: TestPaths.sharedNoiseVectors != nil, absent))
+    func aCorruptedCiphertextFailsAndExitsNonZero() throws {
+        let path = try #require(TestPaths.sharedNoiseVectors)
         var text = try String(contentsOfFile: path, encoding: .utf8)
         // Flip one hex digit inside the first ciphertext.
         let marker = try #require(text.range(of: "\"ciphertext\": \""))

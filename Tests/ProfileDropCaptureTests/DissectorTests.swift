@@ -32,12 +32,9 @@ struct DissectorTests {
         return (process.terminationStatus, lines)
     }
 
-    @Test(arguments: GoldenCaptures.all)
+    @Test(.enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)"), arguments: GoldenCaptures.all)
     func dissectsEveryMessageTypeOfTheGoldenCaptures(_ golden: GoldenCaptures.Golden) throws {
-        guard let tshark = Self.tshark else {
-            print("DissectorTests: skipped: tshark is not installed (apt-get install tshark)")
-            return
-        }
+        let tshark = try #require(Self.tshark)
         let (status, lines) = try Self.run(
             tshark,
             ["-r", golden.capturePath, "-Y", "profiledrop", "-T", "fields", "-e", "profiledrop.type_name"])
@@ -54,11 +51,8 @@ struct DissectorTests {
         #expect(problems.isEmpty, "\(golden.name): \(problems.prefix(3))")
     }
 
-    @Test func decodesHeaderAndCleartextFields() throws {
-        guard let tshark = Self.tshark else {
-            print("DissectorTests: skipped: tshark is not installed (apt-get install tshark)")
-            return
-        }
+    @Test(.enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)")) func decodesHeaderAndCleartextFields() throws {
+        let tshark = try #require(Self.tshark)
         let path = GoldenCaptures.all[0].capturePath
         let capture = try CaptureFile.read(path: path)
         let invite = try #require(capture.devices.flatMap(\.outbound).first { $0.payload[3] == 3 })
@@ -82,11 +76,8 @@ struct DissectorTests {
         #expect(lines.contains(expected), "\(lines.prefix(2)) vs \(expected)")
     }
 
-    @Test func labelsTheReplayRecords() throws {
-        guard let tshark = Self.tshark else {
-            print("DissectorTests: skipped: tshark is not installed (apt-get install tshark)")
-            return
-        }
+    @Test(.enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)")) func labelsTheReplayRecords() throws {
+        let tshark = try #require(Self.tshark)
         let path = GoldenCaptures.all[3].capturePath
         let capture = try CaptureFile.read(path: path)
         let (_, lines) = try Self.run(
@@ -104,11 +95,8 @@ struct DissectorTests {
         #expect(lines.filter { $0.hasPrefix("2,3,") }.sorted() == ["2,3,1", "2,3,3"])
     }
 
-    @Test func heuristicFindsUnicastOnOtherPorts() throws {
-        guard let tshark = Self.tshark else {
-            print("DissectorTests: skipped: tshark is not installed (apt-get install tshark)")
-            return
-        }
+    @Test(.enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)")) func heuristicFindsUnicastOnOtherPorts() throws {
+        let tshark = try #require(Self.tshark)
         // Port 5000 is not registered: only the heuristic can claim the unicast exchange.
         var run = try TwoDeviceRun(options: CaptureOptions())
         run.run(until: Instant.zero + .seconds(30))

@@ -36,11 +36,8 @@ struct ReplayCommandTests {
         return (process.terminationStatus, lines(outputData), lines(errorData))
     }
 
-    @Test func exitCodesAndLastLine() throws {
-        guard Self.executable != nil else {
-            print("ReplayCommandTests: skipped: the profiledrop executable is not built (swift build)")
-            return
-        }
+    @Test(.enabled(if: ReplayCommandTests.executable != nil, "the profiledrop executable is not built (swift build)"))
+    func exitCodesAndLastLine() throws {
         let golden = GoldenCaptures.all[0].capturePath
         let capture = try CaptureFile.read(path: golden)
         let total = capture.devices.map(\.outbound.count).reduce(0, +)

@@ -21,21 +21,18 @@ struct NoiseVectorRunnerTests {
         return nil
     }()
 
-    /// The shared file's path when it exists; otherwise prints why the calling test is skipped.
-    static func vectorPathOrExplain() -> String? {
-        guard let path = sharedVectorPath else {
-            print("Noise vector tests skipped: no Package.swift above \(#filePath)")
-            return nil
-        }
-        guard FileManager.default.fileExists(atPath: path) else {
-            print("Noise vector tests skipped: \(path) does not exist")
-            return nil
-        }
-        return path
+    /// The shared file's path when it exists.
+    static var existingVectorPath: String? {
+        sharedVectorPath.flatMap { FileManager.default.fileExists(atPath: $0) ? $0 : nil }
     }
 
-    @Test func allSharedVectorsPass() throws {
-        guard let path = Self.vectorPathOrExplain() else { return }
+    /// Why the shared-vector tests cannot run here, for the skip message.
+    static let absentVectors = Comment(
+        rawValue: "../shared/noise-vectors/cacophony-25519-ChaChaPoly-BLAKE2b.json is not beside the repository")
+
+    @Test(.enabled(if: NoiseVectorRunnerTests.existingVectorPath != nil, NoiseVectorRunnerTests.absentVectors))
+    func allSharedVectorsPass() throws {
+        let path = try #require(Self.existingVectorPath)
         let results = try NoiseVectorRunner.run(contentsOf: path)
         #expect(results.count == 59)
         let failed = results.filter { if case .failed = $0.outcome { true } else { false } }
@@ -74,8 +71,9 @@ struct NoiseVectorRunnerTests {
         return String(hex.dropLast()) + flipped
     }
 
-    @Test func corruptedCiphertextsAndHashesFailOnlyTheirVector() throws {
-        guard let path = Self.vectorPathOrExplain() else { return }
+    @Test(.enabled(if: NoiseVectorRunnerTests.existingVectorPath != nil, NoiseVectorRunnerTests.absentVectors))
+    func corruptedCiphertextsAndHashesFailOnlyTheirVector() throws {
+        let path = try #require(Self.existingVectorPath)
         var vectors = try Self.sharedVectors(path)
         // Vector 0 (NN): a transport message; vector 10 (XX): the second handshake message;
         // vector 20 (XKpsk3): the handshake hash.
