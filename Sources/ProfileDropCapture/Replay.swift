@@ -323,14 +323,5 @@ private struct Engine {
     }
 }
 
-/// Lowercase hex.
-func hex(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef")
-    var text = ""
-    text.reserveCapacity(bytes.count * 2)
-    for byte in bytes {
-        text.append(digits[Int(byte >> 4)])
-        text.append(digits[Int(byte & 0x0F)])
-    }
-    return text
-}
+/// Lowercase hex, for the timeline.
+func hex(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }

@@ -158,7 +158,7 @@ public enum NoiseVectorRunner {
     }
 
     private static func hex(_ text: String, _ field: String) throws -> [UInt8] {
-        guard let bytes = decodeHex(text) else {
+        guard let bytes = Hex.decode(text) else {
             throw VectorFieldError(reason: "field \(field) is not valid hex")
         }
         return bytes
@@ -186,30 +186,6 @@ public enum NoiseVectorRunner {
 /// A vector whose field cannot be used; reported as that vector's failure.
 private struct VectorFieldError: Error {
     let reason: String
-}
-
-/// Decodes an even-length hex string; nil when it is not one.
-func decodeHex(_ text: String) -> [UInt8]? {
-    let digits = Array(text.utf8)
-    guard digits.count % 2 == 0 else { return nil }
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(digits.count / 2)
-    var index = 0
-    while index < digits.count {
-        guard let high = hexValue(digits[index]), let low = hexValue(digits[index + 1]) else { return nil }
-        bytes.append(high << 4 | low)
-        index += 2
-    }
-    return bytes
-}
-
-private func hexValue(_ digit: UInt8) -> UInt8? {
-    switch digit {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
-    case UInt8(ascii: "A")...UInt8(ascii: "F"): return digit - UInt8(ascii: "A") + 10
-    default: return nil
-    }
 }
 
 private struct VectorFile: Decodable {

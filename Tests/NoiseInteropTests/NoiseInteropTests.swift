@@ -195,9 +195,4 @@ final class PythonNoisePeer {
     }
 }
 
-func hex(_ bytes: [UInt8]) -> String {
-    bytes.map { byte in
-        let digits = Array("0123456789abcdef")
-        return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0f)]])
-    }.joined()
-}
+func hex(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }

@@ -15,7 +15,7 @@ struct CipherStateTests {
     }
 
     static func hex(_ text: String) throws -> [UInt8] {
-        try #require(decodeHex(text))
+        try #require(Hex.decode(text))
     }
 
     @Test func withoutKeyEncryptionIsTheIdentityAndNonceStays() throws {

@@ -191,7 +191,7 @@ struct HandshakeStateTests {
         let smallOrder: [[UInt8]] = [
             [UInt8](repeating: 0, count: 32),
             [1] + [UInt8](repeating: 0, count: 31),
-            try #require(decodeHex("e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800")),
+            try #require(Hex.decode("e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800")),
         ]
         for point in smallOrder {
             // Reading: the responder's ephemeral key is forged, so the initiator's ee fails.

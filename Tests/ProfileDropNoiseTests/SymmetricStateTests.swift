@@ -9,7 +9,7 @@ import Testing
 /// `hashlib.blake2b` for hashes and `cryptography`'s `ChaCha20Poly1305` for ciphertexts.
 struct SymmetricStateTests {
     static func hex(_ text: String) throws -> [UInt8] {
-        try #require(decodeHex(text))
+        try #require(Hex.decode(text))
     }
 
     @Test func hmacBLAKE2bMatchesPythonHmac() throws {

@@ -71,7 +71,7 @@ public enum StaticKeyStore {
             throw StaticKeyStoreError(description: "cannot read \(path): \(systemError())")
         }
         let text = String(decoding: contents, as: UTF8.self).trimmingWhitespace()
-        guard let bytes = unhex(text), bytes.count == X25519.keyLength else {
+        guard let bytes = Hex.decode(text), bytes.count == X25519.keyLength else {
             throw StaticKeyStoreError(description: "\(path) does not hold a static key (64 hex digits expected)")
         }
         return try X25519.PrivateKey(rawRepresentation: bytes)
@@ -113,38 +113,7 @@ func readSmallFile(_ path: String, limit: Int) -> [UInt8]? {
     }
 }
 
-func hex(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var text = [UInt8]()
-    text.reserveCapacity(bytes.count * 2)
-    for byte in bytes {
-        text.append(digits[Int(byte >> 4)])
-        text.append(digits[Int(byte & 0x0f)])
-    }
-    return String(decoding: text, as: UTF8.self)
-}
-
-func unhex(_ text: String) -> [UInt8]? {
-    let utf8 = Array(text.utf8)
-    guard utf8.count % 2 == 0 else { return nil }
-    func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-        default: return nil
-        }
-    }
-    var bytes = [UInt8]()
-    bytes.reserveCapacity(utf8.count / 2)
-    var index = 0
-    while index < utf8.count {
-        guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else { return nil }
-        bytes.append(high << 4 | low)
-        index += 2
-    }
-    return bytes
-}
+func hex(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }
 
 extension String {
     func trimmingWhitespace() -> String {
