@@ -248,7 +248,7 @@ public struct CapturingDevice {
     ) {
         if case .embedded(let raw) = staticKey {
             precondition(
-                raw == configuration.staticKey.rawRepresentation,
+                ConstantTime.equals(raw, configuration.staticKey.rawRepresentation),
                 "embedded key differs from the configuration's")
         }
         let tape = RandomTape(keepsBytes: recorder.options.keylog)

@@ -31,6 +31,18 @@ public enum ChaChaPoly {
             secret = secureBytes
         }
 
+        /// The first 32 bytes of `source` as a key; `source` is then wiped. For KDF outputs that are
+        /// longer than a key, such as Noise's 64-byte HKDF outputs.
+        public init(takingPrefixOf source: inout [UInt8]) {
+            precondition(source.count >= ChaChaPoly.keyLength, "key material shorter than a key")
+            secret = SecureBytes(count: ChaChaPoly.keyLength) { destination in
+                source.withUnsafeBytes { bytes in
+                    destination.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[0..<ChaChaPoly.keyLength]))
+                }
+            }
+            SecureMemory.wipe(&source)
+        }
+
         /// A fresh random key.
         public init<Random: RandomSource>(using random: inout Random) {
             secret = SecureBytes(count: ChaChaPoly.keyLength) { random.fill($0) }

@@ -80,3 +80,16 @@ public enum ConstantTime {
         lhs.withUnsafeBytes { l in rhs.withUnsafeBytes { r in equals(l, r) } }
     }
 }
+
+extension SecureBytes: ContiguousBytes {}
+
+/// Wiping secrets that had to pass through ordinary arrays (KDF outputs, decrypted key material).
+public enum SecureMemory {
+    /// Overwrites the array's bytes with zeros in a way the optimiser cannot drop.
+    public static func wipe(_ bytes: inout [UInt8]) {
+        bytes.withUnsafeMutableBytes { buffer in
+            guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+            sodium_memzero(base, buffer.count)
+        }
+    }
+}

@@ -82,17 +82,9 @@ public struct CipherState: Sendable {
     public mutating func rekey() {
         guard let key else { preconditionFailure("rekey needs a key") }
         let zeros = [UInt8](repeating: 0, count: ChaChaPoly.keyLength)
-        let sealed = ChaChaPoly.seal(
+        var sealed = ChaChaPoly.seal(
             zeros, key: key, nonce: ChaChaPoly.Nonce(noiseCounter: Self.maxNonce), authenticating: [UInt8]())
-        let secret = SecureBytes(count: ChaChaPoly.keyLength) { destination in
-            sealed.withUnsafeBytes { source in
-                destination.copyMemory(
-                    from: UnsafeRawBufferPointer(rebasing: source[0..<ChaChaPoly.keyLength]))
-            }
-        }
-        guard let newKey = try? ChaChaPoly.Key(secureBytes: secret) else {
-            preconditionFailure("a 32-byte slice is always a valid key")
-        }
+        let newKey = ChaChaPoly.Key(takingPrefixOf: &sealed)
         self.key = newKey
     }
 

@@ -1,10 +1,5 @@
 import ProfileDropCrypto
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// Noise's SymmetricState (spec section 5.2): the chaining key, the handshake hash and the
 /// CipherState that handshake payloads and static keys are encrypted with.
@@ -14,7 +9,8 @@ public struct SymmetricState: Sendable {
 
     /// The cipher for handshake payloads; replaced by every MixKey.
     public private(set) var cipherState = CipherState()
-    private var chainingKey: [UInt8]
+    /// `ck`: secret once the first DH output is mixed in, so it lives in wiped memory.
+    private var chainingKey: SecureBytes
     private var hash: [UInt8]
 
     /// InitializeSymmetric: `h` is the protocol name zero-padded to 64 bytes, or its BLAKE2b hash
@@ -26,7 +22,7 @@ public struct SymmetricState: Sendable {
         } else {
             hash = BLAKE2b.hash(name)
         }
-        chainingKey = hash
+        chainingKey = SecureBytes(hash)
     }
 
     /// GetHandshakeHash: `h`, for channel binding once the handshake is over.
@@ -38,9 +34,10 @@ public struct SymmetricState: Sendable {
     /// MixKey: `ck, temp_k = HKDF(ck, ikm, 2)`, then the cipher is keyed with `temp_k[0..<32]`.
     public mutating func mixKey(_ inputKeyMaterial: [UInt8]) {
         var outputs = NoiseHKDF.derive(chainingKey: chainingKey, inputKeyMaterial: inputKeyMaterial, count: 2)
-        chainingKey = outputs[0]
-        cipherState.initializeKey(Self.cipherKey(from: outputs[1]))
-        wipe(&outputs[1])
+        chainingKey = SecureBytes(outputs[0])
+        wipe(&outputs[0])
+        // HASHLEN is 64, so cipher keys are the first 32 bytes of an output (spec section 5.2).
+        cipherState.initializeKey(ChaChaPoly.Key(takingPrefixOf: &outputs[1]))
     }
 
     /// MixHash: `h = HASH(h || data)`.
@@ -55,10 +52,10 @@ public struct SymmetricState: Sendable {
     /// the cipher with `temp_k[0..<32]`. Used for PSKs.
     public mutating func mixKeyAndHash(_ inputKeyMaterial: [UInt8]) {
         var outputs = NoiseHKDF.derive(chainingKey: chainingKey, inputKeyMaterial: inputKeyMaterial, count: 3)
-        chainingKey = outputs[0]
+        chainingKey = SecureBytes(outputs[0])
+        wipe(&outputs[0])
         mixHash(outputs[1])
-        cipherState.initializeKey(Self.cipherKey(from: outputs[2]))
-        wipe(&outputs[2])
+        cipherState.initializeKey(ChaChaPoly.Key(takingPrefixOf: &outputs[2]))
     }
 
     /// EncryptAndHash: encrypts with `h` as associated data (identity before any key), then mixes the
@@ -81,27 +78,9 @@ public struct SymmetricState: Sendable {
     /// responder-to-initiator cipher states.
     public func split() -> (initiatorToResponder: CipherState, responderToInitiator: CipherState) {
         var outputs = NoiseHKDF.derive(chainingKey: chainingKey, inputKeyMaterial: [], count: 2)
-        let first = CipherState(key: Self.cipherKey(from: outputs[0]))
-        let second = CipherState(key: Self.cipherKey(from: outputs[1]))
-        wipe(&outputs[0])
-        wipe(&outputs[1])
+        let first = CipherState(key: ChaChaPoly.Key(takingPrefixOf: &outputs[0]))
+        let second = CipherState(key: ChaChaPoly.Key(takingPrefixOf: &outputs[1]))
         return (first, second)
-    }
-
-    /// HASHLEN is 64, so cipher keys are truncated to their first 32 bytes (spec section 5.2).
-    private static func cipherKey(from output: [UInt8]) -> ChaChaPoly.Key {
-        precondition(output.count >= ChaChaPoly.keyLength, "HKDF outputs are 64 bytes")
-        // Copied as raw memory: the generic collection initialiser walks byte by byte.
-        let secret = SecureBytes(count: ChaChaPoly.keyLength) { destination in
-            output.withUnsafeBytes { source in
-                destination.copyMemory(
-                    from: UnsafeRawBufferPointer(rebasing: source[0..<ChaChaPoly.keyLength]))
-            }
-        }
-        guard let key = try? ChaChaPoly.Key(secureBytes: secret) else {
-            preconditionFailure("a 32-byte secret is always a valid key")
-        }
-        return key
     }
 }
 
@@ -110,7 +89,7 @@ enum NoiseHKDF {
     /// Returns `count` (2 or 3) outputs of 64 bytes each:
     /// `temp_key = HMAC(ck, ikm)`, `output1 = HMAC(temp_key, 0x01)`,
     /// `output2 = HMAC(temp_key, output1 || 0x02)`, `output3 = HMAC(temp_key, output2 || 0x03)`.
-    static func derive(chainingKey: [UInt8], inputKeyMaterial: [UInt8], count: Int) -> [[UInt8]] {
+    static func derive(chainingKey: SecureBytes, inputKeyMaterial: [UInt8], count: Int) -> [[UInt8]] {
         precondition(count == 2 || count == 3, "Noise HKDF yields two or three outputs")
         var tempKey = HMACBLAKE2b.authenticate(key: chainingKey, parts: [inputKeyMaterial])
         defer { wipe(&tempKey) }
@@ -125,14 +104,5 @@ enum NoiseHKDF {
     }
 }
 
-/// Overwrites secret bytes in place, in a way the optimiser may not drop, before the array is freed.
-func wipe(_ bytes: inout [UInt8]) {
-    bytes.withUnsafeMutableBytes { buffer in
-        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
-        #if canImport(Glibc)
-            explicit_bzero(base, buffer.count)
-        #else
-            memset_s(base, buffer.count, 0, buffer.count)
-        #endif
-    }
-}
+/// Overwrites secret bytes in place before the array is freed.
+func wipe(_ bytes: inout [UInt8]) { SecureMemory.wipe(&bytes) }
