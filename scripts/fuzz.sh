@@ -81,7 +81,7 @@ run() {
         found=1
         local minimised="$artifact.min"
         "$bin/${products[$target]}" -minimize_crash=1 -runs=20000 \
-            -max_total_time=60 -detect_leaks=0 -exact_artifact_path="$minimised" "$artifact" \
+            -max_total_time=60 -timeout=10 -detect_leaks=0 -exact_artifact_path="$minimised" "$artifact" \
             > "$log.minimize" 2>&1 || true
         [ -s "$minimised" ] || minimised=$artifact
         local name

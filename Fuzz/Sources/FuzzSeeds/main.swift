@@ -41,7 +41,7 @@ func write(_ inputs: [[UInt8]], to directory: URL) {
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325
         for byte in input { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
         let name = "seed-" + String(hash, radix: 16)
-        FileManager.default.createFile(
+        _ = FileManager.default.createFile(
             atPath: directory.appendingPathComponent(name).path, contents: Data(input))
     }
     print("\(directory.lastPathComponent): \(seen.count) seeds")
