@@ -110,6 +110,16 @@ public struct CaptureFile: Equatable, Sendable {
                             "input \(input.sequence) of \(devices[index].record.name) out of order "
                                 + "(expected \(devices[index].inputs.count))")
                     }
+                    // Times run forward from the device's start and stay within a day of it: the core's
+                    // longest wait is minutes, and replay must not feed it times it was never given.
+                    let previous = devices[index].inputs.last?.time ?? devices[index].record.startTime
+                    guard input.time >= previous, input.time <= devices[index].record.startTime + Self.longestSession
+                    else {
+                        throw CaptureError(
+                            .malformed,
+                            "input \(input.sequence) of \(devices[index].record.name) at \(input.time) is out of time "
+                                + "order or more than a day after the device started")
+                    }
                     devices[index].inputs.append(input)
                 case .end(let end):
                     ends.append(end)
@@ -153,6 +163,9 @@ public struct CaptureFile: Equatable, Sendable {
         self.devices = devices
         self.packetCount = packetIndex
     }
+
+    /// The longest session a capture may record.
+    static let longestSession: Duration = .seconds(86_400)
 
     /// Reads and parses the file at `path`.
     public static func read(path: String) throws(CaptureError) -> CaptureFile {

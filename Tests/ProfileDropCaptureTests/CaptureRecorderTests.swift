@@ -204,4 +204,20 @@ struct CaptureRecorderTests {
         }
         return false
     }
+
+    /// Input times that run backwards or past a day would feed the core times it was never given
+    /// (and huge round-trip samples): the reader refuses them as malformed.
+    @Test(arguments: [Instant.zero + .seconds(1), Instant.zero + .seconds(200_000)])
+    func inputTimesOutOfOrderOrTooLateAreMalformed(badTime: Instant) throws {
+        var run = try TwoDeviceRun(options: CaptureOptions(keylog: true))
+        run.run(until: Instant.zero + .seconds(5))
+        run.devices[0].updatePose(Pose(x: 0, y: 0, heading: 0), at: badTime)
+        do {
+            _ = try CaptureFile(bytes: run.recorder.fileBytes())
+            Issue.record("a capture with an input at \(badTime) was accepted")
+        } catch {
+            #expect(error.code == .malformed)
+            #expect(error.diagnostic.contains("out of time order or more than a day"))
+        }
+    }
 }
