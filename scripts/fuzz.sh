@@ -84,7 +84,14 @@ run() {
             -max_total_time=60 -timeout=10 -detect_leaks=0 -exact_artifact_path="$minimised" "$artifact" \
             > "$log.minimize" 2>&1 || true
         [ -s "$minimised" ] || minimised=$artifact
-        local name
+        local name="" stored
+        for stored in "$cases"/*; do
+            if [ -f "$stored" ] && cmp -s "$stored" "$minimised"; then name=$(basename "$stored"); fi
+        done
+        if [ -n "$name" ]; then
+            echo "fuzz: $target: FOUND $(basename "$artifact"), already stored as FuzzCases/$target/$name"
+            continue
+        fi
         name="fuzz-$(basename "$artifact" | cut -d- -f1)-$(sha1sum "$minimised" | cut -c1-16)"
         cp "$minimised" "$cases/$name"
         echo "fuzz: $target: FOUND $(basename "$artifact"); stored Tests/ProfileDropCoreTests/FuzzCases/$target/$name"
