@@ -104,6 +104,28 @@ import Testing
         #expect(receiver.haveCount == 0)
     }
 
+    @Test func receiverKeepsTheFirstCopyOfAChunkAndChecksOddOffers() throws {
+        let data = Self.bytes(7)
+        // A peer may choose any chunk size: three-byte chunks, the last one a single byte.
+        let offer = CardOffer(length: 7, chunkSize: 3, digest: BLAKE2bDigest.of(data))
+        var receiver = CardReceiver(offer: offer)
+        #expect(receiver.total == 3)
+        try receiver.accept(index: 2, data: [data[6]])
+        try receiver.accept(index: 0, data: Array(data[0..<3]))
+        // A duplicate is acknowledged again but does not overwrite what is held.
+        try receiver.accept(index: 0, data: [0, 0, 0])
+        #expect(receiver.unacknowledged == 3 && receiver.haveCount == 2)
+        #expect(throws: ProtocolError.self) { try receiver.accept(index: 2, data: [1, 2]) }
+        #expect(throws: ProtocolError.self) { try receiver.accept(index: UInt16.max, data: [1]) }
+        try receiver.accept(index: 1, data: Array(data[3..<6]))
+        #expect(receiver.card == data)
+        // The largest index and chunk size the wire allows do not overflow the arithmetic.
+        var wide = CardReceiver(offer: CardOffer(length: 70_000, chunkSize: UInt16.max, digest: []))
+        #expect(throws: ProtocolError.self) { try wide.accept(index: UInt16.max, data: [1]) }
+        try wide.accept(index: 1, data: Array(repeating: 9, count: 70_000 - 65_535))
+        #expect(wide.haveCount == 1)
+    }
+
     @Test func endToEndOverALossyLinkDeliversEveryByte() throws {
         let data = Self.bytes(262_144 + 300, seed: 4)
         var sender = Self.sender(data, window: 32)

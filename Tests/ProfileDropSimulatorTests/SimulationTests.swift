@@ -113,13 +113,15 @@ private func reasons(_ report: SimulationReport) -> [String] {
         #expect(report.network.totalSentBytes > 2 * ProfileCard.Limits.photoBytes)
     }
 
-    @Test func walkingAwayMidTransferMustNotDeliver() throws {
-        // Bob leaves 80 cm away while 256 KiB photos are in flight.
+    @Test func walkingAwayMidTransferCancelsTheExchange() throws {
+        // Bob leaves 80 cm away while 256 KiB photos are in flight: both devices cancel.
         let report = Simulation.run(scenario: try scenario("walk-away"))
-        #expect(report.devices.allSatisfy { $0.close != nil })
-        withKnownIssue("the core does not re-check proximity during the card transfer") {
-            #expect(!report.violations.contains { $0.contains("card out of range") })
-        }
+        #expect(report.violations == [])
+        #expect(reasons(report) == ["out-of-range", "out-of-range"])
+        #expect(report.devices.allSatisfy { $0.receivedCard == nil })
+        #expect(report.transcript.contains { $0.contains("alice -> exchanging 0/") })
+        #expect(report.transcript.contains { $0.hasSuffix("session with alice ended: out of range") })
+        #expect(!report.transcript.contains { $0.contains("card received") })
     }
 
     @Test func unclosedAtTheLimitIsReported() throws {

@@ -65,6 +65,8 @@ extension Device {
             throw ProtocolError(.unexpectedMessage, "\(packet.type) for session \(sessionID) from \(source)")
         }
         if var session = exchange, session.sessionID == sessionID {
+            // Held alone while it handles the packet, so its buffers are mutated in place.
+            exchange = nil
             defer { exchange = session }
             try session.handle(packet, context: &context)
             return

@@ -12,7 +12,8 @@ public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
     case exchanged
     /// One side refused (policy, user decision, or an unanswered request).
     case declined(by: Side)
-    /// The proximity gate did not open on both devices within the ranging window.
+    /// The proximity gate did not open on both devices within the ranging window, or a device's
+    /// gate saw the peer leave before the exchange completed (the exchange is then cancelled).
     case outOfRange
     /// A wait ran out; `what` names it (for example "handshake", "peer silent", "consent").
     case timeout(what: String)
@@ -53,7 +54,8 @@ public enum DeviceEvent: Sendable, Equatable {
     case consentRequested(peer: DeviceID)
     /// Card transfer progress: `sent` of `total` chunks of our card acknowledged by the peer.
     case exchanging(sent: Int, total: Int)
-    /// The peer's card arrived, matched its digest and decoded.
+    /// The peer's card arrived, matched its digest and decoded, and the exchange completed: it is
+    /// reported as the session closes as exchanged, never for an exchange that was cancelled.
     case cardReceived(ProfileCard)
     /// The peer acknowledged our card.
     case acknowledged

@@ -144,21 +144,33 @@ struct CardReceiver {
     var total: Int { have.count }
     var isComplete: Bool { haveCount == total }
 
-    /// Stores a chunk. Duplicates are harmless (they only prompt another acknowledgement).
+    /// Stores a chunk, copying it in place into the buffer sized by the offer. Duplicates are
+    /// harmless (they only prompt another acknowledgement).
     /// - Throws: `.malformed` for an index or length that does not fit the offer.
     mutating func accept(index rawIndex: UInt16, data: [UInt8]) throws(ProtocolError) {
         let index = Int(rawIndex)
         guard index < total else {
             throw ProtocolError(.malformed, "chunk \(index) of a card with \(total) chunks")
         }
-        let start = index * Int(offer.chunkSize)
-        let expected = min(Int(offer.chunkSize), Int(offer.length) - start)
+        // Checked arithmetic on the wire's index and the offer's sizes: a chunk must lie wholly
+        // inside the buffer, whatever the peer sent.
+        let (start, startOverflow) = index.multipliedReportingOverflow(by: Int(offer.chunkSize))
+        let (remaining, remainingOverflow) = buffer.count.subtractingReportingOverflow(start)
+        guard !startOverflow, !remainingOverflow, remaining > 0 else {
+            throw ProtocolError(.malformed, "chunk \(index) starts beyond the card")
+        }
+        let expected = min(Int(offer.chunkSize), remaining)
         guard data.count == expected else {
             throw ProtocolError(.malformed, "chunk \(index) has \(data.count) bytes, expected \(expected)")
         }
         unacknowledged += 1
         guard !have[index] else { return }
-        buffer.replaceSubrange(start..<(start + expected), with: data)
+        buffer.withUnsafeMutableBytes { destination in
+            data.withUnsafeBytes { source in
+                UnsafeMutableRawBufferPointer(rebasing: destination[start..<(start + expected)])
+                    .copyMemory(from: source)
+            }
+        }
         have[index] = true
         haveCount += 1
         while cumulative < total && have[cumulative] { cumulative += 1 }

@@ -21,6 +21,8 @@ extension ExchangeSession {
         if outcome == nil {
             let exchangeComplete = isExchangeComplete
             endsDevice = (close.code == .exchanged && exchangeComplete) || close.code == .declined
+            // Believed (our own gate may be waiting for samples): the exchange is complete.
+            if close.code == .exchanged && exchangeComplete { deliverReceivedCard(context: &context) }
             outcome =
                 switch close.code {
                 case .exchanged:
@@ -62,6 +64,12 @@ extension ExchangeSession {
         case .handshaking, .ranging, .consenting, .closed:
             false
         }
+    }
+
+    /// Ends the session as out of range: the ranging window ran out, the peer is far, or our gate
+    /// saw the peer leave before the exchange completed (a card we verified is then not delivered).
+    mutating func closeOutOfRange(context: inout SessionContext) {
+        close(.outOfRange, frames: [.close(CloseFrame(code: .outOfRange))], context: &context)
     }
 
     /// Closes with CLOSE(error) after the peer broke the protocol.

@@ -152,10 +152,13 @@ struct ExchangeSession {
             if inbound.learned { consenting.link.controlSoon(context: context) }
             state = .consenting(consenting)
         case .transferring(var transferring):
+            // Held only here while chunks go in, so the reassembly buffer is written in place
+            // instead of being copied whole for every packet.
+            state = .closed
+            defer { state = .transferring(transferring) }
             if inbound.learned { transferring.link.controlSoon(context: context) }
-            if var receiver = transferring.receiver {
-                for chunk in inbound.chunks { try receiver.accept(index: chunk.index, data: chunk.data) }
-                transferring.receiver = receiver
+            for chunk in inbound.chunks {
+                try transferring.receiver?.accept(index: chunk.index, data: chunk.data)
             }
             if var sender = transferring.sender {
                 for sack in inbound.sacks { _ = sender.apply(sack, now: context.now) }
@@ -164,7 +167,6 @@ struct ExchangeSession {
                 sendChunks(&transferring, context: &context)
             }
             try afterChunks(&transferring, context: &context)
-            state = .transferring(transferring)
         case .closing(let closing):
             if inbound.closeAck {
                 state = .draining(
@@ -196,10 +198,21 @@ struct ExchangeSession {
                 enterTransferring(consenting.link, context: &context)
                 advance(context: &context)
             }
-        case .transferring(let transferring):
-            let sent = transferring.sender == nil || transferring.link.peerAckedOurCard
-            let received = transferring.receiver == nil || transferring.link.verifiedPeerCard != nil
-            guard sent && received else { return }
+        case .transferring(var transferring):
+            guard isExchangeComplete else { return }
+            // Done. A walk-away is seen only some rounds late (the gate filters a window of
+            // samples, and leaving takes several measurements in a row), so the devices must stay
+            // in range for one gate window after the last fact arrived: then every sample the
+            // open gate rests on was taken after it, and a move made before it has been seen.
+            let completedAt = transferring.completedAt ?? context.now
+            if transferring.completedAt == nil {
+                transferring.completedAt = completedAt
+                state = .transferring(transferring)
+            }
+            guard transferring.link.gate.isOpen,
+                context.now >= completedAt + context.configuration.gate.window
+            else { return }
+            deliverReceivedCard(context: &context)
             // Our outstanding facts (CARD_ACK, or CONSENT if the peer missed it) travel with CLOSE.
             let frames =
                 transferring.link.controlFrames().filter { $0.type != .receipt }
@@ -218,15 +231,17 @@ struct ExchangeSession {
         case .handshaking(let handshaking):
             return handshaking.retransmitAt
         case .ranging(let ranging):
-            return min(ranging.sampleAt, ranging.deadline, ranging.link.lastHeard + idle)
+            return min(ranging.link.rangingAt, ranging.deadline, ranging.link.lastHeard + idle)
         case .consenting(let consenting):
             var deadline = min(
-                consenting.link.controlAt, consenting.peerDeadline, consenting.link.lastHeard + idle)
+                consenting.link.controlAt, consenting.link.rangingAt, consenting.peerDeadline,
+                consenting.link.lastHeard + idle)
             if let user = consenting.userDeadline { deadline = min(deadline, user) }
             return deadline
         case .transferring(let transferring):
             var deadline = min(
-                transferring.link.controlAt, transferring.deadline, transferring.link.lastHeard + idle)
+                transferring.link.controlAt, transferring.link.rangingAt, transferring.deadline,
+                transferring.link.lastHeard + idle)
             if let sackAt = transferring.receiver?.sackAt { deadline = min(deadline, sackAt) }
             if let sendAt = transferring.sendAt { deadline = min(deadline, sendAt) }
             return deadline
@@ -264,10 +279,15 @@ struct ExchangeSession {
                     .timeout(what: "peer silent"), frames: [.close(CloseFrame(code: .timeout))],
                     context: &context)
             } else if now >= ranging.deadline || isFar(ranging, context: context) {
-                close(.outOfRange, frames: [.close(CloseFrame(code: .outOfRange))], context: &context)
-            } else if now >= ranging.sampleAt {
+                closeOutOfRange(context: &context)
+            } else if now >= ranging.link.rangingAt {
                 rangingTick(&ranging, context: &context)
                 state = .ranging(ranging)
+                // Our gate opened, then saw the peer leave while we waited for its IN_RANGE.
+                if ranging.link.peerLeft {
+                    closeOutOfRange(context: &context)
+                    return
+                }
                 advance(context: &context)
             }
         case .consenting(var consenting):
@@ -286,8 +306,19 @@ struct ExchangeSession {
                 close(
                     .timeout(what: "peer consent"), frames: [.close(CloseFrame(code: .timeout))],
                     context: &context)
-            } else if now >= consenting.link.controlAt {
-                consenting.link.sendControl(backOff: true, context: &context)
+            } else {
+                if now >= consenting.link.rangingAt {
+                    watchProximity(&consenting.link, context: &context)
+                    // The link's packet numbers moved on: store it before closing through it.
+                    state = .consenting(consenting)
+                    if consenting.link.peerLeft {
+                        closeOutOfRange(context: &context)
+                        return
+                    }
+                }
+                if now >= consenting.link.controlAt {
+                    consenting.link.sendControl(backOff: true, context: &context)
+                }
                 state = .consenting(consenting)
             }
         case .transferring(var transferring):
@@ -303,6 +334,14 @@ struct ExchangeSession {
                     context: &context)
                 return
             }
+            if now >= transferring.link.rangingAt {
+                watchProximity(&transferring.link, context: &context)
+                state = .transferring(transferring)
+                if transferring.link.peerLeft {
+                    closeOutOfRange(context: &context)
+                    return
+                }
+            }
             sendChunks(&transferring, context: &context)
             if var receiver = transferring.receiver, let sackAt = receiver.sackAt, now >= sackAt {
                 receiver.sackAt = nil
@@ -315,6 +354,8 @@ struct ExchangeSession {
                 transferring.link.sendControl(extra: extra, backOff: true, context: &context)
             }
             state = .transferring(transferring)
+            // A gate that opened again may let a finished exchange close.
+            advance(context: &context)
         case .closing(var closing):
             guard now >= closing.retransmitAt else { return }
             guard closing.transmissions < context.timeouts.closeAttempts else {

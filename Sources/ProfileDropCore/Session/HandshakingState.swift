@@ -196,12 +196,11 @@ extension ExchangeSession {
             channel: SecureChannel(sessionID: sessionID, peerAddress: peerAddress, transport: transport),
             peerParameters: parameters, localToken: context.random.bytes(WireConstants.tokenLength),
             handshakeHash: transport.handshakeHash, confirmDatagram: confirm, lastHeard: context.now,
-            controlAt: context.now, controlInterval: context.configuration.measurement.sampleInterval)
+            controlAt: context.now, controlInterval: context.configuration.measurement.sampleInterval,
+            gate: ProximityGate(configuration: context.configuration.gate), rangingAt: context.now)
         context.emit(.secured(peer: peer, verificationCode: Self.verificationCode(transport.handshakeHash)))
         var ranging = RangingState(
-            link: link, gate: ProximityGate(configuration: context.configuration.gate),
-            startedAt: context.now,
-            deadline: context.now + context.timeouts.rangingWindow, sampleAt: context.now)
+            link: link, startedAt: context.now, deadline: context.now + context.timeouts.rangingWindow)
         rangingTick(&ranging, context: &context)
         state = .ranging(ranging)
     }

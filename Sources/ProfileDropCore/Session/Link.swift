@@ -34,6 +34,13 @@ struct Link {
     var peerPoseAt: Instant?
     var lastPeerSequence: UInt32?
     var estimate: ProximityGate.Estimate?
+    /// Our proximity gate. It keeps measuring after it first opened: pulling the devices apart
+    /// before the exchange is done cancels it.
+    var gate: ProximityGate
+    /// The next RANGING frame and measurement.
+    var rangingAt: Instant
+    /// Valid measurements in a row outside the gate's band widened by its hysteresis.
+    var consecutiveOutside = 0
 
     /// What we hold of the peer's one-shot facts.
     var receipts: Receipts {

@@ -1,7 +1,7 @@
-/// Secured; measuring proximity.
+/// Secured; measuring proximity until both gates open. (Measuring goes on afterwards: the gate and
+/// the ranging timer live in ``Link``.)
 struct RangingState {
     var link: Link
-    var gate: ProximityGate
     /// When ranging began.
     let startedAt: Instant
     /// Consecutive raw measurements beyond ``Limits/farAbortDistance``.
@@ -11,8 +11,6 @@ struct RangingState {
     var deadline: Instant
     /// Whether the window was already restarted at the first peer RANGING.
     var heardPeer = false
-    /// The next RANGING frame and measurement.
-    var sampleAt: Instant
 }
 
 extension ExchangeSession {
@@ -27,40 +25,86 @@ extension ExchangeSession {
             && ranging.consecutiveFar >= Self.farSamples
     }
 
-    /// Sends RANGING with our pose and takes one proximity measurement of the peer.
+    /// A ranging round before both gates opened: RANGING goes out with the control frames.
     func rangingTick(_ ranging: inout RangingState, context: inout SessionContext) {
-        let interval = context.configuration.measurement.sampleInterval
-        ranging.link.rangingSequence &+= 1
         if !ranging.heardPeer, ranging.link.peerPose != nil {
             ranging.heardPeer = true
             ranging.deadline = max(ranging.deadline, context.now + context.timeouts.rangingWindow)
         }
-        var sample: RangingSample?
-        if let peerPose = ranging.link.peerPose, let heardAt = ranging.link.peerPoseAt,
-            context.now - heardAt <= interval * 3
-        {
-            sample = context.configuration.measurement.sample(
-                truePose: context.pose, peerPose: peerPose, random: &context.random)
-        }
-        ranging.gate.add(sample, at: context.now)
-        if let sample {
+        if let sample = ranging.link.measure(context: &context) {
             ranging.consecutiveFar =
                 sample.distance > context.limits.farAbortDistance ? ranging.consecutiveFar + 1 : 0
         }
-        if sample != nil, let estimate = ranging.gate.estimate {
-            ranging.link.estimate = estimate
+        // Control frames first: the peer checks RANGING against the TOKEN in front of it.
+        ranging.link.send(
+            ranging.link.controlFrames() + [ranging.link.rangingFrame(pose: context.pose)], context: &context)
+        ranging.link.controlAt = ranging.link.rangingAt
+    }
+
+    /// A ranging round once both gates opened (consenting, transferring): RANGING goes out alone,
+    /// and the control packets keep their own back-off.
+    func watchProximity(_ link: inout Link, context: inout SessionContext) {
+        link.measure(context: &context)
+        link.send([link.rangingFrame(pose: context.pose)], context: &context)
+    }
+}
+
+extension Link {
+    /// One ranging round: takes a measurement of the peer from our true pose and the peer's latest
+    /// pose (if heard within three ranging intervals), feeds the gate, latches IN_RANGE when the
+    /// gate opens, and schedules the next round.
+    /// - Returns: the raw measurement, or nil for a failed round.
+    @discardableResult
+    mutating func measure(context: inout SessionContext) -> RangingSample? {
+        let interval = context.configuration.measurement.sampleInterval
+        rangingSequence &+= 1
+        var sample: RangingSample?
+        if let peerPose, let peerPoseAt, context.now - peerPoseAt <= interval * 3 {
+            sample = context.configuration.measurement.sample(
+                truePose: context.pose, peerPose: peerPose, random: &context.random)
+        }
+        gate.add(sample, at: context.now)
+        if let sample {
+            consecutiveOutside = isOutsideWidenedBand(sample) ? consecutiveOutside + 1 : 0
+        }
+        if sample != nil, let estimate = gate.estimate {
+            self.estimate = estimate
             context.emit(.ranging(distanceCm: estimate.distance, bearingDeg: estimate.bearing))
         }
-        if ranging.gate.isOpen && !ranging.link.localInRange {
-            ranging.link.localInRange = true
+        if gate.isOpen && !localInRange {
+            localInRange = true
             context.emit(.inRange)
         }
-        let frame = Frame.ranging(
-            RangingFrame(
-                sequence: ranging.link.rangingSequence, pose: context.pose, token: ranging.link.localToken))
-        // Control frames first: the peer checks RANGING against the TOKEN in front of it.
-        ranging.link.send(ranging.link.controlFrames() + [frame], context: &context)
-        ranging.sampleAt = context.now + interval
-        ranging.link.controlAt = ranging.sampleAt
+        rangingAt = context.now + interval
+        return sample
+    }
+
+    /// RANGING with the current sequence number, our pose and our token.
+    func rangingFrame(pose: Pose) -> Frame {
+        .ranging(RangingFrame(sequence: rangingSequence, pose: pose, token: localToken))
+    }
+
+    /// Measurements in a row outside the widened band that, with our gate closed, show the peer
+    /// has left. Six (0.75 s at 8 Hz) keep noise from cancelling a held pair: at the edges of the
+    /// band a measurement falls outside about one time in eight, and the gate, with its hysteresis,
+    /// rarely closes; a quick walk-away is seen about six rounds after it began.
+    static let leavingSamples = 6
+
+    /// Whether our measurements show that the peer left after our gate opened: the gate closed and
+    /// the last ``leavingSamples`` measurements all lie outside the band widened by the gate's
+    /// hysteresis margins. A gate that closed for want of samples (a lossy link, a partition) is no
+    /// evidence either way: failed rounds neither count nor break the run.
+    var peerLeft: Bool {
+        localInRange && !gate.isOpen && consecutiveOutside >= Self.leavingSamples
+    }
+
+    /// Whether a raw measurement lies outside the distance band or the bearing limit, each widened
+    /// by the gate's hysteresis margin.
+    func isOutsideWidenedBand(_ sample: RangingSample) -> Bool {
+        let tuning = gate.configuration
+        let nearest = tuning.distanceBand.lowerBound - tuning.distanceHysteresis
+        let farthest = tuning.distanceBand.upperBound + tuning.distanceHysteresis
+        return sample.distance < nearest || sample.distance > farthest
+            || sample.bearing > tuning.maximumBearing + tuning.bearingHysteresis
     }
 }

@@ -5,6 +5,11 @@ struct TransferringState {
     var link: Link
     var sender: CardSender?
     var receiver: CardReceiver?
+    /// The peer's card, verified and acknowledged but not yet delivered: it is reported only when
+    /// the exchange completes, so pulling the devices apart before then delivers nothing.
+    var receivedCard: ProfileCard?
+    /// When every offered card was verified and acknowledged; the confirmation hold starts here.
+    var completedAt: Instant?
     let deadline: Instant
     /// Acknowledged chunks last reported as progress.
     var reportedProgress = 0
@@ -25,7 +30,7 @@ extension ExchangeSession {
     }
 
     /// Acknowledges received chunks (every second one at once, otherwise after the SACK delay) and
-    /// verifies the card once complete.
+    /// verifies the card once complete (it is delivered when the exchange completes).
     func afterChunks(_ transferring: inout TransferringState, context: inout SessionContext)
         throws(ProtocolError)
     {
@@ -42,7 +47,7 @@ extension ExchangeSession {
                 throw ProtocolError(.cardInvalid, "received card: \(error)")
             }
             transferring.link.verifiedPeerCard = receiver.offer.digest
-            context.emit(.cardReceived(card))
+            transferring.receivedCard = card
         }
         if receiver.isComplete || receiver.unacknowledged >= 2 {
             receiver.unacknowledged = 0
@@ -69,6 +74,16 @@ extension ExchangeSession {
         if let sender { context.emit(.exchanging(sent: 0, total: sender.total)) }
         sendChunks(&transferring, context: &context)
         state = .transferring(transferring)
+    }
+
+    /// Reports the peer's verified card, once, as the session closes as exchanged.
+    mutating func deliverReceivedCard(context: inout SessionContext) {
+        guard case .transferring(var transferring) = state, let card = transferring.receivedCard else {
+            return
+        }
+        transferring.receivedCard = nil
+        state = .transferring(transferring)
+        context.emit(.cardReceived(card))
     }
 
     func sendChunks(_ transferring: inout TransferringState, context: inout SessionContext) {

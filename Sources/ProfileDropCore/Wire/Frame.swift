@@ -67,7 +67,8 @@ public enum CloseCode: UInt8, Sendable, Equatable {
     case exchanged = 0
     /// The sender declined.
     case declined = 1
-    /// The sender's ranging window ran out.
+    /// The sender's ranging window ran out, or its gate saw the peer leave before the exchange
+    /// completed.
     case outOfRange = 2
     /// A wait of the sender's ran out.
     case timeout = 3
