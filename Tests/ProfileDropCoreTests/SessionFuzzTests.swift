@@ -298,7 +298,7 @@ struct CorruptingNetwork {
         if rate <= 0.05 { #expect(exchanged * 2 >= runs, "only \(exchanged) of \(runs) runs exchanged") }
     }
 
-    static let runsPerRate = 320
+    static let runsPerRate = 500
 
     /// Every wait of a session that starts just before the 40 s overall timeout, added up
     /// (handshake, ranging, consent, transfer, close, drain), with a margin: a device may take this
