@@ -44,7 +44,12 @@ let package = Package(
             dependencies: ["ProfileDropNoise", "ProfileDropCrypto"],
             exclude: ["noise_peer.py"]
         ),
-        .testTarget(name: "ProfileDropCoreTests", dependencies: ["ProfileDropCore", "ProfileDropNoise", "ProfileDropCrypto"]),
+        .testTarget(
+            name: "ProfileDropCoreTests",
+            dependencies: ["ProfileDropCore", "ProfileDropNoise", "ProfileDropCrypto"],
+            // Regression inputs are data; FuzzCases/Harness holds the fuzz targets' shared Swift code.
+            exclude: ["FuzzCases/wire", "FuzzCases/device", "FuzzCases/noise", "FuzzCases/capture"]
+        ),
         .testTarget(name: "ProfileDropSimulatorTests", dependencies: ["ProfileDropSimulator", "ProfileDropCore"]),
         .testTarget(name: "ProfileDropTransportTests", dependencies: ["ProfileDropTransport"]),
         .testTarget(

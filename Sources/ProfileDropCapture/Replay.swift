@@ -145,6 +145,9 @@ final class ReplayTape {
     private var generated: [UInt8] = []
     private(set) var position = 0
     private(set) var overrun = false
+    /// Fills draws past the end of a recorded stream. Never zeros: a rejection-sampling loop in the
+    /// device would spin forever on them, and replay would hang instead of reporting the overrun.
+    private var pastTheEnd = DeterministicRandom(seedMaterial: Array("replay: past the recorded draws".utf8))
 
     init(_ secrets: RandomSecrets) {
         switch secrets {
@@ -172,12 +175,13 @@ final class ReplayTape {
             position += buffer.count
             return
         }
-        let available = min(buffer.count, bytes.count - position)
-        for index in 0..<buffer.count {
-            buffer[index] = index < available ? bytes[position + index] : 0
+        let available = max(0, min(buffer.count, bytes.count - position))
+        for index in 0..<available { buffer[index] = bytes[position + index] }
+        if available < buffer.count {
+            pastTheEnd.fill(UnsafeMutableRawBufferPointer(rebasing: buffer[available...]))
+            overrun = true
         }
         position += available
-        if available < buffer.count { overrun = true }
     }
 }
 
