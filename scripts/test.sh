@@ -4,4 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 swift build --build-tests
-swift test --skip-build
+# The log lets CI repeat the verdict after the fuzz run.
+swift test --skip-build 2>&1 | tee .build/swift-test.log
