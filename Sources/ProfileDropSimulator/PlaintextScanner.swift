@@ -9,14 +9,16 @@ import ProfileDropCore
 /// Searches datagrams for card content in the clear: every card's name, owner and keywords as
 /// UTF-8, and fragments of every photo.
 ///
-/// Text shorter than ``minimumTextBytes`` is not searched: three given bytes turn up by chance in a
-/// few hundred kilobytes of ciphertext, which would make the check flaky rather than strict.
+/// Text shorter than ``minimumTextBytes`` is not searched: a given 4-byte string turns up by chance
+/// about once in 4 GB of ciphertext, and a 1000-run swarm scans some 10^8 bytes for a dozen needles
+/// per run, so 4-byte needles made the check flaky (one false hit in 1000 runs); at 6 bytes a chance
+/// hit needs about 10^14 bytes.
 /// Photos are covered by 16-byte fragments taken every ``photoStride`` bytes, so any plaintext run
 /// of `photoStride + 15` photo bytes or more is caught; fragments with fewer than eight distinct
 /// byte values (runs of padding, say) are skipped because they also occur in ordinary framing.
 public struct PlaintextScanner {
     /// Shortest text needle searched for, in bytes.
-    public static let minimumTextBytes = 4
+    public static let minimumTextBytes = 6
     /// Distance between photo fragments, in bytes.
     public static let photoStride = 64
     private static let fragmentBytes = 16

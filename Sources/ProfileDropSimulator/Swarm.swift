@@ -131,7 +131,10 @@ public struct SwarmPlan: Sendable {
         "Bori", "Kong", "Maru", "Choco", "Dubu", "Hodu", "Nabi", "Haru", "Luna", "Coco",
     ]
     private static let owners = ["minji", "jae", "sora", "dong", "yuna", "hyun", "eun", "tae"]
-    private static let keywords = ["calm", "zoomies", "fetch", "shy", "swims", "treats", "cuddly", "barky"]
+    /// At least ``PlaintextScanner/minimumTextBytes`` long, so that every keyword is searched for.
+    private static let keywords = [
+        "calm-natured", "zoomies", "fetches", "shy-pup", "swimmer", "treat-lover", "cuddly", "barky-pup",
+    ]
     /// What a run draws, for the swarm's header.
     public static let drawnOptions =
         "2-6 devices (a pair 6-9 cm apart facing within 15 deg, 40 % walking in; bystanders 80 cm or more "
