@@ -42,6 +42,17 @@ import Testing
         #expect(sent.last == 4)
     }
 
+    /// An acknowledgement stamped at the far end of time (a hostile or edited capture fed to replay)
+    /// gives an enormous round-trip sample; the timeout must stay within its bounds, not trap.
+    @Test func aRoundTripSampleFromTheFarFutureIsClamped() {
+        var sender = Self.sender(Self.bytes(3000))
+        _ = sender.takeChunk(now: .zero)
+        let farFuture = Instant(nanoseconds: .max)
+        #expect(sender.apply(CardSack(cumulative: 1, bitmap: []), now: farFuture) == 1)
+        _ = sender.takeChunk(now: farFuture)
+        #expect(sender.apply(CardSack(cumulative: 2, bitmap: []), now: farFuture) == 1)
+    }
+
     @Test func lostChunksAreResentAfterTheTimeoutOrASelectiveGap() {
         var sender = Self.sender(Self.bytes(8 * 1120), window: 8)
         var now = Instant.zero
