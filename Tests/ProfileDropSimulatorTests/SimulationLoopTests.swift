@@ -133,10 +133,10 @@ private func pairScenario(
     Scenario(
         seed: 9, timeLimit: .seconds(10), faults: NetworkFaults(lossRate: loss),
         devices: [
-            .init(name: "alice", pose: Pose(x: 0, y: 0, heading: 0), card: card("Bori")),
+            .init(name: "alice", pose: Pose(x: 0, y: 0, heading: 0), card: card("Boribori")),
             .init(
                 name: "bob", pose: Pose(x: distance, y: 0, heading: 180), consent: consentB,
-                card: card("Kong")),
+                card: card("Kongkong")),
         ])
 }
 
@@ -160,7 +160,7 @@ private func pairScenario(
         let report = Simulation.run(scenario: pairScenario(distance: 7)) { ToyDevice(context: $0) }
         #expect(report.violations == [])
         #expect(report.devices.map(\.close?.reason) == ["exchanged", "exchanged"])
-        #expect(report.devices[0].receivedCard?.name == "Kong")
+        #expect(report.devices[0].receivedCard?.name == "Kongkong")
         #expect(report.devices[0].receivedFrom == "bob")
         #expect(report.devices[1].cardMatchesSender == true)
         #expect(report.transcript.contains { $0.hasSuffix("alice <- user accepts") })
