@@ -23,9 +23,9 @@ import Testing
     /// Runs two devices with the given extra arguments and waits for both.
     func runPair(
         first: [String], second: [String], timeout: Int = 20, prefixes: ([String], [String]) = ([], []),
-        interface: String = "lo"
+        interface: String = "lo", keyDirectory: URL? = nil
     ) throws -> Pair {
-        let directory = try TestPaths.temporaryDirectory()
+        let directory = try keyDirectory ?? TestPaths.temporaryDirectory()
         let boriFile = directory.appendingPathComponent("bori.json").path
         let maxFile = directory.appendingPathComponent("max.json").path
         try Self.bori.write(toFile: boriFile, atomically: true, encoding: .utf8)
@@ -89,5 +89,46 @@ import Testing
         #expect(pair.second.code == 0)
         #expect(try lastJSON(pair.first.output)["card"] is NSNull)
         #expect((try lastJSON(pair.second.output)["card"] as? [String: Any])?["name"] as? String == "Bori")
+    }
+
+    /// The debugging loop of the README: both terminals capture with --keylog, both captures replay
+    /// identically from the devices' own key files, and tshark with the dissector names every
+    /// message type of the pairing.
+    @Test func bothSidesCaptureAndReplayIdentically() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        let captures = ["a", "b"].map { directory.appendingPathComponent("\($0).pcapng").path }
+        let pair = try runPair(
+            first: ["--capture", captures[0], "--keylog"], second: ["--capture", captures[1], "--keylog"],
+            keyDirectory: directory)
+        #expect(pair.first.code == 0 && pair.second.code == 0)
+        var typesSeen = Set<String>()
+        for (index, capture) in captures.enumerated() {
+            let key = directory.appendingPathComponent(index == 0 ? "a.key" : "b.key").path
+            let replay = try ToolProcess(["replay", capture, "--key-file", key]).finish()
+            #expect(replay.code == 0, "\(replay.output.suffix(3)) \(replay.errors)")
+            #expect(replay.output.last?.hasPrefix("replay: ") == true)
+            #expect(replay.output.last?.hasSuffix(" datagrams, identical") == true)
+            if let tshark = ["/usr/bin/tshark", "/usr/local/bin/tshark"].first(where: FileManager.default.isExecutableFile) {
+                let script = TestPaths.packageRoot.appendingPathComponent("Tools/wireshark/profiledrop.lua").path
+                let process = Process()
+                let pipe = Pipe()
+                process.executableURL = URL(fileURLWithPath: tshark)
+                process.arguments = [
+                    "-X", "lua_script:\(script)", "-r", capture, "-Y", "profiledrop", "-T", "fields", "-e",
+                    "profiledrop.type_name",
+                ]
+                process.standardOutput = pipe
+                process.standardError = FileHandle.nullDevice
+                try process.run()
+                let output = pipe.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                typesSeen.formUnion(String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init))
+            }
+        }
+        if !typesSeen.isEmpty {
+            for type in ["BEACON", "QUERY", "INVITE", "ACCEPT", "CONFIRM", "SECURE"] {
+                #expect(typesSeen.contains(type), "tshark listed \(typesSeen.sorted())")
+            }
+        }
     }
 }
