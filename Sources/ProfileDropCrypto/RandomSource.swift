@@ -59,8 +59,10 @@ extension RandomSource {
 
 /// The operating system's cryptographic generator, through `randombytes_buf`.
 public struct SystemRandom: RandomSource, Sendable {
+    /// The system generator; initialises libsodium if needed.
     public init() { Sodium.ensureInitialized() }
 
+    /// Fills `buffer` from `randombytes_buf`.
     public mutating func fill(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
         randombytes_buf(base, buffer.count)
@@ -95,6 +97,7 @@ public struct DeterministicRandom: RandomSource, Sendable {
         key = BLAKE2b.hash(Array("ProfileDrop deterministic random".utf8) + seedMaterial, outputLength: 32)
     }
 
+    /// Fills `destination` with the next bytes of the keystream.
     public mutating func fill(_ destination: UnsafeMutableRawBufferPointer) {
         var written = 0
         while written < destination.count {

@@ -7,6 +7,7 @@ public struct IPv4Address: Hashable, Comparable, Sendable, CustomStringConvertib
     /// The 32-bit address, most significant byte first when written as a.b.c.d.
     public var value: UInt32
 
+    /// Wraps a host-order value (`0x7F00_0001` is 127.0.0.1).
     public init(_ value: UInt32) { self.value = value }
 
     /// Parses dotted-quad text; nil for anything else.
@@ -49,6 +50,7 @@ public struct IPv6Address: Hashable, Sendable, CustomStringConvertible {
     /// The interface index for link-local addresses; 0 otherwise.
     public var scopeID: UInt32
 
+    /// Wraps 16 network-order bytes; `scopeID` names the interface of a link-local address.
     public init(bytes: [UInt8], scopeID: UInt32 = 0) {
         precondition(bytes.count == 16, "an IPv6 address has 16 bytes")
         self.bytes = bytes
@@ -85,7 +87,9 @@ public struct IPv6Address: Hashable, Sendable, CustomStringConvertible {
 
 /// A UDP endpoint: an IPv4 or IPv6 address and a port.
 public enum SocketAddress: Hashable, Sendable, CustomStringConvertible {
+    /// An IPv4 address and port.
     case ipv4(IPv4Address, port: UInt16)
+    /// An IPv6 address (with its scope) and port.
     case ipv6(IPv6Address, port: UInt16)
 
     /// The port.

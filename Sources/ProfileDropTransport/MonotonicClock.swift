@@ -8,6 +8,7 @@ import ProfileDropCore
 public struct MonotonicClock: Sendable {
     private let origin: UInt64
 
+    /// A clock whose zero is now.
     public init() { origin = Self.raw() }
 
     /// The current instant.

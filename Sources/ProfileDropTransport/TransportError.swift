@@ -22,6 +22,7 @@ public struct TransportError: Error, Equatable, CustomStringConvertible {
     /// One line for people, naming the interface, address or port involved.
     public var diagnostic: String
 
+    /// An error with its code and one-line diagnostic.
     public init(_ code: Code, _ diagnostic: String) {
         self.code = code
         self.diagnostic = diagnostic

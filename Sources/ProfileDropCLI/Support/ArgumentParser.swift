@@ -6,8 +6,10 @@ public struct UsageError: InputError, Equatable {
     /// The one-line explanation.
     public var message: String
 
+    /// A usage error explained by `message`.
     public init(_ message: String) { self.message = message }
 
+    /// The message itself.
     public var description: String { message }
 }
 

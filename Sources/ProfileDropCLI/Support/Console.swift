@@ -15,10 +15,13 @@ public protocol Console: AnyObject {
 /// Writes output to standard output and diagnostics to standard error, unbuffered, so that two
 /// processes sharing a terminal interleave whole lines.
 public final class StandardConsole: Console {
+    /// A console on the process's standard streams.
     public init() {}
 
+    /// Writes `line` and a newline to standard output.
     public func output(_ line: String) { writeAll(STDOUT_FILENO, line + "\n") }
 
+    /// Writes `line` and a newline to standard error.
     public func error(_ line: String) { writeAll(STDERR_FILENO, line + "\n") }
 }
 
@@ -42,8 +45,11 @@ public final class CapturingConsole: Console {
     /// Lines written with ``error(_:)``.
     public private(set) var errorLines: [String] = []
 
+    /// An empty console.
     public init() {}
 
+    /// Keeps `line` in ``outputLines``.
     public func output(_ line: String) { outputLines.append(line) }
+    /// Keeps `line` in ``errorLines``.
     public func error(_ line: String) { errorLines.append(line) }
 }
