@@ -170,6 +170,59 @@ import Testing
             at: Instant.zero + .milliseconds(600))
         #expect(lone.events.contains(.peerFound(DeviceID(rawValue: 1))))
     }
+
+    /// BUSY(2) "we failed with you, and someone else is untried" only counts peers we would
+    /// invite instead right now. A close pair whose first session failed while they walked in
+    /// must not keep refusing each other because of a busy bystander or a phantom id from a
+    /// corrupted beacon, neither of which the refusing device could invite.
+    @Test func refusesARetriedPeerOnlyForAnUntriedPeerItCouldInviteNow() {
+        var context = SessionContext(
+            configuration: Fixtures.configuration("Bori", seed: 3), deviceID: DeviceID(rawValue: 99),
+            random: DeterministicRandom(seed: 3), now: .zero, pose: Pose(x: 0, y: 0, heading: 0))
+        var discovery = DiscoverySession(deviceID: DeviceID(rawValue: 99), port: 4000, context: &context)
+        let partner = DeviceID(rawValue: 1)
+        let bystander = DeviceID(rawValue: 2)
+        let phantom = DeviceID(rawValue: 3)
+        func hear(_ id: DeviceID, busy: Bool, at time: Instant) {
+            context.now = time
+            discovery.receive(
+                Beacon(deviceID: id, port: 4000, busy: busy),
+                from: PeerAddress(10, 0, 0, UInt8(id.rawValue), port: 4000), context: &context)
+        }
+        hear(partner, busy: false, at: .zero)
+        hear(bystander, busy: false, at: .zero)
+        // The first session with the partner ended out of range (the far abort while walking in).
+        context.now = Instant.zero + .milliseconds(700)
+        discovery.sessionFailed(with: partner, context: &context)
+        #expect(discovery.prefersNotToAccept(partner, now: context.now), "backing off from it")
+        // Back-off over: an untried bystander we could invite right now is preferred.
+        let later = Instant.zero + .seconds(6)
+        hear(bystander, busy: false, at: later)
+        #expect(discovery.prefersNotToAccept(partner, now: later))
+        // The bystander is busy with someone else: we would not invite it, so we take the partner.
+        hear(bystander, busy: true, at: later)
+        #expect(!discovery.prefersNotToAccept(partner, now: later))
+        // Likewise once it answered BUSY to us, until its short back-off ends.
+        hear(bystander, busy: false, at: later)
+        context.now = later
+        discovery.peerBusy(bystander, context: &context)
+        #expect(!discovery.prefersNotToAccept(partner, now: later))
+        #expect(discovery.prefersNotToAccept(partner, now: later + .seconds(2)))
+        // A phantom id that never answers counts only until its handshake timed out once.
+        hear(phantom, busy: false, at: later + .seconds(2))
+        context.now = later + .seconds(2)
+        discovery.sessionFailed(with: bystander, context: &context)
+        #expect(discovery.prefersNotToAccept(partner, now: context.now))
+        context.now = later + .seconds(10)
+        discovery.sessionFailed(with: phantom, context: &context)
+        #expect(!discovery.prefersNotToAccept(partner, now: context.now))
+        // The partner with more failures than every candidate is still refused.
+        discovery.sessionFailed(with: partner, context: &context)
+        context.now = context.now + .seconds(30)
+        hear(bystander, busy: false, at: context.now)
+        hear(partner, busy: false, at: context.now)
+        #expect(discovery.prefersNotToAccept(partner, now: context.now))
+    }
 }
 
 extension Beacon {

@@ -24,6 +24,24 @@ import Testing
         #expect(report.abortedRuns > 0)
     }
 
+    /// A room of six at 28 % loss with corruption: the close pair invite each other while still
+    /// walking in, the far abort ends that session out of range, and bystanders (one a phantom id
+    /// from a corrupted beacon) stay untried or busy. The pair must still meet and exchange.
+    @Test func aPairThatFailedWhileWalkingInStillExchanges() {
+        let seed: UInt64 = 17_731_604_043_324_887_944
+        let plan = SwarmPlan(runSeed: seed, timeouts: Swarm.timeouts)
+        #expect(plan.expectsExchange)
+        #expect(plan.scenario.devices.count == 6)
+        let report = Swarm.run(runs: 1, seed: seed)
+        #expect(report.violations == [])
+        #expect(report.runs.first?.pairExchanged == true)
+        // The scenario is the one described: the first session between the pair fails early.
+        let transcript = report.lines.joined(separator: "\n")
+        #expect(transcript.contains("dev0 -> session with dev1 ended: out of range"))
+        #expect(transcript.contains("dev0 -> closed: exchanged"))
+        #expect(transcript.contains("dev1 -> closed: exchanged"))
+    }
+
     @Test func aRunReplaysFromItsSeedAlone() {
         let swarm = Swarm.run(runs: 4, seed: 99, transcripts: true)
         let third = swarm.runs[2]

@@ -157,13 +157,18 @@ struct DiscoverySession {
     }
 
     /// Whether we refuse an invitation from `peer`: while we back off from it after a failed
-    /// session, or while another known peer has fewer failed sessions (we would rather try that
-    /// one). Either way a far pair does not keep ranging, and two devices held together that have
-    /// tried everyone else are free for each other.
+    /// session, or while a peer we could invite right now has fewer failed sessions (we would
+    /// rather try that one). Either way a far pair does not keep ranging, and two devices held
+    /// together that have tried everyone else are free for each other. Only candidates count:
+    /// a peer that is busy, backing off or answered BUSY is not one we would try instead, and
+    /// counting it (or a phantom id from a corrupted beacon, which never answers) kept a close
+    /// pair refusing each other while neither had anyone else to try.
     func prefersNotToAccept(_ peer: DeviceID, now: Instant) -> Bool {
         guard let entry = peers.first(where: { $0.id == peer }) else { return false }
-        guard let fewest = peers.map(\.failures).min() else { return false }
-        return entry.retryAt > now || entry.failures > fewest
+        if entry.retryAt > now { return true }
+        let others = peers.filter { $0.id != peer && isCandidate($0, now: now) }
+        guard let fewest = others.map(\.failures).min() else { return false }
+        return entry.failures > fewest
     }
 
     /// The earliest time a peer becomes available for an invitation (for the device's deadline).
