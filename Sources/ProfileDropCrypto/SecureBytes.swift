@@ -32,6 +32,15 @@ public final class SecureBytes: @unchecked Sendable {
         storage = buffer
     }
 
+    /// Copies an array into a new secure buffer as raw memory. Non-generic: across modules the
+    /// generic initialiser below is not specialised and copies byte by byte, which shows in the
+    /// handshake benchmark.
+    public convenience init(_ bytes: [UInt8]) {
+        self.init(count: bytes.count) { buffer in
+            bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
+        }
+    }
+
     /// Copies `bytes` into a new secure buffer.
     public convenience init<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
         self.init(count: bytes.count) { buffer in
