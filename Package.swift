@@ -54,7 +54,7 @@ let package = Package(
         .testTarget(name: "ProfileDropTransportTests", dependencies: ["ProfileDropTransport"]),
         .testTarget(
             name: "ProfileDropCaptureTests",
-            dependencies: ["ProfileDropCapture", "ProfileDropCore", "ProfileDropSimulator"]
+            dependencies: ["ProfileDropCapture", "ProfileDropCore", "ProfileDropSimulator", "ProfileDropCLI"]
         ),
         .testTarget(name: "ProfileDropCLITests", dependencies: ["ProfileDropCLI"]),
     ]

@@ -4,6 +4,9 @@ import ProfileDropCore
 import ProfileDropSimulator
 import Testing
 
+// simulate --capture's own recorder, so that the test exercises the shipped code.
+@testable import ProfileDropCLI
+
 /// Every golden capture replays identically; with PROFILEDROP_REGENERATE_CAPTURES=1 they are
 /// rewritten first from their deterministic simulated runs.
 @Suite(.serialized)
