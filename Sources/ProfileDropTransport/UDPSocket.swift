@@ -126,12 +126,12 @@ public final class UDPSocket {
         return (Array(buffer[0..<received]), source)
     }
 
-    private func setOption<Value>(_ level: Int32, _ name: Int32, _ value: Value, _ what: String) throws {
+    private func setOption<Value: BitwiseCopyable>(_ level: Int32, _ name: Int32, _ value: Value, _ what: String) throws {
         var copy = value
         try setOption(level, name, &copy, what)
     }
 
-    private func setOption<Value>(_ level: Int32, _ name: Int32, _ value: inout Value, _ what: String) throws {
+    private func setOption<Value: BitwiseCopyable>(_ level: Int32, _ name: Int32, _ value: inout Value, _ what: String) throws {
         let result = setsockopt(descriptor, level, name, &value, socklen_t(MemoryLayout<Value>.size))
         guard result == 0 else {
             if errno == EACCES || errno == EPERM { throw TransportError(.permissionDenied, "permission denied: \(what)") }
