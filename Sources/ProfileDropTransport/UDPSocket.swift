@@ -126,13 +126,16 @@ public final class UDPSocket {
         return (Array(buffer[0..<received]), source)
     }
 
-    private func setOption<Value: BitwiseCopyable>(_ level: Int32, _ name: Int32, _ value: Value, _ what: String) throws {
+    private func setOption<Value>(_ level: Int32, _ name: Int32, _ value: Value, _ what: String) throws {
         var copy = value
         try setOption(level, name, &copy, what)
     }
 
-    private func setOption<Value: BitwiseCopyable>(_ level: Int32, _ name: Int32, _ value: inout Value, _ what: String) throws {
-        let result = setsockopt(descriptor, level, name, &value, socklen_t(MemoryLayout<Value>.size))
+    /// `Value` is a plain C struct or integer (the option's own type), passed as its bytes.
+    private func setOption<Value>(_ level: Int32, _ name: Int32, _ value: inout Value, _ what: String) throws {
+        let result = withUnsafeBytes(of: &value) { bytes in
+            setsockopt(descriptor, level, name, bytes.baseAddress, socklen_t(bytes.count))
+        }
         guard result == 0 else {
             if errno == EACCES || errno == EPERM { throw TransportError(.permissionDenied, "permission denied: \(what)") }
             throw Self.error(what)
