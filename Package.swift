@@ -26,7 +26,9 @@ let package = Package(
         // Real UDP sockets: IPv4/IPv6 multicast discovery, unicast exchange, the poll and timer loop.
         .target(name: "ProfileDropTransport", dependencies: ["ProfileDropCore", "ProfileDropCrypto"]),
         // pcapng capture of real and simulated runs, and deterministic replay from it.
-        .target(name: "ProfileDropCapture", dependencies: ["ProfileDropCore", "ProfileDropCrypto", "ProfileDropNoise"]),
+        .target(
+            name: "ProfileDropCapture",
+            dependencies: ["ProfileDropCore", "ProfileDropCrypto", "ProfileDropNoise"]),
         // Command implementations behind the `profiledrop` executable.
         .target(
             name: "ProfileDropCLI",
@@ -50,7 +52,8 @@ let package = Package(
             // Regression inputs are data; FuzzCases/Harness holds the fuzz targets' shared Swift code.
             exclude: ["FuzzCases/wire", "FuzzCases/device", "FuzzCases/noise", "FuzzCases/capture"]
         ),
-        .testTarget(name: "ProfileDropSimulatorTests", dependencies: ["ProfileDropSimulator", "ProfileDropCore"]),
+        .testTarget(
+            name: "ProfileDropSimulatorTests", dependencies: ["ProfileDropSimulator", "ProfileDropCore"]),
         .testTarget(name: "ProfileDropTransportTests", dependencies: ["ProfileDropTransport"]),
         .testTarget(
             name: "ProfileDropCaptureTests",

@@ -68,7 +68,8 @@ public enum CommandLineTool {
             let padding = String(repeating: " ", count: max(1, 16 - command.name.count))
             console.output("  \(command.name)\(padding)\(command.summary)")
         }
-        console.output("exit codes: " + ExitCode.allCases.map { "\($0.rawValue) \($0)" }.joined(separator: ", "))
+        console.output(
+            "exit codes: " + ExitCode.allCases.map { "\($0.rawValue) \($0)" }.joined(separator: ", "))
         return .success
     }
 }

@@ -113,7 +113,8 @@ public struct CaptureFile: Equatable, Sendable {
                     // Times run forward from the device's start and stay within a day of it: the core's
                     // longest wait is minutes, and replay must not feed it times it was never given.
                     let previous = devices[index].inputs.last?.time ?? devices[index].record.startTime
-                    guard input.time >= previous, input.time <= devices[index].record.startTime + Self.longestSession
+                    guard input.time >= previous,
+                        input.time <= devices[index].record.startTime + Self.longestSession
                     else {
                         throw CaptureError(
                             .malformed,

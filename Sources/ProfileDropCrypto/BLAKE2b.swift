@@ -32,7 +32,8 @@ public struct BLAKE2b: ~Copyable {
     /// Absorbs `data`.
     public mutating func update(_ data: some ContiguousBytes) {
         data.withUnsafeBytes { bytes in
-            let result = crypto_generichash_update(OpaquePointer(state), bytes.sodiumPointer, UInt64(bytes.count))
+            let result = crypto_generichash_update(
+                OpaquePointer(state), bytes.sodiumPointer, UInt64(bytes.count))
             precondition(result == 0, "crypto_generichash_update failed")
         }
     }
@@ -49,7 +50,8 @@ public struct BLAKE2b: ~Copyable {
     }
 
     /// One-shot hash of `data`.
-    public static func hash(_ data: some ContiguousBytes, outputLength: Int = BLAKE2b.outputLength) -> [UInt8] {
+    public static func hash(_ data: some ContiguousBytes, outputLength: Int = BLAKE2b.outputLength) -> [UInt8]
+    {
         Sodium.ensureInitialized()
         return data.withUnsafeBytes { bytes in
             [UInt8](unsafeUninitializedCapacity: outputLength) { output, initialized in
@@ -86,10 +88,12 @@ public enum HMACBLAKE2b {
         let blockLength = BLAKE2b.blockLength
         let stateSize = crypto_generichash_statebytes()
         // One stack scratch area: libsodium's 64-byte-aligned hash state, the key block and the pad.
-        return withUnsafeTemporaryAllocation(byteCount: stateSize + 2 * blockLength, alignment: 64) { scratch in
+        return withUnsafeTemporaryAllocation(byteCount: stateSize + 2 * blockLength, alignment: 64) {
+            scratch in
             defer { sodium_memzero(scratch.baseAddress, scratch.count) }
             let state = OpaquePointer(scratch.baseAddress!)
-            let block = UnsafeMutableRawBufferPointer(rebasing: scratch[stateSize..<(stateSize + blockLength)])
+            let block = UnsafeMutableRawBufferPointer(
+                rebasing: scratch[stateSize..<(stateSize + blockLength)])
             let pad = UnsafeMutableRawBufferPointer(rebasing: scratch[(stateSize + blockLength)...])
             // Key block: the key (hashed first if longer than a block), zero-padded to the block length.
             block.initializeMemory(as: UInt8.self, repeating: 0)
@@ -106,7 +110,9 @@ public enum HMACBLAKE2b {
             crypto_generichash_init(state, nil, 0, BLAKE2b.outputLength)
             crypto_generichash_update(state, pad.sodiumPointer, UInt64(blockLength))
             for part in parts {
-                part.withUnsafeBytes { _ = crypto_generichash_update(state, $0.sodiumPointer, UInt64($0.count)) }
+                part.withUnsafeBytes {
+                    _ = crypto_generichash_update(state, $0.sodiumPointer, UInt64($0.count))
+                }
             }
             crypto_generichash_final(state, &innerDigest, BLAKE2b.outputLength)
 

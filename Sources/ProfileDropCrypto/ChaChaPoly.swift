@@ -37,7 +37,8 @@ public enum ChaChaPoly {
             precondition(source.count >= ChaChaPoly.keyLength, "key material shorter than a key")
             secret = SecureBytes(count: ChaChaPoly.keyLength) { destination in
                 source.withUnsafeBytes { bytes in
-                    destination.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[0..<ChaChaPoly.keyLength]))
+                    destination.copyMemory(
+                        from: UnsafeRawBufferPointer(rebasing: bytes[0..<ChaChaPoly.keyLength]))
                 }
             }
             SecureMemory.wipe(&source)
@@ -78,7 +79,8 @@ public enum ChaChaPoly {
 
     /// Encrypts `plaintext` and returns the ciphertext followed by the 16-byte tag.
     public static func seal(
-        _ plaintext: some ContiguousBytes, key: Key, nonce: Nonce, authenticating associatedData: some ContiguousBytes
+        _ plaintext: some ContiguousBytes, key: Key, nonce: Nonce,
+        authenticating associatedData: some ContiguousBytes
     ) -> [UInt8] {
         Sodium.ensureInitialized()
         return plaintext.withUnsafeBytes { message in
@@ -91,7 +93,8 @@ public enum ChaChaPoly {
                             message.sodiumPointer, UInt64(message.count),
                             ad.sodiumPointer, UInt64(ad.count),
                             nil, nonce.rawRepresentation, keyBytes.sodiumPointer)
-                        precondition(result == 0, "ChaCha20-Poly1305 encryption cannot fail for valid lengths")
+                        precondition(
+                            result == 0, "ChaCha20-Poly1305 encryption cannot fail for valid lengths")
                         initialized = Int(outputLength)
                     }
                 }
@@ -103,7 +106,8 @@ public enum ChaChaPoly {
     /// - Throws: ``CryptoError/ciphertextTooShort(minimum:actual:)`` when there is no room for a tag,
     ///   ``CryptoError/authenticationFailed`` when the tag does not verify.
     public static func open(
-        _ ciphertext: some ContiguousBytes, key: Key, nonce: Nonce, authenticating associatedData: some ContiguousBytes
+        _ ciphertext: some ContiguousBytes, key: Key, nonce: Nonce,
+        authenticating associatedData: some ContiguousBytes
     ) throws -> [UInt8] {
         Sodium.ensureInitialized()
         return try ciphertext.withUnsafeBytes { sealed in
@@ -141,7 +145,8 @@ public protocol ContiguousBytes {
 extension Array: ContiguousBytes where Element == UInt8 {}
 extension ArraySlice: ContiguousBytes where Element == UInt8 {}
 extension UnsafeRawBufferPointer: ContiguousBytes {
-    public func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+    public func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result
+    {
         try body(self)
     }
 }

@@ -21,7 +21,9 @@ public enum Hex {
         bytes.reserveCapacity(characters.count / 2)
         var index = 0
         while index + 1 < characters.count {
-            guard let high = value(characters[index]), let low = value(characters[index + 1]) else { return nil }
+            guard let high = value(characters[index]), let low = value(characters[index + 1]) else {
+                return nil
+            }
             bytes.append(high << 4 | low)
             index += 2
         }

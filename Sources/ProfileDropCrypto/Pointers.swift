@@ -24,4 +24,5 @@ extension UnsafeMutableBufferPointer where Element == UInt8 {
 }
 
 // Never read or written through: libsodium touches zero bytes of it.
-nonisolated(unsafe) private let emptyBufferSentinel = UnsafeMutableRawPointer.allocate(byteCount: 16, alignment: 16)
+nonisolated(unsafe) private let emptyBufferSentinel = UnsafeMutableRawPointer.allocate(
+    byteCount: 16, alignment: 16)

@@ -120,7 +120,9 @@ public struct DeterministicRandom: RandomSource, Sendable {
             // Move to a fresh nonce long before the 32-bit block counter could wrap.
             counter = 0
             nonceHigh &+= 1
-            for index in 0..<8 { nonce[4 + index] = UInt8(truncatingIfNeeded: nonceHigh >> (8 * UInt64(index))) }
+            for index in 0..<8 {
+                nonce[4 + index] = UInt8(truncatingIfNeeded: nonceHigh >> (8 * UInt64(index)))
+            }
         }
         let zeros = [UInt8](repeating: 0, count: Self.bufferBytes)
         var output = [UInt8](repeating: 0, count: Self.bufferBytes)

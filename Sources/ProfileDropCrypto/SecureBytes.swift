@@ -14,7 +14,9 @@ public final class SecureBytes: @unchecked Sendable {
 
     /// Creates a buffer of `count` bytes filled in place by `initializer`, so that the secret never
     /// passes through an ordinary array.
-    public init(count: Int, initializingWith initializer: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
+    public init(count: Int, initializingWith initializer: (UnsafeMutableRawBufferPointer) throws -> Void)
+        rethrows
+    {
         precondition(count >= 0, "SecureBytes count must not be negative")
         Sodium.ensureInitialized()
         // At least one byte, so that an empty secret still has a valid base address.
@@ -55,7 +57,8 @@ public final class SecureBytes: @unchecked Sendable {
 
     /// Calls `body` with a read-only view of the secret bytes.
     @inline(__always)
-    public func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+    public func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result
+    {
         try body(UnsafeRawBufferPointer(rebasing: storage[0..<count]))
     }
 

@@ -1,6 +1,5 @@
 import ProfileDropCrypto
 
-
 /// Noise's SymmetricState (spec section 5.2): the chaining key, the handshake hash and the
 /// CipherState that handshake payloads and static keys are encrypted with.
 public struct SymmetricState: Sendable {

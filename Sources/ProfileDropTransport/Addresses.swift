@@ -107,7 +107,9 @@ public enum SocketAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Calls `body` with this address as a `sockaddr` and its length.
-    func withSockAddr<Result>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws -> Result) rethrows -> Result {
+    func withSockAddr<Result>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws -> Result) rethrows
+        -> Result
+    {
         switch self {
         case .ipv4(let address, let port):
             var storage = sockaddr_in()
@@ -138,11 +140,17 @@ public enum SocketAddress: Hashable, Sendable, CustomStringConvertible {
         var copy = storage
         switch Int32(storage.ss_family) {
         case AF_INET:
-            let address = withUnsafePointer(to: &copy) { $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee } }
+            let address = withUnsafePointer(to: &copy) {
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee }
+            }
             self = .ipv4(IPv4Address(address.sin_addr), port: UInt16(bigEndian: address.sin_port))
         case AF_INET6:
-            let address = withUnsafePointer(to: &copy) { $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee } }
-            self = .ipv6(IPv6Address(address.sin6_addr, scopeID: address.sin6_scope_id), port: UInt16(bigEndian: address.sin6_port))
+            let address = withUnsafePointer(to: &copy) {
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee }
+            }
+            self = .ipv6(
+                IPv6Address(address.sin6_addr, scopeID: address.sin6_scope_id),
+                port: UInt16(bigEndian: address.sin6_port))
         default:
             return nil
         }

@@ -1,7 +1,8 @@
+import ProfileDropCore
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import ProfileDropCore
 
 /// The real clock the UDP host feeds the core with: CLOCK_MONOTONIC, as nanoseconds since the clock
 /// was created, so that wall-clock jumps never fire or starve a timer.

@@ -22,14 +22,16 @@ public struct NetworkInterface: Hashable, Sendable {
     /// Whether discovery can run here: up, and multicast-capable or loopback (Linux delivers IPv4
     /// multicast on `lo` once `IP_MULTICAST_IF` names 127.0.0.1, though `lo` lacks IFF_MULTICAST).
     public var canDiscover: Bool {
-        isUp && (supportsMulticast || isLoopback) && !(ipv4Addresses.isEmpty && ipv6LinkLocalAddresses.isEmpty)
+        isUp && (supportsMulticast || isLoopback)
+            && !(ipv4Addresses.isEmpty && ipv6LinkLocalAddresses.isEmpty)
     }
 
     /// Every interface on this machine, sorted by index.
     public static func all() throws -> [NetworkInterface] {
         var list: UnsafeMutablePointer<ifaddrs>?
         guard getifaddrs(&list) == 0, let first = list else {
-            throw TransportError(.socketFailure, "cannot list network interfaces: \(String(cString: strerror(errno)))")
+            throw TransportError(
+                .socketFailure, "cannot list network interfaces: \(String(cString: strerror(errno)))")
         }
         defer { freeifaddrs(list) }
         // Collected by name in first-seen order, never by iterating a dictionary.
@@ -51,7 +53,9 @@ public struct NetworkInterface: Hashable, Sendable {
             guard let address = entry.pointee.ifa_addr else { continue }
             switch Int32(address.pointee.sa_family) {
             case AF_INET:
-                let ipv4 = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { IPv4Address($0.pointee.sin_addr) }
+                let ipv4 = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                    IPv4Address($0.pointee.sin_addr)
+                }
                 byName[name]?.ipv4Addresses.append(ipv4)
             case AF_INET6:
                 let ipv6 = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
@@ -72,12 +76,15 @@ public struct NetworkInterface: Hashable, Sendable {
 
     /// The interfaces to use: those named (in the order given), or by default every interface that
     /// is up, multicast-capable and not loopback.
-    public static func select(names: [String], from available: [NetworkInterface]) throws -> [NetworkInterface] {
+    public static func select(names: [String], from available: [NetworkInterface]) throws
+        -> [NetworkInterface]
+    {
         if names.isEmpty {
             let chosen = available.filter { $0.canDiscover && !$0.isLoopback }
             guard !chosen.isEmpty else {
                 throw TransportError(
-                    .noInterface, "no interface is up with multicast and an address; name one with --interface")
+                    .noInterface,
+                    "no interface is up with multicast and an address; name one with --interface")
             }
             return chosen
         }
@@ -85,14 +92,18 @@ public struct NetworkInterface: Hashable, Sendable {
         for name in names where !chosen.contains(where: { $0.name == name }) {
             guard let interface = available.first(where: { $0.name == name }) else {
                 let known = available.map(\.name).joined(separator: ", ")
-                throw TransportError(.interfaceNotFound, "no interface named '\(name)' (this machine has: \(known))")
+                throw TransportError(
+                    .interfaceNotFound, "no interface named '\(name)' (this machine has: \(known))")
             }
-            guard interface.isUp else { throw TransportError(.interfaceUnusable, "interface '\(name)' is down") }
+            guard interface.isUp else {
+                throw TransportError(.interfaceUnusable, "interface '\(name)' is down")
+            }
             guard interface.supportsMulticast || interface.isLoopback else {
                 throw TransportError(.interfaceUnusable, "interface '\(name)' does not support multicast")
             }
             guard !interface.ipv4Addresses.isEmpty || !interface.ipv6LinkLocalAddresses.isEmpty else {
-                throw TransportError(.interfaceUnusable, "interface '\(name)' has no IPv4 or IPv6 link-local address")
+                throw TransportError(
+                    .interfaceUnusable, "interface '\(name)' has no IPv4 or IPv6 link-local address")
             }
             chosen.append(interface)
         }

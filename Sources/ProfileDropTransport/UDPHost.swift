@@ -1,8 +1,9 @@
+import ProfileDropCore
+import ProfileDropCrypto
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import ProfileDropCore
-import ProfileDropCrypto
 
 /// Where discovery listens and how it sends.
 public struct DiscoveryEndpoint: Sendable, Equatable {
@@ -10,7 +11,8 @@ public struct DiscoveryEndpoint: Sendable, Equatable {
     /// routers at the site edge drop it; the last two octets spell "PD".
     public var ipv4Group: IPv4Address = IPv4Address(0xEFFF_5044)
     /// The IPv6 link-local group, ff02::5044.
-    public var ipv6Group: IPv6Address = IPv6Address(bytes: [0xff, 0x02] + [UInt8](repeating: 0, count: 12) + [0x50, 0x44])
+    public var ipv6Group: IPv6Address = IPv6Address(
+        bytes: [0xff, 0x02] + [UInt8](repeating: 0, count: 12) + [0x50, 0x44])
     /// The UDP port of the group. Default 47_544, unassigned by IANA.
     public var port: UInt16 = 47_544
 
@@ -105,7 +107,8 @@ public final class UDPHost {
         try discovery.bind(to: .ipv4(.any, port: endpoint.port))
         for interface in ipv4Interfaces {
             guard let address = interface.ipv4Addresses.first else { continue }
-            try discovery.joinIPv4Group(endpoint.ipv4Group, interfaceAddress: address, interfaceName: interface.name)
+            try discovery.joinIPv4Group(
+                endpoint.ipv4Group, interfaceAddress: address, interfaceName: interface.name)
         }
         discoverySocket = discovery
 
@@ -118,7 +121,8 @@ public final class UDPHost {
         if let firstIPv4 { try unicast.configureIPv4MulticastSending(interfaceAddress: firstIPv4) }
         unicastSocket = unicast
         let port = try unicast.localAddress().port
-        localAddress = PeerAddress(ipv4: (bindAddress == .any ? firstIPv4 ?? .any : bindAddress).value, port: port)
+        localAddress = PeerAddress(
+            ipv4: (bindAddress == .any ? firstIPv4 ?? .any : bindAddress).value, port: port)
 
         // IPv6 shares the unicast port number, so that the port a beacon announces is right for
         // both families.
@@ -128,9 +132,11 @@ public final class UDPHost {
         if !ipv6Candidates.isEmpty {
             let listener = try UDPSocket(family: AF_INET6)
             try listener.allowPortSharing()
-            try listener.bind(to: .ipv6(IPv6Address(bytes: [UInt8](repeating: 0, count: 16)), port: endpoint.port))
+            try listener.bind(
+                to: .ipv6(IPv6Address(bytes: [UInt8](repeating: 0, count: 16)), port: endpoint.port))
             for interface in ipv6Candidates {
-                try listener.joinIPv6Group(endpoint.ipv6Group, interfaceIndex: interface.index, interfaceName: interface.name)
+                try listener.joinIPv6Group(
+                    endpoint.ipv6Group, interfaceIndex: interface.index, interfaceName: interface.name)
             }
             let sender = try UDPSocket(family: AF_INET6)
             try sender.bind(to: .ipv6(IPv6Address(bytes: [UInt8](repeating: 0, count: 16)), port: port))
@@ -148,7 +154,9 @@ public final class UDPHost {
         var parts: [String] = []
         if localAddress.ipv4 != 0 || ipv6Interfaces.isEmpty { parts.append(localAddress.description) }
         for interface in ipv6Interfaces {
-            for address in interface.ipv6LinkLocalAddresses { parts.append("[\(address)]:\(localAddress.port)") }
+            for address in interface.ipv6LinkLocalAddresses {
+                parts.append("[\(address)]:\(localAddress.port)")
+            }
         }
         return parts.joined(separator: ", ")
     }
@@ -176,8 +184,12 @@ public final class UDPHost {
                 let ipv4Interfaces = interfaces.filter { !$0.ipv4Addresses.isEmpty }
                 for interface in ipv4Interfaces {
                     guard let address = interface.ipv4Addresses.first else { continue }
-                    if ipv4Interfaces.count > 1 { try unicastSocket.configureIPv4MulticastSending(interfaceAddress: address) }
-                    record(try unicastSocket.send(datagram.bytes, to: .ipv4(endpoint.ipv4Group, port: endpoint.port)))
+                    if ipv4Interfaces.count > 1 {
+                        try unicastSocket.configureIPv4MulticastSending(interfaceAddress: address)
+                    }
+                    record(
+                        try unicastSocket.send(
+                            datagram.bytes, to: .ipv4(endpoint.ipv4Group, port: endpoint.port)))
                 }
                 if let unicastSocket6 {
                     for interface in ipv6Interfaces {
@@ -195,7 +207,9 @@ public final class UDPHost {
                     }
                     record(try unicastSocket6.send(datagram.bytes, to: address))
                 } else {
-                    record(try unicastSocket.send(datagram.bytes, to: .ipv4(IPv4Address(peer.ipv4), port: peer.port)))
+                    record(
+                        try unicastSocket.send(
+                            datagram.bytes, to: .ipv4(IPv4Address(peer.ipv4), port: peer.port)))
                 }
             }
         }
@@ -210,15 +224,19 @@ public final class UDPHost {
     /// - Returns: whether `extraDescriptor` is readable.
     @discardableResult
     public func wait(
-        for device: inout some HostedDevice, until deadline: Instant, clock: MonotonicClock, extraDescriptor: Int32? = nil
+        for device: inout some HostedDevice, until deadline: Instant, clock: MonotonicClock,
+        extraDescriptor: Int32? = nil
     ) throws -> Bool {
         let now = clock.now
         let remaining = deadline > now ? (deadline - now).nanosecondsClamped : 0
         // Round up so that we never wake a hair before the deadline and spin.
         let milliseconds = Int32(clamping: (remaining + 999_999) / 1_000_000)
-        let sockets = [discoverySocket, unicastSocket] + [discoverySocket6, unicastSocket6].compactMap { $0 }
+        let sockets =
+            [discoverySocket, unicastSocket] + [discoverySocket6, unicastSocket6].compactMap { $0 }
         var descriptors = sockets.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
-        if let extraDescriptor { descriptors.append(pollfd(fd: extraDescriptor, events: Int16(POLLIN), revents: 0)) }
+        if let extraDescriptor {
+            descriptors.append(pollfd(fd: extraDescriptor, events: Int16(POLLIN), revents: 0))
+        }
         let ready = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
         if ready < 0 {
             if errno == EINTR { return false }
@@ -292,7 +310,8 @@ struct IPv6AliasTable {
 
     /// The IPv6 address behind `peer`, if it is a known alias.
     func address(for peer: PeerAddress) -> SocketAddress? {
-        guard let entry = entries.first(where: { $0.alias == peer.ipv4 }), case .ipv6(let address, _) = entry.address
+        guard let entry = entries.first(where: { $0.alias == peer.ipv4 }),
+            case .ipv6(let address, _) = entry.address
         else { return nil }
         return .ipv6(address, port: peer.port)
     }

@@ -11,7 +11,9 @@ public final class UDPSocket {
 
     /// Opens a socket of `family` (`AF_INET` or `AF_INET6`).
     public init(family: Int32) throws {
-        let descriptor = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let descriptor = socket(
+            family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
+            0)
         guard descriptor >= 0 else { throw Self.error("cannot open a UDP socket") }
         self.descriptor = descriptor
         self.family = family
@@ -36,7 +38,8 @@ public final class UDPSocket {
         guard result == 0 else {
             switch errno {
             case EADDRINUSE:
-                throw TransportError(.addressInUse, "port \(address.port) is already in use by another program (\(address))")
+                throw TransportError(
+                    .addressInUse, "port \(address.port) is already in use by another program (\(address))")
             case EACCES, EPERM:
                 throw TransportError(.permissionDenied, "permission denied binding \(address)")
             default:
@@ -52,12 +55,16 @@ public final class UDPSocket {
         let result = withUnsafeMutablePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
         }
-        guard result == 0, let address = SocketAddress(storage) else { throw Self.error("getsockname failed") }
+        guard result == 0, let address = SocketAddress(storage) else {
+            throw Self.error("getsockname failed")
+        }
         return address
     }
 
     /// Joins the IPv4 `group` on the interface that owns `interfaceAddress`.
-    public func joinIPv4Group(_ group: IPv4Address, interfaceAddress: IPv4Address, interfaceName: String) throws {
+    public func joinIPv4Group(_ group: IPv4Address, interfaceAddress: IPv4Address, interfaceName: String)
+        throws
+    {
         var request = ip_mreq(imr_multiaddr: group.inAddr, imr_interface: interfaceAddress.inAddr)
         try setOption(Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, &request, "joining \(group) on \(interfaceName)")
     }
@@ -65,7 +72,8 @@ public final class UDPSocket {
     /// Joins the IPv6 `group` on the interface with `index`.
     public func joinIPv6Group(_ group: IPv6Address, interfaceIndex: UInt32, interfaceName: String) throws {
         var request = ipv6_mreq(ipv6mr_multiaddr: group.in6Addr, ipv6mr_interface: interfaceIndex)
-        try setOption(Int32(IPPROTO_IPV6), IPV6_ADD_MEMBERSHIP, &request, "joining \(group) on \(interfaceName)")
+        try setOption(
+            Int32(IPPROTO_IPV6), IPV6_ADD_MEMBERSHIP, &request, "joining \(group) on \(interfaceName)")
     }
 
     /// Sends IPv4 multicast out of the interface that owns `address`, with TTL 1 (never routed),
@@ -93,11 +101,13 @@ public final class UDPSocket {
         }
         if sent >= 0 { return true }
         switch errno {
-        case EAGAIN, EWOULDBLOCK, ENOBUFS, ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, EINTR, EADDRNOTAVAIL, ENETDOWN:
+        case EAGAIN, EWOULDBLOCK, ENOBUFS, ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, EINTR, EADDRNOTAVAIL,
+            ENETDOWN:
             // Transient: a full queue, an unreachable peer, or an address still being configured.
             return false
         case EACCES, EPERM:
-            throw TransportError(.permissionDenied, "permission denied sending to \(address) (a firewall rule?)")
+            throw TransportError(
+                .permissionDenied, "permission denied sending to \(address) (a firewall rule?)")
         default:
             throw Self.error("cannot send to \(address)")
         }
@@ -132,12 +142,15 @@ public final class UDPSocket {
     }
 
     /// `Value` is a plain C struct or integer (the option's own type), passed as its bytes.
-    private func setOption<Value>(_ level: Int32, _ name: Int32, _ value: inout Value, _ what: String) throws {
+    private func setOption<Value>(_ level: Int32, _ name: Int32, _ value: inout Value, _ what: String) throws
+    {
         let result = withUnsafeBytes(of: &value) { bytes in
             setsockopt(descriptor, level, name, bytes.baseAddress, socklen_t(bytes.count))
         }
         guard result == 0 else {
-            if errno == EACCES || errno == EPERM { throw TransportError(.permissionDenied, "permission denied: \(what)") }
+            if errno == EACCES || errno == EPERM {
+                throw TransportError(.permissionDenied, "permission denied: \(what)")
+            }
             throw Self.error(what)
         }
     }

@@ -13,7 +13,8 @@ import Testing
         var random = SystemRandom()
         let ourStatic = X25519.PrivateKey(using: &random)
         let peerStatic = X25519.PrivateKey(using: &random)
-        let peer = try PythonNoisePeer(role: ourRole == .initiator ? "responder" : "initiator", staticKey: peerStatic)
+        let peer = try PythonNoisePeer(
+            role: ourRole == .initiator ? "responder" : "initiator", staticKey: peerStatic)
 
         var session = Session(role: ourRole, staticKey: ourStatic, peer: peer)
         try session.handshake(random: &random)
@@ -26,7 +27,8 @@ import Testing
                 try peer.send(transport.sender.encryptWithAd([UInt8](), plaintext: request))
                 #expect(try transport.receiver.decryptWithAd([UInt8](), ciphertext: peer.receive()) == reply)
             } else {
-                #expect(try transport.receiver.decryptWithAd([UInt8](), ciphertext: peer.receive()) == request)
+                #expect(
+                    try transport.receiver.decryptWithAd([UInt8](), ciphertext: peer.receive()) == request)
                 try peer.send(transport.sender.encryptWithAd([UInt8](), plaintext: reply))
             }
         }
@@ -46,7 +48,8 @@ import Testing
         // Message 2 is the responder's; the first transport message is the initiator's.
         let ourRole: NoiseRole = point == .handshakeMessage2 ? .responder : .initiator
         let peer = try PythonNoisePeer(
-            role: ourRole == .initiator ? "responder" : "initiator", staticKey: X25519.PrivateKey(using: &random))
+            role: ourRole == .initiator ? "responder" : "initiator",
+            staticKey: X25519.PrivateKey(using: &random))
         var session = Session(role: ourRole, staticKey: X25519.PrivateKey(using: &random), peer: peer)
         session.tamperOutgoingHandshakeMessage = point == .handshakeMessage2 ? 1 : nil
         do {
@@ -90,7 +93,9 @@ import Testing
 
     enum TamperPoint: Sendable, CustomTestStringConvertible {
         case handshakeMessage2, firstTransportMessage
-        var testDescription: String { self == .handshakeMessage2 ? "handshake message 2" : "first transport message" }
+        var testDescription: String {
+            self == .handshakeMessage2 ? "handshake message 2" : "first transport message"
+        }
     }
 
     /// Our side of the XX exchange, with the payloads the Python script expects.
@@ -140,7 +145,8 @@ final class PythonNoisePeer {
     init(role: String, staticKey: X25519.PrivateKey, tamperOutgoing: Int? = nil) throws {
         // A peer that rejected a message exits; a later write must fail, not kill the test process.
         signal(SIGPIPE, SIG_IGN)
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("noise_peer.py")
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "noise_peer.py")
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         var arguments = [
             "python3", script.path, "--role", role, "--static-private", hex(staticKey.rawRepresentation),
@@ -174,7 +180,9 @@ final class PythonNoisePeer {
         var filled = 0
         let descriptor = fromPeer.fileHandleForReading.fileDescriptor
         while filled < count {
-            let got = result.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + filled, count - filled) }
+            let got = result.withUnsafeMutableBytes {
+                read(descriptor, $0.baseAddress! + filled, count - filled)
+            }
             if got < 0 && errno == EINTR { continue }
             guard got > 0 else { throw StreamEnded() }
             filled += got
@@ -189,7 +197,9 @@ final class PythonNoisePeer {
         process.waitUntilExit()
         let text = String(decoding: status, as: UTF8.self)
         if text.contains("No module named") {
-            Issue.record("the Python package 'noiseprotocol' is missing: run scripts/setup.sh (pip install noiseprotocol)")
+            Issue.record(
+                "the Python package 'noiseprotocol' is missing: run scripts/setup.sh (pip install noiseprotocol)"
+            )
         }
         return (process.terminationStatus, text)
     }

@@ -12,7 +12,9 @@ import Testing
         ])
 
     @Test func parsesFlagsValuesRepeatsAndPositionals() throws {
-        let parsed = try parser.parse(["a", "--verbose", "--seed=7", "--interface", "lo", "--interface", "eth0", "b"])
+        let parsed = try parser.parse([
+            "a", "--verbose", "--seed=7", "--interface", "lo", "--interface", "eth0", "b",
+        ])
         #expect(parsed.has("verbose"))
         #expect(parsed.value("seed") == "7")
         #expect(parsed.allValues("interface") == ["lo", "eth0"])

@@ -6,7 +6,10 @@ import Testing
     @Test func unknownCommandIsAUsageError() {
         let console = CapturingConsole()
         #expect(CommandLineTool.run(arguments: ["frobnicate"], console: console) == ExitCode.usage.rawValue)
-        #expect(console.errorLines == ["profiledrop: unknown command 'frobnicate'; run 'profiledrop help' for the list"])
+        #expect(
+            console.errorLines == [
+                "profiledrop: unknown command 'frobnicate'; run 'profiledrop help' for the list"
+            ])
     }
 
     @Test func unknownFlagIsOneLineAndExitCode2() {

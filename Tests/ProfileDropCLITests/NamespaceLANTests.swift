@@ -9,7 +9,8 @@ import Testing
     /// Why the test cannot run here, or nil when it can.
     static var skipReason: String? {
         if getuid() != 0 { return "not root" }
-        if !FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") && !FileManager.default.isExecutableFile(atPath: "/sbin/ip")
+        if !FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip")
+            && !FileManager.default.isExecutableFile(atPath: "/sbin/ip")
             && !FileManager.default.isExecutableFile(atPath: "/usr/bin/ip")
         {
             return "the 'ip' command (iproute2) is missing"
@@ -31,7 +32,8 @@ import Testing
             var steps = [
                 ["netns", "add", names.0], ["netns", "add", names.1],
                 ["link", "add", interfaces.0, "type", "veth", "peer", "name", interfaces.1],
-                ["link", "set", interfaces.0, "netns", names.0], ["link", "set", interfaces.1, "netns", names.1],
+                ["link", "set", interfaces.0, "netns", names.0],
+                ["link", "set", interfaces.1, "netns", names.1],
                 // Link-local addresses are usable at once, without duplicate address detection.
                 ["netns", "exec", names.0, "sysctl", "-qw", "net.ipv6.conf.\(interfaces.0).accept_dad=0"],
                 ["netns", "exec", names.1, "sysctl", "-qw", "net.ipv6.conf.\(interfaces.1).accept_dad=0"],
@@ -43,7 +45,8 @@ import Testing
                 ]
             }
             steps += [
-                ["-n", names.0, "link", "set", interfaces.0, "up"], ["-n", names.1, "link", "set", interfaces.1, "up"],
+                ["-n", names.0, "link", "set", interfaces.0, "up"],
+                ["-n", names.1, "link", "set", interfaces.1, "up"],
             ]
             for step in steps {
                 guard Self.ip(step) == 0 else {
@@ -52,7 +55,8 @@ import Testing
                 }
             }
             // The kernel adds the IPv6 link-local addresses when the link comes up; wait for both.
-            for _ in 0..<50 where !(hasLinkLocal(names.0, interfaces.0) && hasLinkLocal(names.1, interfaces.1)) {
+            for _ in 0..<50
+            where !(hasLinkLocal(names.0, interfaces.0) && hasLinkLocal(names.1, interfaces.1)) {
                 usleep(100_000)
             }
         }
@@ -61,7 +65,9 @@ import Testing
             let process = Process()
             let pipe = Pipe()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["ip", "-n", namespace, "-6", "addr", "show", "dev", interface, "scope", "link"]
+            process.arguments = [
+                "ip", "-n", namespace, "-6", "addr", "show", "dev", interface, "scope", "link",
+            ]
             process.standardOutput = pipe
             process.standardError = FileHandle.nullDevice
             guard (try? process.run()) != nil else { return false }
@@ -97,7 +103,8 @@ import Testing
 
     /// Dual-stack (IPv4 and IPv6 link-local side by side), and IPv6 link-local alone.
     @Test(
-        .enabled(if: NamespaceLANTests.skipReason == nil, Comment(rawValue: NamespaceLANTests.skipReason ?? "")),
+        .enabled(
+            if: NamespaceLANTests.skipReason == nil, Comment(rawValue: NamespaceLANTests.skipReason ?? "")),
         arguments: [true, false])
     func twoHostsOnAVethLinkPairAndExchange(ipv4: Bool) throws {
         let namespaces = try Namespaces(ipv4: ipv4)
@@ -114,8 +121,12 @@ import Testing
                 "--key-file", directory.appendingPathComponent("key\(index)").path,
             ]
         }
-        let a = try ToolProcess(arguments(0, namespaces.interfaces.0), prefix: ["/usr/bin/env", "ip", "netns", "exec", namespaces.names.0])
-        let b = try ToolProcess(arguments(1, namespaces.interfaces.1), prefix: ["/usr/bin/env", "ip", "netns", "exec", namespaces.names.1])
+        let a = try ToolProcess(
+            arguments(0, namespaces.interfaces.0),
+            prefix: ["/usr/bin/env", "ip", "netns", "exec", namespaces.names.0])
+        let b = try ToolProcess(
+            arguments(1, namespaces.interfaces.1),
+            prefix: ["/usr/bin/env", "ip", "netns", "exec", namespaces.names.1])
         let first = a.finish()
         let second = b.finish()
         #expect(first.code == 0, "ipv4=\(ipv4): \(first.errors)")

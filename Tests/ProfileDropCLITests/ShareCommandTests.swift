@@ -108,8 +108,11 @@ import Testing
             #expect(replay.code == 0, "\(replay.output.suffix(3)) \(replay.errors)")
             #expect(replay.output.last?.hasPrefix("replay: ") == true)
             #expect(replay.output.last?.hasSuffix(" datagrams, identical") == true)
-            if let tshark = ["/usr/bin/tshark", "/usr/local/bin/tshark"].first(where: FileManager.default.isExecutableFile) {
-                let script = TestPaths.packageRoot.appendingPathComponent("Tools/wireshark/profiledrop.lua").path
+            if let tshark = ["/usr/bin/tshark", "/usr/local/bin/tshark"].first(
+                where: FileManager.default.isExecutableFile)
+            {
+                let script = TestPaths.packageRoot.appendingPathComponent("Tools/wireshark/profiledrop.lua")
+                    .path
                 let process = Process()
                 let pipe = Pipe()
                 process.executableURL = URL(fileURLWithPath: tshark)
@@ -122,7 +125,8 @@ import Testing
                 try process.run()
                 let output = pipe.fileHandleForReading.readDataToEndOfFile()
                 process.waitUntilExit()
-                typesSeen.formUnion(String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init))
+                typesSeen.formUnion(
+                    String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init))
             }
         }
         if !typesSeen.isEmpty {

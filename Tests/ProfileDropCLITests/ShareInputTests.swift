@@ -7,7 +7,8 @@ import Testing
 @Suite struct ShareInputTests {
     func run(_ arguments: [String]) -> (code: Int32, errors: [String]) {
         let console = CapturingConsole()
-        let code = CommandLineTool.run(arguments: ["share"] + arguments + ["--interface", "lo"], console: console)
+        let code = CommandLineTool.run(
+            arguments: ["share"] + arguments + ["--interface", "lo"], console: console)
         return (code, console.errorLines)
     }
 

@@ -13,7 +13,8 @@ import Testing
         let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         defer { close(descriptor) }
         var interface = in_addr(s_addr: UInt32(0x7f00_0001).bigEndian)
-        setsockopt(descriptor, Int32(IPPROTO_IP), IP_MULTICAST_IF, &interface, socklen_t(MemoryLayout<in_addr>.size))
+        setsockopt(
+            descriptor, Int32(IPPROTO_IP), IP_MULTICAST_IF, &interface, socklen_t(MemoryLayout<in_addr>.size))
         var destination = sockaddr_in()
         destination.sin_family = sa_family_t(AF_INET)
         destination.sin_port = port.bigEndian
@@ -22,15 +23,22 @@ import Testing
         for index in 0..<300 {
             let payload: [UInt8]
             switch index % 4 {
-            case 0: payload = (0..<Int.random(in: 1...200, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            case 0:
+                payload = (0..<Int.random(in: 1...200, using: &generator)).map { _ in
+                    UInt8.random(in: 0...255, using: &generator)
+                }
             case 1: payload = [0x50, 0x44]  // the magic, then nothing
             case 2: payload = [UInt8](repeating: 0x41, count: 1400)  // oversized
-            default: payload = [0x50, 0x44, 0x01] + (0..<60).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            default:
+                payload =
+                    [0x50, 0x44, 0x01] + (0..<60).map { _ in UInt8.random(in: 0...255, using: &generator) }
             }
             _ = payload.withUnsafeBytes { bytes in
                 withUnsafePointer(to: &destination) {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        sendto(descriptor, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                        sendto(
+                            descriptor, bytes.baseAddress, bytes.count, 0, $0,
+                            socklen_t(MemoryLayout<sockaddr_in>.size))
                     }
                 }
             }

@@ -31,7 +31,10 @@ import Testing
         #expect(replayed.output.last?.hasSuffix(" datagrams, identical") == true)
 
         let one = directory.appendingPathComponent("one.pcapng").path
-        #expect(run(["simulate", Self.scenario, "--quiet", "--capture", one, "--capture-device", "bob", "--keylog"]).code == 0)
+        #expect(
+            run([
+                "simulate", Self.scenario, "--quiet", "--capture", one, "--capture-device", "bob", "--keylog",
+            ]).code == 0)
         let single = run(["replay", one])
         #expect(single.code == 0)
         #expect(single.output.allSatisfy { !$0.contains(" alice ") })

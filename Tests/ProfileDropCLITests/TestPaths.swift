@@ -53,7 +53,9 @@ final class ToolProcess: @unchecked Sendable {  // The collected data is read on
         process.standardError = errors
         process.standardInput = FileHandle.nullDevice
         // Drain both pipes as the child writes, so that a chatty child never blocks on a full pipe.
-        for (pipe, keyPath) in [(output, \ToolProcess.collectedOutput), (errors, \ToolProcess.collectedErrors)] {
+        for (pipe, keyPath) in [
+            (output, \ToolProcess.collectedOutput), (errors, \ToolProcess.collectedErrors),
+        ] {
             group.enter()
             DispatchQueue.global().async { [self] in
                 let data = pipe.fileHandleForReading.readDataToEndOfFile()

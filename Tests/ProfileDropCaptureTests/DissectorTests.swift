@@ -32,7 +32,9 @@ struct DissectorTests {
         return (process.terminationStatus, lines)
     }
 
-    @Test(.enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)"), arguments: GoldenCaptures.all)
+    @Test(
+        .enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)"),
+        arguments: GoldenCaptures.all)
     func dissectsEveryMessageTypeOfTheGoldenCaptures(_ golden: GoldenCaptures.Golden) throws {
         let tshark = try #require(Self.tshark)
         let (status, lines) = try Self.run(
@@ -51,7 +53,8 @@ struct DissectorTests {
         #expect(problems.isEmpty, "\(golden.name): \(problems.prefix(3))")
     }
 
-    @Test(.enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)")) func decodesHeaderAndCleartextFields() throws {
+    @Test(.enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)"))
+    func decodesHeaderAndCleartextFields() throws {
         let tshark = try #require(Self.tshark)
         let path = GoldenCaptures.all[0].capturePath
         let capture = try CaptureFile.read(path: path)
@@ -76,7 +79,8 @@ struct DissectorTests {
         #expect(lines.contains(expected), "\(lines.prefix(2)) vs \(expected)")
     }
 
-    @Test(.enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)")) func labelsTheReplayRecords() throws {
+    @Test(.enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)"))
+    func labelsTheReplayRecords() throws {
         let tshark = try #require(Self.tshark)
         let path = GoldenCaptures.all[3].capturePath
         let capture = try CaptureFile.read(path: path)
@@ -95,7 +99,8 @@ struct DissectorTests {
         #expect(lines.filter { $0.hasPrefix("2,3,") }.sorted() == ["2,3,1", "2,3,3"])
     }
 
-    @Test(.enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)")) func heuristicFindsUnicastOnOtherPorts() throws {
+    @Test(.enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)"))
+    func heuristicFindsUnicastOnOtherPorts() throws {
         let tshark = try #require(Self.tshark)
         // Port 5000 is not registered: only the heuristic can claim the unicast exchange.
         var run = try TwoDeviceRun(options: CaptureOptions())

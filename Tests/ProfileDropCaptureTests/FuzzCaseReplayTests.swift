@@ -5,7 +5,8 @@ import Testing
 /// The capture inputs the fuzzer minimised (Tests/ProfileDropCoreTests/FuzzCases/capture): each must
 /// be refused with a typed error or replayed to an answer, never hang or trap.
 struct FuzzCaseReplayTests {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent()
         .appendingPathComponent("ProfileDropCoreTests/FuzzCases/capture")
 
     static var cases: [String] {

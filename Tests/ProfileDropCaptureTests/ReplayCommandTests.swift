@@ -36,7 +36,10 @@ struct ReplayCommandTests {
         return (process.terminationStatus, lines(outputData), lines(errorData))
     }
 
-    @Test(.enabled(if: ReplayCommandTests.executable != nil, "the profiledrop executable is not built (swift build)"))
+    @Test(
+        .enabled(
+            if: ReplayCommandTests.executable != nil, "the profiledrop executable is not built (swift build)")
+    )
     func exitCodesAndLastLine() throws {
         let golden = GoldenCaptures.all[0].capturePath
         let capture = try CaptureFile.read(path: golden)

@@ -9,8 +9,12 @@ import Testing
     func room(timeouts: Timeouts = Timeouts(), photoBytes: Int = 0) -> VirtualRoom {
         var room = VirtualRoom()
         let (first, second) = Fixtures.facingPair(distance: 7)
-        room.add(Fixtures.configuration("Bori", seed: 1, photoBytes: photoBytes, timeouts: timeouts), pose: first, seed: 1)
-        room.add(Fixtures.configuration("Kong", seed: 2, photoBytes: photoBytes, timeouts: timeouts), pose: second, seed: 2)
+        room.add(
+            Fixtures.configuration("Bori", seed: 1, photoBytes: photoBytes, timeouts: timeouts), pose: first,
+            seed: 1)
+        room.add(
+            Fixtures.configuration("Kong", seed: 2, photoBytes: photoBytes, timeouts: timeouts), pose: second,
+            seed: 2)
         return room
     }
 
@@ -31,7 +35,8 @@ import Testing
     @Test func aPeerThatFallsSilentMidTransferEndsAsPeerSilent() {
         var room = room(photoBytes: 262_144)
         // Run until the cards are moving, then lose everything device 1 sends.
-        for _ in 0..<2_000 where !room.events[0].contains(where: { if case .exchanging = $0 { true } else { false } }) {
+        for _ in 0..<2_000
+        where !room.events[0].contains(where: { if case .exchanging = $0 { true } else { false } }) {
             room.run(until: room.now + .milliseconds(5))
         }
         #expect(room.events[0].contains { if case .exchanging = $0 { true } else { false } })
@@ -48,7 +53,9 @@ import Testing
         timeouts.transfer = .milliseconds(50)
         var room = room(timeouts: timeouts, photoBytes: 262_144)
         room.run(until: .zero + .seconds(20))
-        let ended = endedSessions(room, 0) + endedSessions(room, 1) + [room.closeReason(0), room.closeReason(1)].compactMap { $0 }
+        let ended =
+            endedSessions(room, 0) + endedSessions(room, 1)
+            + [room.closeReason(0), room.closeReason(1)].compactMap { $0 }
         #expect(ended.contains(.timeout(what: "transfer")), "\(ended)")
         #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
     }
@@ -57,7 +64,9 @@ import Testing
         var timeouts = Timeouts()
         timeouts.overall = .seconds(5)
         var room = VirtualRoom()
-        room.add(Fixtures.configuration("Bori", seed: 1, timeouts: timeouts), pose: Pose(x: 0, y: 0, heading: 0), seed: 1)
+        room.add(
+            Fixtures.configuration("Bori", seed: 1, timeouts: timeouts), pose: Pose(x: 0, y: 0, heading: 0),
+            seed: 1)
         room.run(until: .zero + .seconds(30))
         #expect(room.closeReason(0) == .timeout(what: "no exchange"))
         #expect(room.devices[0].nextDeadline == nil)

@@ -26,7 +26,8 @@ import Testing
     // Expected tags computed with Python: hmac.new(key, data, hashlib.blake2b).hexdigest().
     @Test func hmacMatchesPythonsHMACOverBLAKE2b() {
         #expect(
-            HMACBLAKE2b.authenticate(key: Array("key".utf8), parts: [Array("The quick brown fox jumps over the lazy dog".utf8)])
+            HMACBLAKE2b.authenticate(
+                key: Array("key".utf8), parts: [Array("The quick brown fox jumps over the lazy dog".utf8)])
                 == bytes(
                     """
                     92294f92c0dfb9b00ec9ae8bd94d7e7d8a036b885a499f149dfe2fd2199394aa\

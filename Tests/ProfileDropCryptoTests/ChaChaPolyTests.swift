@@ -56,13 +56,15 @@ import Testing
         #expect(sealed.count == ChaChaPoly.tagLength)
         #expect(try ChaChaPoly.open(sealed, key: aeadKey, nonce: aeadNonce, authenticating: [UInt8]()) == [])
         #expect(throws: CryptoError.ciphertextTooShort(minimum: 16, actual: 15)) {
-            try ChaChaPoly.open(Array(sealed.dropLast()), key: aeadKey, nonce: aeadNonce, authenticating: [UInt8]())
+            try ChaChaPoly.open(
+                Array(sealed.dropLast()), key: aeadKey, nonce: aeadNonce, authenticating: [UInt8]())
         }
     }
 
     @Test func noiseNonceEncodingIsLittleEndianAfterFourZeroBytes() {
-        #expect(ChaChaPoly.Nonce(noiseCounter: 0x0102_0304_0506_0708).rawRepresentation
-            == bytes("000000000807060504030201"))
+        #expect(
+            ChaChaPoly.Nonce(noiseCounter: 0x0102_0304_0506_0708).rawRepresentation
+                == bytes("000000000807060504030201"))
     }
 
     @Test func wrongLengthsThrowSpecificErrors() {

@@ -45,7 +45,8 @@ import Testing
         #expect(abs(mean - 0.5) < 0.01)
         let normals = (0..<20_000).map { _ in random.standardNormal() }
         let normalMean = normals.reduce(0, +) / Double(normals.count)
-        let variance = normals.map { ($0 - normalMean) * ($0 - normalMean) }.reduce(0, +) / Double(normals.count)
+        let variance =
+            normals.map { ($0 - normalMean) * ($0 - normalMean) }.reduce(0, +) / Double(normals.count)
         #expect(abs(normalMean) < 0.03)
         #expect(abs(variance - 1) < 0.05)
     }

@@ -10,7 +10,8 @@ import Testing
     let shared = bytes("4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742")
 
     @Test func publicKeysMatchRFC7748() throws {
-        #expect(try X25519.PrivateKey(rawRepresentation: alicePrivate).publicKey.rawRepresentation == alicePublic)
+        #expect(
+            try X25519.PrivateKey(rawRepresentation: alicePrivate).publicKey.rawRepresentation == alicePublic)
         #expect(try X25519.PrivateKey(rawRepresentation: bobPrivate).publicKey.rawRepresentation == bobPublic)
     }
 

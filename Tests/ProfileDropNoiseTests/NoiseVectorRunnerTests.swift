@@ -28,9 +28,11 @@ struct NoiseVectorRunnerTests {
 
     /// Why the shared-vector tests cannot run here, for the skip message.
     static let absentVectors = Comment(
-        rawValue: "../shared/noise-vectors/cacophony-25519-ChaChaPoly-BLAKE2b.json is not beside the repository")
+        rawValue:
+            "../shared/noise-vectors/cacophony-25519-ChaChaPoly-BLAKE2b.json is not beside the repository")
 
-    @Test(.enabled(if: NoiseVectorRunnerTests.existingVectorPath != nil, NoiseVectorRunnerTests.absentVectors))
+    @Test(
+        .enabled(if: NoiseVectorRunnerTests.existingVectorPath != nil, NoiseVectorRunnerTests.absentVectors))
     func allSharedVectorsPass() throws {
         let path = try #require(Self.existingVectorPath)
         let results = try NoiseVectorRunner.run(contentsOf: path)
@@ -71,7 +73,8 @@ struct NoiseVectorRunnerTests {
         return String(hex.dropLast()) + flipped
     }
 
-    @Test(.enabled(if: NoiseVectorRunnerTests.existingVectorPath != nil, NoiseVectorRunnerTests.absentVectors))
+    @Test(
+        .enabled(if: NoiseVectorRunnerTests.existingVectorPath != nil, NoiseVectorRunnerTests.absentVectors))
     func corruptedCiphertextsAndHashesFailOnlyTheirVector() throws {
         let path = try #require(Self.existingVectorPath)
         var vectors = try Self.sharedVectors(path)

@@ -53,7 +53,8 @@ struct SymmetricStateTests {
                         + "c93095bb599ad2fced3d3cf38c9c17df4fb3c0029f231247fca69b040e16449e")))
 
         // The same chaining key with empty input key material, two outputs (as Split uses it).
-        let split = NoiseHKDF.derive(chainingKey: SecureBytes([UInt8](0..<64)), inputKeyMaterial: [], count: 2)
+        let split = NoiseHKDF.derive(
+            chainingKey: SecureBytes([UInt8](0..<64)), inputKeyMaterial: [], count: 2)
         #expect(
             split
                 == [

@@ -5,7 +5,9 @@ import Testing
 
 @Suite struct IPv6AliasTableTests {
     func address(_ last: UInt8, port: UInt16 = 5000) -> SocketAddress {
-        .ipv6(IPv6Address(bytes: [0xfe, 0x80] + [UInt8](repeating: 0, count: 13) + [last], scopeID: 3), port: port)
+        .ipv6(
+            IPv6Address(bytes: [0xfe, 0x80] + [UInt8](repeating: 0, count: 13) + [last], scopeID: 3),
+            port: port)
     }
 
     @Test func aliasesAreStableAndMapBack() throws {
@@ -31,7 +33,10 @@ import Testing
         var accepted = 0
         for index in 1..<400 {
             let source = SocketAddress.ipv6(
-                IPv6Address(bytes: [0xfe, 0x80] + [UInt8](repeating: 0, count: 12) + [UInt8(index >> 8), UInt8(index & 0xff)]),
+                IPv6Address(
+                    bytes: [0xfe, 0x80] + [UInt8](repeating: 0, count: 12) + [
+                        UInt8(index >> 8), UInt8(index & 0xff),
+                    ]),
                 port: 1)
             if table.alias(for: source, at: .zero + .seconds(1)) != nil { accepted += 1 }
         }

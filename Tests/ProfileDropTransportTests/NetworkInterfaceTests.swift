@@ -34,7 +34,9 @@ import Testing
             ("p2p0", .interfaceUnusable, "interface 'p2p0' does not support multicast"),
         ]
         for (name, code, message) in cases {
-            #expect(throws: TransportError(code, message)) { try NetworkInterface.select(names: [name], from: fake) }
+            #expect(throws: TransportError(code, message)) {
+                try NetworkInterface.select(names: [name], from: fake)
+            }
         }
         #expect(throws: TransportError.self) { try NetworkInterface.select(names: [], from: fake) }
     }

@@ -15,7 +15,9 @@ import Testing
         return try probe.localAddress().port
     }
 
-    func receive(_ socket: UDPSocket, within milliseconds: Int32 = 2000) throws -> (bytes: [UInt8], from: SocketAddress)? {
+    func receive(_ socket: UDPSocket, within milliseconds: Int32 = 2000) throws -> (
+        bytes: [UInt8], from: SocketAddress
+    )? {
         var descriptor = pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0)
         guard poll(&descriptor, 1, milliseconds) == 1 else { return nil }
         return try socket.receive(limit: 1200)

@@ -11,7 +11,9 @@ enum BenchCommand: Subcommand {
     static let parser = ArgumentParser(
         command: name,
         options: [
-            OptionSpec(name: "rounds", kind: .single, valueName: "N", help: "alternating measurement rounds (default 15)"),
+            OptionSpec(
+                name: "rounds", kind: .single, valueName: "N",
+                help: "alternating measurement rounds (default 15)"),
             OptionSpec(
                 name: "iterations", kind: .single, valueName: "N", help: "handshakes per round (default 200)"),
             OptionSpec(
@@ -26,11 +28,13 @@ enum BenchCommand: Subcommand {
                 exchanges: try arguments.integer("runs", default: 200, in: 1...100_000), console: console)
         }
         if arguments.positionals == ["pairing"] {
-            return try PairingBenchmark.run(runs: try arguments.integer("runs", default: 20, in: 1...1000), console: console)
+            return try PairingBenchmark.run(
+                runs: try arguments.integer("runs", default: 20, in: 1...1000), console: console)
         }
         guard arguments.positionals == ["handshake"] else {
             throw UsageError(
-                "usage: profiledrop bench handshake [--rounds N] [--iterations N] | bench simulate [--runs N] | bench pairing [--runs N]")
+                "usage: profiledrop bench handshake [--rounds N] [--iterations N] | bench simulate [--runs N] | bench pairing [--runs N]"
+            )
         }
         let rounds = try arguments.integer("rounds", default: 15, in: 1...1000)
         let iterations = try arguments.integer("iterations", default: 200, in: 1...100_000)
@@ -70,7 +74,9 @@ enum HandshakeBenchmark {
                 floor = try timePerIteration(iterations) { floorUnit(&random) }
             }
             let measureHandshake = {
-                full = try timePerIteration(iterations) { try handshake(initiatorStatic, responderStatic, &random) }
+                full = try timePerIteration(iterations) {
+                    try handshake(initiatorStatic, responderStatic, &random)
+                }
             }
             if round % 2 == 0 {
                 try measureFloor()
@@ -92,7 +98,8 @@ enum HandshakeBenchmark {
         let other = handshakeMedian - floorMedian - symmetric
 
         var lines: [String] = []
-        lines.append("libsodium \(Sodium.version), \(rounds) rounds x \(iterations) handshakes, thread CPU time")
+        lines.append(
+            "libsodium \(Sodium.version), \(rounds) rounds x \(iterations) handshakes, thread CPU time")
         lines.append("floor (2 X25519 keygens + 6 X25519 DH):  \(micros(floorMedian)) per handshake")
         lines.append("Noise_XX handshake, both sides, split:   \(micros(handshakeMedian)) per handshake")
         lines.append("where the time above the floor goes (estimated from the same primitives):")
@@ -118,7 +125,8 @@ enum HandshakeBenchmark {
 
     @inline(never)
     static func handshake(
-        _ initiatorStatic: X25519.PrivateKey, _ responderStatic: X25519.PrivateKey, _ random: inout SystemRandom
+        _ initiatorStatic: X25519.PrivateKey, _ responderStatic: X25519.PrivateKey,
+        _ random: inout SystemRandom
     ) throws {
         var initiator = try HandshakeState(
             protocolName: HandshakeState.xx, role: .initiator, prologue: [], staticKey: initiatorStatic,

@@ -13,18 +13,21 @@ enum InterfacesCommand: Subcommand {
         console.output("name        state  multicast  default  addresses")
         for interface in all {
             let addresses =
-                interface.ipv4Addresses.map(\.description) + interface.ipv6LinkLocalAddresses.map(\.description)
+                interface.ipv4Addresses.map(\.description)
+                + interface.ipv6LinkLocalAddresses.map(\.description)
             let columns = [
                 interface.name.padded(to: 11),
                 (interface.isUp ? "up" : "down").padded(to: 6),
-                (interface.supportsMulticast ? "yes" : interface.isLoopback ? "loopback" : "no").padded(to: 10),
+                (interface.supportsMulticast ? "yes" : interface.isLoopback ? "loopback" : "no").padded(
+                    to: 10),
                 (defaults.contains(interface.name) ? "yes" : "no").padded(to: 8),
                 addresses.isEmpty ? "-" : addresses.joined(separator: " "),
             ]
             console.output(columns.joined(separator: " "))
         }
         if defaults.isEmpty {
-            console.output("no interface qualifies by default; pass --interface NAME (for example --interface lo)")
+            console.output(
+                "no interface qualifies by default; pass --interface NAME (for example --interface lo)")
         }
         return .success
     }

@@ -15,19 +15,23 @@ enum PairingBenchmark {
 
     /// Runs `runs` pairings without a photo and `runs` with a 256 KiB photo; prints each median.
     static func run(runs: Int, console: Console) throws -> ExitCode {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("profiledrop-bench-\(getpid())")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "profiledrop-bench-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let plain = directory.appendingPathComponent("plain.json").path
         let withPhoto = directory.appendingPathComponent("photo.json").path
-        let card = #"{"name": "Bench", "age": 4, "sex": "male", "neutered": true, "size": "medium", "keywords": ["fast"], "owner": "bench""#
+        let card =
+            #"{"name": "Bench", "age": 4, "sex": "male", "neutered": true, "size": "medium", "keywords": ["fast"], "owner": "bench""#
         try (card + "}").write(toFile: plain, atomically: true, encoding: .utf8)
         try (card + #", "photo": "photo.jpg"}"#).write(toFile: withPhoto, atomically: true, encoding: .utf8)
         // The largest photo a card may carry; random bytes behind a JPEG signature do not compress.
         var random = SystemRandom()
-        try Data([0xFF, 0xD8, 0xFF, 0xE0] + random.bytes(262_144 - 4)).write(to: directory.appendingPathComponent("photo.jpg"))
+        try Data([0xFF, 0xD8, 0xFF, 0xE0] + random.bytes(262_144 - 4)).write(
+            to: directory.appendingPathComponent("photo.jpg"))
 
-        console.output("pairing on loopback: time from both in range to both processes exited, \(runs) runs each")
+        console.output(
+            "pairing on loopback: time from both in range to both processes exited, \(runs) runs each")
         var failed = false
         for (label, file) in [("card without photo", plain), ("card with 256 KiB photo", withPhoto)] {
             var results: [Run] = []
@@ -65,7 +69,8 @@ enum PairingBenchmark {
             let process = Process()
             process.executableURL = executable
             process.arguments = [
-                "share", "--profile", card, "--interface", "lo", "--port", String(port), "--json", "--pose", pose, "--still",
+                "share", "--profile", card, "--interface", "lo", "--port", String(port), "--json", "--pose",
+                pose, "--still",
                 "--timeout", "30", "--key-file", directory.appendingPathComponent("\(side).key").path,
             ]
             let pipe = Pipe()
@@ -93,7 +98,9 @@ enum PairingBenchmark {
                     while let newline = pending.firstIndex(of: 0x0A) {
                         let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
                         pending.removeSubrange(pending.startIndex...newline)
-                        if inRange == nil && line.hasPrefix(#"{"event":"in_range""#) { inRange = clock.now.seconds }
+                        if inRange == nil && line.hasPrefix(#"{"event":"in_range""#) {
+                            inRange = clock.now.seconds
+                        }
                         if line.hasPrefix(#"{"event":"closed""#) {
                             closed = clock.now.seconds
                             exchanged = line.contains(#""reason":"exchanged""#)
@@ -132,7 +139,10 @@ enum PairingBenchmark {
             exchanged = Array(repeating: false, count: count)
         }
 
-        func set(_ slot: Int, inRange time: Double?, closed closeTime: Double?, exited exitTime: Double, exchanged ok: Bool) {
+        func set(
+            _ slot: Int, inRange time: Double?, closed closeTime: Double?, exited exitTime: Double,
+            exchanged ok: Bool
+        ) {
             lock.withLock {
                 inRange[slot] = time
                 closed[slot] = closeTime
@@ -146,7 +156,8 @@ enum PairingBenchmark {
                 let inRangeTimes = inRange.compactMap { $0 }
                 let closedTimes = closed.compactMap { $0 }
                 guard inRangeTimes.count == inRange.count, closedTimes.count == closed.count,
-                    let bothInRange = inRangeTimes.max(), let bothClosed = closedTimes.max(), let bothExited = exited.max()
+                    let bothInRange = inRangeTimes.max(), let bothClosed = closedTimes.max(),
+                    let bothExited = exited.max()
                 else {
                     return Run(toClosed: 0, toExit: 0, bothExchanged: false)
                 }

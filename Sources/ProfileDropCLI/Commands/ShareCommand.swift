@@ -19,12 +19,17 @@ enum ShareCommand: Subcommand {
                 name: "motion", kind: .single, valueName: "SCRIPT",
                 help: "scripted motion, e.g. 'hold 1; move 7,0,180 2'"),
             OptionSpec(name: "json", kind: .flag, help: "one JSON snapshot per line"),
-            OptionSpec(name: "save", kind: .single, valueName: "DIR", help: "write the received card and photo here"),
+            OptionSpec(
+                name: "save", kind: .single, valueName: "DIR", help: "write the received card and photo here"),
             OptionSpec(name: "receive-only", kind: .flag, help: "receive the peer's card, send none"),
-            OptionSpec(name: "confirm", kind: .flag, help: "ask before sharing; declines by itself after 60 s"),
-            OptionSpec(name: "timeout", kind: .single, valueName: "SECONDS", help: "give up after this long (default 120)"),
+            OptionSpec(
+                name: "confirm", kind: .flag, help: "ask before sharing; declines by itself after 60 s"),
+            OptionSpec(
+                name: "timeout", kind: .single, valueName: "SECONDS",
+                help: "give up after this long (default 120)"),
             OptionSpec(name: "key-file", kind: .single, valueName: "PATH", help: "static key file"),
-            OptionSpec(name: "port", kind: .single, valueName: "PORT", help: "discovery port (default 47544)"),
+            OptionSpec(
+                name: "port", kind: .single, valueName: "PORT", help: "discovery port (default 47544)"),
             OptionSpec(name: "verbose", kind: .flag, help: "show counters of dropped datagrams"),
             OptionSpec(
                 name: "capture", kind: .single, valueName: "FILE.pcapng",
@@ -96,7 +101,8 @@ struct ShareOptions {
         }
 
         do {
-            interfaces = try NetworkInterface.select(names: arguments.allValues("interface"), from: NetworkInterface.all())
+            interfaces = try NetworkInterface.select(
+                names: arguments.allValues("interface"), from: NetworkInterface.all())
         } catch let error as TransportError {
             throw UsageError(error.diagnostic)
         }

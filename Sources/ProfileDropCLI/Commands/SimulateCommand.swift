@@ -5,14 +5,20 @@ import ProfileDropSimulator
 /// `profiledrop simulate`: devices in a room on a faulty network, in virtual time, from one seed.
 enum SimulateCommand: Subcommand {
     static let name = "simulate"
-    static let summary = "run a scenario, a swarm of random runs, or the proximity gate trials in virtual time"
+    static let summary =
+        "run a scenario, a swarm of random runs, or the proximity gate trials in virtual time"
     static let parser = ArgumentParser(
         command: name,
         options: [
-            OptionSpec(name: "seed", kind: .single, valueName: "S", help: "the seed (default: the scenario's, or 1)"),
-            OptionSpec(name: "swarm", kind: .flag, help: "random runs with drawn fault options, checked against the invariants"),
+            OptionSpec(
+                name: "seed", kind: .single, valueName: "S", help: "the seed (default: the scenario's, or 1)"),
+            OptionSpec(
+                name: "swarm", kind: .flag,
+                help: "random runs with drawn fault options, checked against the invariants"),
             OptionSpec(name: "runs", kind: .single, valueName: "R", help: "swarm runs (default 100)"),
-            OptionSpec(name: "gate-trials", kind: .single, valueName: "N", help: "gate quality: N trials of each kind"),
+            OptionSpec(
+                name: "gate-trials", kind: .single, valueName: "N",
+                help: "gate quality: N trials of each kind"),
             OptionSpec(name: "quiet", kind: .flag, help: "scenario: header and outcome only, no transcript"),
             OptionSpec(
                 name: "capture", kind: .single, valueName: "FILE.pcapng",

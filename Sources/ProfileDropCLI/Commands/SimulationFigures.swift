@@ -22,7 +22,8 @@ enum SimulationFigures {
             let costPerExchange = result.cpuSeconds / Double(max(result.exchanges, 1))
             console.output(
                 String(
-                    format: "  one simulated exchange (both devices, discovery to close) costs %.1f handshake floors",
+                    format:
+                        "  one simulated exchange (both devices, discovery to close) costs %.1f handshake floors",
                     costPerExchange / floor))
         }
 
@@ -55,16 +56,19 @@ enum SimulationFigures {
         let addresses = [PeerAddress(127, 0, 0, 1, port: 40_001), PeerAddress(127, 0, 0, 2, port: 40_002)]
         let cards = try [
             ProfileCard(
-                name: "Bori", age: 3, sex: .female, neutered: true, size: .small, keywords: ["calm"], owner: "minji",
+                name: "Bori", age: 3, sex: .female, neutered: true, size: .small, keywords: ["calm"],
+                owner: "minji",
                 photo: nil),
             ProfileCard(
-                name: "Max", age: 5, sex: .male, neutered: false, size: .large, keywords: [], owner: "joon", photo: nil),
+                name: "Max", age: 5, sex: .male, neutered: false, size: .large, keywords: [], owner: "joon",
+                photo: nil),
         ]
         var devices = (0..<2).map { index in
             Device(
                 configuration: DeviceConfiguration(
                     card: cards[index], consent: .share, staticKey: X25519.PrivateKey(using: &seedRandom)),
-                random: DeterministicRandom(seed: UInt64(index + 1)), now: .zero, localAddress: addresses[index])
+                random: DeterministicRandom(seed: UInt64(index + 1)), now: .zero,
+                localAddress: addresses[index])
         }
         devices[0].updatePose(Pose(x: 0, y: 0, heading: 0), at: .zero)
         devices[1].updatePose(Pose(x: 7, y: 0, heading: 180), at: .zero)

@@ -35,7 +35,8 @@ enum CardSaver {
             try Data(card.jsonData(photoFileName: photoName)).write(to: path)
             return path.path
         } catch {
-            throw SaveError(description: "cannot save the received card in \(directory): \(error.localizedDescription)")
+            throw SaveError(
+                description: "cannot save the received card in \(directory): \(error.localizedDescription)")
         }
     }
 }

@@ -4,7 +4,11 @@ import ProfileDropCore
 struct ShareDisplay {
     /// The user-facing stages, in order.
     enum Stage: String {
-        case advertising, peerFound = "peer found", secured, ranging, inRange = "in range", exchanging, acknowledged,
+        case advertising
+        case peerFound = "peer found"
+        case secured, ranging
+        case inRange = "in range"
+        case exchanging, acknowledged,
             closed
     }
 
@@ -45,7 +49,9 @@ struct ShareDisplay {
     mutating func started(interfaces: [String], listening: String, snapshot: DeviceSnapshot) {
         switch mode {
         case .terminal, .lines:
-            console.output("profiledrop share: device \(snapshot.deviceID) on \(interfaces.joined(separator: ", ")) (\(listening))")
+            console.output(
+                "profiledrop share: device \(snapshot.deviceID) on \(interfaces.joined(separator: ", ")) (\(listening))"
+            )
         case .json:
             break
         }
@@ -86,7 +92,9 @@ struct ShareDisplay {
             name = "in_range"
         case .consentRequested:
             name = "consent_requested"
-            if mode != .json { console.output("share your card with this peer? [s]hare, [r]eceive only, [d]ecline (60 s)") }
+            if mode != .json {
+                console.output("share your card with this peer? [s]hare, [r]eceive only, [d]ecline (60 s)")
+            }
         case .exchanging:
             advance(to: .exchanging)
             name = "exchanging"
@@ -142,7 +150,8 @@ struct ShareDisplay {
         guard !event.isEmpty else { return }
         switch mode {
         case .json:
-            console.output(JSONValue.object([("event", .string(event))] + snapshotMembers(snapshot)).serialized)
+            console.output(
+                JSONValue.object([("event", .string(event))] + snapshotMembers(snapshot)).serialized)
         case .terminal:
             statusLine.show(line(snapshot))
         case .lines:
@@ -174,7 +183,10 @@ struct ShareDisplay {
         case .acknowledged, .closed:
             break
         }
-        if let pose { text += " · pose \(Self.oneDecimal(pose.x)),\(Self.oneDecimal(pose.y)),\(Self.oneDecimal(pose.heading))" }
+        if let pose {
+            text +=
+                " · pose \(Self.oneDecimal(pose.x)),\(Self.oneDecimal(pose.y)),\(Self.oneDecimal(pose.heading))"
+        }
         return text
     }
 
@@ -189,7 +201,8 @@ struct ShareDisplay {
             (
                 "progress",
                 .object([
-                    ("sent", .integer(snapshot.sentChunks)), ("send_total", .integer(snapshot.totalSendChunks)),
+                    ("sent", .integer(snapshot.sentChunks)),
+                    ("send_total", .integer(snapshot.totalSendChunks)),
                     ("received", .integer(snapshot.receivedChunks)),
                     ("receive_total", .integer(snapshot.totalReceiveChunks)),
                 ])
@@ -204,7 +217,13 @@ struct ShareDisplay {
             ("keywords", .array(card.keywords.map { .string($0) })), ("owner", .string(card.owner)),
         ]
         if let photo = card.photo {
-            members.append(("photo", .object([("format", .string(photo.format.rawValue)), ("bytes", .integer(photo.data.count))])))
+            members.append(
+                (
+                    "photo",
+                    .object([
+                        ("format", .string(photo.format.rawValue)), ("bytes", .integer(photo.data.count)),
+                    ])
+                ))
         }
         return .object(members)
     }

@@ -18,10 +18,12 @@ enum PoseSyntax {
     /// `X,Y,H`: centimetres, centimetres, degrees.
     static func pose(_ text: String, flag: String) throws -> Pose {
         let parts = text.split(separator: ",", omittingEmptySubsequences: false)
-        guard parts.count == 3, let x = Double(parts[0]), let y = Double(parts[1]), let heading = Double(parts[2]),
+        guard parts.count == 3, let x = Double(parts[0]), let y = Double(parts[1]),
+            let heading = Double(parts[2]),
             x.isFinite, y.isFinite, heading.isFinite, abs(x) <= 100_000, abs(y) <= 100_000
         else {
-            throw UsageError("--\(flag) takes X,Y,H in centimetres and degrees (for example 7,0,180), got '\(text)'")
+            throw UsageError(
+                "--\(flag) takes X,Y,H in centimetres and degrees (for example 7,0,180), got '\(text)'")
         }
         return Pose(x: x, y: y, heading: heading)
     }
@@ -41,9 +43,12 @@ enum PoseSyntax {
             case "hold" where words.count == 2:
                 script.append(.hold(try seconds(words[1])))
             case "move" where words.count == 3:
-                script.append(.move(to: try pose(String(words[1]), flag: "motion"), over: try seconds(words[2])))
+                script.append(
+                    .move(to: try pose(String(words[1]), flag: "motion"), over: try seconds(words[2])))
             default:
-                throw UsageError("--motion: cannot read step '\(String(step).trimmingWhitespace())'; use 'hold S' or 'move X,Y,H S'")
+                throw UsageError(
+                    "--motion: cannot read step '\(String(step).trimmingWhitespace())'; use 'hold S' or 'move X,Y,H S'"
+                )
             }
         }
         return script

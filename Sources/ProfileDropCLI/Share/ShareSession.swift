@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
 import Foundation
 import ProfileDropCapture
 import ProfileDropCore
 import ProfileDropCrypto
 import ProfileDropTransport
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The device interface `share` drives: the core's `Device`, or the capturing wrapper that records
 /// every input and output for `--capture`.
@@ -66,7 +67,8 @@ final class ShareSession {
 
     func run() throws -> ExitCode {
         let key = try StaticKeyStore.loadOrCreate(at: options.staticKeyPath).key
-        let host = try UDPHost(interfaces: options.interfaces, endpoint: options.endpoint, impairment: options.impairment)
+        let host = try UDPHost(
+            interfaces: options.interfaces, endpoint: options.endpoint, impairment: options.impairment)
         var timeouts = Timeouts()
         timeouts.overall = options.timeout
         let configuration = DeviceConfiguration(
@@ -74,10 +76,13 @@ final class ShareSession {
         if let path = options.capturePath {
             let recorder = CaptureRecorder(
                 options: CaptureOptions(
-                    keylog: options.keylog, multicastGroup: PeerAddress(ipv4: options.endpoint.ipv4Group.value, port: options.endpoint.port),
+                    keylog: options.keylog,
+                    multicastGroup: PeerAddress(
+                        ipv4: options.endpoint.ipv4Group.value, port: options.endpoint.port),
                     epochNanoseconds: Self.epochOfClock(clock)))
             var device = CapturingDevice(
-                configuration: configuration, random: SystemRandom(), now: clock.now, localAddress: host.localAddress,
+                configuration: configuration, random: SystemRandom(), now: clock.now,
+                localAddress: host.localAddress,
                 name: "share", recorder: recorder)
             // Written however the session ends, so that a failing pairing can be replayed.
             defer {
@@ -89,7 +94,9 @@ final class ShareSession {
             }
             return try drive(&device, host: host)
         }
-        var device = Device(configuration: configuration, random: SystemRandom(), now: clock.now, localAddress: host.localAddress)
+        var device = Device(
+            configuration: configuration, random: SystemRandom(), now: clock.now,
+            localAddress: host.localAddress)
         return try drive(&device, host: host)
     }
 
@@ -101,7 +108,9 @@ final class ShareSession {
 
     private func drive(_ device: inout some ShareDevice, host: UDPHost) throws -> ExitCode {
         device.updatePose(pose, at: clock.now)
-        display.started(interfaces: options.interfaces.map(\.name), listening: host.listeningDescription, snapshot: device.state.snapshot)
+        display.started(
+            interfaces: options.interfaces.map(\.name), listening: host.listeningDescription,
+            snapshot: device.state.snapshot)
 
         let terminal = RawTerminal()
         let readsKeys = options.output == .terminal
@@ -129,7 +138,9 @@ final class ShareSession {
             var wake = now + .milliseconds(250)
             if let deadline = device.nextDeadline { wake = min(wake, deadline) }
             if script != nil { wake = min(wake, now + Self.motionTick) }
-            if try host.wait(for: &device, until: wake, clock: clock, extraDescriptor: readsStdin ? STDIN_FILENO : nil) {
+            if try host.wait(
+                for: &device, until: wake, clock: clock, extraDescriptor: readsStdin ? STDIN_FILENO : nil)
+            {
                 if readInput(&device) == .quit {
                     display.finish(reason: nil, snapshot: device.state.snapshot, card: nil)
                     return .declined

@@ -48,7 +48,9 @@ struct ParsedArguments {
     func integer(_ name: String, default defaultValue: Int, in range: ClosedRange<Int>) throws -> Int {
         guard let text = value(name) else { return defaultValue }
         guard let number = Int(text), range.contains(number) else {
-            throw UsageError("--\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'")
+            throw UsageError(
+                "--\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'"
+            )
         }
         return number
     }

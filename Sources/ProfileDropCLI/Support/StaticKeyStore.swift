@@ -27,7 +27,8 @@ public enum StaticKeyStore {
             return config + "/profiledrop/" + fileName
         }
         guard let home = environment("HOME"), !home.isEmpty else {
-            throw StaticKeyStoreError(description: "neither XDG_CONFIG_HOME nor HOME is set; pass --key-file PATH")
+            throw StaticKeyStoreError(
+                description: "neither XDG_CONFIG_HOME nor HOME is set; pass --key-file PATH")
         }
         return home + "/.config/profiledrop/" + fileName
     }
@@ -65,14 +66,16 @@ public enum StaticKeyStore {
         guard info.st_mode & 0o077 == 0 else {
             let mode = String(info.st_mode & 0o777, radix: 8)
             throw StaticKeyStoreError(
-                description: "\(path) has permissions \(mode), which others can read; run 'chmod 600 \(path)'")
+                description: "\(path) has permissions \(mode), which others can read; run 'chmod 600 \(path)'"
+            )
         }
         guard let contents = readSmallFile(path, limit: 256) else {
             throw StaticKeyStoreError(description: "cannot read \(path): \(systemError())")
         }
         let text = String(decoding: contents, as: UTF8.self).trimmingWhitespace()
         guard let bytes = Hex.decode(text), bytes.count == X25519.keyLength else {
-            throw StaticKeyStoreError(description: "\(path) does not hold a static key (64 hex digits expected)")
+            throw StaticKeyStoreError(
+                description: "\(path) does not hold a static key (64 hex digits expected)")
         }
         return try X25519.PrivateKey(rawRepresentation: bytes)
     }
@@ -118,7 +121,8 @@ func hex(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }
 extension String {
     func trimmingWhitespace() -> String {
         let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }
-        guard let start = firstIndex(where: { !isSpace($0) }), let end = lastIndex(where: { !isSpace($0) }) else {
+        guard let start = firstIndex(where: { !isSpace($0) }), let end = lastIndex(where: { !isSpace($0) })
+        else {
             return ""
         }
         return String(self[start...end])

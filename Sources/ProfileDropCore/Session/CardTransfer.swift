@@ -118,7 +118,8 @@ struct CardSender {
         }
         // Clamped in seconds before the conversion: a sample from a far-off time (a replayed or
         // fuzzed capture) would not fit in Int64 nanoseconds.
-        let seconds = min((smoothedRTT ?? sample) + max(4 * rttVariance, 0.01), rtoRange.upperBound.secondsDouble)
+        let seconds = min(
+            (smoothedRTT ?? sample) + max(4 * rttVariance, 0.01), rtoRange.upperBound.secondsDouble)
         let candidate = Duration.nanoseconds(Int64(max(seconds, 0) * 1e9))
         rto = min(max(candidate, rtoRange.lowerBound), rtoRange.upperBound)
     }
