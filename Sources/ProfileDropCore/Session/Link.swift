@@ -163,7 +163,12 @@ struct Link {
             case .closeAck:
                 inbound.closeAck = true
             case .receipt(let receipts):
-                peerReceipts.formUnion(receipts)
+                // A receipt counts only for a fact we have sent: a peer claiming to hold our consent
+                // before we decided would otherwise stop us from ever sending it.
+                var sent: Receipts = [.token]
+                if localConsent != nil { sent.insert(.consent) }
+                if verifiedPeerCard != nil { sent.insert(.cardAck) }
+                peerReceipts.formUnion(receipts.intersection(sent))
             }
         }
         return inbound
