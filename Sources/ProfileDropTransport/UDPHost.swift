@@ -71,6 +71,8 @@ public final class UDPHost {
     public let interfaces: [NetworkInterface]
     /// The interfaces on which IPv6 link-local discovery runs.
     public let ipv6Interfaces: [NetworkInterface]
+    /// The selected interfaces that have an IPv4 address, in selection order.
+    private let ipv4Interfaces: [NetworkInterface]
     /// What the host did so far.
     public private(set) var statistics = Statistics()
 
@@ -100,7 +102,7 @@ public final class UDPHost {
         self.impairment = impairment
         // Its own stream, so that impairing a run does not change what the device draws.
         self.impairmentRandom = DeterministicRandom(seed: impairment.seed)
-        let ipv4Interfaces = interfaces.filter { !$0.ipv4Addresses.isEmpty }
+        ipv4Interfaces = interfaces.filter { !$0.ipv4Addresses.isEmpty }
 
         let discovery = try UDPSocket(family: AF_INET)
         try discovery.allowPortSharing()
@@ -181,7 +183,6 @@ public final class UDPHost {
             switch datagram.destination {
             case .multicast:
                 // Multicast leaves through each selected interface in turn, in each family.
-                let ipv4Interfaces = interfaces.filter { !$0.ipv4Addresses.isEmpty }
                 for interface in ipv4Interfaces {
                     guard let address = interface.ipv4Addresses.first else { continue }
                     if ipv4Interfaces.count > 1 {

@@ -185,9 +185,12 @@ enum HandshakeBenchmark {
         return (threadCPUSeconds() - start) / Double(iterations)
     }
 
-    static func threadCPUSeconds() -> Double {
+    static func threadCPUSeconds() -> Double { cpuSeconds(CLOCK_THREAD_CPUTIME_ID) }
+
+    /// CPU seconds on `clock` (this thread's or this process's CPU time).
+    static func cpuSeconds(_ clock: clockid_t) -> Double {
         var time = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        clock_gettime(clock, &time)
         return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 

@@ -35,11 +35,7 @@ enum SimulationFigures {
         return plain.completed == plain.exchanges && photo.completed == photo.exchanges ? .success : .failure
     }
 
-    static func processCPUSeconds() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-    }
+    static func processCPUSeconds() -> Double { HandshakeBenchmark.cpuSeconds(CLOCK_PROCESS_CPUTIME_ID) }
 
     /// XX with empty payloads: `e` (32); `e, ee, s, es` (32 + 32 + 16 + 16); `s, se` (32 + 16 + 16).
     static let noiseXXMinimum = 192
