@@ -6,7 +6,8 @@
 #   scripts/fuzz.sh --all SECONDS       build every target, then fuzz each for SECONDS
 #
 # Every crash or broken invariant is minimised and stored as a regression input under
-# Tests/ProfileDropCoreTests/FuzzCases/<target>/ (replayed by `swift test`); the script then exits 1.
+# Tests/ProfileDropCoreTests/FuzzCases/<target>/ (replayed by `swift test`) and printed; the script
+# then exits 1. Exit 3: a target failed without a finding; exit 4: the targets did not build.
 # Corpora persist in Fuzz/.build/corpus/<target>. Environment: FUZZ_JOBS (parallel fuzzing jobs per
 # target, default 1), FUZZ_FLAGS (extra libFuzzer flags).
 set -euo pipefail
@@ -45,7 +46,7 @@ build() {
     local product
     for product in FuzzSeeds "$@"; do
         swift build --package-path Fuzz --scratch-path "$scratch" -c release \
-            -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld --product "$product"
+            -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld --product "$product" || return 1
     done
 }
 
@@ -54,6 +55,28 @@ build() {
 seed() {
     rm -rf "$root/Fuzz/.build/seeds"
     "$bin/FuzzSeeds" "$root/Fuzz/.build/seeds" "$root"/Captures/*.pcapng
+}
+
+# A new finding, said so that it cannot be mistaken for a failing test and cannot be lost: in CI the
+# clone is thrown away, so the input itself is printed, with the commands that store and replay it.
+report_finding() {
+    local target=$1 artifact=$2 input=$3 name=$4 log=$5
+    local kind seed
+    kind=$(basename "$artifact" | cut -d- -f1)
+    seed=$(grep -m1 -oE 'Seed: [0-9]+' "$log" | grep -oE '[0-9]+' || echo unknown)
+    echo "fuzz: ================================================================================"
+    echo "fuzz: NEW FINDING in target '$target' ($kind, libFuzzer seed $seed, $(wc -c < "$input") bytes)."
+    echo "fuzz: Peer input reached a trap, a hang or a broken invariant. This is a bug in the code on"
+    echo "fuzz: main, found by fresh exploration; it need not come from the change under test."
+    echo "fuzz: What the target reported:"
+    grep -m3 -E 'Fatal error|Precondition failed|invariant broken|ERROR: libFuzzer|ERROR: AddressSanitizer' \
+        "$log" | sed 's/^/fuzz:   /' || true
+    echo "fuzz: Stored as Tests/ProfileDropCoreTests/FuzzCases/$target/$name; the suite replays it."
+    echo "fuzz: To keep it from a log, store it and replay it:"
+    echo "fuzz:   echo '$(gzip -9nc "$input" | base64 -w 0)' | base64 -d | gunzip \\"
+    echo "fuzz:     > Tests/ProfileDropCoreTests/FuzzCases/$target/$name"
+    echo "fuzz:   swift test --filter 'FuzzRegressionTests|FuzzCaseReplayTests'"
+    echo "fuzz: ================================================================================"
 }
 
 # Runs one target for $2 seconds; on a crash minimises it into FuzzCases and returns 1.
@@ -94,11 +117,15 @@ run() {
         fi
         name="fuzz-$(basename "$artifact" | cut -d- -f1)-$(sha1sum "$minimised" | cut -c1-16)"
         cp "$minimised" "$cases/$name"
-        echo "fuzz: $target: FOUND $(basename "$artifact"); stored Tests/ProfileDropCoreTests/FuzzCases/$target/$name"
+        report_finding "$target" "$artifact" "$minimised" "$name" "$log"
     done
-    if [ "$found" = 1 ] || [ "$status" != 0 ]; then
-        echo "fuzz: $target failed (exit $status); see $log" >&2
+    if [ "$found" = 1 ]; then
+        echo "fuzz: $target: a finding (exit $status); see $log" >&2
         return 1
+    fi
+    if [ "$status" != 0 ]; then
+        echo "fuzz: $target: libFuzzer exited $status without leaving an input; see $log" >&2
+        return 3
     fi
 }
 
@@ -110,11 +137,16 @@ case "$1" in
 --all)
     [ $# -eq 2 ] || usage
     start=$(date +%s)
-    build "${products[@]}"
+    build "${products[@]}" || { echo "fuzz: the fuzz targets did not build" >&2; exit 4; }
     seed
     echo "fuzz: built and seeded in $(($(date +%s) - start))s"
     failed=0
-    for target in "${targets[@]}"; do run "$target" "$2" || failed=1; done
+    for target in "${targets[@]}"; do
+        status=0
+        run "$target" "$2" || status=$?
+        # A finding (1) outranks a failure without one (3).
+        if [ "$status" = 1 ] || { [ "$status" != 0 ] && [ "$failed" = 0 ]; }; then failed=$status; fi
+    done
     echo "fuzz: done in $(($(date +%s) - start))s"
     exit $failed
     ;;
@@ -123,7 +155,7 @@ case "$1" in
     ;;
 *)
     [ -n "${products[$1]:-}" ] || { echo "fuzz: unknown target $1 (try --list)" >&2; exit 2; }
-    build "${products[$1]}"
+    build "${products[$1]}" || { echo "fuzz: the fuzz target did not build" >&2; exit 4; }
     seed
     run "$1" "${2:-60}"
     ;;

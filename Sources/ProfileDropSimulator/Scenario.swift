@@ -332,8 +332,8 @@ extension Scenario {
 
     private static func pose(_ value: JSONValue, at location: String) throws(ScenarioError) -> Pose {
         let fields = try Fields(value, at: location, allowed: poseKeys)
-        let x = try number(try fields.required("x"), at: "\(location).x", limit: 100_000)
-        let y = try number(try fields.required("y"), at: "\(location).y", limit: 100_000)
+        let x = try number(try fields.required("x"), at: "\(location).x", limit: Pose.roomLimit)
+        let y = try number(try fields.required("y"), at: "\(location).y", limit: Pose.roomLimit)
         let heading = try number(
             try fields.optional("heading") ?? .number(0), at: "\(location).heading", limit: 3600)
         return Pose(x: x, y: y, heading: heading)

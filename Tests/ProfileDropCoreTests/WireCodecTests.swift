@@ -94,6 +94,164 @@ import Testing
         #expect(throws: ProtocolError.self) { try HandshakeParameters(decoding: parameters.encoded() + [0]) }
     }
 
+    // MARK: Decode, then encode: the same bytes
+
+    /// The code of the error `body` throws; nil when it returns.
+    static func errorCode<T>(_ body: () throws(ProtocolError) -> T) -> ProtocolError.Code? {
+        do {
+            _ = try body()
+            return nil
+        } catch {
+            return error.code
+        }
+    }
+
+    /// The 8-byte pose encoding with `x`, `y` as raw 24-bit patterns and a heading in hundredths.
+    static func poseBytes(x: UInt32, y: UInt32, hundredths: UInt16) -> [UInt8] {
+        [x, y].flatMap {
+            [
+                UInt8(truncatingIfNeeded: $0 >> 16), UInt8(truncatingIfNeeded: $0 >> 8),
+                UInt8(truncatingIfNeeded: $0),
+            ]
+        }
+            + [UInt8(hundredths >> 8), UInt8(truncatingIfNeeded: hundredths)]
+    }
+
+    /// Every coordinate pattern but 0x800000 decodes and encodes to the same bytes: the edges of
+    /// the range exhaustively, the rest by a seeded sample. Headings likewise.
+    @Test func everyDecodablePoseEncodesToItsBytes() throws {
+        let edges: [UInt32] = [0, 1, 0x7F_FFFE, 0x7F_FFFF, 0x80_0001, 0x80_0002, 0xFF_FFFE, 0xFF_FFFF]
+        var mutations = ByteMutations(seed: 0x9053)
+        let sample = (0..<20_000).map { _ in UInt32(mutations.uniform(below: 1 << 24)) }
+        let headings: [UInt16] = [0, 1, 9_000, 18_000, 35_998, 35_999]
+        var checked = 0
+        for (index, x) in (edges + sample).enumerated() where x != 0x80_0000 {
+            let y = (edges + sample)[(index * 7 + 3) % (edges.count + sample.count)]
+            guard y != 0x80_0000 else { continue }
+            let bytes = Self.poseBytes(x: x, y: y, hundredths: headings[index % headings.count])
+            let pose = try Pose(decoding: bytes)
+            #expect(pose.encoded() == bytes, "\(pose)")
+            checked += 1
+        }
+        #expect(checked > 20_000)
+    }
+
+    /// 0x800000 (−8,388,608 mm) has no positive counterpart, so it is refused on either axis, and so
+    /// is a heading of 360° or more.
+    @Test func unpairedNegativeCoordinateIsMalformed() {
+        for bytes in [
+            Self.poseBytes(x: 0x80_0000, y: 0, hundredths: 0),
+            Self.poseBytes(x: 0, y: 0x80_0000, hundredths: 0),
+            Self.poseBytes(x: 0, y: 0, hundredths: 36_000),
+        ] {
+            #expect(throws: Pose.DecodingError.self) { try Pose(decoding: bytes) }
+            do {
+                _ = try Pose(decoding: bytes)
+            } catch {
+                #expect(error.code == .malformed)
+            }
+        }
+        // The limits of the range itself encode.
+        for limit in [Pose.encodableCoordinateLimit, -Pose.encodableCoordinateLimit] {
+            let pose = Pose(x: limit, y: limit, heading: 359.99)
+            #expect(
+                pose.encoded()
+                    == Self.poseBytes(
+                        x: limit > 0 ? 0x7F_FFFF : 0x80_0001, y: limit > 0 ? 0x7F_FFFF : 0x80_0001,
+                        hundredths: 35_999))
+        }
+    }
+
+    /// The libFuzzer finding: a RANGING frame whose y is 0x800000. It decoded, then trapped when
+    /// encoded again; now it is a malformed frame.
+    @Test func rangingFrameWithUnpairedNegativePoseIsMalformed() {
+        let input: [UInt8] = [
+            0x02, 0xFF, 0x02, 0x44, 0x3C, 0xE4, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x06, 0x06, 0x06, 0x06, 0x06, 0x02, 0x02, 0xFF,
+        ]
+        let code = Self.errorCode { () throws(ProtocolError) in try Frame.decodeAll(input) }
+        #expect(code == .malformed)
+    }
+
+    /// A pose turned or moved by local input keeps a heading the encoding can carry: turning right
+    /// from 0° used to leave -5°, which trapped the encoder.
+    @Test func turnedPosesStayEncodable() throws {
+        var pose = Pose(x: 0, y: 0, heading: 0)
+        for step in 0..<200 {
+            pose = step % 3 == 0 ? pose.moved(forward: -1) : pose.turned(by: step < 100 ? -5 : 7.5)
+            #expect((0..<360).contains(pose.heading))
+            let bytes = pose.encoded()
+            #expect(try Pose(decoding: bytes).encoded() == bytes)
+        }
+    }
+
+    /// Mutations of every honest datagram: each one either side's parser accepts encodes again to
+    /// exactly its bytes, and the whole-datagram and streaming parsers agree.
+    @Test func mutatedPacketsThatDecodeEncodeToTheirBytes() throws {
+        var mutations = ByteMutations(seed: 0xDA7A)
+        var accepted = 0
+        for round in 0..<20_000 {
+            let bytes = mutations.mutate(Self.packets[round % Self.packets.count].encoded())
+            var streaming = ByteReader(bytes)
+            let streamed = try? streaming.readPacket()
+            if let streamed {
+                #expect(streamed.encoded() == Array(bytes.prefix(bytes.count - streaming.readableBytes)))
+            }
+            guard let packet = try? Packet(datagram: bytes) else { continue }
+            accepted += 1
+            #expect(packet.encoded() == bytes)
+            #expect(streamed == packet)
+        }
+        #expect(accepted > 1000)
+    }
+
+    /// The streaming reader takes packets from a longer buffer, so it must not accept a QUERY that
+    /// no datagram could carry (its encoder would refuse it).
+    @Test func queryLongerThanADatagramIsOversized() throws {
+        let fits = Query.maxKnownAnswers
+        for count in [fits, fits + 1, 255] {
+            let bytes: [UInt8] =
+                [0x50, 0x44, 1, PacketType.query.rawValue] + Array(repeating: 0, count: 8)
+                + [UInt8(count)] + Array(repeating: 0x11, count: 8 * count)
+            var reader = ByteReader(bytes + [0x50])
+            if count <= fits {
+                let packet = try #require(try reader.readPacket())
+                #expect(packet.encoded() == bytes)
+            } else {
+                let code = Self.errorCode { () throws(ProtocolError) in try reader.readPacket() }
+                #expect(code == .oversized)
+            }
+        }
+    }
+
+    /// Mutations of every honest frame list: what decodes encodes to exactly its bytes.
+    @Test func mutatedFramesThatDecodeEncodeToTheirBytes() throws {
+        var mutations = ByteMutations(seed: 0xF4A3)
+        let encodings = Self.frames.map { Frame.encode([$0]) } + [Frame.encode(Array(Self.frames.prefix(6)))]
+        var accepted = 0
+        for round in 0..<20_000 {
+            let bytes = mutations.mutate(encodings[round % encodings.count])
+            guard let frames = try? Frame.decodeAll(bytes) else { continue }
+            accepted += 1
+            #expect(Frame.encode(frames) == bytes)
+        }
+        #expect(accepted > 1000)
+    }
+
+    /// Mutations of handshake parameters: what decodes encodes to exactly its bytes.
+    @Test func mutatedParametersThatDecodeEncodeToTheirBytes() throws {
+        var mutations = ByteMutations(seed: 0x9A4A)
+        let honest = HandshakeParameters(maxCardBytes: 524_288, receiveWindow: 32).encoded()
+        var accepted = 0
+        for _ in 0..<5_000 {
+            let bytes = mutations.mutate(honest)
+            guard let parameters = try? HandshakeParameters(decoding: bytes) else { continue }
+            accepted += 1
+            #expect(parameters.encoded() == bytes)
+        }
+        #expect(accepted > 100)
+    }
+
     /// Every proper prefix of every packet is rejected as truncated by the whole-datagram parser
     /// and reported as "needs more bytes" by the incremental one.
     @Test func everyTruncationIsTypedError() {

@@ -20,7 +20,7 @@ enum PoseSyntax {
         let parts = text.split(separator: ",", omittingEmptySubsequences: false)
         guard parts.count == 3, let x = Double(parts[0]), let y = Double(parts[1]),
             let heading = Double(parts[2]),
-            x.isFinite, y.isFinite, heading.isFinite, abs(x) <= 100_000, abs(y) <= 100_000
+            x.isFinite, y.isFinite, heading.isFinite, abs(x) <= Pose.roomLimit, abs(y) <= Pose.roomLimit
         else {
             throw UsageError(
                 "--\(flag) takes X,Y,H in centimetres and degrees (for example 7,0,180), got '\(text)'")

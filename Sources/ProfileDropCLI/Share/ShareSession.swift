@@ -243,18 +243,17 @@ final class ShareSession {
                 }
             case .up, .down, .left, .right:
                 guard case .interactive = motion else { continue }
-                let radians = pose.heading * .pi / 180
+                let moved: Pose
                 switch key {
-                case .up:
-                    pose.x += Self.keyStep.distance * cos(radians)
-                    pose.y += Self.keyStep.distance * sin(radians)
-                case .down:
-                    pose.x -= Self.keyStep.distance * cos(radians)
-                    pose.y -= Self.keyStep.distance * sin(radians)
-                case .left: pose.heading += Self.keyStep.degrees
-                case .right: pose.heading -= Self.keyStep.degrees
-                case .quit, .letter: break
+                case .up: moved = pose.moved(forward: Self.keyStep.distance)
+                case .down: moved = pose.moved(forward: -Self.keyStep.distance)
+                case .left: moved = pose.turned(by: Self.keyStep.degrees)
+                case .right: moved = pose.turned(by: -Self.keyStep.degrees)
+                case .quit, .letter: continue
                 }
+                // The room's edge stops the device, as the flags' limit does.
+                guard moved.isInsideRoom else { continue }
+                pose = moved
                 device.updatePose(pose, at: clock.now)
                 display.poseChanged(pose, snapshot: device.state.snapshot)
             }

@@ -4,13 +4,20 @@ import Foundation
 ///
 /// `x` and `y` are centimetres; `heading` is degrees, 0° along +x, counter-clockwise positive. The
 /// heading is the direction the device's ranging antenna faces (the top edge of the phone).
+///
+/// The components are read-only so that every pose passes through the initialiser, which keeps them
+/// finite and the heading normalized: the wire encoding relies on both.
 public struct Pose: Equatable, Hashable, Sendable, CustomStringConvertible {
     /// Position along the room's x axis, in centimetres.
-    public var x: Double
+    public let x: Double
     /// Position along the room's y axis, in centimetres.
-    public var y: Double
+    public let y: Double
     /// Facing direction in degrees, normalized to `[0, 360)`.
-    public var heading: Double
+    public let heading: Double
+
+    /// The largest |x| or |y| that local input (flags, scenario files, arrow keys) may give a pose:
+    /// 1 km, well inside what the wire encoding can carry.
+    public static let roomLimit = 100_000.0
 
     /// Creates a pose; the heading is normalized to `[0, 360)`.
     public init(x: Double, y: Double, heading: Double) {
@@ -33,6 +40,22 @@ public struct Pose: Equatable, Hashable, Sendable, CustomStringConvertible {
         guard dx != 0 || dy != 0 else { return 0 }
         let direction = atan2(dy, dx) * 180 / Double.pi
         return Self.angularDifference(direction, heading)
+    }
+
+    /// This pose moved `distance` centimetres along its heading (backwards when negative).
+    public func moved(forward distance: Double) -> Pose {
+        let radians = heading * Double.pi / 180
+        return Pose(x: x + distance * cos(radians), y: y + distance * sin(radians), heading: heading)
+    }
+
+    /// This pose turned by `degrees`, counter-clockwise when positive.
+    public func turned(by degrees: Double) -> Pose {
+        Pose(x: x, y: y, heading: heading + degrees)
+    }
+
+    /// Whether both coordinates are within ``roomLimit``.
+    public var isInsideRoom: Bool {
+        abs(x) <= Self.roomLimit && abs(y) <= Self.roomLimit
     }
 
     /// A pose facing `other` exactly, at this pose's position.
@@ -71,16 +94,20 @@ public struct Pose: Equatable, Hashable, Sendable, CustomStringConvertible {
 ///
 /// | size | field                                                              |
 /// |------|--------------------------------------------------------------------|
-/// | 3    | x in millimetres, signed 24-bit two's complement (±8388.607 m)     |
-/// | 3    | y in millimetres, signed 24-bit two's complement                   |
+/// | 3    | x in millimetres, signed 24-bit two's complement, ±8,388,607       |
+/// | 3    | y in millimetres, the same                                         |
 /// | 2    | heading in hundredths of a degree, 0...35999                       |
 ///
 /// Millimetres keep the quantization error (at most 0.5 mm per axis) far below the ranging noise.
+/// The range is symmetric: the one 24-bit pattern beyond it, 0x800000 (−8,388,608 mm), is malformed,
+/// so every pose that decodes encodes again to the same 8 bytes.
 extension Pose {
     /// The encoded size in bytes.
     public static let encodedLength = 8
     /// The largest |x| or |y| that can be encoded, in centimetres.
     public static let encodableCoordinateLimit = 838_860.7
+    /// The 24-bit pattern with no positive counterpart, refused by the decoder.
+    static let unpairedNegative: UInt32 = 0x80_0000
 
     /// The 8-byte encoding. The coordinates must be within `encodableCoordinateLimit`.
     public func encoded() -> [UInt8] {
@@ -111,7 +138,7 @@ extension Pose {
             case truncated
             /// More than 8 bytes.
             case trailingBytes
-            /// The heading is not below 360°.
+            /// A coordinate is the unpaired 0x800000, or the heading is not below 360°.
             case malformed
         }
 
@@ -123,7 +150,8 @@ extension Pose {
         public var description: String { diagnostic }
     }
 
-    /// Decodes the 8-byte encoding from a peer; throws for a wrong length or a heading out of range.
+    /// Decodes the 8-byte encoding from a peer; throws for a wrong length, a coordinate of 0x800000 or
+    /// a heading out of range.
     public init(decoding bytes: some Collection<UInt8>) throws(DecodingError) {
         let raw = Array(bytes)
         guard raw.count == Self.encodedLength else {
@@ -131,9 +159,14 @@ extension Pose {
                 code: raw.count < Self.encodedLength ? .truncated : .trailingBytes,
                 diagnostic: "pose: needs \(Self.encodedLength) bytes, got \(raw.count)")
         }
-        func signed24(_ offset: Int) -> Double {
+        func signed24(_ offset: Int, _ axis: String) throws(DecodingError) -> Double {
             let unsigned =
                 (UInt32(raw[offset]) << 16) | (UInt32(raw[offset + 1]) << 8) | UInt32(raw[offset + 2])
+            guard unsigned != Self.unpairedNegative else {
+                throw DecodingError(
+                    code: .malformed,
+                    diagnostic: "pose: \(axis) is 0x800000, outside the symmetric range ±8388607 mm")
+            }
             // Shift the 24-bit value to the top and back down to extend its sign.
             return Double(Int32(bitPattern: unsigned << 8) >> 8) / 10
         }
@@ -143,6 +176,6 @@ extension Pose {
                 code: .malformed,
                 diagnostic: "pose: heading \(hundredths) hundredths of a degree is not below 36000")
         }
-        self.init(x: signed24(0), y: signed24(3), heading: Double(hundredths) / 100)
+        self.init(x: try signed24(0, "x"), y: try signed24(3, "y"), heading: Double(hundredths) / 100)
     }
 }

@@ -23,6 +23,10 @@ public struct Query: Equatable, Sendable {
     /// Devices that must not answer (known-answer suppression).
     public var knownAnswers: [DeviceID]
 
+    /// The most known answers a QUERY datagram can carry within the datagram size limit. A
+    /// streaming reader refuses more, so that everything it accepts encodes again.
+    public static let maxKnownAnswers = (WireConstants.maxDatagramSize - WireConstants.headerSize - 9) / 8
+
     /// Creates a query.
     public init(deviceID: DeviceID, knownAnswers: [DeviceID]) {
         self.deviceID = deviceID
@@ -155,7 +159,7 @@ public enum Packet: Equatable, Sendable {
             writer.writeInteger(beacon.port)
             writer.writeInteger(UInt8(beacon.busy ? 1 : 0))
         case .query(let query):
-            precondition(query.knownAnswers.count <= Int(UInt8.max), "too many known answers")
+            precondition(query.knownAnswers.count <= Query.maxKnownAnswers, "too many known answers")
             writer.writeInteger(query.deviceID.rawValue)
             writer.writeInteger(UInt8(query.knownAnswers.count))
             for known in query.knownAnswers { writer.writeInteger(known.rawValue) }
@@ -263,6 +267,11 @@ extension ByteReader {
         case .query:
             let id = try require("query device id", as: UInt64.self)
             let count = try require("query known-answer count", as: UInt8.self)
+            guard count <= Query.maxKnownAnswers else {
+                throw ProtocolError(
+                    .oversized,
+                    "query lists \(count) known answers; a datagram holds at most \(Query.maxKnownAnswers)")
+            }
             var known: [DeviceID] = []
             for _ in 0..<count {
                 known.append(DeviceID(rawValue: try require("query known answer", as: UInt64.self)))
