@@ -37,6 +37,15 @@ public struct FuzzBytes {
         return Array(bytes[index..<end])
     }
 
+    /// One of `T`'s cases, chosen by the next byte. Driving choices by `allCases` means a case added
+    /// to the protocol is fuzzed without touching the harness, and its `switch` makes the compiler
+    /// ask how to build one.
+    public mutating func pick<T: CaseIterable>(_: T.Type) -> T {
+        let cases = Array(T.allCases)
+        precondition(!cases.isEmpty, "a type with no cases cannot be picked")
+        return cases[Int(byte()) % cases.count]
+    }
+
     /// Everything not consumed yet.
     public mutating func rest() -> [UInt8] { take(bytes.count - index) }
 }

@@ -62,7 +62,7 @@ public struct CardSack: Equatable, Sendable {
 }
 
 /// Why a CLOSE frame closes the session (its first byte).
-public enum CloseCode: UInt8, Sendable, Equatable {
+public enum CloseCode: UInt8, CaseIterable, Sendable, Equatable {
     /// Each side holds the other's acknowledgement.
     case exchanged = 0
     /// The sender declined.
