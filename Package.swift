@@ -39,6 +39,8 @@ let package = Package(
         ),
         .executableTarget(name: "profiledrop", dependencies: ["ProfileDropCLI"]),
 
+        // Helpers shared by the test targets (seeded byte mutations); no dependencies of its own.
+        .target(name: "ProfileDropTestSupport", path: "Tests/ProfileDropTestSupport"),
         .testTarget(name: "ProfileDropCryptoTests", dependencies: ["ProfileDropCrypto"]),
         .testTarget(name: "ProfileDropNoiseTests", dependencies: ["ProfileDropNoise", "ProfileDropCrypto"]),
         .testTarget(
@@ -48,17 +50,23 @@ let package = Package(
         ),
         .testTarget(
             name: "ProfileDropCoreTests",
-            dependencies: ["ProfileDropCore", "ProfileDropNoise", "ProfileDropCrypto"],
+            dependencies: [
+                "ProfileDropCore", "ProfileDropNoise", "ProfileDropCrypto", "ProfileDropTestSupport",
+            ],
             // Regression inputs are data; FuzzCases/Harness holds the fuzz targets' shared Swift code.
             exclude: ["FuzzCases/wire", "FuzzCases/device", "FuzzCases/noise", "FuzzCases/capture"]
         ),
         .testTarget(
-            name: "ProfileDropSimulatorTests", dependencies: ["ProfileDropSimulator", "ProfileDropCore"]),
+            name: "ProfileDropSimulatorTests",
+            dependencies: ["ProfileDropSimulator", "ProfileDropCore", "ProfileDropTestSupport"]),
         .testTarget(name: "ProfileDropTransportTests", dependencies: ["ProfileDropTransport"]),
         .testTarget(
             name: "ProfileDropCaptureTests",
-            dependencies: ["ProfileDropCapture", "ProfileDropCore", "ProfileDropSimulator", "ProfileDropCLI"]
+            dependencies: [
+                "ProfileDropCapture", "ProfileDropCore", "ProfileDropSimulator", "ProfileDropCLI",
+                "ProfileDropTestSupport",
+            ]
         ),
-        .testTarget(name: "ProfileDropCLITests", dependencies: ["ProfileDropCLI"]),
+        .testTarget(name: "ProfileDropCLITests", dependencies: ["ProfileDropCLI", "ProfileDropTestSupport"]),
     ]
 )

@@ -139,7 +139,9 @@ public struct CaptureFile: Equatable, Sendable {
             guard let index = indexByInterface[interface] else { continue }
             guard var datagram else {
                 throw CaptureError(
-                    .malformed, "packet \(packet) of \(devices[index].record.name) is not IPv4/UDP")
+                    .malformed,
+                    "packet \(packet) of \(devices[index].record.name) is not IPv4/UDP as a capture frames it"
+                )
             }
             // Packet timestamps are wall-clock; the device's instants start at the recorded epoch.
             let epoch = devices[index].record.epochNanoseconds

@@ -10,7 +10,8 @@ public enum CaptureFormat {
     public static let enterpriseNumber: UInt32 = 32473
     /// The secrets type of our Decryption Secrets Blocks: ASCII "PDKL".
     public static let secretsType: UInt32 = 0x5044_4B4C
-    /// The longest device name we record.
+    /// The longest device name we record, in UTF-8 bytes; a longer name is cut at a character
+    /// boundary, so that what is written is valid UTF-8 the reader accepts.
     public static let maximumNameBytes = 255
     /// A random-byte count of a device whose draws were not counted (a seeded source recorded by
     /// its seed material).
@@ -163,7 +164,7 @@ public enum CaptureRecord: Equatable, Sendable {
         case .device(let device):
             writer.writeInteger(Kind.device.rawValue)
             writer.writeInteger(device.interfaceID)
-            let name = Array(device.name.utf8.prefix(CaptureFormat.maximumNameBytes))
+            let name = Self.recordedName(device.name)
             writer.writeInteger(UInt8(name.count))
             writer.writeBytes(name)
             writer.writeInteger(device.deviceID.rawValue)
@@ -217,13 +218,22 @@ public enum CaptureRecord: Equatable, Sendable {
         return framed.bytes
     }
 
-    /// Decodes Custom Block data written by ``encoded()`` (padding after the record is ignored).
+    /// Decodes Custom Block data written by ``encoded()``, with or without the block's padding: zero
+    /// bytes up to the next multiple of 4. Anything else after the record is malformed, so that
+    /// every record read encodes again to the bytes it came from.
     /// - Throws: ``CaptureError`` `unsupportedVersion` for records of another format version,
     ///   `truncated` or `malformed` otherwise.
     public init(customData: [UInt8]) throws(CaptureError) {
         var outer = RecordReader(customData)
         let length = Int(try outer.u32("record length"))
         var reader = RecordReader(try outer.bytes("record", count: length))
+        let after = customData.count - 4 - length
+        guard after == 0 || (after == (4 - length % 4) % 4 && customData.suffix(after).allSatisfy { $0 == 0 })
+        else {
+            throw CaptureError(
+                .malformed, "record of \(length) bytes is followed by \(after) bytes that are not its padding"
+            )
+        }
         let version = try reader.u16("record version")
         guard version == CaptureFormat.version else {
             throw CaptureError(
@@ -240,7 +250,9 @@ public enum CaptureRecord: Equatable, Sendable {
         case .device:
             let interfaceID = try reader.u32("interface id")
             let nameLength = Int(try reader.u8("name length"))
-            let name = String(decoding: try reader.bytes("name", count: nameLength), as: UTF8.self)
+            // Invalid UTF-8 would come back as replacement characters: another name, other bytes.
+            guard let name = String(validating: try reader.bytes("name", count: nameLength), as: UTF8.self)
+            else { throw CaptureError(.malformed, "device name is not valid UTF-8") }
             let deviceID = DeviceID(rawValue: try reader.u64("device id"))
             let address = PeerAddress(
                 ipv4: try reader.u32("local address"), port: try reader.u16("local port"))
@@ -282,6 +294,10 @@ public enum CaptureRecord: Equatable, Sendable {
                 guard abs(x) <= Pose.encodableCoordinateLimit, abs(y) <= Pose.encodableCoordinateLimit else {
                     throw CaptureError(.malformed, "pose (\(x), \(y)) is outside the encodable room")
                 }
+                // A pose holds its heading normalized; another value would be recorded back changed.
+                guard (0..<360).contains(heading) else {
+                    throw CaptureError(.malformed, "pose heading \(heading) is not in [0, 360)")
+                }
                 input = .pose(Pose(x: x, y: y, heading: heading))
             case .decision:
                 let raw = try reader.u8("decision")
@@ -307,6 +323,17 @@ public enum CaptureRecord: Equatable, Sendable {
             try reader.end("end record")
             self = .end(EndRecord(interfaceID: interfaceID, inputs: inputs, outbound: outbound))
         }
+    }
+
+    /// `name` as UTF-8, cut at a scalar boundary to ``CaptureFormat/maximumNameBytes``.
+    static func recordedName(_ name: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for scalar in name.unicodeScalars {
+            let encoded = Array(String(scalar).utf8)
+            guard bytes.count + encoded.count <= CaptureFormat.maximumNameBytes else { break }
+            bytes += encoded
+        }
+        return bytes
     }
 
     private static func consentCode(_ policy: ConsentPolicy) -> UInt8 {
@@ -353,7 +380,8 @@ public struct DeviceSecrets: Equatable, Sendable {
     public var interfaceID: UInt32
     /// How to obtain the static private key.
     public var staticKey: StaticKeySource
-    /// The encoded card the device offered, if any.
+    /// The encoded card the device offered, if any. The keylog writes an empty card as length 0,
+    /// which reads back as nil: no encoded card is empty.
     public var card: [UInt8]?
     /// The random bytes the device drew (creation first, then per input).
     public var random: RandomSecrets

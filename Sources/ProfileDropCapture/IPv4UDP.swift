@@ -50,39 +50,27 @@ public enum IPv4UDP {
         return header + segment
     }
 
-    /// The addresses and payload of an IPv4/UDP packet; nil when `packet` is anything else or is
-    /// inconsistent (lengths, header checksum).
+    /// The addresses and payload of a packet exactly as ``frame(_:from:to:)`` writes it; nil for
+    /// anything else, including valid IPv4/UDP with other header fields (options, identification,
+    /// flags, TTL), a wrong or absent checksum, or inconsistent lengths. Accepting only the
+    /// canonical framing means every packet read frames again to the same bytes.
     public static func unframe(_ packet: [UInt8]) -> (
         source: PeerAddress, destination: PeerAddress, payload: [UInt8]
     )? {
-        var reader = ByteReader(packet)
-        guard let versionAndLength = reader.readInteger(as: UInt8.self), versionAndLength >> 4 == 4 else {
-            return nil
-        }
-        let headerLength = Int(versionAndLength & 0x0F) * 4
-        guard headerLength >= 20, packet.count >= headerLength + 8 else { return nil }
-        guard checksum(Array(packet[0..<headerLength])) == 0 else { return nil }
-        _ = reader.readInteger(as: UInt8.self)
-        guard let totalLength = reader.readInteger(as: UInt16.self), Int(totalLength) == packet.count else {
-            return nil
-        }
-        _ = reader.readBytes(5)
-        guard reader.readInteger(as: UInt8.self) == 17, reader.readBytes(2) != nil,
-            let sourceIP = reader.readInteger(as: UInt32.self),
-            let destinationIP = reader.readInteger(as: UInt32.self)
+        guard packet.count >= headerLength, packet.count <= Int(UInt16.max) else { return nil }
+        var reader = ByteReader(packet, start: 12)
+        guard let sourceIP = reader.readInteger(as: UInt32.self),
+            let destinationIP = reader.readInteger(as: UInt32.self),
+            let sourcePort = reader.readInteger(as: UInt16.self),
+            let destinationPort = reader.readInteger(as: UInt16.self)
         else { return nil }
-        var udp = ByteReader(packet, start: headerLength)
-        guard let sourcePort = udp.readInteger(as: UInt16.self),
-            let destinationPort = udp.readInteger(as: UInt16.self),
-            let udpLength = udp.readInteger(as: UInt16.self),
-            Int(udpLength) == packet.count - headerLength,
-            udp.readInteger(as: UInt16.self) != nil
-        else { return nil }
-        return (
-            PeerAddress(ipv4: sourceIP, port: sourcePort),
-            PeerAddress(ipv4: destinationIP, port: destinationPort),
-            udp.readRemaining()
-        )
+        let source = PeerAddress(ipv4: sourceIP, port: sourcePort)
+        let destination = PeerAddress(ipv4: destinationIP, port: destinationPort)
+        let payload = Array(packet[headerLength...])
+        // Every other header byte is a function of these three, so comparing with the framing
+        // checks them all at once.
+        guard frame(payload, from: source, to: destination) == packet else { return nil }
+        return (source, destination, payload)
     }
 
     /// Whether `ipv4` is in 224.0.0.0/4.

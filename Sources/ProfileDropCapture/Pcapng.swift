@@ -1,7 +1,9 @@
 /// The pcapng blocks this module writes and reads (draft-ietf-opsawg-pcapng): Section Header,
 /// Interface Description, Enhanced Packet, Custom and Decryption Secrets blocks. Other block types
 /// are kept as ``PcapngBlock/other(type:body:)`` so that reading never fails on a block it does not
-/// need.
+/// need. Every block read is written back by ``PcapngWriter`` to the bytes it came from: what the
+/// model does not hold (nonzero padding, a nonzero reserved field, bytes after `opt_endofopt`) is
+/// malformed (Captures/FORMAT.md 1.2).
 public enum PcapngBlock: Equatable, Sendable {
     /// A Section Header Block.
     case section(PcapngSection)
@@ -41,6 +43,74 @@ public enum PcapngConstants {
     public static let maximumBlockLength = 16 * 1024 * 1024
 }
 
+/// One option of a block: its code and its value without padding.
+///
+/// Blocks keep every option they were read with, in file order and duplicates included, so that a
+/// block read is written back to the same bytes; the typed properties (``PcapngInterface/name`` and
+/// the like) read and edit this list. `opt_endofopt` appears as the last option when the file has
+/// it (the writer writes the list as given and adds none). Values are in the byte order of the
+/// section they were read from, except `epb_flags`, which is held little-endian whatever the
+/// section's order so that ``PcapngPacket/direction`` can read it; the writer puts it back in the
+/// order of the section it writes.
+public struct PcapngOption: Equatable, Sendable {
+    /// The option code; 0 is `opt_endofopt`.
+    public var code: UInt16
+    /// The value, without the padding that follows it in the file.
+    public var value: [UInt8]
+
+    /// Creates an option.
+    public init(code: UInt16, value: [UInt8]) {
+        self.code = code
+        self.value = value
+    }
+
+    /// A UTF-8 option, cut at a character boundary to the longest value an option holds (a name
+    /// read from a file may have grown when invalid bytes became replacement characters).
+    public init(code: UInt16, text: String) {
+        var bytes: [UInt8] = []
+        for scalar in text.unicodeScalars {
+            let encoded = Array(String(scalar).utf8)
+            guard bytes.count + encoded.count <= Int(UInt16.max) else { break }
+            bytes += encoded
+        }
+        self.init(code: code, value: bytes)
+    }
+
+    /// `opt_endofopt`, which ends an option list.
+    public static let endOfOptions = PcapngOption(code: 0, value: [])
+
+    /// The `epb_flags` option code of Enhanced Packet Blocks.
+    static let packetFlags: UInt16 = 2
+}
+
+extension [PcapngOption] {
+    /// The value of the first option with `code`.
+    func value(_ code: UInt16) -> [UInt8]? { first { $0.code == code }?.value }
+
+    /// The first option with `code` as text; invalid UTF-8 shows as replacement characters.
+    func text(_ code: UInt16) -> String? { value(code).map { String(decoding: $0, as: UTF8.self) } }
+
+    /// Replaces the value of the first option with `code`, or adds the option before
+    /// `opt_endofopt` (starting a terminated list when there is none); nil removes every option
+    /// with `code`, and the list with it when only `opt_endofopt` is left.
+    mutating func set(_ code: UInt16, _ value: [UInt8]?) {
+        guard let value else {
+            removeAll { $0.code == code }
+            if self == [.endOfOptions] { removeAll() }
+            return
+        }
+        if let index = firstIndex(where: { $0.code == code }) {
+            self[index].value = value
+        } else if isEmpty {
+            self = [PcapngOption(code: code, value: value), .endOfOptions]
+        } else if last?.code == 0 {
+            insert(PcapngOption(code: code, value: value), at: count - 1)
+        } else {
+            append(PcapngOption(code: code, value: value))
+        }
+    }
+}
+
 /// A Section Header Block.
 public struct PcapngSection: Equatable, Sendable {
     /// Whether the section's multi-byte fields are big-endian.
@@ -49,8 +119,16 @@ public struct PcapngSection: Equatable, Sendable {
     public var majorVersion: UInt16
     /// Minor format version.
     public var minorVersion: UInt16
+    /// The section length field: `UInt64.max` (−1, not given), as every writer in use writes it.
+    public var sectionLength: UInt64
+    /// The options, in file order.
+    public var options: [PcapngOption]
+
     /// The `shb_userappl` option, if any.
-    public var userApplication: String?
+    public var userApplication: String? {
+        get { options.text(4) }
+        set { options.set(4, newValue.map { PcapngOption(code: 4, text: $0).value }) }
+    }
 
     /// Creates a section header.
     public init(
@@ -60,6 +138,8 @@ public struct PcapngSection: Equatable, Sendable {
         self.bigEndian = bigEndian
         self.majorVersion = majorVersion
         self.minorVersion = minorVersion
+        self.sectionLength = .max
+        self.options = []
         self.userApplication = userApplication
     }
 }
@@ -70,12 +150,27 @@ public struct PcapngInterface: Equatable, Sendable {
     public var linkType: UInt16
     /// Longest captured packet; 0 means no limit.
     public var snapLength: UInt32
+    /// The options, in file order.
+    public var options: [PcapngOption]
+
     /// The `if_name` option.
-    public var name: String?
+    public var name: String? {
+        get { options.text(2) }
+        set { options.set(2, newValue.map { PcapngOption(code: 2, text: $0).value }) }
+    }
+
     /// The `if_description` option.
-    public var description: String?
+    public var description: String? {
+        get { options.text(3) }
+        set { options.set(3, newValue.map { PcapngOption(code: 3, text: $0).value }) }
+    }
+
     /// Timestamps count units of 10^-`timestampExponent` seconds (`if_tsresol`); 6 when absent.
-    public var timestampExponent: UInt8
+    /// Setting 6 removes the option, which is then implied.
+    public var timestampExponent: UInt8 {
+        get { options.value(9).flatMap { $0.count == 1 ? $0[0] : nil } ?? 6 }
+        set { options.set(9, newValue == 6 ? nil : [newValue]) }
+    }
 
     /// Creates an interface; nanosecond timestamps by default.
     public init(
@@ -84,6 +179,7 @@ public struct PcapngInterface: Equatable, Sendable {
     ) {
         self.linkType = linkType
         self.snapLength = snapLength
+        self.options = []
         self.name = name
         self.description = description
         self.timestampExponent = timestampExponent
@@ -110,8 +206,21 @@ public struct PcapngPacket: Equatable, Sendable {
     public var data: [UInt8]
     /// The length of the packet on the wire.
     public var originalLength: UInt32
-    /// The direction from `epb_flags`.
-    public var direction: PacketDirection
+    /// The options, in file order (`epb_flags` little-endian, see ``PcapngOption``).
+    public var options: [PcapngOption]
+
+    /// The direction bits of `epb_flags`; setting it keeps the flags' other bits.
+    public var direction: PacketDirection {
+        get { options.value(PcapngOption.packetFlags).flatMap(Self.direction) ?? .unknown }
+        set {
+            if let flags = options.value(PcapngOption.packetFlags), flags.count == 4 {
+                options.set(
+                    PcapngOption.packetFlags, [flags[0] & ~3 | UInt8(newValue.rawValue)] + flags[1...])
+            } else if newValue != .unknown {
+                options.set(PcapngOption.packetFlags, [UInt8(newValue.rawValue), 0, 0, 0])
+            }
+        }
+    }
 
     /// Creates a packet whose captured bytes are the whole packet.
     public init(interfaceID: UInt32, timestamp: UInt64, data: [UInt8], direction: PacketDirection) {
@@ -119,7 +228,13 @@ public struct PcapngPacket: Equatable, Sendable {
         self.timestamp = timestamp
         self.data = data
         self.originalLength = UInt32(clamping: data.count)
+        self.options = []
         self.direction = direction
+    }
+
+    /// The direction in little-endian `epb_flags`; nil for a wrong length or the reserved value 3.
+    static func direction(_ flags: [UInt8]) -> PacketDirection? {
+        flags.count == 4 ? PacketDirection(rawValue: UInt32(flags[0] & 3)) : nil
     }
 }
 
@@ -147,49 +262,56 @@ public struct PcapngSecrets: Equatable, Sendable {
     public var secretsType: UInt32
     /// The secrets.
     public var data: [UInt8]
+    /// The options, in file order; ours have none.
+    public var options: [PcapngOption]
 
     /// Creates a secrets block.
-    public init(secretsType: UInt32, data: [UInt8]) {
+    public init(secretsType: UInt32, data: [UInt8], options: [PcapngOption] = []) {
         self.secretsType = secretsType
         self.data = data
+        self.options = options
     }
 }
 
-/// Builds a pcapng file in memory, little-endian, one section.
+/// Builds a pcapng file in memory, one block at a time, each in the byte order of its section.
 public struct PcapngWriter: Sendable {
     /// The file so far.
     public private(set) var bytes: [UInt8] = []
+    /// The byte order of the section being written.
+    private var bigEndian = false
 
-    /// Starts a file with a Section Header Block.
+    /// Starts a little-endian file with a Section Header Block.
     public init(userApplication: String? = nil) {
-        append(.section(PcapngSection(userApplication: userApplication)))
+        self.init(section: PcapngSection(userApplication: userApplication))
     }
 
-    /// Appends one block. A second ``PcapngBlock/section(_:)`` starts a new section.
+    /// Starts a file with `section`, in its byte order.
+    public init(section: PcapngSection) {
+        append(.section(section))
+    }
+
+    /// Appends one block. A ``PcapngBlock/section(_:)`` starts a new section in its byte order.
+    /// Every block the reader returns is written back to the bytes it was read from, given the
+    /// section it was read in; ``PcapngBlock/other(type:body:)`` bodies and option values other
+    /// than `epb_flags` are written as they are, in whatever byte order they hold.
     public mutating func append(_ block: PcapngBlock) {
-        var body = LittleEndianWriter()
+        if case .section(let section) = block { bigEndian = section.bigEndian }
+        var body = SectionWriter(bigEndian: bigEndian)
         let type: UInt32
         switch block {
         case .section(let section):
-            precondition(!section.bigEndian, "the writer produces little-endian sections only")
             type = PcapngConstants.sectionHeaderType
             body.u32(PcapngConstants.byteOrderMagic)
             body.u16(section.majorVersion)
             body.u16(section.minorVersion)
-            body.u64(UInt64.max)  // section length unknown (-1)
-            var options = OptionWriter()
-            if let application = section.userApplication { options.add(4, text: application) }
-            body.bytes(options.finished())
+            body.u64(section.sectionLength)
+            body.options(section.options)
         case .interface(let interface):
             type = PcapngConstants.interfaceType
             body.u16(interface.linkType)
             body.u16(0)
             body.u32(interface.snapLength)
-            var options = OptionWriter()
-            if let name = interface.name { options.add(2, text: name) }
-            if let description = interface.description { options.add(3, text: description) }
-            options.add(9, [interface.timestampExponent])
-            body.bytes(options.finished())
+            body.options(interface.options)
         case .packet(let packet):
             type = PcapngConstants.enhancedPacketType
             body.u32(packet.interfaceID)
@@ -198,13 +320,7 @@ public struct PcapngWriter: Sendable {
             body.u32(UInt32(clamping: packet.data.count))
             body.u32(packet.originalLength)
             body.padded(packet.data)
-            var options = OptionWriter()
-            if packet.direction != .unknown {
-                var flags = LittleEndianWriter()
-                flags.u32(packet.direction.rawValue)
-                options.add(2, flags.bytes)
-            }
-            body.bytes(options.finished())
+            body.options(packet.options, flagsCode: PcapngOption.packetFlags)
         case .custom(let custom):
             type =
                 custom.copyable ? PcapngConstants.customCopyableType : PcapngConstants.customNonCopyableType
@@ -215,18 +331,19 @@ public struct PcapngWriter: Sendable {
             body.u32(secrets.secretsType)
             body.u32(UInt32(clamping: secrets.data.count))
             body.padded(secrets.data)
+            body.options(secrets.options)
         case .other(let otherType, let otherBody):
             precondition(otherBody.count % 4 == 0, "a block body is a whole number of 32-bit words")
             type = otherType
             body.bytes(otherBody)
         }
         let total = UInt32(body.bytes.count + PcapngConstants.minimumBlockLength)
-        var block = LittleEndianWriter()
-        block.u32(type)
-        block.u32(total)
-        block.bytes(body.bytes)
-        block.u32(total)
-        bytes += block.bytes
+        var framed = SectionWriter(bigEndian: bigEndian)
+        framed.u32(type)
+        framed.u32(total)
+        framed.bytes(body.bytes)
+        framed.u32(total)
+        bytes += framed.bytes
     }
 }
 
@@ -301,33 +418,26 @@ public enum PcapngReader {
             guard major == 1 else {
                 throw CaptureError(.unsupportedVersion, "pcapng version \(major).\(minor), expected 1.x")
             }
-            _ = try body.u64("section length")
-            let options = try body.options()
-            let application = options.first { $0.code == 4 }.map { String(decoding: $0.value, as: UTF8.self) }
-            return .section(
-                PcapngSection(
-                    bigEndian: bigEndian, majorVersion: major, minorVersion: minor,
-                    userApplication: application))
+            var section = PcapngSection(bigEndian: bigEndian, majorVersion: major, minorVersion: minor)
+            section.sectionLength = try body.u64("section length")
+            section.options = try body.options()
+            return .section(section)
         case PcapngConstants.interfaceType:
             let linkType = try body.u16("link type")
-            _ = try body.u16("reserved")
-            let snapLength = try body.u32("snap length")
-            let options = try body.options()
-            var interface = PcapngInterface(linkType: linkType, snapLength: snapLength, timestampExponent: 6)
-            for option in options {
-                switch option.code {
-                case 2: interface.name = String(decoding: option.value, as: UTF8.self)
-                case 3: interface.description = String(decoding: option.value, as: UTF8.self)
-                case 9:
-                    guard option.value.count == 1, let resolution = option.value.first else {
-                        throw CaptureError(.malformed, "if_tsresol must be 1 byte")
-                    }
-                    guard resolution & 0x80 == 0, resolution <= 9 else {
-                        throw CaptureError(
-                            .malformed, "if_tsresol \(resolution) is not a power of ten up to 10^-9")
-                    }
-                    interface.timestampExponent = resolution
-                default: break
+            let reserved = try body.u16("reserved")
+            // Writers must write 0; anything else would be written back as 0.
+            guard reserved == 0 else {
+                throw CaptureError(.malformed, "interface reserved field is \(reserved), not 0")
+            }
+            var interface = PcapngInterface(linkType: linkType, snapLength: try body.u32("snap length"))
+            interface.options = try body.options()
+            for option in interface.options where option.code == 9 {
+                guard option.value.count == 1, let resolution = option.value.first else {
+                    throw CaptureError(.malformed, "if_tsresol must be 1 byte")
+                }
+                guard resolution & 0x80 == 0, resolution <= 9 else {
+                    throw CaptureError(
+                        .malformed, "if_tsresol \(resolution) is not a power of ten up to 10^-9")
                 }
             }
             return .interface(interface)
@@ -338,20 +448,20 @@ public enum PcapngReader {
             let captured = Int(try body.u32("captured length"))
             let original = try body.u32("original length")
             let data = try body.paddedBytes("packet data", count: captured)
-            let options = try body.options()
-            var direction = PacketDirection.unknown
-            if let flags = options.first(where: { $0.code == 2 }) {
-                var reader = CheckedReader(
-                    flags.value, start: 0, end: flags.value.count, bigEndian: bigEndian)
-                let value = try reader.u32("epb_flags")
-                guard let parsed = PacketDirection(rawValue: value & 3) else {
+            var packet = PcapngPacket(
+                interfaceID: interfaceID, timestamp: high << 32 | low, data: data, direction: .unknown)
+            packet.originalLength = original
+            packet.options = try body.options()
+            for index in packet.options.indices where packet.options[index].code == PcapngOption.packetFlags {
+                guard packet.options[index].value.count == 4 else {
+                    throw CaptureError(.malformed, "epb_flags must be 4 bytes")
+                }
+                // Held little-endian, see PcapngOption.
+                if bigEndian { packet.options[index].value.reverse() }
+                guard PcapngPacket.direction(packet.options[index].value) != nil else {
                     throw CaptureError(.malformed, "epb_flags direction 3 is reserved")
                 }
-                direction = parsed
             }
-            var packet = PcapngPacket(
-                interfaceID: interfaceID, timestamp: high << 32 | low, data: data, direction: direction)
-            packet.originalLength = original
             return .packet(packet)
         case PcapngConstants.customCopyableType, PcapngConstants.customNonCopyableType:
             let enterprise = try body.u32("private enterprise number")
@@ -363,34 +473,30 @@ public enum PcapngReader {
             let secretsType = try body.u32("secrets type")
             let length = Int(try body.u32("secrets length"))
             let data = try body.paddedBytes("secrets data", count: length)
-            _ = try body.options()
-            return .secrets(PcapngSecrets(secretsType: secretsType, data: data))
+            return .secrets(PcapngSecrets(secretsType: secretsType, data: data, options: try body.options()))
         default:
             return .other(type: type, body: body.remaining())
         }
     }
 }
 
-/// Little-endian field writer for block bodies.
-struct LittleEndianWriter {
+/// Field writer for block bodies, in a section's byte order.
+struct SectionWriter {
+    let bigEndian: Bool
     var bytes: [UInt8] = []
 
-    mutating func u16(_ value: UInt16) {
-        bytes.append(UInt8(truncatingIfNeeded: value))
-        bytes.append(UInt8(truncatingIfNeeded: value >> 8))
-    }
+    init(bigEndian: Bool) { self.bigEndian = bigEndian }
 
-    mutating func u32(_ value: UInt32) {
-        for shift in stride(from: 0, to: 32, by: 8) {
-            bytes.append(UInt8(truncatingIfNeeded: value >> shift))
+    private mutating func integer(_ value: UInt64, size: Int) {
+        for index in 0..<size {
+            let shift = 8 * (bigEndian ? size - 1 - index : index)
+            bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
         }
     }
 
-    mutating func u64(_ value: UInt64) {
-        for shift in stride(from: 0, to: 64, by: 8) {
-            bytes.append(UInt8(truncatingIfNeeded: value >> shift))
-        }
-    }
+    mutating func u16(_ value: UInt16) { integer(UInt64(value), size: 2) }
+    mutating func u32(_ value: UInt32) { integer(UInt64(value), size: 4) }
+    mutating func u64(_ value: UInt64) { integer(value, size: 8) }
 
     mutating func bytes(_ data: [UInt8]) { bytes += data }
 
@@ -399,38 +505,16 @@ struct LittleEndianWriter {
         bytes += data
         bytes += [UInt8](repeating: 0, count: (4 - data.count % 4) % 4)
     }
-}
 
-/// Collects options and ends them with opt_endofopt.
-private struct OptionWriter {
-    private var writer = LittleEndianWriter()
-    private var any = false
-
-    mutating func add(_ code: UInt16, _ value: [UInt8]) {
-        precondition(value.count <= Int(UInt16.max), "option value too long")
-        any = true
-        writer.u16(code)
-        writer.u16(UInt16(value.count))
-        writer.padded(value)
-    }
-
-    /// A UTF-8 option, cut at a character boundary to the longest value an option holds (a name
-    /// read from a file may have grown when invalid bytes became replacement characters).
-    mutating func add(_ code: UInt16, text: String) {
-        var bytes: [UInt8] = []
-        for scalar in text.unicodeScalars {
-            let encoded = Array(String(scalar).utf8)
-            guard bytes.count + encoded.count <= Int(UInt16.max) else { break }
-            bytes += encoded
+    /// Appends `options` as given (an `opt_endofopt` only if the list has one); the value of
+    /// option `flagsCode`, held little-endian, goes in the section's order.
+    mutating func options(_ options: [PcapngOption], flagsCode: UInt16? = nil) {
+        for option in options {
+            precondition(option.value.count <= Int(UInt16.max), "option value too long")
+            u16(option.code)
+            u16(UInt16(option.value.count))
+            padded(option.code == flagsCode && bigEndian ? option.value.reversed() : option.value)
         }
-        add(code, bytes)
-    }
-
-    func finished() -> [UInt8] {
-        guard any else { return [] }
-        var copy = writer
-        copy.u32(0)
-        return copy.bytes
     }
 }
 
@@ -478,7 +562,8 @@ struct CheckedReader {
         return bigEndian ? first << 32 | second : second << 32 | first
     }
 
-    /// `count` bytes followed by padding to a multiple of 4.
+    /// `count` bytes followed by zero padding to a multiple of 4 (the writer pads with zeros, so
+    /// other padding would not be written back).
     mutating func paddedBytes(_ field: String, count: Int) throws(CaptureError) -> [UInt8] {
         let padded = count + (4 - count % 4) % 4
         guard count >= 0, remainingCount >= padded else {
@@ -486,6 +571,9 @@ struct CheckedReader {
                 .truncated, "\(field) of \(count) bytes (padded) exceeds the \(remainingCount) left")
         }
         let data = Array(buffer[position..<(position + count)])
+        guard buffer[(position + count)..<(position + padded)].allSatisfy({ $0 == 0 }) else {
+            throw CaptureError(.malformed, "\(field): padding bytes are not zero")
+        }
         position += padded
         return data
     }
@@ -496,14 +584,24 @@ struct CheckedReader {
         return data
     }
 
-    /// Options up to opt_endofopt or the end of the body.
-    mutating func options() throws(CaptureError) -> [(code: UInt16, value: [UInt8])] {
-        var options: [(code: UInt16, value: [UInt8])] = []
+    /// The options up to the end of the body, `opt_endofopt` included when present. It must be
+    /// empty and last: bytes after it would be lost on writing.
+    mutating func options() throws(CaptureError) -> [PcapngOption] {
+        var options: [PcapngOption] = []
         while remainingCount > 0 {
             let code = try u16("option code")
             let length = Int(try u16("option length"))
-            if code == 0 { break }
-            options.append((code, try paddedBytes("option \(code)", count: length)))
+            if code == 0 {
+                guard length == 0 else {
+                    throw CaptureError(.malformed, "opt_endofopt with a \(length)-byte value")
+                }
+                guard remainingCount == 0 else {
+                    throw CaptureError(.malformed, "\(remainingCount) bytes after opt_endofopt")
+                }
+                options.append(.endOfOptions)
+                break
+            }
+            options.append(PcapngOption(code: code, value: try paddedBytes("option \(code)", count: length)))
         }
         return options
     }

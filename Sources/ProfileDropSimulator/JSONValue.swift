@@ -33,13 +33,18 @@ public indirect enum JSONValue: Equatable, Sendable {
         }
     }
 
-    /// Compact JSON text for this value (keys in stored order).
+    /// Compact JSON text for this value (keys in stored order). Parsing the text gives back the
+    /// same value, every number to the bit (−0 included); numbers must be finite, as every parsed
+    /// number is.
     public var serialized: String {
         switch self {
         case .null: return "null"
         case .bool(let value): return value ? "true" : "false"
         case .number(let value):
+            // Int64 has no negative zero; "-0" keeps the sign that the parser read.
+            if value == 0 && value.sign == .minus { return "-0" }
             if value == value.rounded() && abs(value) < 1e15 { return String(Int64(value)) }
+            // The shortest text that reads back as the same double.
             return "\(value)"
         case .string(let value): return Self.quote(value)
         case .array(let items): return "[" + items.map(\.serialized).joined(separator: ",") + "]"

@@ -1,4 +1,6 @@
 import Foundation
+import ProfileDropCrypto
+import ProfileDropTestSupport
 import Testing
 
 @testable import ProfileDropCLI
@@ -42,5 +44,85 @@ import Testing
         #expect(first.outputLines.first == second.outputLines.first)
         #expect(first.outputLines.last?.hasSuffix("(created, mode 0600)") == true)
         #expect(second.outputLines.last == "key file: \(path)")
+    }
+
+    // MARK: Read, then write: the same bytes
+
+    /// Keys at the edges (all-zero and all-ones scalars, which X25519 clamps but the file keeps)
+    /// and a random one.
+    static func keys() throws -> [X25519.PrivateKey] {
+        var random = DeterministicRandom(seed: 0x57A7)
+        return [
+            try X25519.PrivateKey(rawRepresentation: [UInt8](repeating: 0, count: 32)),
+            try X25519.PrivateKey(rawRepresentation: [UInt8](repeating: 0xFF, count: 32)),
+            X25519.PrivateKey(using: &random),
+        ]
+    }
+
+    @Test func keyFilesReadAndWriteBackToTheSameBytes() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        for (index, key) in try Self.keys().enumerated() {
+            let contents = StaticKeyStore.fileContents(key)
+            #expect(contents.count == 65 && contents.last == 0x0A)
+            let read = try #require(StaticKeyStore.key(fromFileContents: contents))
+            #expect(read.rawRepresentation == key.rawRepresentation)
+            #expect(StaticKeyStore.fileContents(read) == contents)
+            // The same through a real file, as `share` and `replay` read it.
+            let path = directory.appendingPathComponent("key\(index)").path
+            try Data(contents).write(to: URL(fileURLWithPath: path))
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+            #expect(try StaticKeyStore.load(at: path)?.rawRepresentation == key.rawRepresentation)
+        }
+    }
+
+    /// Mutations of key files: each one that reads holds a key whose canonical file reads back as
+    /// the same key and writes the same bytes again (a fixed point). Key files are read leniently
+    /// (case, surrounding white space), so the key, not the file's spelling, is what round-trips.
+    @Test func mutatedKeyFilesThatReadWriteBackToAFixedPoint() throws {
+        let seeds = try Self.keys().map(StaticKeyStore.fileContents)
+        var mutations = ByteMutations(seed: 0x4E11)
+        let alphabet = Array("0123456789abcdefABCDEF \n".utf8)
+        var accepted = 0
+        for round in 0..<5_000 {
+            let bytes = mutations.mutate(seeds[round % seeds.count], alphabet: alphabet)
+            guard let key = StaticKeyStore.key(fromFileContents: bytes) else { continue }
+            accepted += 1
+            let canonical = StaticKeyStore.fileContents(key)
+            let again = try #require(StaticKeyStore.key(fromFileContents: canonical))
+            #expect(again.rawRepresentation == key.rawRepresentation, "round \(round)")
+            #expect(StaticKeyStore.fileContents(again) == canonical)
+        }
+        #expect(accepted > 100)
+    }
+
+    /// Hand-written spellings of a key (upper case, no newline, CRLF, spaces) read as that key;
+    /// anything that is not 64 hex digits is refused with the one-line error.
+    @Test func keySpellingsReadLenientlyAndOthersAreRefused() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        let key = try Self.keys()[2]
+        let digits = Hex.encode(key.rawRepresentation)
+        let readable = [
+            digits.uppercased() + "\n", digits, digits + "\r\n", " " + digits + "\n", digits + " \n",
+            digits + "\n\n", "\n" + digits + "\n",
+        ]
+        let refused = [
+            String(digits.dropLast(2)) + "\n", digits + "00\n", String(digits.dropLast()) + "g\n", "",
+            String(digits.prefix(32)) + " " + String(digits.dropFirst(32)),
+        ]
+        for (index, spelling) in (readable + refused).enumerated() {
+            let path = directory.appendingPathComponent("key\(index)").path
+            try Data(spelling.utf8).write(to: URL(fileURLWithPath: path))
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+            if index < readable.count {
+                #expect(try StaticKeyStore.load(at: path)?.rawRepresentation == key.rawRepresentation)
+                continue
+            }
+            do {
+                _ = try StaticKeyStore.load(at: path)
+                Issue.record("spelling \(index) was read")
+            } catch let error as StaticKeyStoreError {
+                #expect(error.description == "\(path) does not hold a static key (64 hex digits expected)")
+            }
+        }
     }
 }

@@ -126,7 +126,7 @@ struct CaptureRecorderTests {
         ]
         for record in records {
             var data = record.encoded()
-            data += [0, 0, 0]  // padding as a reader returns it
+            data += [UInt8](repeating: 0, count: (4 - data.count % 4) % 4)  // padding as a reader returns it
             #expect(try CaptureRecord(customData: data) == record)
         }
         let secrets = DeviceSecrets(

@@ -64,13 +64,20 @@ struct ReplayCommandTests {
         #expect(truncated.status == 2)
         #expect(truncated.errors.count == 1)
 
+        // The last byte of alice's last datagram changed, its UDP checksum with it (a packet that is
+        // not framed as a capture frames it makes the file malformed, not divergent).
         var flipped = [UInt8](bytes)
-        let victim = try #require(capture.devices[0].outbound.last?.payload)
+        let datagram = try #require(capture.devices[0].outbound.last)
+        let frame = IPv4UDP.frame(datagram.payload, from: datagram.source, to: datagram.destination)
         let offset = try #require(
-            (0...(flipped.count - victim.count)).last {
-                flipped[$0..<($0 + victim.count)].elementsEqual(victim)
+            (0...(flipped.count - frame.count)).first {
+                flipped[$0..<($0 + frame.count)].elementsEqual(frame)
             })
-        flipped[offset + victim.count - 1] ^= 0xFF
+        var changed = datagram.payload
+        changed[changed.count - 1] ^= 0xFF
+        flipped.replaceSubrange(
+            offset..<(offset + frame.count),
+            with: IPv4UDP.frame(changed, from: datagram.source, to: datagram.destination))
         try Data(flipped).write(to: cut)
         let diverged = try Self.run([cut.path])
         #expect(diverged.status == 1)

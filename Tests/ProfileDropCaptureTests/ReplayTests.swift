@@ -5,8 +5,9 @@ import Testing
 
 /// The replay engine against damaged captures.
 struct ReplayTests {
-    /// The golden happy-path capture, with the first byte that differs between two SECURE payloads
-    /// of alice's flipped.
+    /// The golden happy-path capture, with the last tag byte of one of alice's SECURE payloads
+    /// flipped (and its UDP checksum with it: a packet that is not framed as a capture frames it
+    /// makes the file malformed).
     @Test func flippedOutboundByteIsReportedAsDivergence() throws {
         let path = GoldenCaptures.all[0].capturePath
         var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
@@ -14,10 +15,14 @@ struct ReplayTests {
         let alice = capture.devices[0]
         let victimIndex = try #require(
             alice.outbound.firstIndex { $0.payload.count > 30 && $0.payload[3] == 7 })
-        let victim = alice.outbound[victimIndex].payload
-        let offset = try #require(firstOffset(of: victim, in: bytes))
-        let flipped = offset + victim.count - 1  // the last tag byte
-        bytes[flipped] ^= 0x80
+        let datagram = alice.outbound[victimIndex]
+        let victim = datagram.payload
+        let frame = IPv4UDP.frame(victim, from: datagram.source, to: datagram.destination)
+        let offset = try #require(firstOffset(of: frame, in: bytes))
+        var changed = victim
+        changed[changed.count - 1] ^= 0x80
+        let reframed = IPv4UDP.frame(changed, from: datagram.source, to: datagram.destination)
+        bytes.replaceSubrange(offset..<(offset + frame.count), with: reframed)
         let damaged = try CaptureFile(bytes: bytes)
         let result = try Replay.run(damaged.devices[0])
         guard case .diverged(let divergence) = result else {

@@ -1,5 +1,6 @@
 import Foundation
 import ProfileDropCrypto
+import ProfileDropTestSupport
 import Testing
 
 @testable import ProfileDropCore

@@ -1,4 +1,5 @@
 import ProfileDropCrypto
+import ProfileDropTestSupport
 import Testing
 
 @testable import ProfileDropCore

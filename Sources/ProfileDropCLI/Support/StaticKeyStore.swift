@@ -16,7 +16,9 @@ public struct StaticKeyStoreError: InputError {
 ///
 /// The default location is `$XDG_CONFIG_HOME/profiledrop/static-key`, or `~/.config/profiledrop/static-key`
 /// when `XDG_CONFIG_HOME` is unset; `--key-file` overrides it. The file holds the 32-byte private key
-/// as 64 hex digits and a newline.
+/// as 64 lowercase hex digits and a newline. A key file is the user's own, sometimes written by hand,
+/// so reading is lenient where the key stays unambiguous: either case, and white space around the
+/// digits. What is read is the key; writing it gives the canonical form.
 public enum StaticKeyStore {
     /// The file name inside the configuration directory.
     public static let fileName = "static-key"
@@ -46,7 +48,7 @@ public enum StaticKeyStore {
             throw StaticKeyStoreError(description: "cannot create \(path): \(systemError())")
         }
         defer { close(descriptor) }
-        let text = Array((hex(key.rawRepresentation) + "\n").utf8)
+        let text = fileContents(key)
         let written = text.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
         guard written == text.count, fsync(descriptor) == 0 else {
             unlink(path)
@@ -72,12 +74,24 @@ public enum StaticKeyStore {
         guard let contents = readSmallFile(path, limit: 256) else {
             throw StaticKeyStoreError(description: "cannot read \(path): \(systemError())")
         }
-        let text = String(decoding: contents, as: UTF8.self).trimmingWhitespace()
-        guard let bytes = Hex.decode(text), bytes.count == X25519.keyLength else {
+        guard let key = key(fromFileContents: contents) else {
             throw StaticKeyStoreError(
                 description: "\(path) does not hold a static key (64 hex digits expected)")
         }
-        return try X25519.PrivateKey(rawRepresentation: bytes)
+        return key
+    }
+
+    /// The key file's contents for `key`: 64 lowercase hex digits and a newline.
+    static func fileContents(_ key: X25519.PrivateKey) -> [UInt8] {
+        Array((hex(key.rawRepresentation) + "\n").utf8)
+    }
+
+    /// The key in `contents`: 64 hex digits in either case, with white space around them; nil for
+    /// anything else.
+    static func key(fromFileContents contents: [UInt8]) -> X25519.PrivateKey? {
+        let text = String(decoding: contents, as: UTF8.self).trimmingWhitespace()
+        guard let bytes = Hex.decode(text), bytes.count == X25519.keyLength else { return nil }
+        return try? X25519.PrivateKey(rawRepresentation: bytes)
     }
 
     private static func createDirectories(for path: String) throws {
@@ -120,7 +134,8 @@ func hex(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }
 
 extension String {
     func trimmingWhitespace() -> String {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }
+        // "\r\n" is one Character, so compare by property rather than against single scalars.
+        let isSpace: (Character) -> Bool = { $0.isWhitespace }
         guard let start = firstIndex(where: { !isSpace($0) }), let end = lastIndex(where: { !isSpace($0) })
         else {
             return ""
