@@ -57,7 +57,8 @@ public struct MeasurementModel: Equatable, Sendable {
             distanceNoise >= 0 && bearingNoise >= 0 && outlierBiasMean >= 0, "noise must not be negative")
         precondition((0...1).contains(outlierProbability), "outlier probability must be in 0...1")
         precondition((0...1).contains(dropoutProbability), "dropout probability must be in 0...1")
-        precondition(sampleRate > 0 && sampleRate <= 1000, "sample rate must be in (0, 1000] Hz")
+        // Below 0.001 Hz the interval in nanoseconds would approach Int64's limit.
+        precondition(sampleRate >= 0.001 && sampleRate <= 1000, "sample rate must be in [0.001, 1000] Hz")
         precondition(maximumRange > 0, "maximum range must be positive")
         self.distanceNoise = distanceNoise
         self.bearingNoise = bearingNoise
