@@ -122,6 +122,8 @@ private struct SimulationEngine {
         var receivedCard: ProfileCard?
         var receivedFrom: Int?
         var cardMatches: Bool?
+        /// Cards the device verified (and acknowledged), with their senders, delivered or not.
+        var verified: [(card: ProfileCard, from: Int?)] = []
     }
 
     /// More events than this at one instant means a device keeps asking to be woken "now".
@@ -289,6 +291,8 @@ private struct SimulationEngine {
                     queue.schedule(.decision(device: index, accept: false), at: now + after)
                 case .ignore: break
                 }
+            case .cardVerified(let card, let peer):
+                devices[index].verified.append((card, peer))
             case .cardReceived(let card, let peer):
                 checkCard(card, from: peer, receivedBy: index)
             case .closed(let outcome):
