@@ -53,7 +53,9 @@ let package = Package(
             exclude: ["FuzzCases/wire", "FuzzCases/device", "FuzzCases/noise", "FuzzCases/capture"]
         ),
         .testTarget(
-            name: "ProfileDropSimulatorTests", dependencies: ["ProfileDropSimulator", "ProfileDropCore"]),
+            name: "ProfileDropSimulatorTests", dependencies: ["ProfileDropSimulator", "ProfileDropCore"],
+            // Stored swarm seeds (scripts/swarm.sh writes them) are data, replayed by SwarmTests.
+            exclude: ["SwarmCases"]),
         .testTarget(name: "ProfileDropTransportTests", dependencies: ["ProfileDropTransport"]),
         .testTarget(
             name: "ProfileDropCaptureTests",
