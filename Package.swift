@@ -58,7 +58,9 @@ let package = Package(
         ),
         .testTarget(
             name: "ProfileDropSimulatorTests",
-            dependencies: ["ProfileDropSimulator", "ProfileDropCore", "ProfileDropTestSupport"]),
+            dependencies: ["ProfileDropSimulator", "ProfileDropCore", "ProfileDropTestSupport"],
+            // Stored swarm seeds (scripts/swarm.sh writes them) are data, replayed by SwarmTests.
+            exclude: ["SwarmCases"]),
         .testTarget(name: "ProfileDropTransportTests", dependencies: ["ProfileDropTransport"]),
         .testTarget(
             name: "ProfileDropCaptureTests",

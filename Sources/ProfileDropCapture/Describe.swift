@@ -93,6 +93,7 @@ public enum Describe {
         case .consentRequested(let peer): return ("consent-requested", [("peer", peer.description)])
         case .exchanging(let sent, let total):
             return ("exchanging", [("sent", String(sent)), ("total", String(total))])
+        case .cardVerified(let card): return ("card-verified", self.card(card))
         case .cardReceived(let card): return ("card-received", self.card(card))
         case .acknowledged: return ("acknowledged", [])
         case .sessionEnded(let peer, let reason):

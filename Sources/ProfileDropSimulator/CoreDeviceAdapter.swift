@@ -93,6 +93,9 @@ public struct CoreDeviceAdapter: SimulatedDevice {
         case .exchanging(let sent, let total):
             guard verbose || sent == 0 || sent == total else { return nil }
             return .init(.note, text: "exchanging \(sent)/\(total) chunks")
+        case .cardVerified(let card):
+            let node = sessionPeer.flatMap { directory.node(of: $0.rawValue) }
+            return .init(.cardVerified(card, peer: node), text: "card verified: \(card.name)")
         case .cardReceived(let card):
             let node = sessionPeer.flatMap { directory.node(of: $0.rawValue) }
             return .init(.cardReceived(card, peer: node), text: "card received: \(card.summary)")

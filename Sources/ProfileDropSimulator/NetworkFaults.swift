@@ -42,6 +42,13 @@ public struct NetworkFaults: Equatable, Sendable {
     /// Whether some partition never heals.
     public var hasPermanentPartition: Bool { partitions.contains { $0.end == nil } }
 
+    /// The earliest-starting partition that never heals and puts `first` and `second` on
+    /// different sides, if any: from its start on, nothing passes between them again.
+    public func permanentCut(between first: Int, _ second: Int) -> Partition? {
+        partitions.filter { $0.end == nil && $0.isolated.contains(first) != $0.isolated.contains(second) }
+            .min { $0.start < $1.start }
+    }
+
     /// Whether `first` and `second` are on different sides of an active partition at `time`.
     public func isCutOff(_ first: Int, from second: Int, at time: Instant) -> Bool {
         partitions.contains { $0.separates(first, second, at: time) }

@@ -57,7 +57,10 @@ public struct SimulatedDeviceEvent: Equatable, Sendable {
         case note
         /// The owner is asked whether to share with node `peer` (nil when the peer is unknown).
         case consentRequested(peer: Int?)
-        /// A card arrived from node `peer` (nil when the peer is unknown).
+        /// A card from node `peer` arrived complete and checked, and was acknowledged; it is not
+        /// delivered yet (nil when the peer is unknown).
+        case cardVerified(ProfileCard, peer: Int?)
+        /// A card arrived from node `peer` and was delivered (nil when the peer is unknown).
         case cardReceived(ProfileCard, peer: Int?)
         /// The device closed for good.
         case closed(CloseOutcome)

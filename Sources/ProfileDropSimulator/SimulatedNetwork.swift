@@ -29,6 +29,8 @@ public struct Delivery: Equatable, Sendable {
     public let bytes: [UInt8]
     /// Which send this copy belongs to, counting from zero across the whole network.
     public let datagramNumber: UInt64
+    /// Whether a bit of this copy was flipped in flight (its recipient cannot authenticate it).
+    public let corrupted: Bool
 }
 
 /// What a test-only impairment hook decides for one copy before the random faults apply.
@@ -115,6 +117,9 @@ public struct SimulatedNetwork {
     /// The number of copies in flight.
     public var inFlight: Int { pending.count }
 
+    /// The number the next send will get (``Delivery/datagramNumber``): datagrams sent so far.
+    public var nextDatagramNumber: UInt64 { datagramCount }
+
     /// Transmits `bytes` from `source` at `time`; copies arrive later through ``nextDelivery(notAfter:)``.
     public mutating func send(
         _ bytes: [UInt8], from source: Int, to destination: NetworkDestination, at time: Instant
@@ -193,24 +198,26 @@ public struct SimulatedNetwork {
     }
 
     private mutating func schedule(
-        _ bytes: [UInt8], number: UInt64, from source: Int, to recipient: Int, at time: Instant
+        _ copy: (bytes: [UInt8], corrupted: Bool), number: UInt64, from source: Int, to recipient: Int,
+        at time: Instant
     ) {
         let delivery = Delivery(
-            time: time, source: source, recipient: recipient, bytes: bytes, datagramNumber: number)
+            time: time, source: source, recipient: recipient, bytes: copy.bytes, datagramNumber: number,
+            corrupted: copy.corrupted)
         pending.schedule(delivery, at: time)
     }
 
     /// `bytes`, with one random bit flipped at the corruption rate. Draws nothing when the rate is
     /// zero, so that runs without corruption keep the draws they always had.
-    private mutating func corrupted(_ bytes: [UInt8]) -> [UInt8] {
-        guard faults.corruptionRate > 0, !bytes.isEmpty else { return bytes }
+    private mutating func corrupted(_ bytes: [UInt8]) -> (bytes: [UInt8], corrupted: Bool) {
+        guard faults.corruptionRate > 0, !bytes.isEmpty else { return (bytes, false) }
         let draw = random.unitDouble()
         let bit = Int(random.uniform(below: UInt64(bytes.count) * 8))
-        guard draw < faults.corruptionRate else { return bytes }
+        guard draw < faults.corruptionRate else { return (bytes, false) }
         statistics.corrupted += 1
         var flipped = bytes
         flipped[bit / 8] ^= 1 << UInt8(bit % 8)
-        return flipped
+        return (flipped, true)
     }
 
     private mutating func uniformDuration(upTo bound: Duration) -> Duration {

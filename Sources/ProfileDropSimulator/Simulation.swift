@@ -16,6 +16,10 @@ public struct SimulationOptions: Sendable {
     /// Slack (degrees) on the maximum bearing, for the same reason. The default 10° accepts up to
     /// 40°, inside the 45° the gate trials require it to refuse.
     public var bearingTolerance: Double
+    /// How long a peer's pose stays usable for a measurement: three ranging intervals (PROTOCOL.md
+    /// section 6.4). A side decides an exchange only at a round that measured the peer, so it heard
+    /// the peer at most this long before deciding; the checker holds it to that.
+    public var poseFreshness: Duration
     /// Whether the transcript records every datagram sent.
     public var logDatagrams: Bool
     /// Whether the transcript also records ranging estimates, transfer progress and rejected
@@ -28,7 +32,8 @@ public struct SimulationOptions: Sendable {
     public init(
         poseInterval: Duration = .milliseconds(50), closeBound: Duration? = nil,
         gate: ProximityGate.Configuration = .default, distanceTolerance: Double = 2,
-        bearingTolerance: Double = 10, logDatagrams: Bool = false, verbose: Bool = false,
+        bearingTolerance: Double = 10, poseFreshness: Duration = MeasurementModel.default.sampleInterval * 3,
+        logDatagrams: Bool = false, verbose: Bool = false,
         impairment: (@Sendable (Int, Int, [UInt8], Instant) -> Impairment)? = nil
     ) {
         self.poseInterval = poseInterval
@@ -36,6 +41,7 @@ public struct SimulationOptions: Sendable {
         self.gate = gate
         self.distanceTolerance = distanceTolerance
         self.bearingTolerance = bearingTolerance
+        self.poseFreshness = poseFreshness
         self.logDatagrams = logDatagrams
         self.verbose = verbose
         self.impairment = impairment
@@ -122,6 +128,15 @@ private struct SimulationEngine {
         var receivedCard: ProfileCard?
         var receivedFrom: Int?
         var cardMatches: Bool?
+        /// Cards the device verified (and acknowledged), with their senders, delivered or not.
+        var verified: [(card: ProfileCard, from: Int?)] = []
+        /// The number of the last datagram the device sent.
+        var lastSent: UInt64?
+        /// When the device decided to close as exchanged, and the number of its last datagram
+        /// then (its CLOSE): that datagram and every later one carry the decision.
+        var decision: (time: Instant, datagram: UInt64)?
+        /// Nodes that received an intact datagram carrying the decision.
+        var decisionReached: Set<Int> = []
     }
 
     /// More events than this at one instant means a device keeps asking to be woken "now".
@@ -143,6 +158,7 @@ private struct SimulationEngine {
     private var transcript: [String] = []
     private var violations: [String] = []
     private var unlistedViolations = 0
+    private var notes: [String] = []
 
     init(
         scenario: Scenario, seed: UInt64, options: SimulationOptions,
@@ -224,6 +240,11 @@ private struct SimulationEngine {
     }
 
     private mutating func deliver(_ delivery: Delivery) {
+        if let decision = devices[delivery.source].decision, delivery.datagramNumber >= decision.datagram,
+            !delivery.corrupted
+        {
+            devices[delivery.source].decisionReached.insert(delivery.recipient)
+        }
         devices[delivery.recipient].device.receive(delivery.bytes, from: delivery.source, at: now)
         drain(delivery.recipient)
     }
@@ -275,6 +296,7 @@ private struct SimulationEngine {
             if let leak = scanner.leak(in: bytes) {
                 violate("t=\(now) \(scenario.devices[index].name) sent \(leak) in the clear")
             }
+            devices[index].lastSent = network.nextDatagramNumber
             network.send(bytes, from: index, to: destination, at: now)
         }
         while let event = devices[index].device.pollEvent() {
@@ -289,6 +311,8 @@ private struct SimulationEngine {
                     queue.schedule(.decision(device: index, accept: false), at: now + after)
                 case .ignore: break
                 }
+            case .cardVerified(let card, let peer):
+                devices[index].verified.append((card, peer))
             case .cardReceived(let card, let peer):
                 checkCard(card, from: peer, receivedBy: index)
             case .closed(let outcome):
@@ -298,6 +322,10 @@ private struct SimulationEngine {
                 }
                 devices[index].close = outcome
                 devices[index].closedAt = now
+                if outcome.exchanged {
+                    // The CLOSE that carries the decision went out in this same step, last.
+                    devices[index].decision = (now, devices[index].lastSent ?? network.nextDatagramNumber)
+                }
                 if outcome.exchanged && devices[index].receivedCard == nil {
                     violate(
                         "t=\(now) \(scenario.devices[index].name) closed as exchanged without a card")
@@ -335,16 +363,49 @@ private struct SimulationEngine {
         }
     }
 
+    /// The close rule (PROTOCOL.md section 6.7) for a device that closed as exchanged with `peer`:
+    /// - the peer verified our card: we hold its CARD_ACK, so it must have checked the card;
+    /// - the peer delivered it too, unless our decision never reached it because a partition that
+    ///   never heals cut them apart first (the two generals' problem). Such a cut must have begun
+    ///   at most one pose-freshness before the decision: a side decides only at a round that
+    ///   measured the peer, so it heard the peer that recently.
+    private mutating func checkAgreement(exchanged index: Int, peer: Int) {
+        let name = scenario.devices[index].name
+        let peerName = scenario.devices[peer].name
+        let card = scenario.devices[index].card
+        guard devices[peer].receivedCard != card else { return }
+        let failure = "\(name) closed as exchanged but \(peerName) never received \(name)'s card"
+        guard devices[peer].verified.contains(where: { $0.card == card && $0.from == index }) else {
+            violate("\(failure), nor verified it")
+            return
+        }
+        guard let decision = devices[index].decision else {
+            violate("\(failure), and \(name) never decided so itself")
+            return
+        }
+        guard let cut = scenario.faults.permanentCut(between: index, peer) else {
+            violate("\(failure), and no partition that never heals separated them")
+            return
+        }
+        if devices[index].decisionReached.contains(peer) {
+            violate("\(failure), though \(name)'s CLOSE(exchanged) reached \(peerName) before the cut")
+        } else if cut.start + options.poseFreshness < decision.time {
+            violate(
+                "\(failure): \(name) decided at t=\(decision.time), \(Instant.zero + (decision.time - cut.start)) "
+                    + "into a cut that never healed, without a fresh measurement of \(peerName)")
+        } else {
+            notes.append(
+                "\(name) decided the exchange at t=\(decision.time); \(peerName), cut off for good from "
+                    + "t=\(cut.start), never learnt it: it verified \(name)'s card but delivered nothing "
+                    + "(the two generals' problem, allowed by the close rule)")
+        }
+    }
+
     private mutating func finish(limit: Instant) -> SimulationReport {
         let bound = options.closeBound.map { Instant.zero + $0 } ?? limit
-        // "Exchanged" promises that our card reached the peer too.
         for (index, state) in devices.enumerated() where state.close?.exchanged == true {
             guard let peer = state.receivedFrom else { continue }
-            if devices[peer].receivedCard != scenario.devices[index].card {
-                let name = scenario.devices[index].name
-                let peerName = scenario.devices[peer].name
-                violate("\(name) closed as exchanged but \(peerName) never received \(name)'s card")
-            }
+            checkAgreement(exchanged: index, peer: peer)
         }
         for (index, state) in devices.enumerated() {
             let name = scenario.devices[index].name
@@ -370,7 +431,7 @@ private struct SimulationEngine {
         }
         return SimulationReport(
             seed: seed, scenario: scenario, options: options, devices: outcomes, network: statistics,
-            virtualDuration: now - .zero, violations: violations, transcript: transcript)
+            virtualDuration: now - .zero, violations: violations, notes: notes, transcript: transcript)
     }
 
     static func format(_ value: Double) -> String {
@@ -419,6 +480,9 @@ public struct SimulationReport: Sendable {
     public let virtualDuration: Duration
     /// Broken invariants, one line each; empty for a sound run.
     public let violations: [String]
+    /// Outcomes the checker allowed only by a rule's exception (the other side of a pair cut off
+    /// for good as the exchange was decided), one line each.
+    public let notes: [String]
     /// What happened, one line per event (`t=1.234s alice -> ...`); identical for identical seeds.
     public let transcript: [String]
 
@@ -467,6 +531,7 @@ public struct SimulationReport: Sendable {
             text += "; sent \(outcome.sentDatagrams) datagrams, \(outcome.sentBytes) bytes"
             lines.append(text)
         }
+        lines += notes.map { "note: \($0)" }
         lines += violations.map { "violation: \($0)" }
         lines.append(summaryLine)
         return lines

@@ -120,7 +120,9 @@ public struct SwarmPlan: Sendable {
     public let runSeed: UInt64
     /// The room: devices 0 and 1 are the close pair, the others stand far away.
     public let scenario: Scenario
-    /// Whether liveness demands that the pair exchanges: both consent and no partition is permanent.
+    /// Whether liveness demands that the pair exchanges: both consent and no partition that never
+    /// heals separates them. (Loss, temporary partitions and a bystander cut off for good only
+    /// delay the exchange.)
     public let expectsExchange: Bool
     /// Every device must be closed by this time.
     public let closeBound: Duration
@@ -260,7 +262,7 @@ public struct SwarmPlan: Sendable {
             case .decline, .ignore: return false
             }
         }
-        expectsExchange = bothConsent && !faults.hasPermanentPartition
+        expectsExchange = bothConsent && faults.permanentCut(between: 0, 1) == nil
         // Prompts are answered within 1.5 s of appearing; the session bound covers the rest.
         closeBound = (lastScripted - .zero) + .milliseconds(1500) + timeouts.closeBound
         scenario = Scenario(

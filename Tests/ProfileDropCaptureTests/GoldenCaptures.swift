@@ -132,8 +132,8 @@ struct CapturingSimulatedDevice: SimulatedDevice {
                 return SimulatedDeviceEvent(
                     .closed(CloseOutcome(exchanged: exchanged, reason: reason.description)),
                     text: "closed: \(reason)")
-            case .advertising, .peerFound, .peerBusy, .ranging, .inRange, .exchanging, .acknowledged,
-                .sessionEnded, .datagramRejected:
+            case .advertising, .peerFound, .peerBusy, .ranging, .inRange, .exchanging, .cardVerified,
+                .acknowledged, .sessionEnded, .datagramRejected:
                 return SimulatedDeviceEvent(.note, text: Describe.event(event).name)
             }
         }

@@ -107,7 +107,7 @@ struct CorruptingNetwork {
             if closeReasons[index] != nil { problems.append("device \(index) closed twice") }
             closeReasons[index] = reason
         case .advertising, .peerFound, .peerBusy, .connecting, .secured, .ranging, .inRange,
-            .consentRequested, .exchanging, .acknowledged, .sessionEnded, .datagramRejected:
+            .consentRequested, .exchanging, .cardVerified, .acknowledged, .sessionEnded, .datagramRejected:
             break
         }
     }

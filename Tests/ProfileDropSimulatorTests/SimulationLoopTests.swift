@@ -15,6 +15,13 @@ private struct ToyDevice: SimulatedDevice {
     var tamper = false
     /// Closes as exchanged as soon as the peer's card arrives, without waiting for its own to land.
     var careless = false
+    /// Two phases, like the real close rule: a card that arrives is verified and acknowledged, and
+    /// delivered only when the device decides, `hold` after it holds both the card and the
+    /// acknowledgement (sending a one-shot CLOSE, type 5), or, with `followsPeer`, on the peer's
+    /// CLOSE. `ignoresClose` is a broken follower that drops the peer's CLOSE.
+    var twoPhase: (hold: Duration, followsPeer: Bool, ignoresClose: Bool)?
+    var doneAt: Instant?
+    var pendingCard: ProfileCard?
     var pose = Pose(x: 0, y: 0, heading: 0)
     var outbox: [(destination: NetworkDestination, bytes: [UInt8])] = []
     var events: [SimulatedDeviceEvent] = []
@@ -37,7 +44,20 @@ private struct ToyDevice: SimulatedDevice {
 
     var nextDeadline: Instant? {
         guard !isClosed else { return nil }
-        return accepted && !cardAcknowledged ? min(nextBeacon, giveUpAt) : min(nextBeacon, giveUpAt)
+        if let twoPhase, !twoPhase.followsPeer, let doneAt {
+            return min(nextBeacon, giveUpAt, doneAt + twoPhase.hold)
+        }
+        return min(nextBeacon, giveUpAt)
+    }
+
+    /// A two-phase device decides: it delivers the card it verified and tells the peer.
+    mutating func decideIfDue(at time: Instant) {
+        guard let twoPhase, !twoPhase.followsPeer, !isClosed, let doneAt, time >= doneAt + twoPhase.hold,
+            let peer, let pendingCard
+        else { return }
+        outbox.append((.unicast(peer), [5]))
+        events.append(.init(.cardReceived(pendingCard, peer: peer), text: "card \(pendingCard.name)"))
+        close("exchanged", exchanged: true)
     }
 
     static func mask(_ bytes: [UInt8]) -> [UInt8] {
@@ -67,6 +87,11 @@ private struct ToyDevice: SimulatedDevice {
             guard !received, let decoded = try? ProfileCard(decoding: Self.mask(Array(bytes.dropFirst())))
             else { return }
             received = true
+            if twoPhase != nil {
+                pendingCard = decoded
+                events.append(.init(.cardVerified(decoded, peer: source), text: "verified \(decoded.name)"))
+                break
+            }
             var card = decoded
             if tamper {
                 card =
@@ -79,12 +104,25 @@ private struct ToyDevice: SimulatedDevice {
             if source == peer { close("declined", exchanged: false) }
         case 4:
             if source == peer { cardAcknowledged = true }
+        case 5:
+            guard let twoPhase, twoPhase.followsPeer, !twoPhase.ignoresClose, source == peer, !isClosed,
+                let pendingCard
+            else { return }
+            events.append(.init(.cardReceived(pendingCard, peer: source), text: "card \(pendingCard.name)"))
+            close("exchanged", exchanged: true)
         default: return
         }
-        if received && (cardAcknowledged || careless) && !isClosed { close("exchanged", exchanged: true) }
+        if twoPhase != nil {
+            if received && cardAcknowledged && doneAt == nil { doneAt = time }
+            decideIfDue(at: time)
+        } else if received && (cardAcknowledged || careless) && !isClosed {
+            close("exchanged", exchanged: true)
+        }
     }
 
     mutating func timeout(at time: Instant) {
+        decideIfDue(at: time)
+        if isClosed { return }
         if time >= giveUpAt {
             close(peer == nil ? "out-of-range" : "timeout", exchanged: false)
             return
@@ -241,7 +279,9 @@ private func pairScenario(
         let report = Simulation.run(scenario: scenario) { ToyDevice(context: $0, careless: $0.index == 0) }
         #expect(report.devices[0].exchanged)
         #expect(report.devices[1].receivedCard == nil)
-        #expect(report.violations.contains("alice closed as exchanged but bob never received alice's card"))
+        #expect(
+            report.violations.contains(
+                "alice closed as exchanged but bob never received alice's card, nor verified it"))
     }
 
     @Test func cardDeliveredOutOfRangeIsAViolation() {
@@ -266,6 +306,79 @@ private func pairScenario(
             ToyDevice(context: $0)
         }
         #expect(bounded.violations.contains { $0.hasPrefix("alice closed at t=3.000s, after the bound") })
+    }
+}
+
+/// The checker's close rule (PROTOCOL.md section 6.7), with two-phase toy devices: alice decides
+/// one second after she holds bob's card and his acknowledgement, and tells bob with a one-shot
+/// CLOSE; bob verifies and acknowledges alice's card but delivers it only on that CLOSE.
+@Suite struct CloseRuleCheckTests {
+    static func run(partition: Partition? = nil, bobIgnoresClose: Bool = false) -> SimulationReport {
+        var scenario = pairScenario(distance: 7)
+        scenario.faults.partitions = partition.map { [$0] } ?? []
+        return Simulation.run(scenario: scenario) { context in
+            var device = ToyDevice(context: context)
+            device.twoPhase =
+                context.index == 0
+                ? (hold: .seconds(1), followsPeer: false, ignoresClose: false)
+                : (hold: .zero, followsPeer: true, ignoresClose: bobIgnoresClose)
+            return device
+        }
+    }
+
+    /// When alice decides, in a run without faults (the runs below match it until their cut).
+    static let decision: Instant = run().devices[0].closedAt!
+
+    @Test func bothDeliverWhenTheCloseArrives() {
+        let report = Self.run()
+        #expect(report.violations == [])
+        #expect(report.devices.map(\.close?.reason) == ["exchanged", "exchanged"])
+    }
+
+    @Test func aCutForGoodAsAliceDecidesIsTheTwoGenerals() {
+        let report = Self.run(partition: Partition(isolated: [1], start: Self.decision, end: nil))
+        #expect(report.violations == [])
+        #expect(report.devices[0].exchanged && !report.devices[1].exchanged)
+        #expect(report.devices[1].receivedCard == nil)
+        #expect(report.notes.count == 1)
+        #expect(
+            report.notes.first?.hasSuffix("(the two generals' problem, allowed by the close rule)") == true)
+        #expect(report.outcomeLines.contains("note: \(report.notes.first ?? "")"))
+    }
+
+    @Test func aDecisionLongIntoTheCutIsAViolation() {
+        let report = Self.run(
+            partition: Partition(
+                isolated: [1], start: Instant(nanoseconds: Self.decision.nanoseconds - 500_000_000), end: nil)
+        )
+        #expect(report.devices[0].exchanged)
+        #expect(
+            report.violations.contains {
+                $0.hasPrefix("alice closed as exchanged but bob never received alice's card: alice decided")
+                    && $0.hasSuffix("into a cut that never healed, without a fresh measurement of bob")
+            })
+    }
+
+    @Test func aCutThatHealsExcusesNothing() {
+        let report = Self.run(
+            partition: Partition(isolated: [1], start: Self.decision, end: Self.decision + .milliseconds(500))
+        )
+        #expect(
+            report.violations == [
+                "alice closed as exchanged but bob never received alice's card, and no partition that never "
+                    + "heals separated them"
+            ])
+    }
+
+    @Test func aCloseThatArrivedExcusesNothing() {
+        let report = Self.run(
+            partition: Partition(isolated: [1], start: Self.decision + .milliseconds(100), end: nil),
+            bobIgnoresClose: true)
+        #expect(
+            report.violations == [
+                "alice closed as exchanged but bob never received alice's card, though alice's CLOSE(exchanged) "
+                    + "reached bob before the cut"
+            ])
     }
 }
 

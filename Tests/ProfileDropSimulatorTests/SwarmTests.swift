@@ -1,3 +1,4 @@
+import Foundation
 import ProfileDropCore
 import Testing
 
@@ -52,5 +53,81 @@ import Testing
         let replayed = replay.lines.dropFirst(3).prefix { $0.hasPrefix("  ") }
         #expect(Array(printed) == Array(replayed))
         #expect(!printed.isEmpty)
+    }
+
+    /// Found at 10,000 runs (swarm seed 20261130). dev1 is cut off for good at 2.870 s, 21 ms
+    /// after it held dev0's verified card and dev0's acknowledgement of its own. dev0 decided at
+    /// 3.817 s, 0.95 s into the cut, on an open gate resting on samples from before it, and
+    /// delivered; dev1 never learnt it. Now a side decides only at a round that measured the peer,
+    /// so neither decides blind and neither delivers.
+    @Test func aPairCutOffDuringTheHoldDecidesNothingBlind() {
+        let seed: UInt64 = 4_350_983_861_080_526_028
+        let plan = SwarmPlan(runSeed: seed, timeouts: Swarm.timeouts)
+        #expect(plan.scenario.faults.permanentCut(between: 0, 1)?.start == Instant.zero + .milliseconds(2870))
+        #expect(!plan.expectsExchange)
+        let report = Swarm.run(runs: 1, seed: seed)
+        #expect(report.violations == [])
+        let transcript = report.lines.joined(separator: "\n")
+        // Both verified the other's card before the cut: only the decision was left.
+        #expect(transcript.contains("dev0 -> card verified: Choco-115f"))
+        #expect(transcript.contains("dev1 -> card verified: Luna-1e7"))
+        #expect(!transcript.contains("closed: exchanged"))
+        #expect(!transcript.contains("card received"))
+    }
+
+    /// Found at 10,000 runs (swarm seed 20261130). Three devices at 28 % loss, the pair walking in:
+    /// CONFIRM was lost in two of the pair's sessions, which failed while only the responder's
+    /// backed-off ACCEPT retransmissions prompted it again, and the growing back-offs outlasted the
+    /// 60 s limit. The initiator now repeats CONFIRM with every ranging round until it hears the
+    /// responder.
+    @Test func aPairOnALossyLinkExchangesDespiteLostConfirms() {
+        let seed: UInt64 = 11_424_253_438_291_351_437
+        let plan = SwarmPlan(runSeed: seed, timeouts: Swarm.timeouts)
+        #expect(plan.expectsExchange)
+        #expect(plan.scenario.devices.count == 3)
+        let report = Swarm.run(runs: 1, seed: seed)
+        #expect(report.violations == [])
+        #expect(report.runs.first?.pairExchanged == true)
+    }
+
+    /// Every stored swarm case (SwarmCases/*.case, written by scripts/swarm.sh) replays without a
+    /// violation.
+    @Test(arguments: SwarmCase.stored())
+    func storedCaseHoldsEveryInvariant(_ stored: SwarmCase) throws {
+        let seed = try #require(stored.seed, "\(stored.name) holds no '\(SwarmCase.commandPrefix)N' line")
+        let report = Swarm.run(runs: 1, seed: seed)
+        #expect(report.violations == [], "\(stored.name): \(report.violations)")
+    }
+
+    @Test func storedCasesAreFound() {
+        let cases = SwarmCase.stored()
+        #expect(cases.count >= 2, "no stored swarm cases under \(SwarmCase.directory.path)")
+        #expect(cases.contains { $0.seed == 4_350_983_861_080_526_028 })
+    }
+}
+
+/// One stored swarm run: a file under SwarmCases holding, after `#` comment lines, the command that
+/// replays it (`profiledrop simulate --swarm --runs 1 --seed N`).
+struct SwarmCase: Sendable, CustomStringConvertible {
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("SwarmCases")
+    static let commandPrefix = "profiledrop simulate --swarm --runs 1 --seed "
+
+    /// The file's name.
+    let name: String
+    /// The run's seed, or nil when the file holds no replay command.
+    let seed: UInt64?
+
+    var description: String { name }
+
+    /// The stored cases, sorted by file name.
+    static func stored() -> [SwarmCase] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.filter { $0.hasSuffix(".case") }.sorted().map { name in
+            let text =
+                (try? String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)) ?? ""
+            let command = text.split(separator: "\n").first { $0.hasPrefix(commandPrefix) }
+            return SwarmCase(name: name, seed: command.flatMap { UInt64($0.dropFirst(commandPrefix.count)) })
+        }
     }
 }

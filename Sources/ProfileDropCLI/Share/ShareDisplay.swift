@@ -113,8 +113,9 @@ struct ShareDisplay {
             remembered = nil
             name = "session_ended"
             if mode == .lines { console.output("session ended: \(reason); looking for another peer") }
-        case .closed, .datagramRejected:
-            // finish(reason:) reports the end, with the card; rejections are counted for --verbose.
+        case .closed, .datagramRejected, .cardVerified:
+            // finish(reason:) reports the end, with the card; rejections are counted for --verbose;
+            // a verified card is shown only once it is delivered.
             name = ""
             return
         }

@@ -195,8 +195,8 @@ final class ShareSession {
             pendingConsent = true
         case .sessionEnded:
             pendingConsent = false
-        case .advertising, .peerFound, .peerBusy, .ranging, .inRange, .exchanging, .acknowledged, .closed,
-            .datagramRejected:
+        case .advertising, .peerFound, .peerBusy, .ranging, .inRange, .exchanging, .cardVerified,
+            .acknowledged, .closed, .datagramRejected:
             break
         }
         display.show(event, snapshot: device.state.snapshot)

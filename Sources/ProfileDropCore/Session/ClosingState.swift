@@ -5,6 +5,8 @@ struct ClosingState {
     let reason: CloseReason
     var transmissions = 1
     var retransmitAt: Instant
+    /// When CLOSE last went out, on the timer or in answer to the peer.
+    var lastSentAt: Instant
 }
 
 /// Closed, answering late CLOSE frames.
@@ -97,6 +99,6 @@ extension ExchangeSession {
         state = .closing(
             ClosingState(
                 link: link, frames: frames, reason: reason,
-                retransmitAt: context.now + context.timeouts.closeRetransmit))
+                retransmitAt: context.now + context.timeouts.closeRetransmit, lastSentAt: context.now))
     }
 }

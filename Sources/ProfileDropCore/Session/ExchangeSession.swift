@@ -167,10 +167,20 @@ struct ExchangeSession {
                 sendChunks(&transferring, context: &context)
             }
             try afterChunks(&transferring, context: &context)
-        case .closing(let closing):
+        case .closing(var closing):
             if inbound.closeAck {
                 state = .draining(
                     DrainingState(link: closing.link, until: context.now + context.timeouts.drain))
+            } else if inbound.close == nil,
+                context.now >= closing.lastSentAt + context.configuration.measurement.sampleInterval
+            {
+                // The peer is still in the session, so it has not seen our CLOSE: send it again
+                // now rather than on the backed-off timer (at most once per ranging interval). After
+                // a lost CLOSE, or a cut that healed, the peer learns the outcome within a round
+                // trip instead of waiting for a retransmission seconds away.
+                closing.link.send(closing.frames + [.receipt(closing.link.receipts)], context: &context)
+                closing.lastSentAt = context.now
+                state = .closing(closing)
             }
         case .handshaking, .draining, .closed:
             break
@@ -204,12 +214,15 @@ struct ExchangeSession {
             // samples, and leaving takes several measurements in a row), so the devices must stay
             // in range for one gate window after the last fact arrived: then every sample the
             // open gate rests on was taken after it, and a move made before it has been seen.
+            // The decision is taken at a ranging round that measured the peer: an open gate may
+            // rest on samples up to a window old, and deciding on those alone would commit blind
+            // to a peer cut off since, which could no longer learn the outcome (section 6.7).
             let completedAt = transferring.completedAt ?? context.now
             if transferring.completedAt == nil {
                 transferring.completedAt = completedAt
                 state = .transferring(transferring)
             }
-            guard transferring.link.gate.isOpen,
+            guard transferring.link.gate.isOpen, transferring.link.measuredAt == context.now,
                 context.now >= completedAt + context.configuration.gate.window
             else { return }
             deliverReceivedCard(context: &context)
@@ -363,6 +376,7 @@ struct ExchangeSession {
                 return
             }
             closing.link.send(closing.frames + [.receipt(closing.link.receipts)], context: &context)
+            closing.lastSentAt = now
             closing.retransmitAt =
                 now + context.timeouts.closeRetransmit.doubled(closing.transmissions, cap: .seconds(10))
             closing.transmissions += 1

@@ -146,7 +146,7 @@ extension ExchangeSession {
                     sessionID: sessionID, sender: context.deviceID, receiver: peer,
                     noiseMessage: confirmMessage)
             ).encoded()
-            context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: confirm))
+            // The first ranging round sends CONFIRM, then the first SECURE packet.
             establish(noise: handshaking.noise, parameters: parameters, confirm: confirm, context: &context)
         case .ranging(let ranging):
             resendConfirm(ranging.link, context: &context)

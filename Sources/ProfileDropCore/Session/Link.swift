@@ -9,8 +9,12 @@ struct Link {
     let localToken: [UInt8]
     /// The handshake hash, for the verification code.
     let handshakeHash: [UInt8]
-    /// CONFIRM as sent, re-sent by the initiator when a duplicate ACCEPT shows it was lost.
+    /// CONFIRM as sent (initiator only): repeated in front of every ranging round until the
+    /// responder is heard, and re-sent when a duplicate ACCEPT shows it was lost.
     var confirmDatagram: [UInt8]?
+    /// An authenticated packet from the peer arrived: it holds the session keys, so CONFIRM reached
+    /// it.
+    var heardFromPeer = false
 
     var peerToken: [UInt8]?
     var localInRange = false
@@ -41,6 +45,9 @@ struct Link {
     var rangingAt: Instant
     /// Valid measurements in a row outside the gate's band widened by its hysteresis.
     var consecutiveOutside = 0
+    /// When a ranging round last took a measurement: the peer's pose was fresh (it arrived within
+    /// three ranging intervals) and the round was no dropout.
+    var measuredAt: Instant?
 
     /// What we hold of the peer's one-shot facts.
     var receipts: Receipts {
@@ -101,6 +108,7 @@ struct Link {
     ///   consent, an acknowledgement of a card we did not send) or offers a card over our limit.
     mutating func absorb(_ frames: [Frame], context: inout SessionContext) throws(ProtocolError) -> Inbound {
         lastHeard = context.now
+        heardFromPeer = true
         var inbound = Inbound()
         for frame in frames {
             switch frame {

@@ -25,8 +25,14 @@ extension ExchangeSession {
             && ranging.consecutiveFar >= Self.farSamples
     }
 
-    /// A ranging round before both gates opened: RANGING goes out with the control frames.
+    /// A ranging round before both gates opened: RANGING goes out with the control frames. Until
+    /// the responder is heard, the initiator sends CONFIRM again in front of them: the responder
+    /// cannot open SECURE packets without it, and its ACCEPT retransmissions (which also prompt
+    /// CONFIRM) back off to seconds while the ranging window runs.
     func rangingTick(_ ranging: inout RangingState, context: inout SessionContext) {
+        if let confirm = ranging.link.confirmDatagram, !ranging.link.heardFromPeer {
+            context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: confirm))
+        }
         if !ranging.heardPeer, ranging.link.peerPose != nil {
             ranging.heardPeer = true
             ranging.deadline = max(ranging.deadline, context.now + context.timeouts.rangingWindow)
@@ -65,6 +71,7 @@ extension Link {
         }
         gate.add(sample, at: context.now)
         if let sample {
+            measuredAt = context.now
             consecutiveOutside = isOutsideWidenedBand(sample) ? consecutiveOutside + 1 : 0
         }
         if sample != nil, let estimate = gate.estimate {

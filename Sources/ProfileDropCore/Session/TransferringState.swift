@@ -48,6 +48,7 @@ extension ExchangeSession {
             }
             transferring.link.verifiedPeerCard = receiver.offer.digest
             transferring.receivedCard = card
+            context.emit(.cardVerified(card))
         }
         if receiver.isComplete || receiver.unacknowledged >= 2 {
             receiver.unacknowledged = 0
