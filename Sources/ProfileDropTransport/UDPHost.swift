@@ -20,9 +20,10 @@ public struct DiscoveryEndpoint: Sendable, Equatable {
     public init() {}
 }
 
-/// Drops, duplicates and delays datagrams on purpose, for tests on loopback where netem is not
-/// available. Decisions come from a seeded generator so that a failing run can be repeated.
-public struct Impairment: Sendable, Equatable {
+/// Drops and duplicates outgoing datagrams on purpose (`share --impair-loss`), for tests on loopback
+/// where netem is not available. Decisions come from a seeded generator so that a failing run can be
+/// repeated.
+public struct SendImpairment: Sendable, Equatable {
     /// Probability that an outgoing datagram is not sent.
     public var loss: Double = 0
     /// Probability that an outgoing datagram is sent twice.
@@ -82,7 +83,7 @@ public final class UDPHost {
     private let discoverySocket6: UDPSocket?
     private let unicastSocket6: UDPSocket?
     private var aliases = IPv6AliasTable()
-    private let impairment: Impairment
+    private let impairment: SendImpairment
     private var impairmentRandom: DeterministicRandom
 
     /// The largest datagram the protocol sends; anything longer is passed on truncated to one byte
@@ -94,7 +95,7 @@ public final class UDPHost {
     ///   socket call that failed.
     public init(
         interfaces: [NetworkInterface], endpoint: DiscoveryEndpoint = DiscoveryEndpoint(),
-        impairment: Impairment = Impairment()
+        impairment: SendImpairment = SendImpairment()
     ) throws {
         precondition(!interfaces.isEmpty, "the caller selects at least one interface")
         self.interfaces = interfaces
