@@ -23,7 +23,8 @@ let package = Package(
         .target(name: "ProfileDropCore", dependencies: ["ProfileDropCrypto", "ProfileDropNoise"]),
         // Many devices in a room on a faulty network, in virtual time.
         .target(name: "ProfileDropSimulator", dependencies: ["ProfileDropCore"]),
-        // Real UDP sockets: IPv4/IPv6 multicast discovery, unicast exchange, the poll and timer loop.
+        // Real UDP sockets (IPv4/IPv6 multicast discovery, unicast exchange) and the loop that drives
+        // a device on them.
         .target(name: "ProfileDropTransport", dependencies: ["ProfileDropCore", "ProfileDropCrypto"]),
         // pcapng capture of real and simulated runs, and deterministic replay from it.
         .target(
@@ -54,7 +55,9 @@ let package = Package(
         ),
         .testTarget(
             name: "ProfileDropSimulatorTests", dependencies: ["ProfileDropSimulator", "ProfileDropCore"]),
-        .testTarget(name: "ProfileDropTransportTests", dependencies: ["ProfileDropTransport"]),
+        .testTarget(
+            name: "ProfileDropTransportTests",
+            dependencies: ["ProfileDropTransport", "ProfileDropCore", "ProfileDropCrypto"]),
         .testTarget(
             name: "ProfileDropCaptureTests",
             dependencies: ["ProfileDropCapture", "ProfileDropCore", "ProfileDropSimulator", "ProfileDropCLI"]

@@ -42,13 +42,13 @@ public struct SendImpairment: Sendable, Equatable {
     public var isActive: Bool { loss > 0 || duplication > 0 }
 }
 
-/// Puts a sans-IO ``Device`` on real UDP sockets: per address family, one socket bound to the
-/// discovery group's port and joined on every selected interface, and one unicast socket for the
-/// exchange; a single-threaded `poll` loop feeds the device datagrams and timer expiries from the
-/// monotonic clock.
+/// The UDP socket layer under a device: per address family, one socket bound to the discovery
+/// group's port and joined on every selected interface, and one unicast socket for the exchange.
+/// It opens, receives, sends and waits for readability; it holds no device. ``DeviceDriver`` runs a
+/// device on it.
 ///
 /// IPv6 runs beside IPv4 on every selected interface that has a link-local address and multicast:
-/// beacons also go to ff02::5044, and peers heard over IPv6 are handed to the core under an alias
+/// beacons also go to ff02::5044, and peers heard over IPv6 are named to the core by an alias
 /// address in 0.0.0.0/8 (a range no real peer sends from), which the host maps back when the core
 /// replies. The core treats addresses as opaque, so it needs no IPv6 type of its own.
 public final class UDPHost {
@@ -85,19 +85,24 @@ public final class UDPHost {
     private var aliases = IPv6AliasTable()
     private let impairment: SendImpairment
     private var impairmentRandom: DeterministicRandom
+    /// The clock deadlines given to ``wait(until:alsoWatching:)`` are measured on.
+    public let clock: MonotonicClock
 
     /// The largest datagram the protocol sends; anything longer is passed on truncated to one byte
     /// more, so that the core rejects it as oversized.
     public static let receiveLimit = 1200
 
     /// Opens and configures the sockets.
+    /// - Parameters:
+    ///   - clock: the clock of the deadlines given to ``wait(until:alsoWatching:)``.
     /// - Throws: ``TransportError`` with a specific code: port in use, permission denied, or a
     ///   socket call that failed.
     public init(
         interfaces: [NetworkInterface], endpoint: DiscoveryEndpoint = DiscoveryEndpoint(),
-        impairment: SendImpairment = SendImpairment()
+        impairment: SendImpairment = SendImpairment(), clock: MonotonicClock = MonotonicClock()
     ) throws {
         precondition(!interfaces.isEmpty, "the caller selects at least one interface")
+        self.clock = clock
         self.interfaces = interfaces
         self.endpoint = endpoint
         self.impairment = impairment
@@ -164,14 +169,12 @@ public final class UDPHost {
         return parts.joined(separator: ", ")
     }
 
-    /// Sends everything the device has queued.
-    public func flush(_ device: inout some HostedDevice) throws {
-        while let datagram = device.pollTransmit() {
-            try send(datagram)
-        }
-    }
+    /// The current time on ``clock``.
+    public var now: Instant { clock.now }
 
-    private func send(_ datagram: OutgoingDatagram) throws {
+    /// Sends one datagram: multicast through every selected interface in each family, unicast to
+    /// its peer. A send the kernel refuses for a transient reason is counted, not thrown.
+    public func send(_ datagram: OutgoingDatagram) throws {
         var copies = 1
         if impairment.isActive {
             if impairmentRandom.unitDouble() < impairment.loss {
@@ -221,31 +224,31 @@ public final class UDPHost {
         if sent { statistics.datagramsSent += 1 } else { statistics.sendFailures += 1 }
     }
 
-    /// Waits until a datagram arrives, `extraDescriptor` becomes readable, or `deadline` passes,
-    /// whichever is first, and hands every waiting datagram to the device.
-    /// - Returns: whether `extraDescriptor` is readable.
-    @discardableResult
-    public func wait(
-        for device: inout some HostedDevice, until deadline: Instant, clock: MonotonicClock,
-        extraDescriptor: Int32? = nil
-    ) throws -> Bool {
+    /// Waits until a socket or `descriptor` is readable or `deadline` (on ``clock``) passes,
+    /// whichever is first. Receives nothing: ``receiveReady()`` reads what arrived.
+    /// - Returns: whether `descriptor` is readable.
+    public func wait(until deadline: Instant, alsoWatching descriptor: Int32?) throws -> Bool {
         let now = clock.now
         let remaining = deadline > now ? (deadline - now).nanosecondsClamped : 0
         // Round up so that we never wake a hair before the deadline and spin.
         let milliseconds = Int32(clamping: (remaining + 999_999) / 1_000_000)
-        let sockets =
-            [discoverySocket, unicastSocket] + [discoverySocket6, unicastSocket6].compactMap { $0 }
         var descriptors = sockets.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
-        if let extraDescriptor {
-            descriptors.append(pollfd(fd: extraDescriptor, events: Int16(POLLIN), revents: 0))
+        if let descriptor {
+            descriptors.append(pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0))
         }
         let ready = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
         if ready < 0 {
             if errno == EINTR { return false }
             throw UDPSocket.error("poll failed")
         }
+        return descriptor != nil && (descriptors.last?.revents ?? 0) & Int16(POLLIN) != 0
+    }
+
+    /// Reads every datagram waiting on the sockets, at most 64 per socket so that a flood on one
+    /// cannot starve timers or the other sockets. Sources are named as the core names them.
+    public func receiveReady() throws -> [ReceivedDatagram] {
+        var received: [ReceivedDatagram] = []
         for socket in sockets {
-            // Bounded per wake-up, so that a flood on one socket cannot starve timers or the other sockets.
             for _ in 0..<64 {
                 guard let (bytes, source) = try socket.receive(limit: Self.receiveLimit) else { break }
                 statistics.datagramsReceived += 1
@@ -260,12 +263,18 @@ public final class UDPHost {
                     }
                     peer = alias
                 }
-                device.handleDatagram(bytes, from: peer, at: clock.now)
+                received.append(ReceivedDatagram(bytes: bytes, source: peer))
             }
         }
-        return extraDescriptor != nil && (descriptors.last?.revents ?? 0) & Int16(POLLIN) != 0
+        return received
+    }
+
+    private var sockets: [UDPSocket] {
+        [discoverySocket, unicastSocket] + [discoverySocket6, unicastSocket6].compactMap { $0 }
     }
 }
+
+extension UDPHost: DatagramSocketLayer {}
 
 /// Stand-in IPv4 addresses for IPv6 peers, so that the core can name them. Aliases live in
 /// 0.0.0.0/8, which never appears as a real source.
@@ -318,14 +327,3 @@ struct IPv6AliasTable {
         return .ipv6(address, port: peer.port)
     }
 }
-
-/// What ``UDPHost`` needs of a device: somewhere to put received datagrams and a queue to drain.
-/// `Device` has both; wrappers such as a capturing device forward them.
-public protocol HostedDevice {
-    /// Hands the device one received datagram.
-    mutating func handleDatagram(_ bytes: [UInt8], from source: PeerAddress, at time: Instant)
-    /// The next datagram the device wants sent, if any.
-    mutating func pollTransmit() -> OutgoingDatagram?
-}
-
-extension Device: HostedDevice {}
