@@ -1,5 +1,4 @@
 import ProfileDropCore
-import ProfileDropCrypto
 
 #if canImport(Glibc)
     import Glibc
@@ -20,28 +19,6 @@ public struct DiscoveryEndpoint: Sendable, Equatable {
     public init() {}
 }
 
-/// Drops and duplicates outgoing datagrams on purpose (`share --impair-loss`), for tests on loopback
-/// where netem is not available. Decisions come from a seeded generator so that a failing run can be
-/// repeated.
-public struct SendImpairment: Sendable, Equatable {
-    /// Probability that an outgoing datagram is not sent.
-    public var loss: Double = 0
-    /// Probability that an outgoing datagram is sent twice.
-    public var duplication: Double = 0
-    /// Seed of the generator behind the decisions.
-    public var seed: UInt64 = 1
-
-    /// Creates an impairment; the defaults impair nothing.
-    public init(loss: Double = 0, duplication: Double = 0, seed: UInt64 = 1) {
-        self.loss = loss
-        self.duplication = duplication
-        self.seed = seed
-    }
-
-    /// Whether any impairment is configured.
-    public var isActive: Bool { loss > 0 || duplication > 0 }
-}
-
 /// The UDP socket layer under a device: per address family, one socket bound to the discovery
 /// group's port and joined on every selected interface, and one unicast socket for the exchange.
 /// It opens, receives, sends and waits for readability; it holds no device. ``DeviceDriver`` runs a
@@ -60,8 +37,6 @@ public final class UDPHost {
         public var datagramsReceived = 0
         /// Sends the kernel refused for a transient reason (full queue, unreachable peer).
         public var sendFailures = 0
-        /// Datagrams the test-only impairment dropped on purpose.
-        public var impairedDrops = 0
         /// Datagrams from an address family or alias the host cannot map.
         public var unmappedDropped = 0
     }
@@ -83,8 +58,6 @@ public final class UDPHost {
     private let discoverySocket6: UDPSocket?
     private let unicastSocket6: UDPSocket?
     private var aliases = IPv6AliasTable()
-    private let impairment: SendImpairment
-    private var impairmentRandom: DeterministicRandom
     /// The clock deadlines given to ``wait(until:alsoWatching:)`` are measured on.
     public let clock: MonotonicClock
 
@@ -99,15 +72,12 @@ public final class UDPHost {
     ///   socket call that failed.
     public init(
         interfaces: [NetworkInterface], endpoint: DiscoveryEndpoint = DiscoveryEndpoint(),
-        impairment: SendImpairment = SendImpairment(), clock: MonotonicClock = MonotonicClock()
+        clock: MonotonicClock = MonotonicClock()
     ) throws {
         precondition(!interfaces.isEmpty, "the caller selects at least one interface")
         self.clock = clock
         self.interfaces = interfaces
         self.endpoint = endpoint
-        self.impairment = impairment
-        // Its own stream, so that impairing a run does not change what the device draws.
-        self.impairmentRandom = DeterministicRandom(seed: impairment.seed)
         ipv4Interfaces = interfaces.filter { !$0.ipv4Addresses.isEmpty }
 
         let discovery = try UDPSocket(family: AF_INET)
@@ -175,47 +145,37 @@ public final class UDPHost {
     /// Sends one datagram: multicast through every selected interface in each family, unicast to
     /// its peer. A send the kernel refuses for a transient reason is counted, not thrown.
     public func send(_ datagram: OutgoingDatagram) throws {
-        var copies = 1
-        if impairment.isActive {
-            if impairmentRandom.unitDouble() < impairment.loss {
-                statistics.impairedDrops += 1
-                return
+        switch datagram.destination {
+        case .multicast:
+            // Multicast leaves through each selected interface in turn, in each family.
+            for interface in ipv4Interfaces {
+                guard let address = interface.ipv4Addresses.first else { continue }
+                if ipv4Interfaces.count > 1 {
+                    try unicastSocket.configureIPv4MulticastSending(interfaceAddress: address)
+                }
+                record(
+                    try unicastSocket.send(datagram.bytes, to: .ipv4(endpoint.ipv4Group, port: endpoint.port))
+                )
             }
-            if impairmentRandom.unitDouble() < impairment.duplication { copies = 2 }
-        }
-        for _ in 0..<copies {
-            switch datagram.destination {
-            case .multicast:
-                // Multicast leaves through each selected interface in turn, in each family.
-                for interface in ipv4Interfaces {
-                    guard let address = interface.ipv4Addresses.first else { continue }
-                    if ipv4Interfaces.count > 1 {
-                        try unicastSocket.configureIPv4MulticastSending(interfaceAddress: address)
-                    }
-                    record(
-                        try unicastSocket.send(
-                            datagram.bytes, to: .ipv4(endpoint.ipv4Group, port: endpoint.port)))
+            if let unicastSocket6 {
+                for interface in ipv6Interfaces {
+                    try unicastSocket6.configureIPv6MulticastSending(interfaceIndex: interface.index)
+                    var group = endpoint.ipv6Group
+                    group.scopeID = interface.index
+                    record(try unicastSocket6.send(datagram.bytes, to: .ipv6(group, port: endpoint.port)))
                 }
-                if let unicastSocket6 {
-                    for interface in ipv6Interfaces {
-                        try unicastSocket6.configureIPv6MulticastSending(interfaceIndex: interface.index)
-                        var group = endpoint.ipv6Group
-                        group.scopeID = interface.index
-                        record(try unicastSocket6.send(datagram.bytes, to: .ipv6(group, port: endpoint.port)))
-                    }
+            }
+        case .unicast(let peer):
+            if IPv6AliasTable.isAlias(peer) {
+                guard let unicastSocket6, let address = aliases.address(for: peer) else {
+                    statistics.unmappedDropped += 1
+                    return
                 }
-            case .unicast(let peer):
-                if IPv6AliasTable.isAlias(peer) {
-                    guard let unicastSocket6, let address = aliases.address(for: peer) else {
-                        statistics.unmappedDropped += 1
-                        continue
-                    }
-                    record(try unicastSocket6.send(datagram.bytes, to: address))
-                } else {
-                    record(
-                        try unicastSocket.send(
-                            datagram.bytes, to: .ipv4(IPv4Address(peer.ipv4), port: peer.port)))
-                }
+                record(try unicastSocket6.send(datagram.bytes, to: address))
+            } else {
+                record(
+                    try unicastSocket.send(datagram.bytes, to: .ipv4(IPv4Address(peer.ipv4), port: peer.port))
+                )
             }
         }
     }

@@ -47,9 +47,7 @@ final class ShareSession {
 
     func run() throws -> ExitCode {
         let key = try StaticKeyStore.loadOrCreate(at: options.staticKeyPath).key
-        let host = try UDPHost(
-            interfaces: options.interfaces, endpoint: options.endpoint, impairment: options.impairment,
-            clock: clock)
+        let host = try UDPHost(interfaces: options.interfaces, endpoint: options.endpoint, clock: clock)
         var timeouts = Timeouts()
         timeouts.overall = options.timeout
         let configuration = DeviceConfiguration(
@@ -73,12 +71,13 @@ final class ShareSession {
                     console.error("profiledrop share: \(error)")
                 }
             }
-            return try drive(device, state: \.device, host: host)
+            return try drive(
+                ImpairedDevice(device, impairment: options.impairment), state: \.inner.device, host: host)
         }
         let device = Device(
             configuration: configuration, random: SystemRandom(), now: clock.now,
             localAddress: host.localAddress)
-        return try drive(device, state: \.self, host: host)
+        return try drive(ImpairedDevice(device, impairment: options.impairment), state: \.inner, host: host)
     }
 
     /// Nanoseconds since 1970 at which the monotonic clock read zero, for capture timestamps.
