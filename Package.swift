@@ -23,7 +23,8 @@ let package = Package(
         .target(name: "ProfileDropCore", dependencies: ["ProfileDropCrypto", "ProfileDropNoise"]),
         // Many devices in a room on a faulty network, in virtual time.
         .target(name: "ProfileDropSimulator", dependencies: ["ProfileDropCore"]),
-        // Real UDP sockets: IPv4/IPv6 multicast discovery, unicast exchange, the poll and timer loop.
+        // Real UDP sockets (IPv4/IPv6 multicast discovery, unicast exchange) and the loop that drives
+        // a device on them.
         .target(name: "ProfileDropTransport", dependencies: ["ProfileDropCore", "ProfileDropCrypto"]),
         // pcapng capture of real and simulated runs, and deterministic replay from it.
         .target(
@@ -61,7 +62,9 @@ let package = Package(
             dependencies: ["ProfileDropSimulator", "ProfileDropCore", "ProfileDropTestSupport"],
             // Stored swarm seeds (scripts/swarm.sh writes them) are data, replayed by SwarmTests.
             exclude: ["SwarmCases"]),
-        .testTarget(name: "ProfileDropTransportTests", dependencies: ["ProfileDropTransport"]),
+        .testTarget(
+            name: "ProfileDropTransportTests",
+            dependencies: ["ProfileDropTransport", "ProfileDropCore", "ProfileDropCrypto"]),
         .testTarget(
             name: "ProfileDropCaptureTests",
             dependencies: [

@@ -222,7 +222,7 @@ struct RecordingRandom: RandomSource {
 /// while let datagram = device.pollTransmit() { send(datagram) }
 /// try recorder.write(to: "run.pcapng")
 /// ```
-public struct CapturingDevice {
+public struct CapturingDevice: SansIODevice {
     /// The wrapped device, for reading its state.
     public private(set) var device: Device
     /// The pcapng interface of this device in the capture.
@@ -310,6 +310,9 @@ public struct CapturingDevice {
     /// `Device.pollEvent()` (events are not recorded: replay regenerates them).
     public mutating func pollEvent() -> DeviceEvent? { device.pollEvent() }
 
+    /// `Device.deviceID`.
+    public var deviceID: DeviceID { device.deviceID }
+
     /// `Device.nextDeadline`.
     public var nextDeadline: Instant? { device.nextDeadline }
 
@@ -326,34 +329,38 @@ public struct CapturingDevice {
     }
 }
 
-/// Records a device that another driver created and drives, when the device draws from
-/// `DeterministicRandom(seedMaterial:)` (the simulator's devices): the keylog stores the seed
-/// material instead of every draw, so the driver's construction needs no change. Call the
-/// `record` methods alongside the device's own inputs and outputs:
+/// A ``Device`` that another party created, recorded into a ``CaptureRecorder`` as it is driven,
+/// when the device draws from `DeterministicRandom(seedMaterial:)` (the simulator's devices): the
+/// keylog stores the seed material instead of every draw, so the device's construction needs no
+/// change. For `simulate --capture`:
 ///
 /// ```swift
-/// var adapter = CoreDeviceAdapter(context: context)           // creates and owns the Device
-/// var capture = SeededDeviceRecorder(
-///     recorder: recorder, name: "alice", device: adapter.device, startTime: .zero,
-///     randomSeedMaterial: context.seedMaterial, staticKey: .seedMaterial(keySeedMaterial))
-/// adapter.timeout(at: now); capture.recordInput(.timeout, at: now)
+/// Simulation.run(scenario: scenario) { context in
+///     SeededCapturingDevice(
+///         context.makeCoreDevice(), name: context.spec.name, recorder: recorder,
+///         randomSeedMaterial: context.seedMaterial,
+///         staticKey: .seedMaterial(context.staticKeySeedMaterial))
+/// }
 /// ```
-public struct SeededDeviceRecorder {
+public struct SeededCapturingDevice: SansIODevice {
+    /// The wrapped device, for reading its state.
+    public private(set) var device: Device
     /// The pcapng interface of the device.
     public let interfaceID: UInt32
     private let recorder: CaptureRecorder
-    private let localAddress: PeerAddress
     private var sequence: UInt64 = 0
 
     /// Starts recording `device`, which must not have been given any input yet.
+    /// - Parameters:
+    ///   - randomSeedMaterial: the seed material of the device's random source.
+    ///   - staticKey: how replay will obtain the static private key (see ``CapturingDevice``).
     public init(
-        recorder: CaptureRecorder, name: String, device: Device, startTime: Instant,
-        randomSeedMaterial: [UInt8],
+        _ device: Device, name: String, recorder: CaptureRecorder, randomSeedMaterial: [UInt8],
         staticKey: StaticKeySource
     ) {
         let configuration = device.configuration
+        self.device = device
         self.recorder = recorder
-        localAddress = device.localAddress
         interfaceID = recorder.addDevice(
             name: name, random: .seedMaterial(randomSeedMaterial), staticKey: staticKey,
             card: configuration.card?.encoded())
@@ -365,23 +372,61 @@ public struct SeededDeviceRecorder {
                 consent: configuration.consent,
                 hasCard: configuration.card != nil, timeouts: configuration.timeouts,
                 limits: configuration.limits,
-                gate: configuration.gate, measurement: configuration.measurement, startTime: startTime,
+                gate: configuration.gate, measurement: configuration.measurement, startTime: device.now,
                 startRandomBytes: CaptureFormat.uncounted, epochNanoseconds: recorder.options.epochNanoseconds
             ))
     }
 
-    /// Records an input the driver just gave the device.
-    public mutating func recordInput(_ input: CapturedInput, at time: Instant) {
+    /// `Device.deviceID`.
+    public var deviceID: DeviceID { device.deviceID }
+
+    /// `Device.nextDeadline`.
+    public var nextDeadline: Instant? { device.nextDeadline }
+
+    /// `Device.isClosed`.
+    public var isClosed: Bool { device.isClosed }
+
+    /// `Device.handleDatagram(_:from:at:)`, recorded.
+    public mutating func handleDatagram(_ bytes: [UInt8], from source: PeerAddress, at time: Instant) {
+        device.handleDatagram(bytes, from: source, at: time)
+        record(.datagram(bytes: bytes, source: source), at: time)
+    }
+
+    /// `Device.handleTimeout(at:)`, recorded.
+    public mutating func handleTimeout(at time: Instant) {
+        device.handleTimeout(at: time)
+        record(.timeout, at: time)
+    }
+
+    /// `Device.updatePose(_:at:)`, recorded.
+    public mutating func updatePose(_ pose: Pose, at time: Instant) {
+        device.updatePose(pose, at: time)
+        record(.pose(pose), at: time)
+    }
+
+    /// `Device.decide(_:at:)`, recorded.
+    public mutating func decide(_ decision: ConsentDecision, at time: Instant) {
+        device.decide(decision, at: time)
+        record(.decision(decision), at: time)
+    }
+
+    /// `Device.pollTransmit()`; the datagram is recorded as an outbound packet.
+    public mutating func pollTransmit() -> OutgoingDatagram? {
+        guard let datagram = device.pollTransmit() else { return nil }
+        recorder.recordOutbound(
+            interfaceID: interfaceID, time: device.now, from: device.localAddress, datagram: datagram)
+        return datagram
+    }
+
+    /// `Device.pollEvent()` (events are not recorded: replay regenerates them).
+    public mutating func pollEvent() -> DeviceEvent? { device.pollEvent() }
+
+    private mutating func record(_ input: CapturedInput, at time: Instant) {
         recorder.recordInput(
             InputRecord(
                 interfaceID: interfaceID, sequence: sequence, time: time, input: input,
                 randomBytes: CaptureFormat.uncounted),
-            localAddress: localAddress)
+            localAddress: device.localAddress)
         sequence += 1
-    }
-
-    /// Records a datagram the device returned from `pollTransmit()`; `time` is the device's time.
-    public func recordSent(_ datagram: OutgoingDatagram, at time: Instant) {
-        recorder.recordOutbound(interfaceID: interfaceID, time: time, from: localAddress, datagram: datagram)
     }
 }

@@ -33,8 +33,9 @@ public struct Delivery: Equatable, Sendable {
     public let corrupted: Bool
 }
 
-/// What a test-only impairment hook decides for one copy before the random faults apply.
-public enum Impairment: Equatable, Sendable {
+/// What the test-only impairment hook of ``SimulatedNetwork`` decides for one copy on the link from
+/// sender to recipient, before the random ``NetworkFaults`` apply.
+public enum LinkImpairment: Equatable, Sendable {
     /// Let the random faults decide.
     case pass
     /// Drop this copy.
@@ -93,7 +94,7 @@ public struct SimulatedNetwork {
     public private(set) var statistics: NetworkStatistics
     /// A test-only hook consulted for every copy before the random faults; `nil` in normal runs.
     public var impairment:
-        ((_ source: Int, _ recipient: Int, _ bytes: [UInt8], _ time: Instant) -> Impairment)?
+        ((_ source: Int, _ recipient: Int, _ bytes: [UInt8], _ time: Instant) -> LinkImpairment)?
 
     private var random: DeterministicRandom
     private var pending = EventQueue<Delivery>()

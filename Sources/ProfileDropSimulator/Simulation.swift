@@ -26,7 +26,7 @@ public struct SimulationOptions: Sendable {
     /// datagrams.
     public var verbose: Bool
     /// A test-only hook passed to the network.
-    public var impairment: (@Sendable (Int, Int, [UInt8], Instant) -> Impairment)?
+    public var impairment: (@Sendable (Int, Int, [UInt8], Instant) -> LinkImpairment)?
 
     /// Creates options; the defaults suit scenario runs.
     public init(
@@ -34,7 +34,7 @@ public struct SimulationOptions: Sendable {
         gate: ProximityGate.Configuration = .default, distanceTolerance: Double = 2,
         bearingTolerance: Double = 10, poseFreshness: Duration = MeasurementModel.default.sampleInterval * 3,
         logDatagrams: Bool = false, verbose: Bool = false,
-        impairment: (@Sendable (Int, Int, [UInt8], Instant) -> Impairment)? = nil
+        impairment: (@Sendable (Int, Int, [UInt8], Instant) -> LinkImpairment)? = nil
     ) {
         self.poseInterval = poseInterval
         self.closeBound = closeBound
@@ -96,7 +96,7 @@ public enum Simulation {
     /// Runs `scenario` with devices built by `makeDevice`.
     public static func run(
         scenario: Scenario, seed: UInt64? = nil, options: SimulationOptions = SimulationOptions(),
-        makeDevice: (DeviceContext) -> any SimulatedDevice
+        makeDevice: (DeviceContext) -> any SansIODevice
     ) -> SimulationReport {
         let resolvedSeed = seed ?? scenario.seed ?? Scenario.defaultSeed
         var engine = SimulationEngine(
@@ -122,7 +122,8 @@ private struct SimulationEngine {
     }
 
     private struct DeviceState {
-        var device: any SimulatedDevice
+        var device: any SansIODevice
+        var events: EventTranslator
         var close: CloseOutcome?
         var closedAt: Instant?
         var receivedCard: ProfileCard?
@@ -162,7 +163,7 @@ private struct SimulationEngine {
 
     init(
         scenario: Scenario, seed: UInt64, options: SimulationOptions,
-        makeDevice: (DeviceContext) -> any SimulatedDevice
+        makeDevice: (DeviceContext) -> any SansIODevice
     ) {
         self.scenario = scenario
         self.seed = seed
@@ -181,8 +182,10 @@ private struct SimulationEngine {
                 directory: directory, options: options, nodeCount: scenario.devices.count,
                 timeouts: scenario.timeouts)
             let device = makeDevice(context)
-            directory.add(identity: device.identity, node: index, name: spec.name)
-            devices.append(DeviceState(device: device))
+            directory.add(identity: device.deviceID.rawValue, node: index, name: spec.name)
+            devices.append(
+                DeviceState(
+                    device: device, events: EventTranslator(directory: directory, verbose: options.verbose)))
         }
     }
 
@@ -220,7 +223,7 @@ private struct SimulationEngine {
             } else if queue.nextTime == now, let entry = queue.pop() {
                 handle(entry.payload)
             } else if let deadline, deadline.time == now {
-                devices[deadline.device].device.timeout(at: now)
+                devices[deadline.device].device.handleTimeout(at: now)
                 drain(deadline.device)
             }
         }
@@ -245,7 +248,8 @@ private struct SimulationEngine {
         {
             devices[delivery.source].decisionReached.insert(delivery.recipient)
         }
-        devices[delivery.recipient].device.receive(delivery.bytes, from: delivery.source, at: now)
+        devices[delivery.recipient].device.handleDatagram(
+            delivery.bytes, from: Self.address(ofNode: delivery.source), at: now)
         drain(delivery.recipient)
     }
 
@@ -263,7 +267,7 @@ private struct SimulationEngine {
         case .decision(let index, let accept):
             guard !devices[index].device.isClosed else { return }
             record(index, "<- user \(accept ? "accepts" : "declines")")
-            devices[index].device.decide(accept: accept, at: now)
+            devices[index].device.decide(accept ? .share : .decline, at: now)
             drain(index)
         }
     }
@@ -280,9 +284,30 @@ private struct SimulationEngine {
         transcript.append("t=\(now) \(scenario.devices[index].name) \(text)")
     }
 
+    /// The address node `index` holds on the simulated LAN.
+    private static func address(ofNode index: Int) -> PeerAddress {
+        PeerAddress(ipv4: DeviceContext.ipv4(ofNode: index), port: DeviceContext.simulatedPort)
+    }
+
+    /// The node a datagram to `destination` goes to. An address no simulated device holds is sent
+    /// to a node index that does not exist, so it vanishes.
+    private func networkDestination(_ destination: Destination) -> NetworkDestination {
+        switch destination {
+        case .multicast:
+            return .multicast
+        case .unicast(let address):
+            let node =
+                address.port == DeviceContext.simulatedPort
+                ? DeviceContext.node(ofIPv4: address.ipv4, nodeCount: devices.count) : nil
+            return .unicast(node ?? devices.count)
+        }
+    }
+
     /// Moves everything device `index` produced into the network and the transcript.
     private mutating func drain(_ index: Int) {
-        while let (destination, bytes) = devices[index].device.pollTransmit() {
+        while let datagram = devices[index].device.pollTransmit() {
+            let destination = networkDestination(datagram.destination)
+            let bytes = datagram.bytes
             if options.logDatagrams {
                 let target: String
                 switch destination {
@@ -299,7 +324,8 @@ private struct SimulationEngine {
             devices[index].lastSent = network.nextDatagramNumber
             network.send(bytes, from: index, to: destination, at: now)
         }
-        while let event = devices[index].device.pollEvent() {
+        while let deviceEvent = devices[index].device.pollEvent() {
+            guard let event = devices[index].events.translate(deviceEvent) else { continue }
             record(index, "-> \(event.text)")
             switch event.kind {
             case .note: break

@@ -10,7 +10,7 @@ public enum Swarm {
     /// must close within `timeouts.closeBound` of the last scripted happening.
     public static func run(
         runs: Int, seed: UInt64, timeouts: Timeouts, transcripts: Bool? = nil,
-        makeDevice: (DeviceContext) -> any SimulatedDevice
+        makeDevice: (DeviceContext) -> any SansIODevice
     ) -> SwarmReport {
         precondition(runs >= 0, "run count must not be negative")
         let showTranscripts = transcripts ?? (runs == 1)

@@ -1,5 +1,4 @@
 import ProfileDropCore
-import ProfileDropCrypto
 
 #if canImport(Glibc)
     import Glibc
@@ -20,34 +19,13 @@ public struct DiscoveryEndpoint: Sendable, Equatable {
     public init() {}
 }
 
-/// Drops, duplicates and delays datagrams on purpose, for tests on loopback where netem is not
-/// available. Decisions come from a seeded generator so that a failing run can be repeated.
-public struct Impairment: Sendable, Equatable {
-    /// Probability that an outgoing datagram is not sent.
-    public var loss: Double = 0
-    /// Probability that an outgoing datagram is sent twice.
-    public var duplication: Double = 0
-    /// Seed of the generator behind the decisions.
-    public var seed: UInt64 = 1
-
-    /// Creates an impairment; the defaults impair nothing.
-    public init(loss: Double = 0, duplication: Double = 0, seed: UInt64 = 1) {
-        self.loss = loss
-        self.duplication = duplication
-        self.seed = seed
-    }
-
-    /// Whether any impairment is configured.
-    public var isActive: Bool { loss > 0 || duplication > 0 }
-}
-
-/// Puts a sans-IO ``Device`` on real UDP sockets: per address family, one socket bound to the
-/// discovery group's port and joined on every selected interface, and one unicast socket for the
-/// exchange; a single-threaded `poll` loop feeds the device datagrams and timer expiries from the
-/// monotonic clock.
+/// The UDP socket layer under a device: per address family, one socket bound to the discovery
+/// group's port and joined on every selected interface, and one unicast socket for the exchange.
+/// It opens, receives, sends and waits for readability; it holds no device. ``DeviceDriver`` runs a
+/// device on it.
 ///
 /// IPv6 runs beside IPv4 on every selected interface that has a link-local address and multicast:
-/// beacons also go to ff02::5044, and peers heard over IPv6 are handed to the core under an alias
+/// beacons also go to ff02::5044, and peers heard over IPv6 are named to the core by an alias
 /// address in 0.0.0.0/8 (a range no real peer sends from), which the host maps back when the core
 /// replies. The core treats addresses as opaque, so it needs no IPv6 type of its own.
 public final class UDPHost {
@@ -59,8 +37,6 @@ public final class UDPHost {
         public var datagramsReceived = 0
         /// Sends the kernel refused for a transient reason (full queue, unreachable peer).
         public var sendFailures = 0
-        /// Datagrams the test-only impairment dropped on purpose.
-        public var impairedDrops = 0
         /// Datagrams from an address family or alias the host cannot map.
         public var unmappedDropped = 0
     }
@@ -82,26 +58,26 @@ public final class UDPHost {
     private let discoverySocket6: UDPSocket?
     private let unicastSocket6: UDPSocket?
     private var aliases = IPv6AliasTable()
-    private let impairment: Impairment
-    private var impairmentRandom: DeterministicRandom
+    /// The clock deadlines given to ``wait(until:alsoWatching:)`` are measured on.
+    public let clock: MonotonicClock
 
     /// The largest datagram the protocol sends; anything longer is passed on truncated to one byte
     /// more, so that the core rejects it as oversized.
     public static let receiveLimit = 1200
 
     /// Opens and configures the sockets.
+    /// - Parameters:
+    ///   - clock: the clock of the deadlines given to ``wait(until:alsoWatching:)``.
     /// - Throws: ``TransportError`` with a specific code: port in use, permission denied, or a
     ///   socket call that failed.
     public init(
         interfaces: [NetworkInterface], endpoint: DiscoveryEndpoint = DiscoveryEndpoint(),
-        impairment: Impairment = Impairment()
+        clock: MonotonicClock = MonotonicClock()
     ) throws {
         precondition(!interfaces.isEmpty, "the caller selects at least one interface")
+        self.clock = clock
         self.interfaces = interfaces
         self.endpoint = endpoint
-        self.impairment = impairment
-        // Its own stream, so that impairing a run does not change what the device draws.
-        self.impairmentRandom = DeterministicRandom(seed: impairment.seed)
         ipv4Interfaces = interfaces.filter { !$0.ipv4Addresses.isEmpty }
 
         let discovery = try UDPSocket(family: AF_INET)
@@ -163,55 +139,43 @@ public final class UDPHost {
         return parts.joined(separator: ", ")
     }
 
-    /// Sends everything the device has queued.
-    public func flush(_ device: inout some HostedDevice) throws {
-        while let datagram = device.pollTransmit() {
-            try send(datagram)
-        }
-    }
+    /// The current time on ``clock``.
+    public var now: Instant { clock.now }
 
-    private func send(_ datagram: OutgoingDatagram) throws {
-        var copies = 1
-        if impairment.isActive {
-            if impairmentRandom.unitDouble() < impairment.loss {
-                statistics.impairedDrops += 1
-                return
+    /// Sends one datagram: multicast through every selected interface in each family, unicast to
+    /// its peer. A send the kernel refuses for a transient reason is counted, not thrown.
+    public func send(_ datagram: OutgoingDatagram) throws {
+        switch datagram.destination {
+        case .multicast:
+            // Multicast leaves through each selected interface in turn, in each family.
+            for interface in ipv4Interfaces {
+                guard let address = interface.ipv4Addresses.first else { continue }
+                if ipv4Interfaces.count > 1 {
+                    try unicastSocket.configureIPv4MulticastSending(interfaceAddress: address)
+                }
+                record(
+                    try unicastSocket.send(datagram.bytes, to: .ipv4(endpoint.ipv4Group, port: endpoint.port))
+                )
             }
-            if impairmentRandom.unitDouble() < impairment.duplication { copies = 2 }
-        }
-        for _ in 0..<copies {
-            switch datagram.destination {
-            case .multicast:
-                // Multicast leaves through each selected interface in turn, in each family.
-                for interface in ipv4Interfaces {
-                    guard let address = interface.ipv4Addresses.first else { continue }
-                    if ipv4Interfaces.count > 1 {
-                        try unicastSocket.configureIPv4MulticastSending(interfaceAddress: address)
-                    }
-                    record(
-                        try unicastSocket.send(
-                            datagram.bytes, to: .ipv4(endpoint.ipv4Group, port: endpoint.port)))
+            if let unicastSocket6 {
+                for interface in ipv6Interfaces {
+                    try unicastSocket6.configureIPv6MulticastSending(interfaceIndex: interface.index)
+                    var group = endpoint.ipv6Group
+                    group.scopeID = interface.index
+                    record(try unicastSocket6.send(datagram.bytes, to: .ipv6(group, port: endpoint.port)))
                 }
-                if let unicastSocket6 {
-                    for interface in ipv6Interfaces {
-                        try unicastSocket6.configureIPv6MulticastSending(interfaceIndex: interface.index)
-                        var group = endpoint.ipv6Group
-                        group.scopeID = interface.index
-                        record(try unicastSocket6.send(datagram.bytes, to: .ipv6(group, port: endpoint.port)))
-                    }
+            }
+        case .unicast(let peer):
+            if IPv6AliasTable.isAlias(peer) {
+                guard let unicastSocket6, let address = aliases.address(for: peer) else {
+                    statistics.unmappedDropped += 1
+                    return
                 }
-            case .unicast(let peer):
-                if IPv6AliasTable.isAlias(peer) {
-                    guard let unicastSocket6, let address = aliases.address(for: peer) else {
-                        statistics.unmappedDropped += 1
-                        continue
-                    }
-                    record(try unicastSocket6.send(datagram.bytes, to: address))
-                } else {
-                    record(
-                        try unicastSocket.send(
-                            datagram.bytes, to: .ipv4(IPv4Address(peer.ipv4), port: peer.port)))
-                }
+                record(try unicastSocket6.send(datagram.bytes, to: address))
+            } else {
+                record(
+                    try unicastSocket.send(datagram.bytes, to: .ipv4(IPv4Address(peer.ipv4), port: peer.port))
+                )
             }
         }
     }
@@ -220,31 +184,31 @@ public final class UDPHost {
         if sent { statistics.datagramsSent += 1 } else { statistics.sendFailures += 1 }
     }
 
-    /// Waits until a datagram arrives, `extraDescriptor` becomes readable, or `deadline` passes,
-    /// whichever is first, and hands every waiting datagram to the device.
-    /// - Returns: whether `extraDescriptor` is readable.
-    @discardableResult
-    public func wait(
-        for device: inout some HostedDevice, until deadline: Instant, clock: MonotonicClock,
-        extraDescriptor: Int32? = nil
-    ) throws -> Bool {
+    /// Waits until a socket or `descriptor` is readable or `deadline` (on ``clock``) passes,
+    /// whichever is first. Receives nothing: ``receiveReady()`` reads what arrived.
+    /// - Returns: whether `descriptor` is readable.
+    public func wait(until deadline: Instant, alsoWatching descriptor: Int32?) throws -> Bool {
         let now = clock.now
         let remaining = deadline > now ? (deadline - now).nanosecondsClamped : 0
         // Round up so that we never wake a hair before the deadline and spin.
         let milliseconds = Int32(clamping: (remaining + 999_999) / 1_000_000)
-        let sockets =
-            [discoverySocket, unicastSocket] + [discoverySocket6, unicastSocket6].compactMap { $0 }
         var descriptors = sockets.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
-        if let extraDescriptor {
-            descriptors.append(pollfd(fd: extraDescriptor, events: Int16(POLLIN), revents: 0))
+        if let descriptor {
+            descriptors.append(pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0))
         }
         let ready = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
         if ready < 0 {
             if errno == EINTR { return false }
             throw UDPSocket.error("poll failed")
         }
+        return descriptor != nil && (descriptors.last?.revents ?? 0) & Int16(POLLIN) != 0
+    }
+
+    /// Reads every datagram waiting on the sockets, at most 64 per socket so that a flood on one
+    /// cannot starve timers or the other sockets. Sources are named as the core names them.
+    public func receiveReady() throws -> [ReceivedDatagram] {
+        var received: [ReceivedDatagram] = []
         for socket in sockets {
-            // Bounded per wake-up, so that a flood on one socket cannot starve timers or the other sockets.
             for _ in 0..<64 {
                 guard let (bytes, source) = try socket.receive(limit: Self.receiveLimit) else { break }
                 statistics.datagramsReceived += 1
@@ -259,12 +223,18 @@ public final class UDPHost {
                     }
                     peer = alias
                 }
-                device.handleDatagram(bytes, from: peer, at: clock.now)
+                received.append(ReceivedDatagram(bytes: bytes, source: peer))
             }
         }
-        return extraDescriptor != nil && (descriptors.last?.revents ?? 0) & Int16(POLLIN) != 0
+        return received
+    }
+
+    private var sockets: [UDPSocket] {
+        [discoverySocket, unicastSocket] + [discoverySocket6, unicastSocket6].compactMap { $0 }
     }
 }
+
+extension UDPHost: DatagramSocketLayer {}
 
 /// Stand-in IPv4 addresses for IPv6 peers, so that the core can name them. Aliases live in
 /// 0.0.0.0/8, which never appears as a real source.
@@ -317,14 +287,3 @@ struct IPv6AliasTable {
         return .ipv6(address, port: peer.port)
     }
 }
-
-/// What ``UDPHost`` needs of a device: somewhere to put received datagrams and a queue to drain.
-/// `Device` has both; wrappers such as a capturing device forward them.
-public protocol HostedDevice {
-    /// Hands the device one received datagram.
-    mutating func handleDatagram(_ bytes: [UInt8], from source: PeerAddress, at time: Instant)
-    /// The next datagram the device wants sent, if any.
-    mutating func pollTransmit() -> OutgoingDatagram?
-}
-
-extension Device: HostedDevice {}

@@ -122,7 +122,7 @@ struct GoldenCaptureTests {
     }
 }
 
-/// Recording the simulator's unchanged device adapter from the outside.
+/// Recording the simulator's unchanged core devices from the outside.
 struct RecordedSimulationTests {
     @Test(arguments: [GoldenCaptures.all[0], GoldenCaptures.all[1]])
     func recordedCoreDevicesReplayAndLeaveTheRunUnchanged(_ golden: GoldenCaptures.Golden) throws {
@@ -130,7 +130,9 @@ struct RecordedSimulationTests {
         let plain = Simulation.run(scenario: scenario)
         let recorder = CaptureRecorder(options: CaptureOptions(keylog: true))
         let recorded = Simulation.run(scenario: scenario) {
-            RecordedCoreDevice(context: $0, recorder: recorder)
+            SeededCapturingDevice(
+                $0.makeCoreDevice(), name: $0.spec.name, recorder: recorder,
+                randomSeedMaterial: $0.seedMaterial, staticKey: .seedMaterial($0.staticKeySeedMaterial))
         }
         #expect(recorded.transcript == plain.transcript)
         let capture = try CaptureFile(bytes: recorder.fileBytes())

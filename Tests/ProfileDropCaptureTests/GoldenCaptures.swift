@@ -46,97 +46,51 @@ enum GoldenCaptures {
         let scenario = try Scenario.load(contentsOf: golden.scenarioPath)
         let recorder = CaptureRecorder(options: CaptureOptions(keylog: keylog))
         let report = Simulation.run(scenario: scenario) { context in
-            CapturingSimulatedDevice(
-                context: context, recorder: recorder, tamper: golden.tamper && context.index == 1)
+            TamperingDevice(
+                inner: capturingCoreDevice(context: context, recorder: recorder),
+                armed: golden.tamper && context.index == 1)
         }
         return (recorder.fileBytes(), report)
     }
 }
 
-/// The real protocol core behind the simulator's device interface, wrapped in a
-/// ``CapturingDevice``: the same construction as the simulator's `CoreDeviceAdapter` (static key
-/// from the device's seed material), with every input and output recorded.
-struct CapturingSimulatedDevice: SimulatedDevice {
-    private var device: CapturingDevice
-    private let nodeCount: Int
-    private let directory: PeerDirectory
-    private var tamper: Bool
-    private var sessionPeer: DeviceID?
+/// The simulator's core device built as a ``CapturingDevice`` (static key from the device's seed
+/// material, every draw on the tape), with every input and output recorded.
+func capturingCoreDevice(context: DeviceContext, recorder: CaptureRecorder) -> CapturingDevice {
+    var keyRandom = DeterministicRandom(seedMaterial: context.staticKeySeedMaterial)
+    let configuration = DeviceConfiguration(
+        card: context.spec.card, consent: .askUser, staticKey: X25519.PrivateKey(using: &keyRandom),
+        timeouts: context.timeouts, gate: context.options.gate)
+    return CapturingDevice(
+        configuration: configuration, random: DeterministicRandom(seedMaterial: context.seedMaterial),
+        now: .zero, localAddress: PeerAddress(ipv4: context.ipv4, port: context.port),
+        name: context.spec.name,
+        recorder: recorder, staticKey: .seedMaterial(context.staticKeySeedMaterial))
+}
 
-    init(context: DeviceContext, recorder: CaptureRecorder, tamper: Bool) {
-        let keyMaterial = context.seedMaterial + Array("/static-key".utf8)
-        var keyRandom = DeterministicRandom(seedMaterial: keyMaterial)
-        let configuration = DeviceConfiguration(
-            card: context.spec.card, consent: .askUser, staticKey: X25519.PrivateKey(using: &keyRandom),
-            timeouts: context.timeouts, gate: context.options.gate)
-        device = CapturingDevice(
-            configuration: configuration, random: DeterministicRandom(seedMaterial: context.seedMaterial),
-            now: .zero, localAddress: PeerAddress(ipv4: context.ipv4, port: context.port),
-            name: context.spec.name,
-            recorder: recorder, staticKey: .seedMaterial(keyMaterial))
-        nodeCount = context.nodeCount
-        directory = context.directory
-        self.tamper = tamper
-    }
+/// Composes over any device: flips the last byte (part of the tag) of the first SECURE datagram
+/// it receives, before the wrapped device (and so its recorder) sees it.
+struct TamperingDevice<Inner: SansIODevice>: SansIODevice {
+    var inner: Inner
+    var armed: Bool
 
-    var identity: UInt64 { device.device.deviceID.rawValue }
-    var nextDeadline: Instant? { device.nextDeadline }
-    var isClosed: Bool { device.isClosed }
+    var deviceID: DeviceID { inner.deviceID }
+    var nextDeadline: Instant? { inner.nextDeadline }
+    var isClosed: Bool { inner.isClosed }
 
-    mutating func receive(_ bytes: [UInt8], from source: Int, at time: Instant) {
+    mutating func handleDatagram(_ bytes: [UInt8], from source: PeerAddress, at time: Instant) {
         var bytes = bytes
-        if tamper, bytes.count > 4, bytes[3] == PacketType.secure.rawValue, let last = bytes.indices.last {
+        if armed, bytes.count > 4, bytes[3] == PacketType.secure.rawValue, let last = bytes.indices.last {
             // A corrupted tag byte: the receiver must drop the datagram and carry on.
             bytes[last] ^= 0x01
-            tamper = false
+            armed = false
         }
-        let address = PeerAddress(ipv4: DeviceContext.ipv4(ofNode: source), port: DeviceContext.simulatedPort)
-        device.handleDatagram(bytes, from: address, at: time)
+        inner.handleDatagram(bytes, from: source, at: time)
     }
 
-    mutating func timeout(at time: Instant) { device.handleTimeout(at: time) }
-
-    mutating func updatePose(_ pose: Pose, at time: Instant) { device.updatePose(pose, at: time) }
-
-    mutating func decide(accept: Bool, at time: Instant) {
-        device.decide(accept ? .share : .decline, at: time)
-    }
-
-    mutating func pollTransmit() -> (destination: NetworkDestination, bytes: [UInt8])? {
-        guard let datagram = device.pollTransmit() else { return nil }
-        switch datagram.destination {
-        case .multicast:
-            return (.multicast, datagram.bytes)
-        case .unicast(let address):
-            let node =
-                address.port == DeviceContext.simulatedPort
-                ? DeviceContext.node(ofIPv4: address.ipv4, nodeCount: nodeCount) : nil
-            return (.unicast(node ?? nodeCount), datagram.bytes)
-        }
-    }
-
-    mutating func pollEvent() -> SimulatedDeviceEvent? {
-        while let event = device.pollEvent() {
-            switch event {
-            case .connecting(let peer, _), .secured(let peer, _):
-                sessionPeer = peer
-                return SimulatedDeviceEvent(.note, text: Describe.event(event).name)
-            case .consentRequested(let peer):
-                return SimulatedDeviceEvent(
-                    .consentRequested(peer: directory.node(of: peer.rawValue)), text: "asks")
-            case .cardReceived(let card):
-                let node = sessionPeer.flatMap { directory.node(of: $0.rawValue) }
-                return SimulatedDeviceEvent(.cardReceived(card, peer: node), text: "card received")
-            case .closed(let reason):
-                let exchanged = reason == .exchanged
-                return SimulatedDeviceEvent(
-                    .closed(CloseOutcome(exchanged: exchanged, reason: reason.description)),
-                    text: "closed: \(reason)")
-            case .advertising, .peerFound, .peerBusy, .ranging, .inRange, .exchanging, .cardVerified,
-                .acknowledged, .sessionEnded, .datagramRejected:
-                return SimulatedDeviceEvent(.note, text: Describe.event(event).name)
-            }
-        }
-        return nil
-    }
+    mutating func handleTimeout(at time: Instant) { inner.handleTimeout(at: time) }
+    mutating func updatePose(_ pose: Pose, at time: Instant) { inner.updatePose(pose, at: time) }
+    mutating func decide(_ decision: ConsentDecision, at time: Instant) { inner.decide(decision, at: time) }
+    mutating func pollTransmit() -> OutgoingDatagram? { inner.pollTransmit() }
+    mutating func pollEvent() -> DeviceEvent? { inner.pollEvent() }
 }

@@ -7,7 +7,7 @@ import Testing
 /// A small stand-in device with a toy protocol, to test the event loop apart from the real core:
 /// beacons carry the true pose; a peer in range prompts the owner; an accepted prompt sends the card
 /// (masked, or in the clear when `leaky`) until acknowledged; nothing in range for 3 s closes it.
-private struct ToyDevice: SimulatedDevice {
+private struct ToyDevice: SansIODevice {
     let index: Int
     let card: ProfileCard
     let options = SimulationOptions()
@@ -23,16 +23,16 @@ private struct ToyDevice: SimulatedDevice {
     var doneAt: Instant?
     var pendingCard: ProfileCard?
     var pose = Pose(x: 0, y: 0, heading: 0)
-    var outbox: [(destination: NetworkDestination, bytes: [UInt8])] = []
-    var events: [SimulatedDeviceEvent] = []
+    var outbox: [OutgoingDatagram] = []
+    var events: [DeviceEvent] = []
     var nextBeacon = Instant.zero
     var giveUpAt = Instant.zero + .seconds(3)
-    var peer: Int?
+    var peer: PeerAddress?
     var accepted = false
     var cardAcknowledged = false
     var received = false
     var isClosed = false
-    var identity: UInt64 { UInt64(index) }
+    var deviceID: DeviceID { DeviceID(rawValue: UInt64(index)) }
 
     init(context: DeviceContext, leaky: Bool = false, tamper: Bool = false, careless: Bool = false) {
         index = context.index
@@ -55,9 +55,9 @@ private struct ToyDevice: SimulatedDevice {
         guard let twoPhase, !twoPhase.followsPeer, !isClosed, let doneAt, time >= doneAt + twoPhase.hold,
             let peer, let pendingCard
         else { return }
-        outbox.append((.unicast(peer), [5]))
-        events.append(.init(.cardReceived(pendingCard, peer: peer), text: "card \(pendingCard.name)"))
-        close("exchanged", exchanged: true)
+        outbox.append(OutgoingDatagram(destination: .unicast(peer), bytes: [5]))
+        events.append(.cardReceived(pendingCard))
+        close(.exchanged)
     }
 
     static func mask(_ bytes: [UInt8]) -> [UInt8] {
@@ -65,13 +65,17 @@ private struct ToyDevice: SimulatedDevice {
         return zip(bytes, stream.bytes(bytes.count)).map { $0 ^ $1 }
     }
 
-    mutating func close(_ reason: String, exchanged: Bool) {
+    mutating func close(_ reason: CloseReason) {
         isClosed = true
-        events.append(
-            .init(.closed(CloseOutcome(exchanged: exchanged, reason: reason)), text: "closed \(reason)"))
+        events.append(.closed(reason))
     }
 
-    mutating func receive(_ bytes: [UInt8], from source: Int, at time: Instant) {
+    /// The toy names a peer by its node index, which the simulation's directory maps back.
+    static func peerID(of address: PeerAddress) -> DeviceID {
+        DeviceID(rawValue: UInt64(address.ipv4 - DeviceContext.ipv4(ofNode: 0)))
+    }
+
+    mutating func handleDatagram(_ bytes: [UInt8], from source: PeerAddress, at time: Instant) {
         guard let type = bytes.first else { return }
         switch type {
         case 1:
@@ -80,16 +84,16 @@ private struct ToyDevice: SimulatedDevice {
             else { return }
             peer = source
             giveUpAt = time + .seconds(3)
-            events.append(.init(.consentRequested(peer: source), text: "prompt for node \(source)"))
+            events.append(.consentRequested(peer: Self.peerID(of: source)))
         case 2:
             guard source == peer else { return }
-            outbox.append((.unicast(source), [4]))
+            outbox.append(OutgoingDatagram(destination: .unicast(source), bytes: [4]))
             guard !received, let decoded = try? ProfileCard(decoding: Self.mask(Array(bytes.dropFirst())))
             else { return }
             received = true
             if twoPhase != nil {
                 pendingCard = decoded
-                events.append(.init(.cardVerified(decoded, peer: source), text: "verified \(decoded.name)"))
+                events.append(.cardVerified(decoded))
                 break
             }
             var card = decoded
@@ -99,61 +103,61 @@ private struct ToyDevice: SimulatedDevice {
                         name: "Forged", age: 1, sex: .male, neutered: false, size: .small, owner: "x"))
                     ?? decoded
             }
-            events.append(.init(.cardReceived(card, peer: source), text: "card \(card.name)"))
+            events.append(.cardReceived(card))
         case 3:
-            if source == peer { close("declined", exchanged: false) }
+            if source == peer { close(.declined(by: .peer)) }
         case 4:
             if source == peer { cardAcknowledged = true }
         case 5:
             guard let twoPhase, twoPhase.followsPeer, !twoPhase.ignoresClose, source == peer, !isClosed,
                 let pendingCard
             else { return }
-            events.append(.init(.cardReceived(pendingCard, peer: source), text: "card \(pendingCard.name)"))
-            close("exchanged", exchanged: true)
+            events.append(.cardReceived(pendingCard))
+            close(.exchanged)
         default: return
         }
         if twoPhase != nil {
             if received && cardAcknowledged && doneAt == nil { doneAt = time }
             decideIfDue(at: time)
         } else if received && (cardAcknowledged || careless) && !isClosed {
-            close("exchanged", exchanged: true)
+            close(.exchanged)
         }
     }
 
-    mutating func timeout(at time: Instant) {
+    mutating func handleTimeout(at time: Instant) {
         decideIfDue(at: time)
         if isClosed { return }
         if time >= giveUpAt {
-            close(peer == nil ? "out-of-range" : "timeout", exchanged: false)
+            close(peer == nil ? .outOfRange : .timeout(what: "give up"))
             return
         }
         if accepted && !cardAcknowledged, let peer {
             let body = leaky ? card.encoded() : Self.mask(card.encoded())
-            outbox.append((.unicast(peer), [2] + body))
+            outbox.append(OutgoingDatagram(destination: .unicast(peer), bytes: [2] + body))
         } else if peer == nil {
-            outbox.append((.multicast, [1] + pose.encoded()))
+            outbox.append(OutgoingDatagram(destination: .multicast, bytes: [1] + pose.encoded()))
         }
         nextBeacon = time + .milliseconds(100)
     }
 
     mutating func updatePose(_ pose: Pose, at time: Instant) { self.pose = pose }
 
-    mutating func decide(accept: Bool, at time: Instant) {
+    mutating func decide(_ decision: ConsentDecision, at time: Instant) {
         guard let peer else { return }
-        if accept {
+        if decision != .decline {
             accepted = true
             nextBeacon = time
         } else {
-            outbox.append((.unicast(peer), [3]))
-            close("declined", exchanged: false)
+            outbox.append(OutgoingDatagram(destination: .unicast(peer), bytes: [3]))
+            close(.declined(by: .local))
         }
     }
 
-    mutating func pollTransmit() -> (destination: NetworkDestination, bytes: [UInt8])? {
+    mutating func pollTransmit() -> OutgoingDatagram? {
         outbox.isEmpty ? nil : outbox.removeFirst()
     }
 
-    mutating func pollEvent() -> SimulatedDeviceEvent? {
+    mutating func pollEvent() -> DeviceEvent? {
         events.isEmpty ? nil : events.removeFirst()
     }
 }
@@ -231,8 +235,8 @@ private func pairScenario(
         ) {
             ToyDevice(context: $0)
         }
-        #expect(report.devices.map(\.close?.reason) == ["declined", "declined"])
-        let prompt = report.transcript.first { $0.contains("bob -> prompt") }
+        #expect(report.devices.map(\.close?.reason) == ["declined-by-peer", "declined-by-us"])
+        let prompt = report.transcript.first { $0.contains("bob -> asks to share with alice") }
         let decision = report.transcript.first { $0.contains("bob <- user declines") }
         #expect(prompt != nil && decision != nil)
         #expect(report.abortedCount == 2)
@@ -243,7 +247,7 @@ private func pairScenario(
             ToyDevice(context: $0)
         }
         #expect(!report.transcript.contains { $0.contains("bob <- user") })
-        #expect(report.devices.map(\.close?.reason) == ["timeout", "timeout"])
+        #expect(report.devices.map(\.close?.reason) == ["timeout(give-up)", "timeout(give-up)"])
     }
 
     @Test func plaintextOnTheWireIsAViolation() {

@@ -60,7 +60,7 @@ struct ShareOptions {
     var motion: MotionMode
     var interfaces: [NetworkInterface]
     var endpoint = DiscoveryEndpoint()
-    var impairment = Impairment()
+    var impairment = SendImpairment()
     var staticKeyPath: String
     var timeout: Duration
     var saveDirectory: String?
@@ -116,7 +116,7 @@ struct ShareOptions {
             guard let fraction = Double(loss), (0...0.9).contains(fraction) else {
                 throw UsageError("--impair-loss takes a fraction from 0 to 0.9, got '\(loss)'")
             }
-            impairment = Impairment(loss: fraction, seed: 1)
+            impairment = SendImpairment(loss: fraction, seed: 1)
         }
         staticKeyPath = try arguments.value("key-file") ?? StaticKeyStore.defaultPath()
         let seconds = try arguments.integer("timeout", default: 120, in: 1...3600)

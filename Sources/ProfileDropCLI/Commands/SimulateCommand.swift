@@ -62,11 +62,13 @@ enum SimulateCommand: Subcommand {
                 throw UsageError("--capture-device: the scenario has no device '\(only)' (it has \(names))")
             }
             let recorder = CaptureRecorder(options: CaptureOptions(keylog: arguments.has("keylog")))
-            report = Simulation.run(scenario: scenario, seed: seed) { context -> any SimulatedDevice in
-                if only == nil || context.spec.name == only {
-                    return RecordedCoreDevice(context: context, recorder: recorder)
-                }
-                return CoreDeviceAdapter(context: context)
+            report = Simulation.run(scenario: scenario, seed: seed) { context -> any SansIODevice in
+                let device = context.makeCoreDevice()
+                guard only == nil || context.spec.name == only else { return device }
+                return SeededCapturingDevice(
+                    device, name: context.spec.name, recorder: recorder,
+                    randomSeedMaterial: context.seedMaterial,
+                    staticKey: .seedMaterial(context.staticKeySeedMaterial))
             }
             try recorder.write(to: path)
         } else {

@@ -8,26 +8,6 @@ import ProfileDropTransport
     import Glibc
 #endif
 
-/// The device interface `share` drives: the core's `Device`, or the capturing wrapper that records
-/// every input and output for `--capture`.
-protocol ShareDevice: HostedDevice {
-    mutating func handleTimeout(at time: Instant)
-    mutating func updatePose(_ pose: Pose, at time: Instant)
-    mutating func decide(_ decision: ConsentDecision, at time: Instant)
-    mutating func pollEvent() -> DeviceEvent?
-    var nextDeadline: Instant? { get }
-    /// The device itself, for reading its state.
-    var state: Device { get }
-}
-
-extension Device: ShareDevice {
-    var state: Device { self }
-}
-
-extension CapturingDevice: ShareDevice {
-    var state: Device { device }
-}
-
 /// One run of `share`: the device on real sockets, its motion, and what the user sees.
 final class ShareSession {
     /// How long a closed device keeps answering retransmitted CLOSEs before the process exits. The
@@ -67,8 +47,7 @@ final class ShareSession {
 
     func run() throws -> ExitCode {
         let key = try StaticKeyStore.loadOrCreate(at: options.staticKeyPath).key
-        let host = try UDPHost(
-            interfaces: options.interfaces, endpoint: options.endpoint, impairment: options.impairment)
+        let host = try UDPHost(interfaces: options.interfaces, endpoint: options.endpoint, clock: clock)
         var timeouts = Timeouts()
         timeouts.overall = options.timeout
         let configuration = DeviceConfiguration(
@@ -80,7 +59,7 @@ final class ShareSession {
                     multicastGroup: PeerAddress(
                         ipv4: options.endpoint.ipv4Group.value, port: options.endpoint.port),
                     epochNanoseconds: Self.epochOfClock(clock)))
-            var device = CapturingDevice(
+            let device = CapturingDevice(
                 configuration: configuration, random: SystemRandom(), now: clock.now,
                 localAddress: host.localAddress,
                 name: "share", recorder: recorder)
@@ -92,12 +71,13 @@ final class ShareSession {
                     console.error("profiledrop share: \(error)")
                 }
             }
-            return try drive(&device, host: host)
+            return try drive(
+                ImpairedDevice(device, impairment: options.impairment), state: \.inner.device, host: host)
         }
-        var device = Device(
+        let device = Device(
             configuration: configuration, random: SystemRandom(), now: clock.now,
             localAddress: host.localAddress)
-        return try drive(&device, host: host)
+        return try drive(ImpairedDevice(device, impairment: options.impairment), state: \.inner, host: host)
     }
 
     /// Nanoseconds since 1970 at which the monotonic clock read zero, for capture timestamps.
@@ -106,11 +86,18 @@ final class ShareSession {
         return wall &- clock.now.nanoseconds
     }
 
-    private func drive(_ device: inout some ShareDevice, host: UDPHost) throws -> ExitCode {
-        device.updatePose(pose, at: clock.now)
+    /// Runs the device until it closes and has lingered, or the user quits. `state` reads the core
+    /// device inside `device`, for display.
+    private func drive<D: SansIODevice>(
+        _ device: D, state: KeyPath<D, Device>, host: UDPHost
+    ) throws -> ExitCode {
+        var driver = DeviceDriver(device: device, sockets: host)
+        let onEvent = { (event: DeviceEvent, device: D) in self.handle(event, state: device[keyPath: state]) }
+        driver.device.updatePose(pose, at: clock.now)
         display.started(
             interfaces: options.interfaces.map(\.name), listening: host.listeningDescription,
-            snapshot: device.state.snapshot)
+            snapshot: driver.device[keyPath: state].snapshot)
+        try driver.flush(onEvent: onEvent)
 
         let terminal = RawTerminal()
         let readsKeys = options.output == .terminal
@@ -120,36 +107,32 @@ final class ShareSession {
 
         var closedAt: Instant?
         while true {
+            var wake = clock.now + .milliseconds(250)
+            if script != nil { wake = min(wake, clock.now + Self.motionTick) }
+            // Datagrams, timeout, and every reply and event they cause, all within this one turn.
+            let stdinReadable = try driver.turn(
+                wakingBy: wake, alsoWatching: readsStdin ? STDIN_FILENO : nil, onEvent: onEvent)
+            if stdinReadable, readInput(&driver.device, state: state) == .quit {
+                display.finish(reason: nil, snapshot: driver.device[keyPath: state].snapshot, card: nil)
+                return .declined
+            }
             let now = clock.now
-            if let deadline = device.nextDeadline, deadline <= now { device.handleTimeout(at: now) }
-            advanceMotion(&device, at: now)
-            try host.flush(&device)
-            while let event = device.pollEvent() { handle(event, device: &device) }
-            try host.flush(&device)
+            advanceMotion(&driver.device, at: now)
+            try driver.flush(onEvent: onEvent)
 
-            if device.state.isClosed {
+            if driver.device.isClosed {
                 if closedAt == nil {
                     // Report the outcome now; the process only lingers to answer retransmitted CLOSEs.
                     closedAt = now
-                    try reportOutcome(device.state)
+                    try reportOutcome(driver.device[keyPath: state])
                 }
-                if device.nextDeadline == nil || now >= (closedAt ?? now) + Self.exitLinger { break }
-            }
-            var wake = now + .milliseconds(250)
-            if let deadline = device.nextDeadline { wake = min(wake, deadline) }
-            if script != nil { wake = min(wake, now + Self.motionTick) }
-            if try host.wait(
-                for: &device, until: wake, clock: clock, extraDescriptor: readsStdin ? STDIN_FILENO : nil)
-            {
-                if readInput(&device) == .quit {
-                    display.finish(reason: nil, snapshot: device.state.snapshot, card: nil)
-                    return .declined
-                }
+                if driver.device.nextDeadline == nil || now >= (closedAt ?? now) + Self.exitLinger { break }
             }
         }
 
-        if options.verbose { console.error(Self.countersLine(device.state.counters, host: host.statistics)) }
-        return Self.exitCode(for: device.state.closedReason ?? .timeout(what: "no exchange"))
+        let core = driver.device[keyPath: state]
+        if options.verbose { console.error(Self.countersLine(core.counters, host: host.statistics)) }
+        return Self.exitCode(for: core.closedReason ?? .timeout(what: "no exchange"))
     }
 
     /// One line of traffic counters for `--verbose`: what was dropped, by reason, and what was resent.
@@ -183,7 +166,7 @@ final class ShareSession {
         }
     }
 
-    private func handle(_ event: DeviceEvent, device: inout some ShareDevice) {
+    private func handle(_ event: DeviceEvent, state: Device) {
         switch event {
         case .connecting(_, let isInitiator):
             initiator = isInitiator
@@ -199,7 +182,7 @@ final class ShareSession {
             .acknowledged, .closed, .datagramRejected:
             break
         }
-        display.show(event, snapshot: device.state.snapshot)
+        display.show(event, snapshot: state.snapshot)
     }
 
     /// The default motion: the inviting device holds still at the origin facing +x, and the other
@@ -215,7 +198,7 @@ final class ShareSession {
         }
     }
 
-    private func advanceMotion(_ device: inout some ShareDevice, at now: Instant) {
+    private func advanceMotion(_ device: inout some SansIODevice, at now: Instant) {
         guard let script else { return }
         let next = script.pose(at: now)
         if next != pose {
@@ -225,7 +208,7 @@ final class ShareSession {
         if now >= script.end { self.script = nil }
     }
 
-    private func readInput(_ device: inout some ShareDevice) -> KeyPress? {
+    private func readInput<D: SansIODevice>(_ device: inout D, state: KeyPath<D, Device>) -> KeyPress? {
         var buffer = [UInt8](repeating: 0, count: 64)
         let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
         guard count > 0 else { return nil }
@@ -255,7 +238,7 @@ final class ShareSession {
                 guard moved.isInsideRoom else { continue }
                 pose = moved
                 device.updatePose(pose, at: clock.now)
-                display.poseChanged(pose, snapshot: device.state.snapshot)
+                display.poseChanged(pose, snapshot: device[keyPath: state].snapshot)
             }
         }
         return nil

@@ -17,6 +17,8 @@ import ProfileDropCrypto
 /// input, datagrams go out through ``pollTransmit()``, and randomness comes from the injected
 /// source, so a seeded source makes a run reproducible. Inputs with a time earlier than a previous
 /// input are treated as happening at the latest time seen.
+///
+/// Drivers use it through ``SansIODevice``, which wrappers (capture, impairment) also conform to.
 public struct Device {
     /// The configuration it was created with.
     public let configuration: DeviceConfiguration

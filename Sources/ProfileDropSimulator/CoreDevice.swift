@@ -1,71 +1,39 @@
 import ProfileDropCore
 import ProfileDropCrypto
 
-/// The real protocol core behind the ``SimulatedDevice`` interface: builds a `Device` from the
-/// scenario (card, consent, a static key from the device's seeded stream) and translates between
-/// node indices and LAN addresses.
-public struct CoreDeviceAdapter: SimulatedDevice {
-    /// The wrapped device.
-    public private(set) var device: Device
-    private let nodeCount: Int
-    private let directory: PeerDirectory
-    private let verbose: Bool
+extension DeviceContext {
+    /// The seed material of the device's static key: its own seed material with a fixed suffix, so
+    /// that replay can derive the key again from a capture's keylog.
+    public var staticKeySeedMaterial: [UInt8] { seedMaterial + Array("/static-key".utf8) }
+
+    /// The real protocol core for this context: the scenario's card, consent asked of the owner, a
+    /// static key from ``staticKeySeedMaterial`` and every draw from ``seedMaterial``.
+    public func makeCoreDevice() -> Device {
+        var keyRandom = DeterministicRandom(seedMaterial: staticKeySeedMaterial)
+        let configuration = DeviceConfiguration(
+            card: spec.card, consent: .askUser, staticKey: X25519.PrivateKey(using: &keyRandom),
+            timeouts: timeouts, gate: options.gate)
+        return Device(
+            configuration: configuration, random: DeterministicRandom(seedMaterial: seedMaterial),
+            now: .zero, localAddress: PeerAddress(ipv4: ipv4, port: port))
+    }
+}
+
+/// Reduces one device's ``DeviceEvent``s to what the simulation acts on and the transcript shows,
+/// naming peers by their scenario names.
+struct EventTranslator {
+    let directory: PeerDirectory
+    let verbose: Bool
     /// The peer of the current exchange session, whose card a `cardReceived` event carries.
     private var sessionPeer: DeviceID?
 
-    /// Builds the device for `context`.
-    public init(context: DeviceContext) {
-        var keyRandom = DeterministicRandom(seedMaterial: context.seedMaterial + Array("/static-key".utf8))
-        let configuration = DeviceConfiguration(
-            card: context.spec.card, consent: .askUser, staticKey: X25519.PrivateKey(using: &keyRandom),
-            timeouts: context.timeouts, gate: context.options.gate)
-        device = Device(
-            configuration: configuration, random: DeterministicRandom(seedMaterial: context.seedMaterial),
-            now: .zero, localAddress: PeerAddress(ipv4: context.ipv4, port: context.port))
-        nodeCount = context.nodeCount
-        directory = context.directory
-        verbose = context.options.verbose
+    init(directory: PeerDirectory, verbose: Bool) {
+        self.directory = directory
+        self.verbose = verbose
     }
 
-    public var identity: UInt64 { device.deviceID.rawValue }
-    public var nextDeadline: Instant? { device.nextDeadline }
-    public var isClosed: Bool { device.isClosed }
-
-    public mutating func receive(_ bytes: [UInt8], from source: Int, at time: Instant) {
-        let address = PeerAddress(ipv4: DeviceContext.ipv4(ofNode: source), port: DeviceContext.simulatedPort)
-        device.handleDatagram(bytes, from: address, at: time)
-    }
-
-    public mutating func timeout(at time: Instant) { device.handleTimeout(at: time) }
-
-    public mutating func updatePose(_ pose: Pose, at time: Instant) { device.updatePose(pose, at: time) }
-
-    public mutating func decide(accept: Bool, at time: Instant) {
-        device.decide(accept ? .share : .decline, at: time)
-    }
-
-    public mutating func pollTransmit() -> (destination: NetworkDestination, bytes: [UInt8])? {
-        guard let datagram = device.pollTransmit() else { return nil }
-        switch datagram.destination {
-        case .multicast:
-            return (.multicast, datagram.bytes)
-        case .unicast(let address):
-            // An address no simulated device holds is sent to a node index that does not exist.
-            let node =
-                address.port == DeviceContext.simulatedPort
-                ? DeviceContext.node(ofIPv4: address.ipv4, nodeCount: nodeCount) : nil
-            return (.unicast(node ?? nodeCount), datagram.bytes)
-        }
-    }
-
-    public mutating func pollEvent() -> SimulatedDeviceEvent? {
-        while let event = device.pollEvent() {
-            if let translated = translate(event) { return translated }
-        }
-        return nil
-    }
-
-    private mutating func translate(_ event: DeviceEvent) -> SimulatedDeviceEvent? {
+    /// The event as the simulation sees it, or nil when the transcript leaves it out.
+    mutating func translate(_ event: DeviceEvent) -> SimulatedDeviceEvent? {
         switch event {
         case .advertising:
             return .init(.note, text: "advertising")
@@ -86,6 +54,7 @@ public struct CoreDeviceAdapter: SimulatedDevice {
         case .inRange:
             return .init(.note, text: "in range")
         case .consentRequested(let peer):
+            sessionPeer = peer
             let node = directory.node(of: peer.rawValue)
             return .init(
                 .consentRequested(peer: node), text: "asks to share with \(directory.name(of: peer.rawValue))"
@@ -134,7 +103,7 @@ extension Simulation {
     public static func run(
         scenario: Scenario, seed: UInt64? = nil, options: SimulationOptions = SimulationOptions()
     ) -> SimulationReport {
-        run(scenario: scenario, seed: seed, options: options) { CoreDeviceAdapter(context: $0) }
+        run(scenario: scenario, seed: seed, options: options) { $0.makeCoreDevice() }
     }
 }
 
@@ -155,8 +124,6 @@ extension Swarm {
     /// `runs: 1` with a failing run's seed replays exactly that run; later runs use seeds drawn from
     /// it. `transcripts` includes every run's full transcript (the default for a single run).
     public static func run(runs: Int, seed: UInt64, transcripts: Bool? = nil) -> SwarmReport {
-        run(runs: runs, seed: seed, timeouts: timeouts, transcripts: transcripts) {
-            CoreDeviceAdapter(context: $0)
-        }
+        run(runs: runs, seed: seed, timeouts: timeouts, transcripts: transcripts) { $0.makeCoreDevice() }
     }
 }

@@ -1,30 +1,5 @@
 import ProfileDropCore
 
-/// What the simulation needs from a device: the sans-IO inputs and outputs, with addresses already
-/// translated to network node indices. ``CoreDeviceAdapter`` wraps the real protocol core; tests
-/// may supply small stand-ins to exercise the event loop on its own.
-public protocol SimulatedDevice {
-    /// Feeds a datagram that arrived from node `source`.
-    mutating func receive(_ bytes: [UInt8], from source: Int, at time: Instant)
-    /// Tells the device that its deadline has passed.
-    mutating func timeout(at time: Instant)
-    /// Tells the device where it is now.
-    mutating func updatePose(_ pose: Pose, at time: Instant)
-    /// Passes on the owner's answer to a share prompt.
-    mutating func decide(accept: Bool, at time: Instant)
-    /// The next datagram the device wants to send.
-    mutating func pollTransmit() -> (destination: NetworkDestination, bytes: [UInt8])?
-    /// The next thing the device reports.
-    mutating func pollEvent() -> SimulatedDeviceEvent?
-    /// When the device next needs `timeout(at:)`, if ever.
-    var nextDeadline: Instant? { get }
-    /// Whether the device reached a terminal state. A closed device may still need datagrams and
-    /// deadlines for a while (to answer a late close from its peer).
-    var isClosed: Bool { get }
-    /// The identifier the device announces, which peers' events name it by.
-    var identity: UInt64 { get }
-}
-
 /// Maps device identities to network nodes and names, for devices that name peers in events.
 /// Filled by the simulation once every device exists.
 public final class PeerDirectory {
@@ -50,9 +25,9 @@ public final class PeerDirectory {
 }
 
 /// A device's report, reduced to what the simulation acts on; `text` is what the transcript shows.
-public struct SimulatedDeviceEvent: Equatable, Sendable {
+struct SimulatedDeviceEvent: Equatable, Sendable {
     /// What kind of report this is.
-    public enum Kind: Equatable, Sendable {
+    enum Kind: Equatable, Sendable {
         /// Anything the simulation only records.
         case note
         /// The owner is asked whether to share with node `peer` (nil when the peer is unknown).
@@ -67,12 +42,12 @@ public struct SimulatedDeviceEvent: Equatable, Sendable {
     }
 
     /// What kind of report this is.
-    public var kind: Kind
+    var kind: Kind
     /// The transcript text, one line.
-    public var text: String
+    var text: String
 
     /// Creates an event.
-    public init(_ kind: Kind, text: String) {
+    init(_ kind: Kind, text: String) {
         self.kind = kind
         self.text = text
     }

@@ -1,0 +1,31 @@
+/// The one interface every driver uses to run a device: the share loop on real sockets, the
+/// simulator in virtual time, and the capture and test wrappers that compose over it.
+///
+/// ``Device`` conforms; a wrapper conforms by forwarding to the device it wraps and doing its own
+/// work on the way (recording for a capture, altering datagrams for a test). A driver feeds inputs,
+/// each stamped with the current time, then drains ``pollTransmit()`` and ``pollEvent()`` before it
+/// waits again, and wakes the device at ``nextDeadline`` with ``handleTimeout(at:)``.
+public protocol SansIODevice {
+    /// The per-run identifier the device announces, by which peers' events name it.
+    var deviceID: DeviceID { get }
+    /// When ``handleTimeout(at:)`` must be called next; nil when nothing is pending.
+    var nextDeadline: Instant? { get }
+    /// Whether the device reached its terminal state. A closed device may still need datagrams and
+    /// deadlines for a while, to answer a late close from its peer.
+    var isClosed: Bool { get }
+
+    /// Hands the device one received datagram from `source`.
+    mutating func handleDatagram(_ bytes: [UInt8], from source: PeerAddress, at time: Instant)
+    /// Runs every timer due at or before `time`.
+    mutating func handleTimeout(at time: Instant)
+    /// Tells the device where it now is.
+    mutating func updatePose(_ pose: Pose, at time: Instant)
+    /// Passes on the owner's answer to a consent request.
+    mutating func decide(_ decision: ConsentDecision, at time: Instant)
+    /// The next datagram to send, or nil when there is none.
+    mutating func pollTransmit() -> OutgoingDatagram?
+    /// The next event, or nil when there is none.
+    mutating func pollEvent() -> DeviceEvent?
+}
+
+extension Device: SansIODevice {}
