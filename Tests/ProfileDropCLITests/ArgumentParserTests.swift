@@ -3,46 +3,63 @@ import Testing
 @testable import ProfileDropCLI
 
 @Suite struct ArgumentParserTests {
+    static let verbose = Flag("verbose", help: "")
+    static let seed = Option.integer("seed", in: 1...100, help: "")
+    static let big = Option.unsigned64("big", valueName: "S", help: "")
+    static let interface = Option.text("interface", valueName: "NAME", repeatable: true, help: "")
+
     let parser = ArgumentParser(
-        command: "demo",
-        options: [
-            OptionSpec(name: "verbose", kind: .flag, help: ""),
-            OptionSpec(name: "seed", kind: .single, help: ""),
-            OptionSpec(name: "interface", kind: .repeatable, help: ""),
-        ])
+        command: "demo", options: [Self.verbose, Self.seed, Self.big, Self.interface])
 
     @Test func parsesFlagsValuesRepeatsAndPositionals() throws {
         let parsed = try parser.parse([
             "a", "--verbose", "--seed=7", "--interface", "lo", "--interface", "eth0", "b",
         ])
-        #expect(parsed.has("verbose"))
-        #expect(parsed.value("seed") == "7")
-        #expect(parsed.allValues("interface") == ["lo", "eth0"])
+        #expect(parsed.has(Self.verbose))
+        #expect(parsed.value(Self.seed) == 7)
+        #expect(parsed.allValues(Self.interface) == ["lo", "eth0"])
         #expect(parsed.positionals == ["a", "b"])
+        #expect(parsed.value(Self.big) == nil)
+        #expect(parsed.value(Self.big, default: 3) == 3)
     }
 
     @Test func doubleDashEndsOptions() throws {
         let parsed = try parser.parse(["--", "--verbose"])
-        #expect(!parsed.has("verbose"))
+        #expect(!parsed.has(Self.verbose))
         #expect(parsed.positionals == ["--verbose"])
     }
 
     @Test(arguments: [
         (["--nope"], "demo: unknown option '--nope'"),
         (["-x"], "demo: unknown option '-x' (options are spelled --name)"),
-        (["--seed"], "demo: --seed needs a value (VALUE)"),
+        (["--seed"], "demo: --seed needs a value (N)"),
         (["--seed", "1", "--seed", "2"], "demo: --seed given more than once"),
         (["--verbose=yes"], "demo: --verbose takes no value"),
+        (["--seed", "0"], "--seed takes a whole number from 1 to 100, got '0'"),
+        (["--seed", "abc"], "--seed takes a whole number from 1 to 100, got 'abc'"),
+        (["--big", "-1"], "--big takes a whole number from 0 to 18446744073709551615, got '-1'"),
     ])
     func rejectsMalformedInput(arguments: [String], message: String) {
         #expect(throws: UsageError(message)) { try parser.parse(arguments) }
     }
 
-    @Test func integerOptionsAreRangeChecked() throws {
-        let parsed = try parser.parse(["--seed", "70"])
-        #expect(try parsed.integer("seed", default: 1, in: 1...100) == 70)
-        #expect(throws: UsageError.self) { try parsed.integer("seed", default: 1, in: 1...10) }
-        #expect(try parser.parse([]).integer("seed", default: 5, in: 1...10) == 5)
-        #expect(throws: UsageError.self) { try parser.parse(["--seed", "-1"]).unsigned64("seed") }
+    /// Values are read as the command line is parsed, so a malformed value is reported first, in
+    /// the order given, before any rule that combines options can run.
+    @Test func valuesAreCheckedInCommandLineOrderWhileParsing() {
+        #expect(throws: UsageError("--seed takes a whole number from 1 to 100, got 'x'")) {
+            try parser.parse(["--seed", "x", "--big", "y"])
+        }
+        #expect(throws: UsageError("--big takes a whole number from 0 to 18446744073709551615, got 'y'")) {
+            try parser.parse(["--big", "y", "--seed", "x"])
+        }
+    }
+
+    /// Every command declares each option once, and its parser knows every option it declares.
+    @Test func everyCommandsOptionsAreDistinct() {
+        for command in CommandLineTool.subcommands {
+            let names = command.parser.options.map(\.name)
+            #expect(Set(names).count == names.count, "\(command.name)")
+            #expect(names.allSatisfy { !$0.isEmpty && !$0.hasPrefix("-") }, "\(command.name)")
+        }
     }
 }

@@ -55,6 +55,18 @@ import Testing
         #expect(run([]).code == 2)
     }
 
+    /// A malformed value is named before any rule that combines options: `--timeout abc` without
+    /// `--profile` reports the timeout, not the missing card.
+    @Test func malformedValuesComeBeforeMissingOptions() {
+        let result = run(["--timeout", "abc"])
+        #expect(result.code == 2)
+        #expect(result.errors.count == 1)
+        #expect(
+            result.errors.first?.contains("--timeout takes a whole number from 1 to 3600, got 'abc'") == true)
+        #expect(run(["--port", "80", "--impair-loss", "2"]).errors.first?.contains("--port") == true)
+        #expect(run(["--impair-loss", "2", "--port", "80"]).errors.first?.contains("--impair-loss") == true)
+    }
+
     @Test func unknownInterfaceIsNamed() {
         let console = CapturingConsole()
         let code = CommandLineTool.run(

@@ -9,35 +9,38 @@ enum BenchCommand: Subcommand {
     static let summary =
         "benchmarks: 'handshake' (Noise XX vs the X25519 floor), 'simulate' (simulated exchanges), 'pairing' (two processes on loopback)"
     static let parser = ArgumentParser(
-        command: name,
-        options: [
-            OptionSpec(
-                name: "rounds", kind: .single, valueName: "N",
-                help: "alternating measurement rounds (default 15)"),
-            OptionSpec(
-                name: "iterations", kind: .single, valueName: "N", help: "handshakes per round (default 200)"),
-            OptionSpec(
-                name: "runs", kind: .single, valueName: "N",
-                help: "pairing runs per card (default 20); simulated exchanges (default 200)"),
-        ]
-    )
+        command: name, options: [Options.rounds, Options.iterations, Options.runs])
 
+    /// Every option of `bench`, declared once. The ranges are checked per benchmark, since `--runs`
+    /// means runs of different cost.
+    enum Options {
+        static let rounds = Option.integer(
+            "rounds", in: 1...1000, help: "alternating measurement rounds (default 15)")
+        static let iterations = Option.integer(
+            "iterations", in: 1...100_000, help: "handshakes per round (default 200)")
+        static let runs = Option.integer(
+            "runs", in: 1...100_000,
+            help: "pairing runs per card (default 20, at most 1000); simulated exchanges (default 200)")
+    }
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
         if arguments.positionals == ["simulate"] {
             return try SimulationFigures.run(
-                exchanges: try arguments.integer("runs", default: 200, in: 1...100_000), console: console)
+                exchanges: arguments.value(Options.runs, default: 200), console: console)
         }
         if arguments.positionals == ["pairing"] {
-            return try PairingBenchmark.run(
-                runs: try arguments.integer("runs", default: 20, in: 1...1000), console: console)
+            let runs = arguments.value(Options.runs, default: 20)
+            guard runs <= 1000 else {
+                throw UsageError("bench pairing: --runs takes at most 1000, got \(runs)")
+            }
+            return try PairingBenchmark.run(runs: runs, console: console)
         }
         guard arguments.positionals == ["handshake"] else {
             throw UsageError(
                 "usage: profiledrop bench handshake [--rounds N] [--iterations N] | bench simulate [--runs N] | bench pairing [--runs N]"
             )
         }
-        let rounds = try arguments.integer("rounds", default: 15, in: 1...1000)
-        let iterations = try arguments.integer("iterations", default: 200, in: 1...100_000)
+        let rounds = arguments.value(Options.rounds, default: 15)
+        let iterations = arguments.value(Options.iterations, default: 200)
         let report = try HandshakeBenchmark.run(rounds: rounds, iterations: iterations)
         report.lines.forEach(console.output)
         return .success

@@ -4,14 +4,12 @@ import ProfileDropNoise
 enum NoiseVectorsCommand: Subcommand {
     static let name = "noise-vectors"
     static let summary = "check the Noise implementation against test-vector files (cacophony JSON schema)"
-    static let parser = ArgumentParser(
-        command: name,
-        options: [OptionSpec(name: "verbose", kind: .flag, help: "print every vector, not only failures")]
-    )
+    static let parser = ArgumentParser(command: name, options: [verbose])
+    static let verbose = Flag("verbose", help: "print every vector, not only failures")
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
         guard !arguments.positionals.isEmpty else { throw UsageError("give at least one vector file") }
-        let verbose = arguments.has("verbose")
+        let verbose = arguments.has(Self.verbose)
         var total = 0
         var failed = 0
         var skipped = 0

@@ -10,34 +10,33 @@ enum ReplayCommand: Subcommand {
     static let name = "replay"
     static let summary = "replay a capture deterministically and check every datagram is identical"
     static let parser = ArgumentParser(
-        command: name,
-        options: [
-            OptionSpec(
-                name: "device", kind: .single, valueName: "ID",
-                help: "replay only this device (name, 16-hex-digit device id or interface number)"),
-            OptionSpec(name: "json", kind: .flag, help: "one JSON object per line instead of text"),
-            OptionSpec(
-                name: "key-file", kind: .single, valueName: "PATH",
-                help: "the device's static key file, for captures of 'share'"),
-        ]
-    )
+        command: name, options: [Options.device, Options.json, Options.keyFile])
 
+    /// Every option of `replay`, declared once.
+    enum Options {
+        static let device = Option.text(
+            "device", valueName: "ID",
+            help: "replay only this device (name, 16-hex-digit device id or interface number)")
+        static let json = Flag("json", help: "one JSON object per line instead of text")
+        static let keyFile = Option.text(
+            "key-file", valueName: "PATH", help: "the device's static key file, for captures of 'share'")
+    }
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
         guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
             throw UsageError(
                 "takes one capture file: profiledrop replay FILE [--device ID] [--json] [--key-file PATH]")
         }
-        let json = arguments.has("json")
+        let json = arguments.has(Options.json)
         let capture = try CaptureFile.read(path: path)
         var devices = capture.devices
-        if let selector = arguments.value("device") {
+        if let selector = arguments.value(Options.device) {
             guard let device = capture.device(selector) else {
                 let names = capture.devices.map(\.record.name).joined(separator: ", ")
                 throw UsageError("\(path) has no device '\(selector)' (devices: \(names))")
             }
             devices = [device]
         }
-        let givenKey = try arguments.value("key-file").map(loadKey)
+        let givenKey = try arguments.value(Options.keyFile).map(loadKey)
         var total = 0
         for device in devices {
             // A given key is for the device it belongs to; simulated devices derive theirs.

@@ -9,39 +9,52 @@ enum ShareCommand: Subcommand {
     static let parser = ArgumentParser(
         command: name,
         options: [
-            OptionSpec(name: "profile", kind: .single, valueName: "FILE", help: "the card to share (JSON)"),
-            OptionSpec(
-                name: "interface", kind: .repeatable, valueName: "NAME",
-                help: "interface to use (default: all up, multicast, non-loopback)"),
-            OptionSpec(name: "pose", kind: .single, valueName: "X,Y,H", help: "start pose: cm, cm, degrees"),
-            OptionSpec(name: "still", kind: .flag, help: "keep the start pose"),
-            OptionSpec(
-                name: "motion", kind: .single, valueName: "SCRIPT",
-                help: "scripted motion, e.g. 'hold 1; move 7,0,180 2'"),
-            OptionSpec(name: "json", kind: .flag, help: "one JSON snapshot per line"),
-            OptionSpec(
-                name: "save", kind: .single, valueName: "DIR", help: "write the received card and photo here"),
-            OptionSpec(name: "receive-only", kind: .flag, help: "receive the peer's card, send none"),
-            OptionSpec(
-                name: "confirm", kind: .flag, help: "ask before sharing; declines by itself after 60 s"),
-            OptionSpec(
-                name: "timeout", kind: .single, valueName: "SECONDS",
-                help: "give up after this long (default 120)"),
-            OptionSpec(name: "key-file", kind: .single, valueName: "PATH", help: "static key file"),
-            OptionSpec(
-                name: "port", kind: .single, valueName: "PORT", help: "discovery port (default 47544)"),
-            OptionSpec(name: "verbose", kind: .flag, help: "show counters of dropped datagrams"),
-            OptionSpec(
-                name: "capture", kind: .single, valueName: "FILE.pcapng",
-                help: "record the session for Wireshark and replay"),
-            OptionSpec(
-                name: "keylog", kind: .flag,
-                help: "with --capture: also record the session secrets replay needs"),
-            OptionSpec(
-                name: "impair-loss", kind: .single, valueName: "P",
-                help: "testing: drop this fraction of outgoing datagrams"),
+            Options.profile, Options.interface, Options.pose, Options.still, Options.motion, Options.json,
+            Options.save, Options.receiveOnly, Options.confirm, Options.timeout, Options.keyFile,
+            Options.port, Options.verbose, Options.capture, Options.keylog, Options.impairLoss,
         ]
     )
+
+    /// Every option of `share`, declared once.
+    enum Options {
+        static let profile = Option.text("profile", valueName: "FILE", help: "the card to share (JSON)")
+        static let interface = Option.text(
+            "interface", valueName: "NAME", repeatable: true,
+            help: "interface to use (default: all up, multicast, non-loopback)")
+        static let pose = Option<Pose>("pose", valueName: "X,Y,H", help: "start pose: cm, cm, degrees") {
+            try PoseSyntax.pose($0, flag: "pose")
+        }
+        static let still = Flag("still", help: "keep the start pose")
+        static let motion = Option.text(
+            "motion", valueName: "SCRIPT", help: "scripted motion, e.g. 'hold 1; move 7,0,180 2'")
+        static let json = Flag("json", help: "one JSON snapshot per line")
+        static let save = Option.text(
+            "save", valueName: "DIR", help: "write the received card and photo here")
+        static let receiveOnly = Flag("receive-only", help: "receive the peer's card, send none")
+        static let confirm = Flag("confirm", help: "ask before sharing; declines by itself after 60 s")
+        static let timeout = Option.integer(
+            "timeout", valueName: "SECONDS", in: 1...3600, help: "give up after this long (default 120)")
+        static let keyFile = Option.text("key-file", valueName: "PATH", help: "static key file")
+        static let port = Option<UInt16>("port", valueName: "PORT", help: "discovery port (default 47544)") {
+            guard let number = UInt16($0), number >= 1024 else {
+                throw UsageError("--port takes a port from 1024 to 65535, got '\($0)'")
+            }
+            return number
+        }
+        static let verbose = Flag("verbose", help: "show counters of dropped datagrams")
+        static let capture = Option.text(
+            "capture", valueName: "FILE.pcapng", help: "record the session for Wireshark and replay")
+        static let keylog = Flag(
+            "keylog", help: "with --capture: also record the session secrets replay needs")
+        static let impairLoss = Option<Double>(
+            "impair-loss", valueName: "P", help: "testing: drop this fraction of outgoing datagrams"
+        ) {
+            guard let fraction = Double($0), (0...0.9).contains(fraction) else {
+                throw UsageError("--impair-loss takes a fraction from 0 to 0.9, got '\($0)'")
+            }
+            return fraction
+        }
+    }
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
         guard arguments.positionals.isEmpty else {
@@ -72,8 +85,8 @@ struct ShareOptions {
     enum OutputMode { case terminal, lines, json }
 
     init(_ arguments: ParsedArguments) throws {
-        let receiveOnly = arguments.has("receive-only")
-        if let path = arguments.value("profile") {
+        let receiveOnly = arguments.has(ShareCommand.Options.receiveOnly)
+        if let path = arguments.value(ShareCommand.Options.profile) {
             do {
                 card = try ProfileCard.load(contentsOf: path)
             } catch {
@@ -82,16 +95,18 @@ struct ShareOptions {
         } else if !receiveOnly {
             throw UsageError("--profile FILE is required (or --receive-only)")
         }
-        if receiveOnly && arguments.has("confirm") {
+        if receiveOnly && arguments.has(ShareCommand.Options.confirm) {
             throw UsageError("--receive-only and --confirm cannot be combined")
         }
-        consent = receiveOnly ? .receiveOnly : arguments.has("confirm") ? .askUser : .share
+        consent = receiveOnly ? .receiveOnly : arguments.has(ShareCommand.Options.confirm) ? .askUser : .share
 
-        let start = try arguments.value("pose").map { try PoseSyntax.pose($0, flag: "pose") }
-        if let script = arguments.value("motion") {
-            guard !arguments.has("still") else { throw UsageError("--motion and --still cannot be combined") }
+        let start = arguments.value(ShareCommand.Options.pose)
+        if let script = arguments.value(ShareCommand.Options.motion) {
+            guard !arguments.has(ShareCommand.Options.still) else {
+                throw UsageError("--motion and --still cannot be combined")
+            }
             motion = .scripted(try PoseSyntax.script(script, from: start ?? Pose(x: 0, y: 0, heading: 0)))
-        } else if arguments.has("still") {
+        } else if arguments.has(ShareCommand.Options.still) {
             guard let start else { throw UsageError("--still needs --pose X,Y,H") }
             motion = .still(start)
         } else if let start {
@@ -102,30 +117,23 @@ struct ShareOptions {
 
         do {
             interfaces = try NetworkInterface.select(
-                names: arguments.allValues("interface"), from: NetworkInterface.all())
+                names: arguments.allValues(ShareCommand.Options.interface), from: NetworkInterface.all())
         } catch let error as TransportError {
             throw UsageError(error.diagnostic)
         }
-        if let port = arguments.value("port") {
-            guard let number = UInt16(port), number >= 1024 else {
-                throw UsageError("--port takes a port from 1024 to 65535, got '\(port)'")
-            }
-            endpoint.port = number
+        if let port = arguments.value(ShareCommand.Options.port) { endpoint.port = port }
+        if let loss = arguments.value(ShareCommand.Options.impairLoss) {
+            impairment = SendImpairment(loss: loss, seed: 1)
         }
-        if let loss = arguments.value("impair-loss") {
-            guard let fraction = Double(loss), (0...0.9).contains(fraction) else {
-                throw UsageError("--impair-loss takes a fraction from 0 to 0.9, got '\(loss)'")
-            }
-            impairment = SendImpairment(loss: fraction, seed: 1)
-        }
-        staticKeyPath = try arguments.value("key-file") ?? StaticKeyStore.defaultPath()
-        let seconds = try arguments.integer("timeout", default: 120, in: 1...3600)
+        staticKeyPath = try arguments.value(ShareCommand.Options.keyFile) ?? StaticKeyStore.defaultPath()
+        let seconds = arguments.value(ShareCommand.Options.timeout, default: 120)
         timeout = .seconds(seconds)
-        saveDirectory = arguments.value("save")
-        verbose = arguments.has("verbose")
-        capturePath = arguments.value("capture")
-        keylog = arguments.has("keylog")
+        saveDirectory = arguments.value(ShareCommand.Options.save)
+        verbose = arguments.has(ShareCommand.Options.verbose)
+        capturePath = arguments.value(ShareCommand.Options.capture)
+        keylog = arguments.has(ShareCommand.Options.keylog)
         if keylog && capturePath == nil { throw UsageError("--keylog goes with --capture FILE") }
-        output = arguments.has("json") ? .json : RawTerminal.isInteractive ? .terminal : .lines
+        output =
+            arguments.has(ShareCommand.Options.json) ? .json : RawTerminal.isInteractive ? .terminal : .lines
     }
 }

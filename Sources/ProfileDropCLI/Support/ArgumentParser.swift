@@ -13,7 +13,9 @@ public struct UsageError: InputError, Equatable {
     public var description: String { message }
 }
 
-/// How one option is spelled and whether it takes a value.
+/// How one option is spelled, whether it takes a value, and how that value is read. Commands never
+/// build these by hand: they declare each option once as a ``Flag`` or an ``Option``, and look values
+/// up through that declaration, so a misspelt name is a compile error rather than a silent nil.
 struct OptionSpec: Sendable {
     enum Kind: Sendable {
         /// `--name` alone.
@@ -28,40 +30,121 @@ struct OptionSpec: Sendable {
     var kind: Kind
     var valueName: String = "VALUE"
     var help: String
+    /// Reads a value given on the command line; a flag's is never called.
+    var convert: @Sendable (String) throws -> any Sendable = { $0 }
 }
 
-/// The result of parsing: options by name, in the order given, and the positional arguments.
+/// A declared option of either kind, as the parser and the help text take it.
+protocol DeclaredOption: Sendable {
+    var spec: OptionSpec { get }
+}
+
+/// An option that takes no value: `--name`.
+struct Flag: DeclaredOption {
+    let spec: OptionSpec
+
+    /// Declares `--name`.
+    init(_ name: String, help: String) {
+        spec = OptionSpec(name: name, kind: .flag, help: help)
+    }
+}
+
+/// An option with a value of type `Value`, read and checked as the command line is parsed, so that
+/// a malformed value is reported before any rule that combines options.
+struct Option<Value: Sendable>: DeclaredOption {
+    let spec: OptionSpec
+
+    /// Declares `--name VALUE`; `convert` reads the value or throws a ``UsageError`` that says in
+    /// one line why it cannot.
+    init(
+        _ name: String, valueName: String, repeatable: Bool = false, help: String,
+        convert: @escaping @Sendable (String) throws -> Value
+    ) {
+        spec = OptionSpec(
+            name: name, kind: repeatable ? .repeatable : .single, valueName: valueName, help: help,
+            convert: { text in try convert(text) })
+    }
+}
+
+extension Option where Value == String {
+    /// A value taken as it is written.
+    static func text(_ name: String, valueName: String, repeatable: Bool = false, help: String) -> Self {
+        Self(name, valueName: valueName, repeatable: repeatable, help: help) { $0 }
+    }
+}
+
+extension Option where Value == Int {
+    /// A whole number within `range`.
+    static func integer(_ name: String, valueName: String = "N", in range: ClosedRange<Int>, help: String)
+        -> Self
+    {
+        Self(name, valueName: valueName, help: help) { text in
+            guard let number = Int(text), range.contains(number) else {
+                throw UsageError(
+                    "--\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'"
+                )
+            }
+            return number
+        }
+    }
+}
+
+extension Option where Value == UInt64 {
+    /// An unsigned 64-bit number (seeds).
+    static func unsigned64(_ name: String, valueName: String, help: String) -> Self {
+        Self(name, valueName: valueName, help: help) { text in
+            guard let number = UInt64(text) else {
+                throw UsageError("--\(name) takes a whole number from 0 to \(UInt64.max), got '\(text)'")
+            }
+            return number
+        }
+    }
+}
+
+/// The result of parsing: values by option, in the order given, and the positional arguments.
 struct ParsedArguments {
-    private var values: [(name: String, value: String?)] = []
+    private var values: [(name: String, value: (any Sendable)?)] = []
+    /// The options of the command that parsed these; looking up any other is our own bug.
+    private let declared: [String]
     /// Arguments that were not options, in order.
     var positionals: [String] = []
 
-    fileprivate mutating func record(_ name: String, _ value: String?) { values.append((name, value)) }
+    fileprivate init(declared: [String]) { self.declared = declared }
 
-    func has(_ name: String) -> Bool { values.contains { $0.name == name } }
-
-    func value(_ name: String) -> String? { values.last { $0.name == name }?.value }
-
-    func allValues(_ name: String) -> [String] { values.filter { $0.name == name }.compactMap(\.value) }
-
-    /// An integer option within `range`, or `defaultValue` when absent.
-    func integer(_ name: String, default defaultValue: Int, in range: ClosedRange<Int>) throws -> Int {
-        guard let text = value(name) else { return defaultValue }
-        guard let number = Int(text), range.contains(number) else {
-            throw UsageError(
-                "--\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'"
-            )
-        }
-        return number
+    fileprivate mutating func record(_ name: String, _ value: (any Sendable)?) {
+        values.append((name, value))
     }
 
-    /// An unsigned 64-bit option (seeds), or nil when absent.
-    func unsigned64(_ name: String) throws -> UInt64? {
-        guard let text = value(name) else { return nil }
-        guard let number = UInt64(text) else {
-            throw UsageError("--\(name) takes a whole number from 0 to \(UInt64.max), got '\(text)'")
+    fileprivate func isGiven(_ name: String) -> Bool { values.contains { $0.name == name } }
+
+    private func given(_ name: String) -> [(any Sendable)?] {
+        precondition(declared.contains(name), "--\(name) is not an option of this command")
+        return values.filter { $0.name == name }.map(\.value)
+    }
+
+    /// Whether the flag was given.
+    func has(_ flag: Flag) -> Bool { !given(flag.spec.name).isEmpty }
+
+    /// Whether the option was given.
+    func has<Value>(_ option: Option<Value>) -> Bool { !given(option.spec.name).isEmpty }
+
+    /// The option's value (the last one given), or nil when absent.
+    func value<Value>(_ option: Option<Value>) -> Value? {
+        guard let last = given(option.spec.name).last else { return nil }
+        guard let value = last as? Value else {
+            preconditionFailure("--\(option.spec.name) holds a value of another type")
         }
-        return number
+        return value
+    }
+
+    /// The option's value, or `defaultValue` when absent.
+    func value<Value>(_ option: Option<Value>, default defaultValue: Value) -> Value {
+        value(option) ?? defaultValue
+    }
+
+    /// Every value of a repeatable option, in the order given.
+    func allValues<Value>(_ option: Option<Value>) -> [Value] {
+        given(option.spec.name).compactMap { $0 as? Value }
     }
 }
 
@@ -70,8 +153,16 @@ struct ArgumentParser: Sendable {
     var command: String
     var options: [OptionSpec]
 
+    /// A parser for `command` that knows exactly `options`.
+    init(command: String, options: [any DeclaredOption]) {
+        self.command = command
+        self.options = options.map(\.spec)
+        let names = self.options.map(\.name)
+        precondition(Set(names).count == names.count, "\(command) declares an option twice")
+    }
+
     func parse(_ arguments: [String]) throws -> ParsedArguments {
-        var parsed = ParsedArguments()
+        var parsed = ParsedArguments(declared: options.map(\.name))
         var index = 0
         var optionsEnded = false
         while index < arguments.count {
@@ -105,7 +196,7 @@ struct ArgumentParser: Sendable {
                 if inlineValue != nil { throw UsageError("\(command): --\(name) takes no value") }
                 parsed.record(name, nil)
             case .single, .repeatable:
-                if spec.kind == .single && parsed.has(name) {
+                if spec.kind == .single && parsed.isGiven(name) {
                     throw UsageError("\(command): --\(name) given more than once")
                 }
                 let value: String
@@ -118,7 +209,7 @@ struct ArgumentParser: Sendable {
                     value = arguments[index]
                     index += 1
                 }
-                parsed.record(name, value)
+                parsed.record(name, try spec.convert(value))
             }
         }
         return parsed
