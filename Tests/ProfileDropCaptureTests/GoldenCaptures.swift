@@ -64,16 +64,14 @@ struct CapturingSimulatedDevice: SimulatedDevice {
     private var sessionPeer: DeviceID?
 
     init(context: DeviceContext, recorder: CaptureRecorder, tamper: Bool) {
-        let keyMaterial = context.seedMaterial + Array("/static-key".utf8)
-        var keyRandom = DeterministicRandom(seedMaterial: keyMaterial)
         let configuration = DeviceConfiguration(
-            card: context.spec.card, consent: .askUser, staticKey: X25519.PrivateKey(using: &keyRandom),
+            card: context.spec.card, consent: .askUser, staticKey: context.staticKey,
             timeouts: context.timeouts, gate: context.options.gate)
         device = CapturingDevice(
             configuration: configuration, random: DeterministicRandom(seedMaterial: context.seedMaterial),
             now: .zero, localAddress: PeerAddress(ipv4: context.ipv4, port: context.port),
             name: context.spec.name,
-            recorder: recorder, staticKey: .seedMaterial(keyMaterial))
+            recorder: recorder, staticKey: .seedMaterial(context.staticKeySeedMaterial))
         nodeCount = context.nodeCount
         directory = context.directory
         self.tamper = tamper

@@ -147,12 +147,12 @@ struct RecordedCoreDevice: SimulatedDevice {
 
     init(context: DeviceContext, recorder: CaptureRecorder) {
         inner = CoreDeviceAdapter(context: context)
-        // CoreDeviceAdapter draws from the device's seed material and derives the static key from
-        // it with this suffix; replay checks the key against the recorded public key.
+        // CoreDeviceAdapter draws from the device's seed material and its static key from the
+        // context's key material; replay checks the key against the recorded public key.
         capture = SeededDeviceRecorder(
             recorder: recorder, name: context.spec.name, device: inner.device, startTime: .zero,
             randomSeedMaterial: context.seedMaterial,
-            staticKey: .seedMaterial(context.seedMaterial + Array("/static-key".utf8)))
+            staticKey: .seedMaterial(context.staticKeySeedMaterial))
     }
 
     var identity: UInt64 { inner.identity }
