@@ -1,3 +1,4 @@
+import ProfileDropCardFile
 import ProfileDropCore
 import ProfileDropCrypto
 import ProfileDropTransport
@@ -75,7 +76,7 @@ struct ShareOptions {
         let receiveOnly = arguments.has("receive-only")
         if let path = arguments.value("profile") {
             do {
-                card = try ProfileCard.load(contentsOf: path)
+                card = try CardFile.load(contentsOf: path)
             } catch {
                 throw UsageError("\(error)")
             }
