@@ -68,8 +68,11 @@ public struct Timeouts: Sendable, Equatable {
 extension Timeouts {
     /// One field of ``Timeouts``, named for diagnostics, with the key path that reads and writes it.
     public enum Field {
+        /// A wait.
         case duration(String, WritableKeyPath<Timeouts, Duration>)
+        /// A range random waits are drawn from.
         case durationRange(String, WritableKeyPath<Timeouts, ClosedRange<Duration>>)
+        /// A number of attempts.
         case count(String, WritableKeyPath<Timeouts, Int>)
     }
 
@@ -135,7 +138,9 @@ public struct Limits: Sendable, Equatable {
 extension Limits {
     /// One field of ``Limits``, named for diagnostics, with the key path that reads and writes it.
     public enum Field {
+        /// A count of things.
         case count(String, WritableKeyPath<Limits, Int>)
+        /// A measure (a distance).
         case number(String, WritableKeyPath<Limits, Double>)
     }
 
