@@ -19,10 +19,18 @@ let package = Package(
         .target(name: "ProfileDropCrypto", dependencies: ["CSodium"]),
         // Noise Protocol Framework (revision 34) for 25519_ChaChaPoly_BLAKE2b.
         .target(name: "ProfileDropNoise", dependencies: ["ProfileDropCrypto"]),
+        // The one JSON value type: strict parser, deterministic writer. No dependencies.
+        .target(name: "ProfileDropJSON"),
         // The sans-IO protocol core: wire format, cards, proximity gate, session state machines.
-        .target(name: "ProfileDropCore", dependencies: ["ProfileDropCrypto", "ProfileDropNoise"]),
+        .target(
+            name: "ProfileDropCore",
+            dependencies: ["ProfileDropCrypto", "ProfileDropNoise", "ProfileDropJSON"]),
+        // Card files and their photos on disk: the file reading the core leaves out.
+        .target(name: "ProfileDropCardFile", dependencies: ["ProfileDropCore", "ProfileDropJSON"]),
         // Many devices in a room on a faulty network, in virtual time.
-        .target(name: "ProfileDropSimulator", dependencies: ["ProfileDropCore"]),
+        .target(
+            name: "ProfileDropSimulator",
+            dependencies: ["ProfileDropCore", "ProfileDropJSON", "ProfileDropCardFile"]),
         // Real UDP sockets (IPv4/IPv6 multicast discovery, unicast exchange) and the loop that drives
         // a device on them.
         .target(name: "ProfileDropTransport", dependencies: ["ProfileDropCore", "ProfileDropCrypto"]),
@@ -35,7 +43,7 @@ let package = Package(
             name: "ProfileDropCLI",
             dependencies: [
                 "ProfileDropCrypto", "ProfileDropNoise", "ProfileDropCore", "ProfileDropSimulator",
-                "ProfileDropTransport", "ProfileDropCapture",
+                "ProfileDropTransport", "ProfileDropCapture", "ProfileDropJSON", "ProfileDropCardFile",
             ]
         ),
         .executableTarget(name: "profiledrop", dependencies: ["ProfileDropCLI"]),
@@ -43,6 +51,8 @@ let package = Package(
         // Helpers shared by the test targets (seeded byte mutations); no dependencies of its own.
         .target(name: "ProfileDropTestSupport", path: "Tests/ProfileDropTestSupport"),
         .testTarget(name: "ProfileDropCryptoTests", dependencies: ["ProfileDropCrypto"]),
+        .testTarget(
+            name: "ProfileDropJSONTests", dependencies: ["ProfileDropJSON", "ProfileDropTestSupport"]),
         .testTarget(name: "ProfileDropNoiseTests", dependencies: ["ProfileDropNoise", "ProfileDropCrypto"]),
         .testTarget(
             name: "NoiseInteropTests",
@@ -52,14 +62,17 @@ let package = Package(
         .testTarget(
             name: "ProfileDropCoreTests",
             dependencies: [
-                "ProfileDropCore", "ProfileDropNoise", "ProfileDropCrypto", "ProfileDropTestSupport",
+                "ProfileDropCore", "ProfileDropNoise", "ProfileDropCrypto", "ProfileDropJSON",
+                "ProfileDropTestSupport",
             ],
             // Regression inputs are data; FuzzCases/Harness holds the fuzz targets' shared Swift code.
             exclude: ["FuzzCases/wire", "FuzzCases/device", "FuzzCases/noise", "FuzzCases/capture"]
         ),
         .testTarget(
             name: "ProfileDropSimulatorTests",
-            dependencies: ["ProfileDropSimulator", "ProfileDropCore", "ProfileDropTestSupport"],
+            dependencies: [
+                "ProfileDropSimulator", "ProfileDropCore", "ProfileDropCardFile", "ProfileDropTestSupport",
+            ],
             // Stored swarm seeds (scripts/swarm.sh writes them) are data, replayed by SwarmTests.
             exclude: ["SwarmCases"]),
         .testTarget(
@@ -72,6 +85,10 @@ let package = Package(
                 "ProfileDropTestSupport",
             ]
         ),
-        .testTarget(name: "ProfileDropCLITests", dependencies: ["ProfileDropCLI", "ProfileDropTestSupport"]),
+        .testTarget(
+            name: "ProfileDropCLITests",
+            dependencies: [
+                "ProfileDropCLI", "ProfileDropCardFile", "ProfileDropCore", "ProfileDropTestSupport",
+            ]),
     ]
 )

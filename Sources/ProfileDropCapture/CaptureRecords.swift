@@ -1,4 +1,4 @@
-import ProfileDropCore
+@_spi(Replay) import ProfileDropCore
 import ProfileDropCrypto
 
 /// Numbers that identify our records inside pcapng (documented in Captures/FORMAT.md).
@@ -532,8 +532,9 @@ struct RecordReader {
     }
 }
 
-/// Fixed-order encodings of the configuration structs. A field added to one of them must be added
-/// here and the format version raised.
+/// Fixed-order encodings of the configuration structs. Timeouts and limits follow the field tables
+/// beside their structs in Core; a field added to any of them changes the record, so the format
+/// version must be raised.
 enum ConfigurationCodec {
     static func write(_ duration: Duration, to writer: inout ByteWriter) {
         writer.writeInteger(duration.nanosecondsClamped)
@@ -545,72 +546,33 @@ enum ConfigurationCodec {
     }
 
     static func write(_ timeouts: Timeouts, to writer: inout ByteWriter) {
-        for duration in [
-            timeouts.announceInitial, timeouts.announceCap, timeouts.queryInitial, timeouts.queryCap,
-        ] { write(duration, to: &writer) }
-        write(timeouts.queryResponseDelay, to: &writer)
-        for duration in [timeouts.answerSuppression, timeouts.peerLifetime, timeouts.handshakeRetransmit] {
-            write(duration, to: &writer)
+        for field in Timeouts.fields {
+            switch field {
+            case .duration(_, let path): write(timeouts[keyPath: path], to: &writer)
+            case .durationRange(_, let path): write(timeouts[keyPath: path], to: &writer)
+            case .count(_, let path): writer.writeInteger(UInt32(clamping: timeouts[keyPath: path]))
+            }
         }
-        writer.writeInteger(UInt32(clamping: timeouts.handshakeAttempts))
-        for duration in [
-            timeouts.rangingWindow, timeouts.rangingFarAbort, timeouts.consent, timeouts.controlCap,
-            timeouts.idle,
-            timeouts.chunkPacing,
-            timeouts.initialRTO,
-        ] { write(duration, to: &writer) }
-        write(timeouts.rtoRange, to: &writer)
-        for duration in [timeouts.sackDelay, timeouts.transfer, timeouts.closeRetransmit] {
-            write(duration, to: &writer)
-        }
-        writer.writeInteger(UInt32(clamping: timeouts.closeAttempts))
-        for duration in [timeouts.drain, timeouts.retryBackoff, timeouts.retryBackoffCap] {
-            write(duration, to: &writer)
-        }
-        write(timeouts.busyBackoff, to: &writer)
-        write(timeouts.inviteDelay, to: &writer)
-        write(timeouts.overall, to: &writer)
     }
 
     static func readTimeouts(_ reader: inout RecordReader) throws(CaptureError) -> Timeouts {
         var timeouts = Timeouts()
-        timeouts.announceInitial = try reader.duration("announce initial")
-        timeouts.announceCap = try reader.duration("announce cap")
-        timeouts.queryInitial = try reader.duration("query initial")
-        timeouts.queryCap = try reader.duration("query cap")
-        timeouts.queryResponseDelay = try reader.durationRange("query response delay")
-        timeouts.answerSuppression = try reader.duration("answer suppression")
-        timeouts.peerLifetime = try reader.duration("peer lifetime")
-        timeouts.handshakeRetransmit = try reader.duration("handshake retransmit")
-        timeouts.handshakeAttempts = try reader.count("handshake attempts")
-        timeouts.rangingWindow = try reader.duration("ranging window")
-        timeouts.rangingFarAbort = try reader.duration("ranging far abort")
-        timeouts.consent = try reader.duration("consent")
-        timeouts.controlCap = try reader.duration("control cap")
-        timeouts.idle = try reader.duration("idle")
-        timeouts.chunkPacing = try reader.duration("chunk pacing")
-        timeouts.initialRTO = try reader.duration("initial RTO")
-        timeouts.rtoRange = try reader.durationRange("RTO range")
-        timeouts.sackDelay = try reader.duration("sack delay")
-        timeouts.transfer = try reader.duration("transfer")
-        timeouts.closeRetransmit = try reader.duration("close retransmit")
-        timeouts.closeAttempts = try reader.count("close attempts")
-        timeouts.drain = try reader.duration("drain")
-        timeouts.retryBackoff = try reader.duration("retry backoff")
-        timeouts.retryBackoffCap = try reader.duration("retry backoff cap")
-        timeouts.busyBackoff = try reader.durationRange("busy backoff")
-        timeouts.inviteDelay = try reader.durationRange("invite delay")
-        timeouts.overall = try reader.duration("overall")
+        for field in Timeouts.fields {
+            switch field {
+            case .duration(let name, let path): timeouts[keyPath: path] = try reader.duration(name)
+            case .durationRange(let name, let path): timeouts[keyPath: path] = try reader.durationRange(name)
+            case .count(let name, let path): timeouts[keyPath: path] = try reader.count(name)
+            }
+        }
         return timeouts
     }
 
     static func write(_ limits: Limits, to writer: inout ByteWriter) {
-        for value in [limits.maxPeers, limits.maxCardBytes, limits.sendWindow, limits.maxKnownAnswers] {
-            writer.writeInteger(UInt32(clamping: value))
-        }
-        writer.writeDouble(limits.farAbortDistance)
-        for value in [limits.unsolicitedPerSecond, limits.rateLimitedSources] {
-            writer.writeInteger(UInt32(clamping: value))
+        for field in Limits.fields {
+            switch field {
+            case .count(_, let path): writer.writeInteger(UInt32(clamping: limits[keyPath: path]))
+            case .number(_, let path): writer.writeDouble(limits[keyPath: path])
+            }
         }
     }
 
@@ -620,13 +582,12 @@ enum ConfigurationCodec {
 
     static func readLimits(_ reader: inout RecordReader) throws(CaptureError) -> Limits {
         var limits = Limits()
-        limits.maxPeers = try reader.count("max peers")
-        limits.maxCardBytes = try reader.count("max card bytes")
-        limits.sendWindow = try reader.count("send window")
-        limits.maxKnownAnswers = try reader.count("max known answers")
-        limits.farAbortDistance = try reader.finite("far abort distance")
-        limits.unsolicitedPerSecond = try reader.count("unsolicited per second")
-        limits.rateLimitedSources = try reader.count("rate-limited sources")
+        for field in Limits.fields {
+            switch field {
+            case .count(let name, let path): limits[keyPath: path] = try reader.count(name)
+            case .number(let name, let path): limits[keyPath: path] = try reader.finite(name)
+            }
+        }
         // Replay would allocate by these: a file must not make it reserve gigabytes.
         guard limits.maxCardBytes <= maximumCardBytes, limits.maxPeers <= maximumTableSize,
             limits.rateLimitedSources <= maximumTableSize

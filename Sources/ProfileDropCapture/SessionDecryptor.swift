@@ -1,4 +1,4 @@
-import ProfileDropCore
+@_spi(Replay) import ProfileDropCore
 import ProfileDropCrypto
 import ProfileDropNoise
 
@@ -24,11 +24,8 @@ struct SessionDecryptor {
 
     init(configuration: DeviceConfiguration) {
         staticKey = configuration.staticKey
-        // What the core puts in ACCEPT and CONFIRM (PROTOCOL.md 3.3); checked against the messages.
-        parameters = HandshakeParameters(
-            maxCardBytes: UInt32(clamping: configuration.limits.maxCardBytes),
-            receiveWindow: UInt16(clamping: max(configuration.limits.sendWindow, 1) * 2)
-        ).encoded()
+        // What the core puts in ACCEPT and CONFIRM; checked against the messages.
+        parameters = HandshakeRules.parameters(configuration.limits).encoded()
     }
 
     /// Notes a datagram the device received; returns its frames when it is a decryptable SECURE.
@@ -62,11 +59,10 @@ struct SessionDecryptor {
         switch packet {
         case .invite(let invite):
             guard sessions[invite.sessionID]?.handshake == nil else { return nil }  // a retransmission
-            let prologue = Self.prologue(
-                invite.sessionID, initiator: invite.sender, responder: invite.receiver)
             guard
                 var handshake = start(
-                    .initiator, prologue: prologue, message: invite.noiseMessage, draws: draws),
+                    .initiator, invite.sessionID, initiator: invite.sender, responder: invite.receiver,
+                    message: invite.noiseMessage, draws: draws),
                 write(&handshake, payload: [], expected: invite.noiseMessage)
             else { return nil }
             sessions[invite.sessionID] = Session(handshake: handshake)
@@ -74,11 +70,10 @@ struct SessionDecryptor {
             guard let invite = sessions[accept.sessionID]?.pendingInvite,
                 sessions[accept.sessionID]?.handshake == nil
             else { return nil }
-            let prologue = Self.prologue(
-                accept.sessionID, initiator: invite.sender, responder: invite.receiver)
             guard
                 var handshake = start(
-                    .responder, prologue: prologue, message: accept.noiseMessage, draws: draws),
+                    .responder, accept.sessionID, initiator: invite.sender, responder: invite.receiver,
+                    message: accept.noiseMessage, draws: draws),
                 (try? handshake.readMessage(invite.noiseMessage)) != nil,
                 write(&handshake, payload: parameters, expected: accept.noiseMessage)
             else { return nil }
@@ -109,11 +104,12 @@ struct SessionDecryptor {
         return try? Frame.decodeAll(plaintext)
     }
 
-    /// A handshate state whose ephemeral key is the drawn 32-byte window matching the key that
+    /// A handshake state whose ephemeral key is the drawn 32-byte window matching the key that
     /// starts `message`.
-    private func start(_ role: NoiseRole, prologue: [UInt8], message: [UInt8], draws: ArraySlice<UInt8>)
-        -> HandshakeState?
-    {
+    private func start(
+        _ role: NoiseRole, _ sessionID: UInt64, initiator: DeviceID, responder: DeviceID, message: [UInt8],
+        draws: ArraySlice<UInt8>
+    ) -> HandshakeState? {
         let length = X25519.keyLength
         guard message.count >= length, draws.count >= length else { return nil }
         let ephemeralPublic = Array(message.prefix(length))
@@ -122,9 +118,9 @@ struct SessionDecryptor {
             if let candidate = try? X25519.PrivateKey(rawRepresentation: draws[start..<(start + length)]),
                 candidate.publicKey.rawRepresentation == ephemeralPublic
             {
-                return try? HandshakeState(
-                    protocolName: WireConstants.noiseProtocolName, role: role, prologue: prologue,
-                    staticKey: staticKey, remoteStaticKey: nil, ephemeralKey: candidate)
+                return HandshakeRules.handshake(
+                    role: role, sessionID: sessionID, initiator: initiator, responder: responder,
+                    staticKey: staticKey, ephemeralKey: candidate)
             }
             start += 1
         }
@@ -138,16 +134,5 @@ struct SessionDecryptor {
             return false
         }
         return message == expected
-    }
-
-    /// PROTOCOL.md 3.3: label, version, session id, initiator id, responder id.
-    private static func prologue(_ sessionID: UInt64, initiator: DeviceID, responder: DeviceID) -> [UInt8] {
-        var writer = ByteWriter(capacity: 36)
-        writer.writeBytes(WireConstants.prologueLabel)
-        writer.writeInteger(WireConstants.version)
-        writer.writeInteger(sessionID)
-        writer.writeInteger(initiator.rawValue)
-        writer.writeInteger(responder.rawValue)
-        return writer.bytes
     }
 }

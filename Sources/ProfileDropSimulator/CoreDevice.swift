@@ -2,16 +2,11 @@ import ProfileDropCore
 import ProfileDropCrypto
 
 extension DeviceContext {
-    /// The seed material of the device's static key: its own seed material with a fixed suffix, so
-    /// that replay can derive the key again from a capture's keylog.
-    public var staticKeySeedMaterial: [UInt8] { seedMaterial + Array("/static-key".utf8) }
-
     /// The real protocol core for this context: the scenario's card, consent asked of the owner, a
     /// static key from ``staticKeySeedMaterial`` and every draw from ``seedMaterial``.
     public func makeCoreDevice() -> Device {
-        var keyRandom = DeterministicRandom(seedMaterial: staticKeySeedMaterial)
         let configuration = DeviceConfiguration(
-            card: spec.card, consent: .askUser, staticKey: X25519.PrivateKey(using: &keyRandom),
+            card: spec.card, consent: .askUser, staticKey: staticKey,
             timeouts: timeouts, gate: options.gate)
         return Device(
             configuration: configuration, random: DeterministicRandom(seedMaterial: seedMaterial),

@@ -1,6 +1,8 @@
 import Foundation
+import ProfileDropCardFile
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropJSON
 
 /// A room of devices, their movements, their owners' choices and the network they share: what one
 /// simulation runs. Read from a JSON scenario file (see ``Scenario/load(contentsOf:)``) or built in code.
@@ -395,9 +397,9 @@ extension Scenario {
             switch value {
             case .string(let path):
                 let resolved = path.hasPrefix("/") ? path : baseDirectory + "/" + path
-                return try ProfileCard.load(contentsOf: resolved)
+                return try CardFile.load(contentsOf: resolved)
             case .object:
-                return try ProfileCard(jsonData: Array(value.serialized.utf8), baseDirectory: baseDirectory)
+                return try CardFile.card(json: value, baseDirectory: baseDirectory)
             case .null, .bool, .number, .array:
                 throw ScenarioError(
                     file: nil, location: location,

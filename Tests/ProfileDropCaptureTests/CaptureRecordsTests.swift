@@ -1,6 +1,7 @@
 import Foundation
 import ProfileDropCapture
-import ProfileDropCore
+@_spi(Replay) import ProfileDropCore
+import ProfileDropCrypto
 import ProfileDropTestSupport
 import Testing
 
@@ -121,6 +122,86 @@ struct CaptureRecordsTests {
                 #expect(decoded.encoded() == bytes)
             }
         }
+    }
+
+    // MARK: Every configuration field
+
+    /// The labels of `value`'s stored properties whose values equal those of `reference`.
+    static func unchangedFields<T>(_ value: T, from reference: T) -> [String] {
+        zip(Mirror(reflecting: value).children, Mirror(reflecting: reference).children).compactMap {
+            mine, theirs in
+            String(describing: mine.value) == String(describing: theirs.value) ? mine.label ?? "?" : nil
+        }
+    }
+
+    /// Every timer set through the field table to its own non-default value.
+    static func distinctTimeouts() -> Timeouts {
+        var timeouts = Timeouts()
+        for (index, field) in Timeouts.fields.enumerated() {
+            let base = Duration.nanoseconds(1_000_003 * Int64(index + 1))
+            switch field {
+            case .duration(_, let path): timeouts[keyPath: path] = base
+            case .durationRange(_, let path):
+                timeouts[keyPath: path] = base...(base + .nanoseconds(index + 1))
+            case .count(_, let path): timeouts[keyPath: path] = 1_000 + index
+            }
+        }
+        return timeouts
+    }
+
+    /// Every bound set through the field table to its own non-default value.
+    static func distinctLimits() -> Limits {
+        var limits = Limits()
+        for (index, field) in Limits.fields.enumerated() {
+            switch field {
+            case .count(_, let path): limits[keyPath: path] = 100 + index
+            case .number(_, let path): limits[keyPath: path] = 0.25 + Double(index)
+            }
+        }
+        return limits
+    }
+
+    /// The tables are the codec's field lists: they must name every stored property once.
+    @Test func fieldTablesListEveryStoredProperty() {
+        #expect(Timeouts.fields.count == Mirror(reflecting: Timeouts()).children.count)
+        #expect(Limits.fields.count == Mirror(reflecting: Limits()).children.count)
+        // A table naming one field twice and missing another would leave the other at its default.
+        #expect(Self.unchangedFields(Self.distinctTimeouts(), from: Timeouts()) == [])
+        #expect(Self.unchangedFields(Self.distinctLimits(), from: Limits()) == [])
+    }
+
+    /// Each configuration field the record holds, set to its own non-default value, comes back.
+    @Test func everyConfigurationFieldSurvivesTheCodec() throws {
+        let gate = ProximityGate.Configuration(
+            distanceBand: 1.5...20.25, maximumBearing: 45.5, distanceHysteresis: 0.75, bearingHysteresis: 6.5,
+            dwellTime: .milliseconds(321), window: .milliseconds(1_234), minimumSamples: 7,
+            minimumSamplesWhileOpen: 4, outlierDistance: 3.5, outlierBearing: 26.5)
+        let measurement = MeasurementModel(
+            distanceNoise: 1.3, bearingNoise: 5.5, outlierProbability: 0.03, outlierBiasMean: 21,
+            dropoutProbability: 0.06, sampleRate: 9, maximumRange: 2001)
+        #expect(Self.unchangedFields(gate, from: .default) == [])
+        #expect(Self.unchangedFields(measurement, from: .default) == [])
+        let record = DeviceRecord(
+            interfaceID: 6, name: "every field", deviceID: DeviceID(rawValue: 0x0102_0304_0506_0708),
+            localAddress: PeerAddress(10, 1, 2, 3, port: 4321), staticPublicKey: Array(100..<132),
+            consent: .decline, hasCard: true, timeouts: Self.distinctTimeouts(),
+            limits: Self.distinctLimits(), gate: gate, measurement: measurement,
+            startTime: Instant(nanoseconds: 987_654_321), startRandomBytes: 77,
+            epochNanoseconds: 1_700_000_000)
+        guard
+            case .device(let decoded) = try CaptureRecord(customData: CaptureRecord.device(record).encoded())
+        else {
+            Issue.record("a device record decoded as another kind")
+            return
+        }
+        #expect(decoded == record)
+        var random = DeterministicRandom(seed: 6)
+        let configuration = decoded.configuration(card: nil, staticKey: X25519.PrivateKey(using: &random))
+        #expect(configuration.timeouts == record.timeouts)
+        #expect(configuration.limits == record.limits)
+        #expect(configuration.gate == gate)
+        #expect(configuration.measurement == measurement)
+        #expect(configuration.consent == record.consent)
     }
 
     /// A name longer than the record holds is cut before a character that would not fit whole,

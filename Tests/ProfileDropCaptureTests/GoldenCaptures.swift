@@ -57,9 +57,8 @@ enum GoldenCaptures {
 /// The simulator's core device built as a ``CapturingDevice`` (static key from the device's seed
 /// material, every draw on the tape), with every input and output recorded.
 func capturingCoreDevice(context: DeviceContext, recorder: CaptureRecorder) -> CapturingDevice {
-    var keyRandom = DeterministicRandom(seedMaterial: context.staticKeySeedMaterial)
     let configuration = DeviceConfiguration(
-        card: context.spec.card, consent: .askUser, staticKey: X25519.PrivateKey(using: &keyRandom),
+        card: context.spec.card, consent: .askUser, staticKey: context.staticKey,
         timeouts: context.timeouts, gate: context.options.gate)
     return CapturingDevice(
         configuration: configuration, random: DeterministicRandom(seedMaterial: context.seedMaterial),

@@ -2,7 +2,7 @@ import ProfileDropCrypto
 import ProfileDropNoise
 import Testing
 
-@testable import ProfileDropCore
+@_spi(Replay) @testable import ProfileDropCore
 
 /// The invitation handshake against a hand-driven peer.
 @Suite struct HandshakeTests {
@@ -23,7 +23,7 @@ import Testing
         var random = DeterministicRandom(seed: seed)
         var responder = try HandshakeState(
             protocolName: WireConstants.noiseProtocolName, role: .responder,
-            prologue: ExchangeSession.prologue(
+            prologue: HandshakeRules.prologue(
                 sessionID: invite.sessionID, initiator: invite.sender, responder: invite.receiver),
             staticKey: X25519.PrivateKey(using: &random), remoteStaticKey: nil)
         _ = try responder.readMessage(invite.noiseMessage)

@@ -1,35 +1,9 @@
-import Foundation
 import ProfileDropCrypto
+import ProfileDropJSON
 import ProfileDropTestSupport
 import Testing
 
 @testable import ProfileDropCore
-
-/// A scratch directory removed when the test ends.
-private final class TemporaryDirectory {
-    let path: String
-
-    init() throws {
-        path =
-            FileManager.default.temporaryDirectory
-            .appendingPathComponent("profile-card-tests-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-
-    @discardableResult
-    func write(_ name: String, _ bytes: [UInt8]) throws -> String {
-        let file = (path as NSString).appendingPathComponent(name)
-        try Data(bytes).write(to: URL(fileURLWithPath: file))
-        return file
-    }
-
-    @discardableResult
-    func write(_ name: String, text: String) throws -> String {
-        try write(name, Array(text.utf8))
-    }
-}
 
 private let jpegHeader: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 0x4A, 0x46, 0x49, 0x46]
 private let pngHeader: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
@@ -37,11 +11,6 @@ private let pngHeader: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A
 private func jpeg(totalBytes: Int) -> [UInt8] {
     jpegHeader + [UInt8](repeating: 0x5A, count: totalBytes - jpegHeader.count)
 }
-
-private let validFields = """
-    "name": "Bori", "age": 3, "sex": "female", "neutered": true, "size": "small",
-    "keywords": ["calm", "loves fetch"], "owner": "minji"
-    """
 
 private func cardJSON(replacing key: String? = nil, with value: String? = nil, adding extra: String? = nil)
     -> String
@@ -60,8 +29,18 @@ private func cardJSON(replacing key: String? = nil, with value: String? = nil, a
     return "{" + body.joined(separator: ", ") + "}"
 }
 
-private func parse(_ json: String, in directory: String = "/nonexistent") throws(CardError) -> ProfileCard {
-    try ProfileCard(jsonData: Array(json.utf8), baseDirectory: directory)
+/// Parses card JSON whose photos are `photos` in memory; another photo name is unreadable.
+private func parse(_ json: String, photos: [String: [UInt8]] = [:]) throws(CardError) -> ProfileCard {
+    try parse(Array(json.utf8), photos: photos)
+}
+
+private func parse(_ json: [UInt8], photos: [String: [UInt8]] = [:]) throws(CardError) -> ProfileCard {
+    try ProfileCard(jsonData: json) { name throws(CardError) in
+        guard let data = photos[name] else {
+            throw CardError(.photoUnreadable, field: "photo", "photo \(name) is not in the test's set")
+        }
+        return try ProfileCard.Photo(data: data)
+    }
 }
 
 private func sampleCard(photo: [UInt8]? = nil) throws -> ProfileCard {
@@ -72,37 +51,42 @@ private func sampleCard(photo: [UInt8]? = nil) throws -> ProfileCard {
 
 @Suite("Profile card")
 struct ProfileCardTests {
-    // MARK: Loading card files
+    // MARK: Reading card JSON
 
-    @Test("A valid card file loads with its photo, resolved next to the JSON")
-    func loadsValidFile() throws {
-        let directory = try TemporaryDirectory()
-        let photo = jpeg(totalBytes: 2048)
-        try directory.write("bori.jpg", photo)
-        let path = try directory.write("bori.json", text: "{\(validFields), \"photo\": \"bori.jpg\"}")
-
-        let card = try ProfileCard.load(contentsOf: path)
-        #expect(card.name == "Bori")
-        #expect(card.age == 3)
-        #expect(card.sex == .female)
-        #expect(card.neutered)
-        #expect(card.size == .small)
-        #expect(card.keywords == ["calm", "loves fetch"])
-        #expect(card.owner == "minji")
-        #expect(card.photo?.format == .jpeg)
-        #expect(card.photo?.data == photo)
-    }
-
-    @Test("Keywords and photo are optional; PNG photos are recognized")
+    @Test("Keywords and photo are optional; the photo is read under the name the card gives")
     func optionalFields() throws {
         let bare = try parse(cardJSON(replacing: "keywords"))
         #expect(bare.keywords.isEmpty)
         #expect(bare.photo == nil)
 
-        let directory = try TemporaryDirectory()
-        try directory.write("dog.png", pngHeader + [1, 2, 3])
-        let card = try parse(cardJSON(adding: "\"photo\": \"dog.png\""), in: directory.path)
+        let card = try parse(
+            cardJSON(adding: "\"photo\": \"dog.png\""), photos: ["dog.png": pngHeader + [1, 2, 3]])
         #expect(card.photo?.format == .png)
+        #expect(card.photo?.data == pngHeader + [1, 2, 3])
+    }
+
+    @Test("The photo is read only once every other field is valid")
+    func photoIsReadLast() {
+        var asked: [String] = []
+        #expect(throws: CardError.self) {
+            _ = try ProfileCard(
+                jsonData: Array(cardJSON(replacing: "age", with: "31", adding: "\"photo\": \"a.jpg\"").utf8)
+            ) { name throws(CardError) in
+                asked.append(name)
+                return try ProfileCard.Photo(data: jpegHeader)
+            }
+        }
+        #expect(asked.isEmpty)
+    }
+
+    @Test("A parsed object reads as its text does")
+    func parsedObject() throws {
+        let text = cardJSON(adding: "\"photo\": \"p.png\"")
+        let value = try JSONValue.parse(text)
+        let card = try ProfileCard(json: value) { _ throws(CardError) in
+            try ProfileCard.Photo(data: pngHeader)
+        }
+        #expect(card == (try parse(text, photos: ["p.png": pngHeader])))
     }
 
     struct BadCard: CustomTestStringConvertible, Sendable {
@@ -231,75 +215,6 @@ struct ProfileCardTests {
         }
     }
 
-    @Test("A missing card file is reported with its path")
-    func missingFile() {
-        #expect {
-            _ = try ProfileCard.load(contentsOf: "/nonexistent/dir/rex.json")
-        } throws: { error in
-            guard let error = error as? CardError else { return false }
-            return error.code == .fileUnreadable && error.diagnostic.contains("rex.json")
-                && error.diagnostic.contains("no such file")
-        }
-    }
-
-    @Test("Photo problems: missing, a directory, not JPEG/PNG, empty")
-    func photoErrors() throws {
-        let directory = try TemporaryDirectory()
-        try FileManager.default.createDirectory(
-            atPath: (directory.path as NSString).appendingPathComponent("album"),
-            withIntermediateDirectories: true)
-        try directory.write("dog.gif", Array("GIF89a".utf8) + [0, 0, 0])
-        try directory.write("empty.jpg", [])
-
-        let cases: [(String, CardError.Code, String)] = [
-            ("nope.jpg", .photoUnreadable, "no such file"),
-            ("album", .photoUnreadable, "directory"),
-            ("dog.gif", .photoFormat, "neither JPEG nor PNG"),
-            ("empty.jpg", .photoFormat, "neither JPEG nor PNG"),
-        ]
-        for (name, code, text) in cases {
-            do {
-                _ = try parse(cardJSON(adding: "\"photo\": \"\(name)\""), in: directory.path)
-                Issue.record("accepted photo \(name)")
-            } catch {
-                #expect(error.code == code, "\(error.diagnostic)")
-                #expect(error.field == "photo")
-                #expect(error.diagnostic.contains(name), "\(error.diagnostic)")
-                #expect(error.diagnostic.contains(text), "\(error.diagnostic)")
-            }
-        }
-    }
-
-    @Test("Photos up to 256 KiB are accepted, one byte more is refused with both sizes named")
-    func photoSizeLimit() throws {
-        let directory = try TemporaryDirectory()
-        try directory.write("max.jpg", jpeg(totalBytes: ProfileCard.Limits.photoBytes))
-        try directory.write("big.jpg", jpeg(totalBytes: ProfileCard.Limits.photoBytes + 1))
-
-        let card = try parse(cardJSON(adding: "\"photo\": \"max.jpg\""), in: directory.path)
-        #expect(card.photo?.data.count == 262_144)
-
-        do {
-            _ = try parse(cardJSON(adding: "\"photo\": \"big.jpg\""), in: directory.path)
-            Issue.record("accepted an oversized photo")
-        } catch {
-            #expect(error.code == .photoTooLarge)
-            #expect(error.diagnostic.contains("262145"), "\(error.diagnostic)")
-            #expect(error.diagnostic.contains("262144"), "\(error.diagnostic)")
-        }
-        #expect(throws: CardError.self) {
-            _ = try ProfileCard.Photo(data: jpeg(totalBytes: ProfileCard.Limits.photoBytes + 1))
-        }
-    }
-
-    @Test("Absolute photo paths are used as they are")
-    func absolutePhotoPath() throws {
-        let directory = try TemporaryDirectory()
-        let photoPath = try directory.write("abs.png", pngHeader + [9])
-        let card = try parse(cardJSON(adding: "\"photo\": \"\(photoPath)\""), in: "/somewhere/else")
-        #expect(card.photo?.format == .png)
-    }
-
     @Test("Diagnostics quoting outside text stay on one line")
     func diagnosticsAreOneLine() {
         do {
@@ -318,25 +233,66 @@ struct ProfileCardTests {
 
     @Test("A card written as JSON loads back equal, with true/false and integers kept as such")
     func jsonRoundTrip() throws {
-        let directory = try TemporaryDirectory()
         let original = try sampleCard(photo: pngHeader + [0, 1, 2, 3])
         let photoName = "bori.\(try #require(original.photo).format.fileExtension)"
-        try directory.write(photoName, try #require(original.photo).data)
         let json = original.jsonData(photoFileName: photoName)
-        let path = try directory.write("bori.json", json)
 
         let text = try #require(String(validating: json, as: UTF8.self))
         #expect(text.contains("\"neutered\" : true"))
         #expect(text.contains("\"age\" : 3"))
         #expect(text.hasSuffix("}\n"))
-        #expect(try ProfileCard.load(contentsOf: path) == original)
+        #expect(try parse(json, photos: [photoName: try #require(original.photo).data]) == original)
         #expect(original.jsonData(photoFileName: photoName) == json)
 
         let withoutPhoto = try sampleCard()
-        #expect(withoutPhoto.jsonObject(photoFileName: nil)["photo"] == nil)
+        guard case .object(let members) = withoutPhoto.json(photoFileName: nil) else {
+            Issue.record("a card's JSON is not an object")
+            return
+        }
+        #expect(!members.contains { $0.key == "photo" })
+        #expect(try parse(withoutPhoto.jsonData(photoFileName: nil)) == withoutPhoto)
+    }
+
+    /// The bytes earlier versions wrote through Foundation's `JSONSerialization` (pretty-printed,
+    /// sorted keys, slashes unescaped), so saved cards stay byte for byte.
+    @Test("Card JSON is laid out as earlier versions wrote it")
+    func jsonLayout() throws {
+        let full = try sampleCard(photo: pngHeader)
         #expect(
-            try parse(String(decoding: withoutPhoto.jsonData(photoFileName: nil), as: UTF8.self))
-                == withoutPhoto)
+            String(decoding: full.jsonData(photoFileName: "bori.png"), as: UTF8.self) == """
+                {
+                  "age" : 3,
+                  "keywords" : [
+                    "calm",
+                    "loves fetch"
+                  ],
+                  "name" : "Bori",
+                  "neutered" : true,
+                  "owner" : "minji",
+                  "photo" : "bori.png",
+                  "sex" : "female",
+                  "size" : "small"
+                }
+
+                """)
+        let bare = try ProfileCard(
+            name: "Cafe\u{301} \"Bo\"", age: 0, sex: .male, neutered: false, size: .large, keywords: [],
+            owner: "ü/x")
+        #expect(
+            String(decoding: bare.jsonData(photoFileName: nil), as: UTF8.self) == """
+                {
+                  "age" : 0,
+                  "keywords" : [
+
+                  ],
+                  "name" : "Cafe\u{301} \\"Bo\\"",
+                  "neutered" : false,
+                  "owner" : "ü/x",
+                  "sex" : "male",
+                  "size" : "large"
+                }
+
+                """)
     }
 
     /// Whatever card JSON loads writes JSON that loads back to the same card, byte for byte in
@@ -354,10 +310,10 @@ struct ProfileCardTests {
         var accepted = 0
         for round in 0..<2000 {
             let json = mutations.mutate(seeds[round % seeds.count])
-            guard let card = try? ProfileCard(jsonData: json, baseDirectory: "/nonexistent") else { continue }
+            guard let card = try? parse(json) else { continue }
             accepted += 1
             let written = card.jsonData(photoFileName: nil)
-            let again = try ProfileCard(jsonData: written, baseDirectory: "/nonexistent")
+            let again = try parse(written)
             #expect(again.encoded() == card.encoded(), "\(String(decoding: json, as: UTF8.self))")
             #expect(again.jsonData(photoFileName: nil) == written)
         }

@@ -2,13 +2,13 @@ import ProfileDropCrypto
 import ProfileDropNoise
 import Testing
 
-@testable import ProfileDropCore
+@_spi(Replay) @testable import ProfileDropCore
 
 @Suite struct SecureChannelTests {
     /// Runs a real XX handshake and returns (initiator, responder) channels.
     static func pair() throws -> (SecureChannel, SecureChannel) {
         var random = DeterministicRandom(seed: 21)
-        let prologue = ExchangeSession.prologue(
+        let prologue = HandshakeRules.prologue(
             sessionID: 9, initiator: DeviceID(rawValue: 1), responder: DeviceID(rawValue: 2))
         var initiator = try HandshakeState(
             protocolName: WireConstants.noiseProtocolName, role: .initiator, prologue: prologue,

@@ -1,6 +1,7 @@
 import ProfileDropCapture
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropJSON
 import ProfileDropSimulator
 
 /// `profiledrop replay FILE`: rebuilds each captured device from a pcapng capture written with
@@ -97,9 +98,11 @@ enum ReplayCommand: Subcommand {
     }
 
     private static func jsonLine(_ entry: ReplayEntry) -> String {
-        var members: [(String, JSONValue)] = []
-        func add(_ fields: [(String, String)]) { members += fields.map { ($0.0, .string($0.1)) } }
-        let common: [(String, JSONValue)] = [
+        var members: [(key: String, value: JSONValue)] = []
+        func add(_ fields: [(String, String)]) {
+            members += fields.map { (key: $0.0, value: JSONValue.string($0.1)) }
+        }
+        let common: [(key: String, value: JSONValue)] = [
             ("t", .string(Describe.seconds(entry.time))), ("device", .string(entry.device)),
         ]
         switch entry.kind {
@@ -111,7 +114,8 @@ enum ReplayCommand: Subcommand {
                 ("static_public_key", Describe.hexString(record.staticPublicKey)),
             ])
             if let card {
-                members.append(("card", .object(Describe.card(card).map { ($0.0, .string($0.1)) })))
+                members.append(
+                    ("card", .object(Describe.card(card).map { (key: $0.0, value: .string($0.1)) })))
             }
         case .input(let input):
             let (kind, fields) = Describe.input(input)

@@ -1,3 +1,4 @@
+import ProfileDropCardFile
 import ProfileDropCore
 import ProfileDropCrypto
 import ProfileDropTransport
@@ -88,7 +89,7 @@ struct ShareOptions {
         let receiveOnly = arguments.has(ShareCommand.Options.receiveOnly)
         if let path = arguments.value(ShareCommand.Options.profile) {
             do {
-                card = try ProfileCard.load(contentsOf: path)
+                card = try CardFile.load(contentsOf: path)
             } catch {
                 throw UsageError("\(error)")
             }

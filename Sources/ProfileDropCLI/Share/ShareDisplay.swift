@@ -1,4 +1,5 @@
 import ProfileDropCore
+import ProfileDropJSON
 
 /// What `share` shows: a live status line on a terminal, plain lines otherwise, or JSON snapshots.
 struct ShareDisplay {
@@ -132,7 +133,9 @@ struct ShareDisplay {
         let reasonText = reason.map(Self.reasonCode) ?? "quit"
         switch mode {
         case .json:
-            var members = [("event", JSONValue.string("closed")), ("reason", .string(reasonText))]
+            var members: [(key: String, value: JSONValue)] = [
+                ("event", .string("closed")), ("reason", .string(reasonText)),
+            ]
             members += snapshotMembers(snapshot)
             if let reason { members.append(("detail", .string(reason.description))) }
             members.append(("card", card.map(Self.cardJSON) ?? .null))
@@ -191,14 +194,14 @@ struct ShareDisplay {
         return text
     }
 
-    private func snapshotMembers(_ snapshot: DeviceSnapshot) -> [(String, JSONValue)] {
+    private func snapshotMembers(_ snapshot: DeviceSnapshot) -> [(key: String, value: JSONValue)] {
         [
             ("stage", .string(stage.rawValue)),
             ("device", .string(snapshot.deviceID.description)),
             ("peer", snapshot.peer.map { .string($0.description) } ?? .null),
             ("code", verificationCode.map { .string($0) } ?? .null),
-            ("distance_cm", snapshot.distanceCm.map { .number($0) } ?? .null),
-            ("bearing_deg", snapshot.bearingDeg.map { .number($0) } ?? .null),
+            ("distance_cm", snapshot.distanceCm.map(Self.oneDecimalJSON) ?? .null),
+            ("bearing_deg", snapshot.bearingDeg.map(Self.oneDecimalJSON) ?? .null),
             (
                 "progress",
                 .object([
@@ -211,8 +214,13 @@ struct ShareDisplay {
         ]
     }
 
+    /// One decimal is what the display shows; more would only be noise.
+    private static func oneDecimalJSON(_ value: Double) -> JSONValue {
+        value.isFinite ? .number((value * 10).rounded() / 10) : .null
+    }
+
     static func cardJSON(_ card: ProfileCard) -> JSONValue {
-        var members: [(String, JSONValue)] = [
+        var members: [(key: String, value: JSONValue)] = [
             ("name", .string(card.name)), ("age", .integer(card.age)), ("sex", .string(card.sex.rawValue)),
             ("neutered", .bool(card.neutered)), ("size", .string(card.size.rawValue)),
             ("keywords", .array(card.keywords.map { .string($0) })), ("owner", .string(card.owner)),

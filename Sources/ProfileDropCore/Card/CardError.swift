@@ -56,7 +56,7 @@ public struct CardError: Error, Equatable, Sendable, CustomStringConvertible {
 
     /// Quotes outside text for a diagnostic: escaped like a Swift string literal (so control
     /// characters stay visible) and shortened to `limit` characters.
-    static func quoted(_ text: String, limit: Int = 48) -> String {
+    public static func quoted(_ text: String, limit: Int = 48) -> String {
         let escaped = text.debugDescription
         guard escaped.count > limit + 2 else { return escaped }
         return String(escaped.prefix(limit)) + "...\""

@@ -3,7 +3,7 @@ import ProfileDropCrypto
 /// A dog's profile card: what two walkers swap when they hold their phones together.
 ///
 /// Every initializer validates against `Limits`, so a `ProfileCard` value is always well formed,
-/// whether it was typed by the user (JSON, see `ProfileCard.load(contentsOf:)`) or sent by a peer
+/// whether it was typed by the user (JSON, see `init(json:photo:)`) or sent by a peer
 /// (binary, see `init(decoding:)`).
 public struct ProfileCard: Equatable, Sendable {
     /// The dog's sex.

@@ -64,6 +64,54 @@ public struct Timeouts: Sendable, Equatable {
     public init() {}
 }
 
+@_spi(Replay)
+extension Timeouts {
+    /// One field of ``Timeouts``, named for diagnostics, with the key path that reads and writes it.
+    public enum Field {
+        /// A wait.
+        case duration(String, WritableKeyPath<Timeouts, Duration>)
+        /// A range random waits are drawn from.
+        case durationRange(String, WritableKeyPath<Timeouts, ClosedRange<Duration>>)
+        /// A number of attempts.
+        case count(String, WritableKeyPath<Timeouts, Int>)
+    }
+
+    /// Every field, in declaration order, which is also their order in a capture's device record.
+    /// Codecs iterate this table, so a field added above must be added here too; a test compares
+    /// its length with the struct's stored properties.
+    public static var fields: [Field] {
+        [
+            .duration("announce initial", \.announceInitial),
+            .duration("announce cap", \.announceCap),
+            .duration("query initial", \.queryInitial),
+            .duration("query cap", \.queryCap),
+            .durationRange("query response delay", \.queryResponseDelay),
+            .duration("answer suppression", \.answerSuppression),
+            .duration("peer lifetime", \.peerLifetime),
+            .duration("handshake retransmit", \.handshakeRetransmit),
+            .count("handshake attempts", \.handshakeAttempts),
+            .duration("ranging window", \.rangingWindow),
+            .duration("ranging far abort", \.rangingFarAbort),
+            .duration("consent", \.consent),
+            .duration("control cap", \.controlCap),
+            .duration("idle", \.idle),
+            .duration("chunk pacing", \.chunkPacing),
+            .duration("initial RTO", \.initialRTO),
+            .durationRange("RTO range", \.rtoRange),
+            .duration("sack delay", \.sackDelay),
+            .duration("transfer", \.transfer),
+            .duration("close retransmit", \.closeRetransmit),
+            .count("close attempts", \.closeAttempts),
+            .duration("drain", \.drain),
+            .duration("retry backoff", \.retryBackoff),
+            .duration("retry backoff cap", \.retryBackoffCap),
+            .durationRange("busy backoff", \.busyBackoff),
+            .durationRange("invite delay", \.inviteDelay),
+            .duration("overall", \.overall),
+        ]
+    }
+}
+
 /// Bounds that keep memory and work finite whatever peers send.
 public struct Limits: Sendable, Equatable {
     /// Peers the discovery session remembers; the least recently heard is evicted.
@@ -84,6 +132,32 @@ public struct Limits: Sendable, Equatable {
 
     /// The defaults.
     public init() {}
+}
+
+@_spi(Replay)
+extension Limits {
+    /// One field of ``Limits``, named for diagnostics, with the key path that reads and writes it.
+    public enum Field {
+        /// A count of things.
+        case count(String, WritableKeyPath<Limits, Int>)
+        /// A measure (a distance).
+        case number(String, WritableKeyPath<Limits, Double>)
+    }
+
+    /// Every field, in declaration order, which is also their order in a capture's device record.
+    /// Codecs iterate this table, so a field added above must be added here too; a test compares
+    /// its length with the struct's stored properties.
+    public static var fields: [Field] {
+        [
+            .count("max peers", \.maxPeers),
+            .count("max card bytes", \.maxCardBytes),
+            .count("send window", \.sendWindow),
+            .count("max known answers", \.maxKnownAnswers),
+            .number("far abort distance", \.farAbortDistance),
+            .count("unsolicited per second", \.unsolicitedPerSecond),
+            .count("rate-limited sources", \.rateLimitedSources),
+        ]
+    }
 }
 
 /// Everything a ``Device`` needs besides its inputs.

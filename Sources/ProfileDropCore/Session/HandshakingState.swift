@@ -11,35 +11,16 @@ struct HandshakingState {
 }
 
 extension ExchangeSession {
-    /// The Noise prologue: label, version, session id, initiator id, responder id, so a handshake
-    /// cannot be replayed into another session or another protocol version.
-    static func prologue(sessionID: UInt64, initiator: DeviceID, responder: DeviceID) -> [UInt8] {
-        var writer = ByteWriter(capacity: 36)
-        writer.writeBytes(WireConstants.prologueLabel)
-        writer.writeInteger(WireConstants.version)
-        writer.writeInteger(sessionID)
-        writer.writeInteger(initiator.rawValue)
-        writer.writeInteger(responder.rawValue)
-        return writer.bytes
-    }
-
     static func parameters(_ context: SessionContext) -> HandshakeParameters {
-        HandshakeParameters(
-            maxCardBytes: UInt32(clamping: context.limits.maxCardBytes),
-            receiveWindow: UInt16(clamping: max(context.limits.sendWindow, 1) * 2))
+        HandshakeRules.parameters(context.limits)
     }
 
     static func handshake(
         role: NoiseRole, sessionID: UInt64, initiator: DeviceID, responder: DeviceID, context: SessionContext
     ) -> HandshakeState {
-        do {
-            return try HandshakeState(
-                protocolName: WireConstants.noiseProtocolName, role: role,
-                prologue: prologue(sessionID: sessionID, initiator: initiator, responder: responder),
-                staticKey: context.configuration.staticKey, remoteStaticKey: nil)
-        } catch {
-            preconditionFailure("the fixed Noise protocol name and our static key are valid: \(error)")
-        }
+        HandshakeRules.handshake(
+            role: role, sessionID: sessionID, initiator: initiator, responder: responder,
+            staticKey: context.configuration.staticKey)
     }
 
     /// Invites `peer`: sends INVITE carrying Noise message 1.

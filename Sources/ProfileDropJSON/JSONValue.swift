@@ -1,5 +1,6 @@
 /// A parsed JSON value whose objects keep their keys in document order, so that nothing downstream
-/// depends on hash order.
+/// depends on hash order. The project's one JSON reader and writer: scenarios, card files and the
+/// command line's `--json` lines.
 public indirect enum JSONValue: Equatable, Sendable {
     case null
     case bool(Bool)
@@ -7,6 +8,12 @@ public indirect enum JSONValue: Equatable, Sendable {
     case string(String)
     case array([JSONValue])
     case object([(key: String, value: JSONValue)])
+
+    /// A whole number. JSON numbers are doubles here, exact up to 2^53 in magnitude.
+    public static func integer(_ value: Int) -> JSONValue {
+        precondition(value.magnitude <= 1 << 53, "\(value) has no exact JSON number here")
+        return .number(Double(value))
+    }
 
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
@@ -33,29 +40,98 @@ public indirect enum JSONValue: Equatable, Sendable {
         }
     }
 
+    /// How ``serialized(_:)`` lays out text.
+    public struct Format: Sendable, Equatable {
+        /// One member or item per line, indented by two spaces, `"key" : value`: the layout
+        /// Foundation's `JSONSerialization` writes with `.prettyPrinted`, including its blank line
+        /// inside an empty array or object, so that files written before stay byte for byte.
+        public var pretty: Bool
+        /// Object keys in Unicode scalar order rather than stored order.
+        public var sortedKeys: Bool
+
+        /// Creates a format.
+        public init(pretty: Bool, sortedKeys: Bool) {
+            self.pretty = pretty
+            self.sortedKeys = sortedKeys
+        }
+
+        /// One line, keys in stored order.
+        public static let compact = Format(pretty: false, sortedKeys: false)
+        /// Indented, keys sorted: the same value always gives the same bytes.
+        public static let prettySorted = Format(pretty: true, sortedKeys: true)
+    }
+
     /// Compact JSON text for this value (keys in stored order). Parsing the text gives back the
     /// same value, every number to the bit (−0 included); numbers must be finite, as every parsed
     /// number is.
-    public var serialized: String {
+    public var serialized: String { serialized(.compact) }
+
+    /// JSON text for this value in `format`; it parses back to the same value (with sorted keys,
+    /// to the same members in sorted order).
+    public func serialized(_ format: Format) -> String {
+        var out = ""
+        write(to: &out, format: format, indent: 0)
+        return out
+    }
+
+    private func write(to out: inout String, format: Format, indent: Int) {
         switch self {
-        case .null: return "null"
-        case .bool(let value): return value ? "true" : "false"
-        case .number(let value):
-            // Int64 has no negative zero; "-0" keeps the sign that the parser read.
-            if value == 0 && value.sign == .minus { return "-0" }
-            if value == value.rounded() && abs(value) < 1e15 { return String(Int64(value)) }
-            // The shortest text that reads back as the same double.
-            return "\(value)"
-        case .string(let value): return Self.quote(value)
-        case .array(let items): return "[" + items.map(\.serialized).joined(separator: ",") + "]"
+        case .null: out += "null"
+        case .bool(let value): out += value ? "true" : "false"
+        case .number(let value): out += Self.numberText(value)
+        case .string(let value): Self.quote(value, into: &out)
+        case .array(let items):
+            Self.writeContainer(items, open: "[", close: "]", to: &out, format: format, indent: indent) {
+                item, out, indent in item.write(to: &out, format: format, indent: indent)
+            }
         case .object(let members):
-            return "{" + members.map { Self.quote($0.key) + ":" + $0.value.serialized }.joined(separator: ",")
-                + "}"
+            let ordered =
+                format.sortedKeys
+                ? members.sorted { $0.key.unicodeScalars.lexicographicallyPrecedes($1.key.unicodeScalars) }
+                : members
+            Self.writeContainer(ordered, open: "{", close: "}", to: &out, format: format, indent: indent) {
+                member, out, indent in
+                Self.quote(member.key, into: &out)
+                out += format.pretty ? " : " : ":"
+                member.value.write(to: &out, format: format, indent: indent)
+            }
         }
     }
 
-    private static func quote(_ text: String) -> String {
-        var out = "\""
+    private static func writeContainer<Element>(
+        _ elements: [Element], open: String, close: String, to out: inout String, format: Format, indent: Int,
+        writeElement: (Element, inout String, Int) -> Void
+    ) {
+        out += open
+        guard format.pretty else {
+            for (index, element) in elements.enumerated() {
+                if index > 0 { out += "," }
+                writeElement(element, &out, indent)
+            }
+            out += close
+            return
+        }
+        let inner = String(repeating: " ", count: 2 * (indent + 1))
+        out += "\n"
+        for (index, element) in elements.enumerated() {
+            if index > 0 { out += ",\n" }
+            out += inner
+            writeElement(element, &out, indent + 1)
+        }
+        out += "\n" + String(repeating: " ", count: 2 * indent) + close
+    }
+
+    private static func numberText(_ value: Double) -> String {
+        precondition(value.isFinite, "JSON has no text for \(value)")
+        // Int64 has no negative zero; "-0" keeps the sign that the parser read.
+        if value == 0 && value.sign == .minus { return "-0" }
+        if value == value.rounded() && abs(value) < 1e15 { return String(Int64(value)) }
+        // The shortest text that reads back as the same double.
+        return "\(value)"
+    }
+
+    private static func quote(_ text: String, into out: inout String) {
+        out += "\""
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""
@@ -63,6 +139,8 @@ public indirect enum JSONValue: Equatable, Sendable {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
+            case "\u{8}": out += "\\b"
+            case "\u{C}": out += "\\f"
             default:
                 if scalar.value < 0x20 {
                     let hex = String(scalar.value, radix: 16)
@@ -72,14 +150,30 @@ public indirect enum JSONValue: Equatable, Sendable {
                 }
             }
         }
-        return out + "\""
+        out += "\""
     }
 
+    /// The deepest nesting of arrays and objects the parser takes.
+    public static let maximumDepth = 64
+    /// The longest text the parser takes, in UTF-8 bytes.
+    public static let maximumBytes = 16 * 1024 * 1024
+
     /// Parses JSON text (RFC 8259). Duplicate keys are rejected, since silently keeping one of them
-    /// would hide a mistake in a hand-written scenario.
+    /// would hide a mistake in a hand-written file.
     /// - Throws: ``JSONParseError`` with the line and column of the problem.
     public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
-        var parser = JSONParser(bytes: Array(text.utf8))
+        try parse(utf8: Array(text.utf8))
+    }
+
+    /// Parses JSON text given as UTF-8 bytes; invalid UTF-8 in a string is an error.
+    /// - Throws: ``JSONParseError`` with the line and column of the problem.
+    public static func parse(utf8 bytes: [UInt8]) throws(JSONParseError) -> JSONValue {
+        guard bytes.count <= maximumBytes else {
+            throw JSONParseError(
+                line: 1, column: 1,
+                reason: "text of \(bytes.count) bytes is over the \(maximumBytes)-byte limit")
+        }
+        var parser = JSONParser(bytes: bytes)
         parser.skipWhitespace()
         let value = try parser.parseValue(depth: 0)
         parser.skipWhitespace()
@@ -92,10 +186,17 @@ public indirect enum JSONValue: Equatable, Sendable {
 public struct JSONParseError: Error, Equatable, Sendable, CustomStringConvertible {
     /// 1-based line of the problem.
     public let line: Int
-    /// 1-based column (in bytes) of the problem.
+    /// 1-based column (in Unicode scalars) of the problem.
     public let column: Int
     /// What is wrong.
     public let reason: String
+
+    /// Creates an error.
+    public init(line: Int, column: Int, reason: String) {
+        self.line = line
+        self.column = column
+        self.reason = reason
+    }
 
     public var description: String { "line \(line), column \(column): \(reason)" }
 }
@@ -103,7 +204,7 @@ public struct JSONParseError: Error, Equatable, Sendable, CustomStringConvertibl
 private struct JSONParser {
     let bytes: [UInt8]
     var position = 0
-    static let maximumDepth = 64
+    static let maximumDepth = JSONValue.maximumDepth
 
     var atEnd: Bool { position >= bytes.count }
 
@@ -114,8 +215,8 @@ private struct JSONParser {
             if byte == UInt8(ascii: "\n") {
                 line += 1
                 column = 1
-            } else {
-                column += 1
+            } else if byte & 0xC0 != 0x80 {
+                column += 1  // Count scalars, not UTF-8 continuation bytes.
             }
         }
         return JSONParseError(line: line, column: column, reason: reason)
@@ -151,6 +252,7 @@ private struct JSONParser {
     mutating func parseObject(depth: Int) throws(JSONParseError) -> JSONValue {
         position += 1
         var members: [(key: String, value: JSONValue)] = []
+        var seen: Set<String> = []
         skipWhitespace()
         if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
             position += 1
@@ -163,7 +265,7 @@ private struct JSONParser {
             }
             let keyStart = position
             let key = try parseString()
-            if members.contains(where: { $0.key == key }) {
+            if !seen.insert(key).inserted {
                 position = keyStart
                 throw error("duplicate key \"\(key)\"")
             }

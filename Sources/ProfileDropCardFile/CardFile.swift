@@ -1,0 +1,83 @@
+import Foundation
+import ProfileDropCore
+import ProfileDropJSON
+
+/// Card files and the photos they name, read from disk: the file I/O the sans-IO core leaves out.
+/// A relative `photo` path resolves against the directory of the JSON file.
+public enum CardFile {
+    /// Loads and validates a card file and the photo it names.
+    /// - Throws: ``CardError`` with a one-line diagnostic naming the file or key.
+    public static func load(contentsOf path: String) throws(CardError) -> ProfileCard {
+        let data = try readFile(
+            atPath: path, sizeLimit: nil, code: .fileUnreadable, what: "card file \(CardError.quoted(path))")
+        return try card(jsonData: data, baseDirectory: directory(of: path))
+    }
+
+    /// Parses and validates card JSON text; a `photo` path is resolved against `baseDirectory`.
+    public static func card(jsonData: [UInt8], baseDirectory: String) throws(CardError) -> ProfileCard {
+        try ProfileCard(jsonData: jsonData) { path throws(CardError) in
+            try photo(path, baseDirectory: baseDirectory)
+        }
+    }
+
+    /// Validates a card object already parsed (a scenario's inline card); a `photo` path is
+    /// resolved against `baseDirectory`.
+    public static func card(json: JSONValue, baseDirectory: String) throws(CardError) -> ProfileCard {
+        try ProfileCard(json: json) { path throws(CardError) in
+            try photo(path, baseDirectory: baseDirectory)
+        }
+    }
+
+    /// The directory a file's relative paths resolve against.
+    public static func directory(of path: String) -> String {
+        let directory = (path as NSString).deletingLastPathComponent
+        return directory.isEmpty ? "." : directory
+    }
+
+    /// Reads the photo a card names: `path` as written in the card, absolute or relative to
+    /// `baseDirectory`.
+    public static func photo(_ path: String, baseDirectory: String) throws(CardError) -> ProfileCard.Photo {
+        let resolved = path.hasPrefix("/") ? path : (baseDirectory as NSString).appendingPathComponent(path)
+        let what = "photo \(CardError.quoted(path))"
+        let data = try readFile(
+            atPath: resolved, sizeLimit: ProfileCard.Limits.photoBytes, code: .photoUnreadable, what: what)
+        do {
+            return try ProfileCard.Photo(data: data)
+        } catch {
+            // Name the file the user wrote; other photo errors already say what is wrong.
+            guard error.code == .photoFormat else { throw error }
+            throw CardError(.photoFormat, field: "photo", "\(what) is neither JPEG nor PNG")
+        }
+    }
+
+    /// Reads a regular file. With `sizeLimit`, a larger file is refused before it is read.
+    private static func readFile(
+        atPath path: String, sizeLimit: Int?, code: CardError.Code, what: String
+    ) throws(CardError) -> [UInt8] {
+        let field = code == .photoUnreadable ? "photo" : nil
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw CardError(code, field: field, "\(what) cannot be read: no such file")
+        }
+        guard !isDirectory.boolValue else {
+            throw CardError(code, field: field, "\(what) cannot be read: it is a directory")
+        }
+        if let sizeLimit,
+            let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+            let size = (attributes[.size] as? NSNumber)?.intValue, size > sizeLimit
+        {
+            throw CardError(
+                .photoTooLarge, field: field,
+                "\(what) is \(size) bytes; the limit is \(sizeLimit) bytes (256 KiB)")
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CardError(code, field: field, "\(what) cannot be read: permission denied or I/O error")
+        }
+        if let sizeLimit, data.count > sizeLimit {
+            throw CardError(
+                .photoTooLarge, field: field,
+                "\(what) is \(data.count) bytes; the limit is \(sizeLimit) bytes (256 KiB)")
+        }
+        return [UInt8](data)
+    }
+}
