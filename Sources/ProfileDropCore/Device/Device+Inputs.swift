@@ -125,18 +125,21 @@ extension Device {
         }
     }
 
-    /// Reports a decided session outcome, then invites the next peer if the device is free.
+    /// Acts on a decided session outcome, then invites the next peer if the device is free.
     mutating func afterInput() {
-        if var session = exchange, let outcome = session.outcome, !session.outcomeReported {
-            session.outcomeReported = true
+        while let outcome = context.outcomes.pop() {
+            // Only the live exchange decides: lingering sessions already did.
+            guard let session = exchange, session.sessionID == outcome.sessionID else {
+                preconditionFailure("outcome of session \(outcome.sessionID), which is not the exchange")
+            }
             exchange = nil
-            lastPeer = session.peer
-            if session.endsDevice {
-                closeDevice(outcome)
+            lastPeer = outcome.peer
+            if outcome.endsDevice {
+                closeDevice(outcome.reason)
             } else {
-                lastFailure = outcome
-                context.emit(.sessionEnded(peer: session.peer, reason: outcome))
-                discovery.sessionFailed(with: session.peer, context: &context)
+                lastFailure = outcome.reason
+                context.emit(.sessionEnded(peer: outcome.peer, reason: outcome.reason))
+                discovery.sessionFailed(with: outcome.peer, context: &context)
             }
             if session.nextDeadline != nil { lingering.append(session) }
         }

@@ -1,104 +1,122 @@
 /// CLOSE sent, waiting for CLOSE_ACK.
 struct ClosingState {
-    var link: Link
     let frames: [Frame]
-    let reason: CloseReason
     var transmissions = 1
     var retransmitAt: Instant
     /// When CLOSE last went out, on the timer or in answer to the peer.
     var lastSentAt: Instant
 }
 
+extension ClosingState {
+    /// CLOSE_ACK drains; a packet without CLOSE shows the peer missed ours.
+    mutating func handle(_ inbound: Link.Inbound, link: inout Link, context: inout SessionContext)
+        -> Transition
+    {
+        if inbound.closeAck { return .drain }
+        if inbound.close == nil, context.now >= lastSentAt + context.configuration.measurement.sampleInterval
+        {
+            // The peer is still in the session, so it has not seen our CLOSE: send it again
+            // now rather than on the backed-off timer (at most once per ranging interval). After
+            // a lost CLOSE, or a cut that healed, the peer learns the outcome within a round
+            // trip instead of waiting for a retransmission seconds away.
+            link.send(frames + [.receipt(link.receipts)], context: &context)
+            lastSentAt = context.now
+        }
+        return .stay
+    }
+
+    /// Retransmits CLOSE with back-off until the attempts run out.
+    mutating func handleTimeout(link: inout Link, context: inout SessionContext) -> Transition {
+        guard context.now >= retransmitAt else { return .stay }
+        guard transmissions < context.timeouts.closeAttempts else { return .closed(outcome: nil) }
+        link.send(frames + [.receipt(link.receipts)], context: &context)
+        lastSentAt = context.now
+        retransmitAt =
+            context.now + context.timeouts.closeRetransmit.doubled(transmissions, cap: .seconds(10))
+        transmissions += 1
+        return .stay
+    }
+}
+
 /// Closed, answering late CLOSE frames.
 struct DrainingState {
-    var link: Link
     let until: Instant
 }
 
 extension ExchangeSession {
-    /// The peer sent CLOSE: acknowledge it and drain.
+    /// The peer sent CLOSE: acknowledge it and drain. In a live state this decides the outcome.
     mutating func peerClosed(_ close: CloseFrame, context: inout SessionContext) {
-        guard var link else { return }
-        link.send([.closeAck], context: &context)
-        if outcome == nil {
-            let exchangeComplete = isExchangeComplete
-            endsDevice = (close.code == .exchanged && exchangeComplete) || close.code == .declined
+        guard link != nil else { return }
+        link!.send([.closeAck], context: &context)
+        switch state {
+        case .ranging, .consenting:
+            concludePeerClose(close, exchangeComplete: false, context: &context)
+        case .transferring(var transferring):
+            let exchangeComplete = transferring.isExchangeComplete(link: link!)
             // Believed (our own gate may be waiting for samples): the exchange is complete.
-            if close.code == .exchanged && exchangeComplete { deliverReceivedCard(context: &context) }
-            outcome =
-                switch close.code {
-                case .exchanged:
-                    // Only believed when everything we expected did arrive.
-                    exchangeComplete
-                        ? .exchanged
-                        : .error(
-                            ProtocolError(
-                                .unexpectedMessage, "peer closed as exchanged before the exchange completed"))
-                case .declined: .declined(by: .peer)
-                case .outOfRange: .outOfRange
-                case .timeout: .timeout(what: "peer gave up waiting")
-                case .error:
-                    .error(
-                        ProtocolError(
-                            ProtocolError.Code(rawValue: close.errorCode) ?? .unexpectedMessage,
-                            "peer closed with error \(close.errorCode)"))
-                }
-        }
-        switch state {
-        case .draining:
-            setLink(link)
-        case .ranging, .consenting, .transferring, .closing:
-            state = .draining(DrainingState(link: link, until: context.now + context.timeouts.drain))
-        case .handshaking, .closed:
+            if close.code == .exchanged && exchangeComplete {
+                transferring.deliverReceivedCard(context: &context)
+            }
+            concludePeerClose(close, exchangeComplete: exchangeComplete, context: &context)
+        case .closing:
             break
+        case .draining:
+            return
+        case .handshaking, .closed:
+            preconditionFailure("a session without a link cannot hear CLOSE")
         }
+        apply(.drain, context: &context)
     }
 
-    /// Whether the card phase delivered what it should: the peer's card verified if it offered one,
-    /// and ours acknowledged if we sent one.
-    var isExchangeComplete: Bool {
-        switch state {
-        case .transferring(let transferring):
-            (transferring.receiver == nil || transferring.link.verifiedPeerCard != nil)
-                && (transferring.sender == nil || transferring.link.peerAckedOurCard)
-        case .closing, .draining:
-            outcome == .exchanged
-        case .handshaking, .ranging, .consenting, .closed:
-            false
-        }
-    }
-
-    /// Ends the session as out of range: the ranging window ran out, the peer is far, or our gate
-    /// saw the peer leave before the exchange completed (a card we verified is then not delivered).
-    mutating func closeOutOfRange(context: inout SessionContext) {
-        close(.outOfRange, frames: [.close(CloseFrame(code: .outOfRange))], context: &context)
+    private func concludePeerClose(_ close: CloseFrame, exchangeComplete: Bool, context: inout SessionContext)
+    {
+        let reason: CloseReason =
+            switch close.code {
+            case .exchanged:
+                // Only believed when everything we expected did arrive.
+                exchangeComplete
+                    ? .exchanged
+                    : .error(
+                        ProtocolError(
+                            .unexpectedMessage, "peer closed as exchanged before the exchange completed"))
+            case .declined: .declined(by: .peer)
+            case .outOfRange: .outOfRange
+            case .timeout: .timeout(what: "peer gave up waiting")
+            case .error:
+                .error(
+                    ProtocolError(
+                        ProtocolError.Code(rawValue: close.errorCode) ?? .unexpectedMessage,
+                        "peer closed with error \(close.errorCode)"))
+            }
+        let endsDevice = (close.code == .exchanged && exchangeComplete) || close.code == .declined
+        conclude(reason, endsDevice: endsDevice, context: &context)
     }
 
     /// Closes with CLOSE(error) after the peer broke the protocol.
     mutating func fail(_ error: ProtocolError, context: inout SessionContext) {
-        close(
-            .error(error), frames: [.close(CloseFrame(code: .error, errorCode: error.code.wireValue))],
+        apply(
+            .close(
+                .error(error), frames: [.close(CloseFrame(code: .error, errorCode: error.code.wireValue))],
+                endsDevice: false),
             context: &context)
     }
 
-    /// Enters closing: sends `frames` (ending with CLOSE) and retransmits them until CLOSE_ACK.
-    mutating func close(_ reason: CloseReason, frames: [Frame], context: inout SessionContext) {
-        switch reason {
-        case .exchanged, .declined: endsDevice = true
-        case .outOfRange, .timeout, .error: break
-        }
-        guard var link, isActive else {
-            if case .handshaking = state {
-                outcome = outcome ?? reason
-                state = .closed
-            }
+    /// Enters closing: decides the outcome, sends `frames` (ending with CLOSE) and retransmits them
+    /// until CLOSE_ACK. Once closing, the outcome stands: a later error changes nothing.
+    mutating func close(
+        _ reason: CloseReason, frames: [Frame], endsDevice: Bool, context: inout SessionContext
+    ) {
+        guard isActive else { return }
+        conclude(reason, endsDevice: endsDevice, context: &context)
+        guard link != nil else {
+            // A handshake has nothing to send CLOSE through.
+            state = .closed
             return
         }
-        outcome = outcome ?? reason
-        link.send(frames + [.receipt(link.receipts)], context: &context)
+        link!.send(frames + [.receipt(link!.receipts)], context: &context)
         state = .closing(
             ClosingState(
-                link: link, frames: frames, reason: reason,
-                retransmitAt: context.now + context.timeouts.closeRetransmit, lastSentAt: context.now))
+                frames: frames, retransmitAt: context.now + context.timeouts.closeRetransmit,
+                lastSentAt: context.now))
     }
 }

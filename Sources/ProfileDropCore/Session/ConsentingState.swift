@@ -1,53 +1,84 @@
 /// Both in range; deciding.
 struct ConsentingState {
-    var link: Link
     /// When an unanswered user request declines by itself.
     var userDeadline: Instant?
     /// How long we wait for the peer's decision.
     let peerDeadline: Instant
 }
 
-extension ExchangeSession {
-    /// The user's answer to a consent request.
-    mutating func decide(_ decision: ConsentDecision, context: inout SessionContext) {
-        guard case .consenting(var consenting) = state, consenting.userDeadline != nil,
-            consenting.link.localConsent == nil
-        else { return }
-        consenting.userDeadline = nil
-        state = .consenting(consenting)
-        setLocalConsent(decision, context: &context)
-        advance(context: &context)
-    }
-
-    mutating func setLocalConsent(_ decision: ConsentDecision, context: inout SessionContext) {
-        guard case .consenting(var consenting) = state else { return }
-        // Without a card, or with one over the peer's limit, sharing means receiving only.
-        let tooLarge = (localCard?.count ?? 0) > Int(consenting.link.peerParameters.maxCardBytes)
-        let effective: ConsentDecision =
-            decision == .share && (localCard == nil || tooLarge) ? .receiveOnly : decision
-        consenting.link.localConsent = effective
-        if effective == .share, let localCard {
-            consenting.link.localOffer = CardSender.offer(for: localCard)
-        }
-        if effective != .decline { consenting.link.sendControl(backOff: false, context: &context) }
-        state = .consenting(consenting)
-    }
-
-    mutating func enterConsenting(_ link: Link, context: inout SessionContext) {
-        let consenting = ConsentingState(
-            link: link, userDeadline: nil,
-            peerDeadline: context.now + context.timeouts.consent + .seconds(10))
-        state = .consenting(consenting)
+extension ConsentingState: LiveState {
+    /// Enters consenting: decides by policy, or asks the user.
+    init(link: inout Link, peer: DeviceID, localCard: [UInt8]?, context: inout SessionContext) {
+        self.init(userDeadline: nil, peerDeadline: context.now + context.timeouts.consent + .seconds(10))
         switch context.configuration.consent {
-        case .share: setLocalConsent(.share, context: &context)
-        case .receiveOnly: setLocalConsent(.receiveOnly, context: &context)
-        case .decline: setLocalConsent(.decline, context: &context)
+        case .share: Self.consent(.share, link: &link, localCard: localCard, context: &context)
+        case .receiveOnly: Self.consent(.receiveOnly, link: &link, localCard: localCard, context: &context)
+        case .decline: Self.consent(.decline, link: &link, localCard: localCard, context: &context)
         case .askUser:
-            if case .consenting(var waiting) = state {
-                waiting.userDeadline = context.now + context.timeouts.consent
-                state = .consenting(waiting)
-            }
+            userDeadline = context.now + context.timeouts.consent
             context.emit(.consentRequested(peer: peer))
         }
+    }
+
+    /// The user's answer to our request.
+    mutating func decide(
+        _ decision: ConsentDecision, link: inout Link, localCard: [UInt8]?, context: inout SessionContext
+    ) {
+        userDeadline = nil
+        Self.consent(decision, link: &link, localCard: localCard, context: &context)
+    }
+
+    private static func consent(
+        _ decision: ConsentDecision, link: inout Link, localCard: [UInt8]?, context: inout SessionContext
+    ) {
+        // Without a card, or with one over the peer's limit, sharing means receiving only.
+        let tooLarge = (localCard?.count ?? 0) > Int(link.peerParameters.maxCardBytes)
+        let effective: ConsentDecision =
+            decision == .share && (localCard == nil || tooLarge) ? .receiveOnly : decision
+        link.localConsent = effective
+        if effective == .share, let localCard {
+            link.localOffer = CardSender.offer(for: localCard)
+        }
+        if effective != .decline { link.sendControl(backOff: false, context: &context) }
+    }
+
+    /// A decline closes; two decisions to go on move the cards.
+    func advance(link: Link) -> Transition {
+        if link.localConsent == .decline {
+            .close(
+                .declined(by: .local),
+                frames: [.consent(.decline, nil), .close(CloseFrame(code: .declined))],
+                endsDevice: true)
+        } else if link.peerConsent == .decline {
+            .close(.declined(by: .peer), frames: [.close(CloseFrame(code: .declined))], endsDevice: true)
+        } else if link.localConsent != nil && link.peerConsent != nil {
+            .transfer
+        } else {
+            .stay
+        }
+    }
+
+    func expiry(link: Link, context: SessionContext) -> Transition? {
+        if let userDeadline, context.now >= userDeadline {
+            // Nobody answered: decline, and say why locally.
+            return .close(
+                .timeout(what: "consent"),
+                frames: [.consent(.decline, nil), .close(CloseFrame(code: .declined))],
+                endsDevice: true)
+        }
+        return context.now >= peerDeadline ? .timeout("peer consent") : nil
+    }
+
+    func rangingRound(link: inout Link, context: inout SessionContext) {
+        link.watchProximity(context: &context)
+    }
+
+    func handleTimeout(link: inout Link, context: inout SessionContext) -> Transition {
+        if context.now >= link.controlAt { link.sendControl(backOff: true, context: &context) }
+        return .stay
+    }
+
+    func nextDeadline(link: Link) -> Instant {
+        min(link.controlAt, peerDeadline, userDeadline ?? peerDeadline)
     }
 }

@@ -3,28 +3,23 @@ import ProfileDropNoise
 
 /// One unicast exchange session with one peer: handshake, ranging, consent, card transfer and
 /// close, as the state machine in PROTOCOL.md section 6.
+///
+/// What every state shares lives here once: the peer, the secured ``Link`` and the timers every
+/// live state obeys (idle, walk-away). Each state struct handles its own frames and timers and
+/// returns a ``Transition``, which ``apply(_:context:)`` carries out. The outcome is pushed once
+/// to ``SessionContext/outcomes`` when it is decided.
 struct ExchangeSession {
     let sessionID: UInt64
     let peer: DeviceID
     let peerAddress: PeerAddress
     let isInitiator: Bool
-
-    var state: ExchangeState
-
-    /// How the session ended, once that is decided (entering closing or draining, or failing).
-    var outcome: CloseReason?
-
-    /// The device has reported ``outcome``.
-    var outcomeReported = false
-
-    /// The outcome ends the device, not just this session: an exchange, or a decline (including
-    /// a consent request nobody answered).
-    var endsDevice = false
-
     let localCard: [UInt8]?
-
     /// A secured session with no authenticated packet for this long closes.
     let idle: Duration
+
+    /// What both sides have told each other: nil until the handshake completes, and once closed.
+    var link: Link?
+    var state: ExchangeState
 
     init(
         sessionID: UInt64, peer: DeviceID, peerAddress: PeerAddress, isInitiator: Bool, state: ExchangeState,
@@ -48,7 +43,8 @@ struct ExchangeSession {
         }
     }
 
-    /// Whether the session still has a live exchange (not closing, draining or closed).
+    /// Whether the session still has a live exchange (not closing, draining or closed): its outcome
+    /// is not yet decided.
     var isActive: Bool {
         switch state {
         case .handshaking, .ranging, .consenting, .transferring: true
@@ -64,11 +60,43 @@ struct ExchangeSession {
     mutating func handle(_ packet: Packet, context: inout SessionContext) throws(ProtocolError) {
         switch packet {
         case .invite(let invite):
-            try handleDuplicateInvite(invite, context: &context)
+            guard !isInitiator, invite.sender == peer else {
+                throw ProtocolError(.unexpectedMessage, "INVITE for a session we did not accept")
+            }
+            switch state {
+            case .handshaking(let handshaking):
+                handshaking.handleDuplicateInvite(to: peerAddress, context: &context)
+            case .ranging, .consenting, .transferring, .closing, .draining, .closed:
+                break  // A stale duplicate: the initiator already has our ACCEPT.
+            }
         case .accept(let accept):
-            try handleAccept(accept, context: &context)
+            guard isInitiator, accept.sender == peer, accept.receiver == context.deviceID else {
+                throw ProtocolError(.unexpectedMessage, "ACCEPT from a device we did not invite")
+            }
+            switch state {
+            case .handshaking(var handshaking):
+                // Not stored back: a failed handshake message leaves the state as it was.
+                apply(
+                    try handshaking.handleAccept(accept, sessionID: sessionID, context: &context),
+                    context: &context)
+            case .ranging, .consenting, .transferring:
+                // Our CONFIRM was lost.
+                if let confirm = link?.confirmDatagram {
+                    context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: confirm))
+                }
+            case .closing, .draining, .closed:
+                break
+            }
         case .confirm(let confirm):
-            try handleConfirm(confirm, context: &context)
+            guard !isInitiator, confirm.sender == peer, confirm.receiver == context.deviceID else {
+                throw ProtocolError(.unexpectedMessage, "CONFIRM from a device we did not accept")
+            }
+            switch state {
+            case .handshaking(var handshaking):
+                apply(try handshaking.handleConfirm(confirm), context: &context)
+            case .ranging, .consenting, .transferring, .closing, .draining, .closed:
+                break  // A retransmitted CONFIRM after we were already secured.
+            }
         case .secure(let secure):
             try handleSecure(secure, context: &context)
         case .beacon, .query, .busy:
@@ -76,43 +104,10 @@ struct ExchangeSession {
         }
     }
 
-    var link: Link? {
-        switch state {
-        case .ranging(let ranging): ranging.link
-        case .consenting(let consenting): consenting.link
-        case .transferring(let transferring): transferring.link
-        case .closing(let closing): closing.link
-        case .draining(let draining): draining.link
-        case .handshaking, .closed: nil
-        }
-    }
-
-    mutating func setLink(_ link: Link) {
-        switch state {
-        case .ranging(var ranging):
-            ranging.link = link
-            state = .ranging(ranging)
-        case .consenting(var consenting):
-            consenting.link = link
-            state = .consenting(consenting)
-        case .transferring(var transferring):
-            transferring.link = link
-            state = .transferring(transferring)
-        case .closing(var closing):
-            closing.link = link
-            state = .closing(closing)
-        case .draining(var draining):
-            draining.link = link
-            state = .draining(draining)
-        case .handshaking, .closed:
-            break
-        }
-    }
-
     mutating func handleSecure(_ packet: SecurePacket, context: inout SessionContext)
         throws(ProtocolError)
     {
-        guard var link else {
+        guard let current = link else {
             switch state {
             case .handshaking:
                 throw ProtocolError(.unexpectedMessage, "encrypted packet before the handshake completed")
@@ -120,19 +115,14 @@ struct ExchangeSession {
                 throw ProtocolError(.unknownSession, "session \(sessionID) is closed")
             }
         }
-        // Replay and authentication failures throw here, before anything changed.
-        let frames = try link.channel.open(packet)
+        // Opened on a copy, so a packet that fails (replayed, forged or malformed) changes nothing.
+        var channel = current.channel
+        let frames = try channel.open(packet)
+        link?.channel = channel
         let inbound: Link.Inbound
         do {
-            inbound = try link.absorb(frames, context: &context)
-        } catch {
-            setLink(link)
-            fail(error, context: &context)
-            throw error
-        }
-        setLink(link)
-        do {
-            try react(to: inbound, context: &context)
+            inbound = try link!.absorb(frames, context: &context)
+            try handle(inbound, context: &context)
         } catch {
             fail(error, context: &context)
             throw error
@@ -142,98 +132,107 @@ struct ExchangeSession {
         if let close = inbound.close { peerClosed(close, context: &context) }
     }
 
-    /// State-specific handling of chunks, acknowledgements and CLOSE_ACK.
-    mutating func react(to inbound: Link.Inbound, context: inout SessionContext) throws(ProtocolError) {
+    /// The frames the current state acts on, after the link absorbed the shared facts.
+    private mutating func handle(_ inbound: Link.Inbound, context: inout SessionContext) throws(ProtocolError)
+    {
+        let transition: Transition
         switch state {
-        case .ranging(var ranging):
-            if inbound.learned { ranging.link.controlSoon(context: context) }
-            state = .ranging(ranging)
-        case .consenting(var consenting):
-            if inbound.learned { consenting.link.controlSoon(context: context) }
-            state = .consenting(consenting)
+        case .ranging, .consenting:
+            if inbound.learned { link!.controlSoon(context: context) }
+            transition = .stay
         case .transferring(var transferring):
             // Held only here while chunks go in, so the reassembly buffer is written in place
             // instead of being copied whole for every packet.
             state = .closed
             defer { state = .transferring(transferring) }
-            if inbound.learned { transferring.link.controlSoon(context: context) }
-            for chunk in inbound.chunks {
-                try transferring.receiver?.accept(index: chunk.index, data: chunk.data)
-            }
-            if var sender = transferring.sender {
-                for sack in inbound.sacks { _ = sender.apply(sack, now: context.now) }
-                transferring.sender = sender
-                reportProgress(&transferring, context: &context)
-                sendChunks(&transferring, context: &context)
-            }
-            try afterChunks(&transferring, context: &context)
+            if inbound.learned { link!.controlSoon(context: context) }
+            transition = try transferring.handle(inbound, link: &link!, context: &context)
         case .closing(var closing):
-            if inbound.closeAck {
-                state = .draining(
-                    DrainingState(link: closing.link, until: context.now + context.timeouts.drain))
-            } else if inbound.close == nil,
-                context.now >= closing.lastSentAt + context.configuration.measurement.sampleInterval
-            {
-                // The peer is still in the session, so it has not seen our CLOSE: send it again
-                // now rather than on the backed-off timer (at most once per ranging interval). After
-                // a lost CLOSE, or a cut that healed, the peer learns the outcome within a round
-                // trip instead of waiting for a retransmission seconds away.
-                closing.link.send(closing.frames + [.receipt(closing.link.receipts)], context: &context)
-                closing.lastSentAt = context.now
-                state = .closing(closing)
-            }
+            transition = closing.handle(inbound, link: &link!, context: &context)
+            state = .closing(closing)
         case .handshaking, .draining, .closed:
-            break
+            transition = .stay
         }
+        apply(transition, context: &context)
+    }
+
+    /// The user's answer to a consent request.
+    mutating func decide(_ decision: ConsentDecision, context: inout SessionContext) {
+        guard case .consenting(var consenting) = state, consenting.userDeadline != nil,
+            link!.localConsent == nil
+        else { return }
+        consenting.decide(decision, link: &link!, localCard: localCard, context: &context)
+        state = .consenting(consenting)
+        advance(context: &context)
     }
 
     // MARK: - Progress
 
     /// Moves to the next state when the facts allow it.
     mutating func advance(context: inout SessionContext) {
+        let transition: Transition
         switch state {
         case .ranging(let ranging):
-            guard ranging.link.localInRange && ranging.link.peerInRange else { return }
-            enterConsenting(ranging.link, context: &context)
-            advance(context: &context)
+            transition = ranging.advance(link: link!)
         case .consenting(let consenting):
-            if consenting.link.localConsent == .decline {
-                close(
-                    .declined(by: .local),
-                    frames: [.consent(.decline, nil), .close(CloseFrame(code: .declined))],
-                    context: &context)
-            } else if consenting.link.peerConsent == .decline {
-                close(.declined(by: .peer), frames: [.close(CloseFrame(code: .declined))], context: &context)
-            } else if consenting.link.localConsent != nil && consenting.link.peerConsent != nil {
-                enterTransferring(consenting.link, context: &context)
-                advance(context: &context)
-            }
+            transition = consenting.advance(link: link!)
         case .transferring(var transferring):
-            guard isExchangeComplete else { return }
-            // Done. A walk-away is seen only some rounds late (the gate filters a window of
-            // samples, and leaving takes several measurements in a row), so the devices must stay
-            // in range for one gate window after the last fact arrived: then every sample the
-            // open gate rests on was taken after it, and a move made before it has been seen.
-            // The decision is taken at a ranging round that measured the peer: an open gate may
-            // rest on samples up to a window old, and deciding on those alone would commit blind
-            // to a peer cut off since, which could no longer learn the outcome (section 6.7).
-            let completedAt = transferring.completedAt ?? context.now
-            if transferring.completedAt == nil {
-                transferring.completedAt = completedAt
-                state = .transferring(transferring)
-            }
-            guard transferring.link.gate.isOpen, transferring.link.measuredAt == context.now,
-                context.now >= completedAt + context.configuration.gate.window
-            else { return }
-            deliverReceivedCard(context: &context)
-            // Our outstanding facts (CARD_ACK, or CONSENT if the peer missed it) travel with CLOSE.
-            let frames =
-                transferring.link.controlFrames().filter { $0.type != .receipt }
-                + [.close(CloseFrame(code: .exchanged))]
-            close(.exchanged, frames: frames, context: &context)
+            state = .closed
+            transition = transferring.advance(link: link!, context: &context)
+            state = .transferring(transferring)
         case .handshaking, .closing, .draining, .closed:
-            break
+            return
         }
+        apply(transition, context: &context)
+    }
+
+    /// Carries out a state's transition: the one place the state changes to another.
+    mutating func apply(_ transition: Transition, context: inout SessionContext) {
+        switch transition {
+        case .stay:
+            break
+        case .secured(let transport, let peerParameters, let confirm):
+            establish(transport, peerParameters: peerParameters, confirm: confirm, context: &context)
+        case .consent:
+            state = .consenting(
+                ConsentingState(link: &link!, peer: peer, localCard: localCard, context: &context))
+            advance(context: &context)
+        case .transfer:
+            state = .transferring(TransferringState(link: &link!, localCard: localCard, context: &context))
+            advance(context: &context)
+        case .close(let reason, let frames, let endsDevice):
+            close(reason, frames: frames, endsDevice: endsDevice, context: &context)
+        case .drain:
+            state = .draining(DrainingState(until: context.now + context.timeouts.drain))
+        case .closed(let outcome):
+            if let outcome { conclude(outcome, endsDevice: false, context: &context) }
+            state = .closed
+            link = nil
+        }
+    }
+
+    private mutating func establish(
+        _ transport: NoiseTransport, peerParameters: HandshakeParameters, confirm: [UInt8]?,
+        context: inout SessionContext
+    ) {
+        var link = Link(
+            channel: SecureChannel(sessionID: sessionID, peerAddress: peerAddress, transport: transport),
+            peerParameters: peerParameters, localToken: context.random.bytes(WireConstants.tokenLength),
+            handshakeHash: transport.handshakeHash, confirmDatagram: confirm, lastHeard: context.now,
+            controlAt: context.now, controlInterval: context.configuration.measurement.sampleInterval,
+            gate: ProximityGate(configuration: context.configuration.gate), rangingAt: context.now)
+        context.emit(.secured(peer: peer, verificationCode: Self.verificationCode(transport.handshakeHash)))
+        var ranging = RangingState(
+            startedAt: context.now, deadline: context.now + context.timeouts.rangingWindow)
+        ranging.rangingRound(link: &link, context: &context)
+        self.link = link
+        state = .ranging(ranging)
+    }
+
+    /// Outputs the outcome, once: every way out of a live state passes here.
+    func conclude(_ reason: CloseReason, endsDevice: Bool, context: inout SessionContext) {
+        context.outcomes.push(
+            SessionOutcome(sessionID: sessionID, peer: peer, reason: reason, endsDevice: endsDevice))
     }
 
     // MARK: - Timers
@@ -241,151 +240,63 @@ struct ExchangeSession {
     /// When ``handleTimeout(context:)`` must run next; nil when closed.
     var nextDeadline: Instant? {
         switch state {
-        case .handshaking(let handshaking):
-            return handshaking.retransmitAt
-        case .ranging(let ranging):
-            return min(ranging.link.rangingAt, ranging.deadline, ranging.link.lastHeard + idle)
-        case .consenting(let consenting):
-            var deadline = min(
-                consenting.link.controlAt, consenting.link.rangingAt, consenting.peerDeadline,
-                consenting.link.lastHeard + idle)
-            if let user = consenting.userDeadline { deadline = min(deadline, user) }
-            return deadline
-        case .transferring(let transferring):
-            var deadline = min(
-                transferring.link.controlAt, transferring.link.rangingAt, transferring.deadline,
-                transferring.link.lastHeard + idle)
-            if let sackAt = transferring.receiver?.sackAt { deadline = min(deadline, sackAt) }
-            if let sendAt = transferring.sendAt { deadline = min(deadline, sendAt) }
-            return deadline
-        case .closing(let closing):
-            return closing.retransmitAt
-        case .draining(let draining):
-            return draining.until
-        case .closed:
-            return nil
+        case .handshaking(let handshaking): handshaking.retransmitAt
+        case .ranging(let ranging): liveDeadline(ranging)
+        case .consenting(let consenting): liveDeadline(consenting)
+        case .transferring(let transferring): liveDeadline(transferring)
+        case .closing(let closing): closing.retransmitAt
+        case .draining(let draining): draining.until
+        case .closed: nil
         }
+    }
+
+    private func liveDeadline(_ live: some LiveState) -> Instant {
+        min(link!.rangingAt, link!.lastHeard + idle, live.nextDeadline(link: link!))
     }
 
     /// Runs the session's due timers.
     mutating func handleTimeout(context: inout SessionContext) {
-        let now = context.now
+        let transition: Transition
         switch state {
         case .handshaking(var handshaking):
-            guard now >= handshaking.retransmitAt else { return }
-            guard handshaking.transmissions < context.timeouts.handshakeAttempts else {
-                outcome = outcome ?? .timeout(what: "handshake")
-                state = .closed
-                return
-            }
-            context.outbox.push(
-                OutgoingDatagram(destination: .unicast(peerAddress), bytes: handshaking.lastDatagram))
-            context.counters.handshakeRetransmissions += 1
-            handshaking.retransmitAt =
-                now
-                + context.timeouts.handshakeRetransmit.doubled(handshaking.transmissions, cap: .seconds(30))
-            handshaking.transmissions += 1
+            transition = handshaking.handleTimeout(to: peerAddress, context: &context)
             state = .handshaking(handshaking)
         case .ranging(var ranging):
-            if now >= ranging.link.lastHeard + idle {
-                close(
-                    .timeout(what: "peer silent"), frames: [.close(CloseFrame(code: .timeout))],
-                    context: &context)
-            } else if now >= ranging.deadline || isFar(ranging, context: context) {
-                closeOutOfRange(context: &context)
-            } else if now >= ranging.link.rangingAt {
-                rangingTick(&ranging, context: &context)
-                state = .ranging(ranging)
-                // Our gate opened, then saw the peer leave while we waited for its IN_RANGE.
-                if ranging.link.peerLeft {
-                    closeOutOfRange(context: &context)
-                    return
-                }
-                advance(context: &context)
-            }
+            transition = handleLiveTimeout(&ranging, context: &context)
+            state = .ranging(ranging)
         case .consenting(var consenting):
-            if now >= consenting.link.lastHeard + idle {
-                close(
-                    .timeout(what: "peer silent"), frames: [.close(CloseFrame(code: .timeout))],
-                    context: &context)
-            } else if let user = consenting.userDeadline, now >= user {
-                // Nobody answered: decline, and say why locally.
-                endsDevice = true
-                close(
-                    .timeout(what: "consent"),
-                    frames: [.consent(.decline, nil), .close(CloseFrame(code: .declined))],
-                    context: &context)
-            } else if now >= consenting.peerDeadline {
-                close(
-                    .timeout(what: "peer consent"), frames: [.close(CloseFrame(code: .timeout))],
-                    context: &context)
-            } else {
-                if now >= consenting.link.rangingAt {
-                    watchProximity(&consenting.link, context: &context)
-                    // The link's packet numbers moved on: store it before closing through it.
-                    state = .consenting(consenting)
-                    if consenting.link.peerLeft {
-                        closeOutOfRange(context: &context)
-                        return
-                    }
-                }
-                if now >= consenting.link.controlAt {
-                    consenting.link.sendControl(backOff: true, context: &context)
-                }
-                state = .consenting(consenting)
-            }
+            transition = handleLiveTimeout(&consenting, context: &context)
+            state = .consenting(consenting)
         case .transferring(var transferring):
-            if now >= transferring.link.lastHeard + idle {
-                close(
-                    .timeout(what: "peer silent"), frames: [.close(CloseFrame(code: .timeout))],
-                    context: &context)
-                return
-            }
-            if now >= transferring.deadline {
-                close(
-                    .timeout(what: "transfer"), frames: [.close(CloseFrame(code: .timeout))],
-                    context: &context)
-                return
-            }
-            if now >= transferring.link.rangingAt {
-                watchProximity(&transferring.link, context: &context)
-                state = .transferring(transferring)
-                if transferring.link.peerLeft {
-                    closeOutOfRange(context: &context)
-                    return
-                }
-            }
-            sendChunks(&transferring, context: &context)
-            if var receiver = transferring.receiver, let sackAt = receiver.sackAt, now >= sackAt {
-                receiver.sackAt = nil
-                receiver.unacknowledged = 0
-                transferring.receiver = receiver
-                transferring.link.send([.cardSack(receiver.sack())], context: &context)
-            }
-            if now >= transferring.link.controlAt {
-                let extra: [Frame] = transferring.receiver.map { [.cardSack($0.sack())] } ?? []
-                transferring.link.sendControl(extra: extra, backOff: true, context: &context)
-            }
+            state = .closed
+            transition = handleLiveTimeout(&transferring, context: &context)
             state = .transferring(transferring)
-            // A gate that opened again may let a finished exchange close.
-            advance(context: &context)
         case .closing(var closing):
-            guard now >= closing.retransmitAt else { return }
-            guard closing.transmissions < context.timeouts.closeAttempts else {
-                state = .closed
-                return
-            }
-            closing.link.send(closing.frames + [.receipt(closing.link.receipts)], context: &context)
-            closing.lastSentAt = now
-            closing.retransmitAt =
-                now + context.timeouts.closeRetransmit.doubled(closing.transmissions, cap: .seconds(10))
-            closing.transmissions += 1
+            transition = closing.handleTimeout(link: &link!, context: &context)
             state = .closing(closing)
         case .draining(let draining):
-            if now >= draining.until { state = .closed }
+            transition = context.now >= draining.until ? .closed(outcome: nil) : .stay
         case .closed:
-            break
+            return
         }
+        apply(transition, context: &context)
+        // A gate that opened (or opened again) may let the exchange go on.
+        advance(context: &context)
+    }
+
+    /// The timers every live state shares, in order: idle, the state's own deadlines, then the
+    /// ranging round and the walk-away it may reveal, then the state's other timers.
+    private mutating func handleLiveTimeout(_ live: inout some LiveState, context: inout SessionContext)
+        -> Transition
+    {
+        if context.now >= link!.lastHeard + idle { return .timeout("peer silent") }
+        if let expiry = live.expiry(link: link!, context: context) { return expiry }
+        if context.now >= link!.rangingAt {
+            live.rangingRound(link: &link!, context: &context)
+            // Our gate opened, then saw the peer leave before the exchange completed.
+            if link!.peerLeft { return .outOfRange }
+        }
+        return live.handleTimeout(link: &link!, context: &context)
     }
 
     // MARK: - Display

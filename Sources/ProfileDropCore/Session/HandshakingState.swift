@@ -10,6 +10,65 @@ struct HandshakingState {
     var retransmitAt: Instant
 }
 
+extension HandshakingState {
+    /// A duplicate INVITE: our ACCEPT was lost, so answer again, without counting an attempt.
+    func handleDuplicateInvite(to peerAddress: PeerAddress, context: inout SessionContext) {
+        context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: lastDatagram))
+    }
+
+    /// ACCEPT (initiator): reads Noise message 2 and writes message 3 for CONFIRM, which the first
+    /// ranging round sends in front of the first SECURE packet.
+    mutating func handleAccept(
+        _ accept: HandshakePacket, sessionID: UInt64, context: inout SessionContext
+    ) throws(ProtocolError) -> Transition {
+        let confirmMessage: [UInt8]
+        let parameters: HandshakeParameters
+        do {
+            let payload = try noise.readMessage(accept.noiseMessage)
+            parameters = try HandshakeParameters(decoding: payload)
+            confirmMessage = try noise.writeMessage(
+                payload: ExchangeSession.parameters(context).encoded(), random: &context.random)
+        } catch let error as ProtocolError {
+            throw error
+        } catch {
+            throw ProtocolError(.handshakeFailed, "ACCEPT: \(error)")
+        }
+        let confirm = Packet.confirm(
+            HandshakePacket(
+                sessionID: sessionID, sender: context.deviceID, receiver: accept.sender,
+                noiseMessage: confirmMessage)
+        ).encoded()
+        return .secured(noise.split(), peerParameters: parameters, confirm: confirm)
+    }
+
+    /// CONFIRM (responder): reads Noise message 3.
+    mutating func handleConfirm(_ confirm: HandshakePacket) throws(ProtocolError) -> Transition {
+        let parameters: HandshakeParameters
+        do {
+            parameters = try HandshakeParameters(decoding: try noise.readMessage(confirm.noiseMessage))
+        } catch let error as ProtocolError {
+            throw error
+        } catch {
+            throw ProtocolError(.handshakeFailed, "CONFIRM: \(error)")
+        }
+        return .secured(noise.split(), peerParameters: parameters, confirm: nil)
+    }
+
+    /// Retransmits our last handshake message with back-off, and gives up after the attempts.
+    mutating func handleTimeout(to peerAddress: PeerAddress, context: inout SessionContext) -> Transition {
+        guard context.now >= retransmitAt else { return .stay }
+        guard transmissions < context.timeouts.handshakeAttempts else {
+            return .closed(outcome: .timeout(what: "handshake"))
+        }
+        context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: lastDatagram))
+        context.counters.handshakeRetransmissions += 1
+        retransmitAt =
+            context.now + context.timeouts.handshakeRetransmit.doubled(transmissions, cap: .seconds(30))
+        transmissions += 1
+        return .stay
+    }
+}
+
 extension ExchangeSession {
     static func parameters(_ context: SessionContext) -> HandshakeParameters {
         HandshakeRules.parameters(context.limits)
@@ -84,106 +143,6 @@ extension ExchangeSession {
         return ExchangeSession(
             sessionID: invite.sessionID, peer: invite.sender, peerAddress: source, isInitiator: false,
             state: .handshaking(state), context: context)
-    }
-
-    mutating func handleDuplicateInvite(
-        _ invite: HandshakePacket, context: inout SessionContext
-    ) throws(ProtocolError) {
-        guard !isInitiator, invite.sender == peer else {
-            throw ProtocolError(.unexpectedMessage, "INVITE for a session we did not accept")
-        }
-        switch state {
-        case .handshaking(let handshaking):
-            // Our ACCEPT was lost: answer again, without counting an attempt.
-            context.outbox.push(
-                OutgoingDatagram(destination: .unicast(peerAddress), bytes: handshaking.lastDatagram))
-        case .ranging, .consenting, .transferring, .closing, .draining, .closed:
-            break  // A stale duplicate: the initiator already has our ACCEPT.
-        }
-    }
-
-    mutating func handleAccept(_ accept: HandshakePacket, context: inout SessionContext)
-        throws(ProtocolError)
-    {
-        guard isInitiator, accept.sender == peer, accept.receiver == context.deviceID else {
-            throw ProtocolError(.unexpectedMessage, "ACCEPT from a device we did not invite")
-        }
-        switch state {
-        case .handshaking(var handshaking):
-            let confirmMessage: [UInt8]
-            let parameters: HandshakeParameters
-            do {
-                let payload = try handshaking.noise.readMessage(accept.noiseMessage)
-                parameters = try HandshakeParameters(decoding: payload)
-                confirmMessage = try handshaking.noise.writeMessage(
-                    payload: Self.parameters(context).encoded(), random: &context.random)
-            } catch let error as ProtocolError {
-                throw error
-            } catch {
-                throw ProtocolError(.handshakeFailed, "ACCEPT: \(error)")
-            }
-            let confirm = Packet.confirm(
-                HandshakePacket(
-                    sessionID: sessionID, sender: context.deviceID, receiver: peer,
-                    noiseMessage: confirmMessage)
-            ).encoded()
-            // The first ranging round sends CONFIRM, then the first SECURE packet.
-            establish(noise: handshaking.noise, parameters: parameters, confirm: confirm, context: &context)
-        case .ranging(let ranging):
-            resendConfirm(ranging.link, context: &context)
-        case .consenting(let consenting):
-            resendConfirm(consenting.link, context: &context)
-        case .transferring(let transferring):
-            resendConfirm(transferring.link, context: &context)
-        case .closing, .draining, .closed:
-            break
-        }
-    }
-
-    func resendConfirm(_ link: Link, context: inout SessionContext) {
-        guard let confirm = link.confirmDatagram else { return }
-        context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: confirm))
-    }
-
-    mutating func handleConfirm(_ confirm: HandshakePacket, context: inout SessionContext)
-        throws(ProtocolError)
-    {
-        guard !isInitiator, confirm.sender == peer, confirm.receiver == context.deviceID else {
-            throw ProtocolError(.unexpectedMessage, "CONFIRM from a device we did not accept")
-        }
-        switch state {
-        case .handshaking(var handshaking):
-            let parameters: HandshakeParameters
-            do {
-                parameters = try HandshakeParameters(
-                    decoding: try handshaking.noise.readMessage(confirm.noiseMessage))
-            } catch let error as ProtocolError {
-                throw error
-            } catch {
-                throw ProtocolError(.handshakeFailed, "CONFIRM: \(error)")
-            }
-            establish(noise: handshaking.noise, parameters: parameters, confirm: nil, context: &context)
-        case .ranging, .consenting, .transferring, .closing, .draining, .closed:
-            break  // A retransmitted CONFIRM after we were already secured.
-        }
-    }
-
-    mutating func establish(
-        noise: HandshakeState, parameters: HandshakeParameters, confirm: [UInt8]?,
-        context: inout SessionContext
-    ) {
-        let transport = noise.split()
-        let link = Link(
-            channel: SecureChannel(sessionID: sessionID, peerAddress: peerAddress, transport: transport),
-            peerParameters: parameters, localToken: context.random.bytes(WireConstants.tokenLength),
-            handshakeHash: transport.handshakeHash, confirmDatagram: confirm, lastHeard: context.now,
-            controlAt: context.now, controlInterval: context.configuration.measurement.sampleInterval,
-            gate: ProximityGate(configuration: context.configuration.gate), rangingAt: context.now)
-        context.emit(.secured(peer: peer, verificationCode: Self.verificationCode(transport.handshakeHash)))
-        var ranging = RangingState(
-            link: link, startedAt: context.now, deadline: context.now + context.timeouts.rangingWindow)
-        rangingTick(&ranging, context: &context)
-        state = .ranging(ranging)
     }
 
     /// Six decimal digits from the handshake hash; equal on both devices.

@@ -1,7 +1,6 @@
 /// Secured; measuring proximity until both gates open. (Measuring goes on afterwards: the gate and
 /// the ranging timer live in ``Link``.)
 struct RangingState {
-    var link: Link
     /// When ranging began.
     let startedAt: Instant
     /// Consecutive raw measurements beyond ``Limits/farAbortDistance``.
@@ -13,45 +12,50 @@ struct RangingState {
     var heardPeer = false
 }
 
-extension ExchangeSession {
+extension RangingState: LiveState {
     /// Raw measurements in a row beyond the far distance that end ranging early.
     static let farSamples = 2
 
     /// Whether the peer is clearly too far to come into range soon: ``farSamples`` raw
     /// measurements in a row beyond the far distance, after the far-abort delay. (The gate's
     /// filtered estimate needs more samples; this only decides to stop trying, never to open.)
-    func isFar(_ ranging: RangingState, context: SessionContext) -> Bool {
-        context.now >= ranging.startedAt + context.timeouts.rangingFarAbort && !ranging.link.localInRange
-            && ranging.consecutiveFar >= Self.farSamples
+    func isFar(link: Link, context: SessionContext) -> Bool {
+        context.now >= startedAt + context.timeouts.rangingFarAbort && !link.localInRange
+            && consecutiveFar >= Self.farSamples
+    }
+
+    func expiry(link: Link, context: SessionContext) -> Transition? {
+        context.now >= deadline || isFar(link: link, context: context) ? .outOfRange : nil
     }
 
     /// A ranging round before both gates opened: RANGING goes out with the control frames. Until
     /// the responder is heard, the initiator sends CONFIRM again in front of them: the responder
     /// cannot open SECURE packets without it, and its ACCEPT retransmissions (which also prompt
     /// CONFIRM) back off to seconds while the ranging window runs.
-    func rangingTick(_ ranging: inout RangingState, context: inout SessionContext) {
-        if let confirm = ranging.link.confirmDatagram, !ranging.link.heardFromPeer {
-            context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: confirm))
+    mutating func rangingRound(link: inout Link, context: inout SessionContext) {
+        if let confirm = link.confirmDatagram, !link.heardFromPeer {
+            context.outbox.push(
+                OutgoingDatagram(destination: .unicast(link.channel.peerAddress), bytes: confirm))
         }
-        if !ranging.heardPeer, ranging.link.peerPose != nil {
-            ranging.heardPeer = true
-            ranging.deadline = max(ranging.deadline, context.now + context.timeouts.rangingWindow)
+        if !heardPeer, link.peerPose != nil {
+            heardPeer = true
+            deadline = max(deadline, context.now + context.timeouts.rangingWindow)
         }
-        if let sample = ranging.link.measure(context: &context) {
-            ranging.consecutiveFar =
-                sample.distance > context.limits.farAbortDistance ? ranging.consecutiveFar + 1 : 0
+        if let sample = link.measure(context: &context) {
+            consecutiveFar = sample.distance > context.limits.farAbortDistance ? consecutiveFar + 1 : 0
         }
         // Control frames first: the peer checks RANGING against the TOKEN in front of it.
-        ranging.link.send(
-            ranging.link.controlFrames() + [ranging.link.rangingFrame(pose: context.pose)], context: &context)
-        ranging.link.controlAt = ranging.link.rangingAt
+        link.send(link.controlFrames() + [link.rangingFrame(pose: context.pose)], context: &context)
+        link.controlAt = link.rangingAt
     }
 
-    /// A ranging round once both gates opened (consenting, transferring): RANGING goes out alone,
-    /// and the control packets keep their own back-off.
-    func watchProximity(_ link: inout Link, context: inout SessionContext) {
-        link.measure(context: &context)
-        link.send([link.rangingFrame(pose: context.pose)], context: &context)
+    func handleTimeout(link: inout Link, context: inout SessionContext) -> Transition { .stay }
+
+    func nextDeadline(link: Link) -> Instant { deadline }
+
+    /// Both gates open: on to consent.
+    func advance(link: Link) -> Transition {
+        link.localInRange && link.peerInRange ? .consent : .stay
     }
 }
 
@@ -84,6 +88,13 @@ extension Link {
         }
         rangingAt = context.now + interval
         return sample
+    }
+
+    /// A ranging round once both gates opened (consenting, transferring): RANGING goes out alone,
+    /// and the control packets keep their own back-off.
+    mutating func watchProximity(context: inout SessionContext) {
+        measure(context: &context)
+        send([rangingFrame(pose: context.pose)], context: &context)
     }
 
     /// RANGING with the current sequence number, our pose and our token.

@@ -11,6 +11,8 @@ struct SessionContext {
     var outbox = Queue<OutgoingDatagram>()
     var events = Queue<DeviceEvent>()
     var counters = DeviceCounters()
+    /// Session outcomes as they are decided, for the device to act on.
+    var outcomes = Queue<SessionOutcome>()
 
     var timeouts: Timeouts { configuration.timeouts }
     var limits: Limits { configuration.limits }

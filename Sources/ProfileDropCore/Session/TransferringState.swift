@@ -2,7 +2,6 @@ import ProfileDropCrypto
 
 /// Cards moving.
 struct TransferringState {
-    var link: Link
     var sender: CardSender?
     var receiver: CardReceiver?
     /// The peer's card, verified and acknowledged but not yet delivered: it is reported only when
@@ -17,25 +16,119 @@ struct TransferringState {
     var sendAt: Instant?
 }
 
-extension ExchangeSession {
-    func reportProgress(_ transferring: inout TransferringState, context: inout SessionContext) {
-        guard let sender = transferring.sender else { return }
+extension TransferringState: LiveState {
+    /// Enters transferring: starts sending our card if we share it.
+    init(link: inout Link, localCard: [UInt8]?, context: inout SessionContext) {
+        var sender: CardSender?
+        if link.localConsent == .share, let localCard, let offer = link.localOffer {
+            let window = min(context.limits.sendWindow, Int(link.peerParameters.receiveWindow))
+            sender = CardSender(
+                bytes: localCard, offer: offer, window: window, timeouts: context.timeouts, now: context.now)
+        }
+        let receiver = link.peerConsent == .share ? link.peerOffer.map(CardReceiver.init(offer:)) : nil
+        self.init(sender: sender, receiver: receiver, deadline: context.now + context.timeouts.transfer)
+        if let sender { context.emit(.exchanging(sent: 0, total: sender.total)) }
+        sendChunks(link: &link, context: &context)
+    }
+
+    /// Whether the card phase delivered what it should: the peer's card verified if it offered one,
+    /// and ours acknowledged if we sent one.
+    func isExchangeComplete(link: Link) -> Bool {
+        (receiver == nil || link.verifiedPeerCard != nil) && (sender == nil || link.peerAckedOurCard)
+    }
+
+    /// Chunks and selective acknowledgements.
+    mutating func handle(_ inbound: Link.Inbound, link: inout Link, context: inout SessionContext)
+        throws(ProtocolError) -> Transition
+    {
+        for chunk in inbound.chunks {
+            try receiver?.accept(index: chunk.index, data: chunk.data)
+        }
+        if var sender {
+            for sack in inbound.sacks { _ = sender.apply(sack, now: context.now) }
+            self.sender = sender
+            reportProgress(context: &context)
+            sendChunks(link: &link, context: &context)
+        }
+        try afterChunks(link: &link, context: &context)
+        return .stay
+    }
+
+    /// Closes as exchanged once complete and confirmed in range.
+    mutating func advance(link: Link, context: inout SessionContext) -> Transition {
+        guard isExchangeComplete(link: link) else { return .stay }
+        // Done. A walk-away is seen only some rounds late (the gate filters a window of
+        // samples, and leaving takes several measurements in a row), so the devices must stay
+        // in range for one gate window after the last fact arrived: then every sample the
+        // open gate rests on was taken after it, and a move made before it has been seen.
+        // The decision is taken at a ranging round that measured the peer: an open gate may
+        // rest on samples up to a window old, and deciding on those alone would commit blind
+        // to a peer cut off since, which could no longer learn the outcome (section 6.7).
+        let completedAt = completedAt ?? context.now
+        self.completedAt = completedAt
+        guard link.gate.isOpen, link.measuredAt == context.now,
+            context.now >= completedAt + context.configuration.gate.window
+        else { return .stay }
+        deliverReceivedCard(context: &context)
+        // Our outstanding facts (CARD_ACK, or CONSENT if the peer missed it) travel with CLOSE.
+        let frames =
+            link.controlFrames().filter { $0.type != .receipt } + [.close(CloseFrame(code: .exchanged))]
+        return .close(.exchanged, frames: frames, endsDevice: true)
+    }
+
+    /// Reports the peer's verified card, once, as the session closes as exchanged.
+    mutating func deliverReceivedCard(context: inout SessionContext) {
+        guard let card = receivedCard else { return }
+        receivedCard = nil
+        context.emit(.cardReceived(card))
+    }
+
+    func expiry(link: Link, context: SessionContext) -> Transition? {
+        context.now >= deadline ? .timeout("transfer") : nil
+    }
+
+    func rangingRound(link: inout Link, context: inout SessionContext) {
+        link.watchProximity(context: &context)
+    }
+
+    mutating func handleTimeout(link: inout Link, context: inout SessionContext) -> Transition {
+        sendChunks(link: &link, context: &context)
+        if var receiver, let sackAt = receiver.sackAt, context.now >= sackAt {
+            receiver.sackAt = nil
+            receiver.unacknowledged = 0
+            self.receiver = receiver
+            link.send([.cardSack(receiver.sack())], context: &context)
+        }
+        if context.now >= link.controlAt {
+            let extra: [Frame] = receiver.map { [.cardSack($0.sack())] } ?? []
+            link.sendControl(extra: extra, backOff: true, context: &context)
+        }
+        return .stay
+    }
+
+    func nextDeadline(link: Link) -> Instant {
+        var due = min(link.controlAt, deadline)
+        if let sackAt = receiver?.sackAt { due = min(due, sackAt) }
+        if let sendAt { due = min(due, sendAt) }
+        return due
+    }
+
+    mutating func reportProgress(context: inout SessionContext) {
+        guard let sender else { return }
         let step = max(1, sender.total / 10)
-        if sender.ackedCount == sender.total && transferring.reportedProgress < sender.total
-            || sender.ackedCount >= transferring.reportedProgress + step
+        if sender.ackedCount == sender.total && reportedProgress < sender.total
+            || sender.ackedCount >= reportedProgress + step
         {
-            transferring.reportedProgress = sender.ackedCount
+            reportedProgress = sender.ackedCount
             context.emit(.exchanging(sent: sender.ackedCount, total: sender.total))
         }
     }
 
     /// Acknowledges received chunks (every second one at once, otherwise after the SACK delay) and
     /// verifies the card once complete (it is delivered when the exchange completes).
-    func afterChunks(_ transferring: inout TransferringState, context: inout SessionContext)
-        throws(ProtocolError)
-    {
-        guard var receiver = transferring.receiver, receiver.unacknowledged > 0 else { return }
-        if receiver.isComplete && transferring.link.verifiedPeerCard == nil {
+    mutating func afterChunks(link: inout Link, context: inout SessionContext) throws(ProtocolError) {
+        guard var receiver, receiver.unacknowledged > 0 else { return }
+        if receiver.isComplete && link.verifiedPeerCard == nil {
             guard let bytes = receiver.card else { return }
             guard BLAKE2bDigest.of(bytes) == receiver.offer.digest else {
                 throw ProtocolError(.cardDigestMismatch, "received card does not match the offered digest")
@@ -46,55 +139,28 @@ extension ExchangeSession {
             } catch {
                 throw ProtocolError(.cardInvalid, "received card: \(error)")
             }
-            transferring.link.verifiedPeerCard = receiver.offer.digest
-            transferring.receivedCard = card
+            link.verifiedPeerCard = receiver.offer.digest
+            receivedCard = card
             context.emit(.cardVerified(card))
         }
         if receiver.isComplete || receiver.unacknowledged >= 2 {
             receiver.unacknowledged = 0
             receiver.sackAt = nil
-            transferring.receiver = receiver
-            transferring.link.sendControl(
-                extra: [.cardSack(receiver.sack())], backOff: false, context: &context)
+            self.receiver = receiver
+            link.sendControl(extra: [.cardSack(receiver.sack())], backOff: false, context: &context)
         } else if receiver.sackAt == nil {
             receiver.sackAt = context.now + context.timeouts.sackDelay
-            transferring.receiver = receiver
+            self.receiver = receiver
         }
     }
 
-    mutating func enterTransferring(_ link: Link, context: inout SessionContext) {
-        var sender: CardSender?
-        if link.localConsent == .share, let localCard, let offer = link.localOffer {
-            let window = min(context.limits.sendWindow, Int(link.peerParameters.receiveWindow))
-            sender = CardSender(
-                bytes: localCard, offer: offer, window: window, timeouts: context.timeouts, now: context.now)
-        }
-        let receiver = link.peerConsent == .share ? link.peerOffer.map(CardReceiver.init(offer:)) : nil
-        var transferring = TransferringState(
-            link: link, sender: sender, receiver: receiver, deadline: context.now + context.timeouts.transfer)
-        if let sender { context.emit(.exchanging(sent: 0, total: sender.total)) }
-        sendChunks(&transferring, context: &context)
-        state = .transferring(transferring)
-    }
-
-    /// Reports the peer's verified card, once, as the session closes as exchanged.
-    mutating func deliverReceivedCard(context: inout SessionContext) {
-        guard case .transferring(var transferring) = state, let card = transferring.receivedCard else {
-            return
-        }
-        transferring.receivedCard = nil
-        state = .transferring(transferring)
-        context.emit(.cardReceived(card))
-    }
-
-    func sendChunks(_ transferring: inout TransferringState, context: inout SessionContext) {
-        guard var sender = transferring.sender else { return }
+    mutating func sendChunks(link: inout Link, context: inout SessionContext) {
+        guard var sender else { return }
         while let chunk = sender.takeChunk(now: context.now) {
-            transferring.link.send([chunk], context: &context)
+            link.send([chunk], context: &context)
         }
-        context.counters.chunkRetransmissions +=
-            sender.retransmissions - (transferring.sender?.retransmissions ?? 0)
-        transferring.sendAt = sender.nextDeadline(now: context.now)
-        transferring.sender = sender
+        context.counters.chunkRetransmissions += sender.retransmissions - (self.sender?.retransmissions ?? 0)
+        sendAt = sender.nextDeadline(now: context.now)
+        self.sender = sender
     }
 }
