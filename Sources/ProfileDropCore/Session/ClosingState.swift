@@ -47,12 +47,12 @@ extension ExchangeSession {
     /// The peer sent CLOSE: acknowledge it and drain. In a live state this decides the outcome.
     mutating func peerClosed(_ close: CloseFrame, context: inout SessionContext) {
         guard link != nil else { return }
-        link!.send([.closeAck], context: &context)
+        securedLink.send([.closeAck], context: &context)
         switch state {
         case .ranging, .consenting:
             concludePeerClose(close, exchangeComplete: false, context: &context)
         case .transferring(var transferring):
-            let exchangeComplete = transferring.isExchangeComplete(link: link!)
+            let exchangeComplete = transferring.isExchangeComplete(link: securedLink)
             // Believed (our own gate may be waiting for samples): the exchange is complete.
             if close.code == .exchanged && exchangeComplete {
                 transferring.deliverReceivedCard(context: &context)
@@ -113,7 +113,7 @@ extension ExchangeSession {
             state = .closed
             return
         }
-        link!.send(frames + [.receipt(link!.receipts)], context: &context)
+        securedLink.send(frames + [.receipt(securedLink.receipts)], context: &context)
         state = .closing(
             ClosingState(
                 frames: frames, retransmitAt: context.now + context.timeouts.closeRetransmit,

@@ -21,6 +21,20 @@ struct ExchangeSession {
     var link: Link?
     var state: ExchangeState
 
+    /// The link of a state past the handshake. Every such state has one, from the handshake's end
+    /// until the session is closed, so its absence here is our own bug, never the peer's doing.
+    var securedLink: Link {
+        get {
+            guard let link else { preconditionFailure("session \(sessionID) has no link in \(state)") }
+            return link
+        }
+        _modify {
+            guard link != nil else { preconditionFailure("session \(sessionID) has no link in \(state)") }
+            // In place, so the link's buffers are not copied on every change.
+            yield &link!
+        }
+    }
+
     init(
         sessionID: UInt64, peer: DeviceID, peerAddress: PeerAddress, isInitiator: Bool, state: ExchangeState,
         context: SessionContext
@@ -121,7 +135,7 @@ struct ExchangeSession {
         link?.channel = channel
         let inbound: Link.Inbound
         do {
-            inbound = try link!.absorb(frames, context: &context)
+            inbound = try securedLink.absorb(frames, context: &context)
             try handle(inbound, context: &context)
         } catch {
             fail(error, context: &context)
@@ -138,17 +152,17 @@ struct ExchangeSession {
         let transition: Transition
         switch state {
         case .ranging, .consenting:
-            if inbound.learned { link!.controlSoon(context: context) }
+            if inbound.learned { securedLink.controlSoon(context: context) }
             transition = .stay
         case .transferring(var transferring):
             // Held only here while chunks go in, so the reassembly buffer is written in place
             // instead of being copied whole for every packet.
             state = .closed
             defer { state = .transferring(transferring) }
-            if inbound.learned { link!.controlSoon(context: context) }
-            transition = try transferring.handle(inbound, link: &link!, context: &context)
+            if inbound.learned { securedLink.controlSoon(context: context) }
+            transition = try transferring.handle(inbound, link: &securedLink, context: &context)
         case .closing(var closing):
-            transition = closing.handle(inbound, link: &link!, context: &context)
+            transition = closing.handle(inbound, link: &securedLink, context: &context)
             state = .closing(closing)
         case .handshaking, .draining, .closed:
             transition = .stay
@@ -159,9 +173,9 @@ struct ExchangeSession {
     /// The user's answer to a consent request.
     mutating func decide(_ decision: ConsentDecision, context: inout SessionContext) {
         guard case .consenting(var consenting) = state, consenting.userDeadline != nil,
-            link!.localConsent == nil
+            securedLink.localConsent == nil
         else { return }
-        consenting.decide(decision, link: &link!, localCard: localCard, context: &context)
+        consenting.decide(decision, link: &securedLink, localCard: localCard, context: &context)
         state = .consenting(consenting)
         advance(context: &context)
     }
@@ -173,12 +187,12 @@ struct ExchangeSession {
         let transition: Transition
         switch state {
         case .ranging(let ranging):
-            transition = ranging.advance(link: link!)
+            transition = ranging.advance(link: securedLink)
         case .consenting(let consenting):
-            transition = consenting.advance(link: link!)
+            transition = consenting.advance(link: securedLink)
         case .transferring(var transferring):
             state = .closed
-            transition = transferring.advance(link: link!, context: &context)
+            transition = transferring.advance(link: securedLink, context: &context)
             state = .transferring(transferring)
         case .handshaking, .closing, .draining, .closed:
             return
@@ -195,10 +209,11 @@ struct ExchangeSession {
             establish(transport, peerParameters: peerParameters, confirm: confirm, context: &context)
         case .consent:
             state = .consenting(
-                ConsentingState(link: &link!, peer: peer, localCard: localCard, context: &context))
+                ConsentingState(link: &securedLink, peer: peer, localCard: localCard, context: &context))
             advance(context: &context)
         case .transfer:
-            state = .transferring(TransferringState(link: &link!, localCard: localCard, context: &context))
+            state = .transferring(
+                TransferringState(link: &securedLink, localCard: localCard, context: &context))
             advance(context: &context)
         case .close(let reason, let frames, let endsDevice):
             close(reason, frames: frames, endsDevice: endsDevice, context: &context)
@@ -251,7 +266,7 @@ struct ExchangeSession {
     }
 
     private func liveDeadline(_ live: some LiveState) -> Instant {
-        min(link!.rangingAt, link!.lastHeard + idle, live.nextDeadline(link: link!))
+        min(securedLink.rangingAt, securedLink.lastHeard + idle, live.nextDeadline(link: securedLink))
     }
 
     /// Runs the session's due timers.
@@ -272,7 +287,7 @@ struct ExchangeSession {
             transition = handleLiveTimeout(&transferring, context: &context)
             state = .transferring(transferring)
         case .closing(var closing):
-            transition = closing.handleTimeout(link: &link!, context: &context)
+            transition = closing.handleTimeout(link: &securedLink, context: &context)
             state = .closing(closing)
         case .draining(let draining):
             transition = context.now >= draining.until ? .closed(outcome: nil) : .stay
@@ -289,14 +304,14 @@ struct ExchangeSession {
     private mutating func handleLiveTimeout(_ live: inout some LiveState, context: inout SessionContext)
         -> Transition
     {
-        if context.now >= link!.lastHeard + idle { return .timeout("peer silent") }
-        if let expiry = live.expiry(link: link!, context: context) { return expiry }
-        if context.now >= link!.rangingAt {
-            live.rangingRound(link: &link!, context: &context)
+        if context.now >= securedLink.lastHeard + idle { return .timeout("peer silent") }
+        if let expiry = live.expiry(link: securedLink, context: context) { return expiry }
+        if context.now >= securedLink.rangingAt {
+            live.rangingRound(link: &securedLink, context: &context)
             // Our gate opened, then saw the peer leave before the exchange completed.
-            if link!.peerLeft { return .outOfRange }
+            if securedLink.peerLeft { return .outOfRange }
         }
-        return live.handleTimeout(link: &link!, context: &context)
+        return live.handleTimeout(link: &securedLink, context: &context)
     }
 
     // MARK: - Display
