@@ -81,9 +81,10 @@ struct EventTranslator {
         case .declined(by: .local): return CloseOutcome(exchanged: false, reason: "declined-by-us")
         case .declined(by: .peer): return CloseOutcome(exchanged: false, reason: "declined-by-peer")
         case .outOfRange: return CloseOutcome(exchanged: false, reason: "out-of-range")
-        case .timeout(let what):
+        case .timeout(let kind):
             return CloseOutcome(
-                exchanged: false, reason: "timeout(\(what.replacingOccurrences(of: " ", with: "-")))")
+                exchanged: false, reason: "timeout(\(kind.rawValue.replacingOccurrences(of: " ", with: "-")))"
+            )
         case .error(let error): return CloseOutcome(exchanged: false, reason: "error(\(error.code))")
         }
     }

@@ -245,7 +245,7 @@ enum Fixtures {
         room.run(until: Instant.zero + .seconds(50))
         #expect(!room.devices[1].isClosed)
         room.run(until: Instant.zero + .seconds(90))
-        #expect(room.closeReason(1) == .timeout(what: "consent"))
+        #expect(room.closeReason(1) == .timeout(.consent))
         #expect(room.closeReason(0) == .declined(by: .peer))
         #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
     }

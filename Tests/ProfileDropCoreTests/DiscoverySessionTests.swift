@@ -138,7 +138,7 @@ import Testing
         let ended = lone.events.compactMap {
             if case .sessionEnded(_, let reason) = $0 { reason } else { nil }
         }
-        #expect(ended == [.timeout(what: "handshake")])
+        #expect(ended == [.timeout(.handshake)])
         #expect(lone.device.counters.handshakeRetransmissions == 4)
     }
 

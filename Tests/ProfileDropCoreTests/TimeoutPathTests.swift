@@ -28,7 +28,7 @@ import Testing
         room.tamper = { _, _, bytes in bytes.count > 3 && bytes[3] == 4 ? nil : bytes }
         room.run(until: .zero + .seconds(20))
         let ended = endedSessions(room, 0) + endedSessions(room, 1)
-        #expect(ended.contains(.timeout(what: "handshake")), "\(ended)")
+        #expect(ended.contains(.timeout(.handshake)), "\(ended)")
         #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
     }
 
@@ -43,7 +43,7 @@ import Testing
         room.tamper = { from, _, bytes in from == 1 ? nil : bytes }
         room.run(until: room.now + .seconds(30))
         let ended = endedSessions(room, 0) + [room.closeReason(0)].compactMap { $0 }
-        #expect(ended.contains(.timeout(what: "peer silent")), "\(ended)")
+        #expect(ended.contains(.timeout(.peerSilent)), "\(ended)")
         #expect(room.cards(0).isEmpty)
     }
 
@@ -56,7 +56,7 @@ import Testing
         let ended =
             endedSessions(room, 0) + endedSessions(room, 1)
             + [room.closeReason(0), room.closeReason(1)].compactMap { $0 }
-        #expect(ended.contains(.timeout(what: "transfer")), "\(ended)")
+        #expect(ended.contains(.timeout(.transfer)), "\(ended)")
         #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
     }
 
@@ -68,7 +68,7 @@ import Testing
             Fixtures.configuration("Bori", seed: 1, timeouts: timeouts), pose: Pose(x: 0, y: 0, heading: 0),
             seed: 1)
         room.run(until: .zero + .seconds(30))
-        #expect(room.closeReason(0) == .timeout(what: "no exchange"))
+        #expect(room.closeReason(0) == .timeout(.noExchange))
         #expect(room.devices[0].nextDeadline == nil)
     }
 }

@@ -128,7 +128,7 @@ private struct ToyDevice: SansIODevice {
         decideIfDue(at: time)
         if isClosed { return }
         if time >= giveUpAt {
-            close(peer == nil ? .outOfRange : .timeout(what: "give up"))
+            close(peer == nil ? .outOfRange : .timeout(.noExchange))
             return
         }
         if accepted && !cardAcknowledged, let peer {
@@ -247,7 +247,7 @@ private func pairScenario(
             ToyDevice(context: $0)
         }
         #expect(!report.transcript.contains { $0.contains("bob <- user") })
-        #expect(report.devices.map(\.close?.reason) == ["timeout(give-up)", "timeout(give-up)"])
+        #expect(report.devices.map(\.close?.reason) == ["timeout(no-exchange)", "timeout(no-exchange)"])
     }
 
     @Test func plaintextOnTheWireIsAViolation() {

@@ -132,7 +132,7 @@ final class ShareSession {
 
         let core = driver.device[keyPath: state]
         if options.verbose { console.error(Self.countersLine(core.counters, host: host.statistics)) }
-        return Self.exitCode(for: core.closedReason ?? .timeout(what: "no exchange"))
+        return Self.exitCode(for: core.closedReason ?? .timeout(.noExchange))
     }
 
     /// One line of traffic counters for `--verbose`: what was dropped, by reason, and what was resent.
@@ -149,7 +149,7 @@ final class ShareSession {
     }
 
     private func reportOutcome(_ device: Device) throws {
-        let reason = device.closedReason ?? .timeout(what: "no exchange")
+        let reason = device.closedReason ?? .timeout(.noExchange)
         if case .exchanged = reason, let card = receivedCard, let directory = options.saveDirectory {
             try CardSaver.save(card, in: directory)
         }

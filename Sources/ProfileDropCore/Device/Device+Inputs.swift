@@ -121,7 +121,7 @@ extension Device {
     /// Closes the device once the overall limit passed with no live session.
     private mutating func checkOverallLimit() {
         if closeReason == nil, exchange == nil, context.now >= startedAt + configuration.timeouts.overall {
-            closeDevice(lastFailure == .outOfRange ? .outOfRange : .timeout(what: "no exchange"))
+            closeDevice(lastFailure == .outOfRange ? .outOfRange : .timeout(.noExchange))
         }
     }
 

@@ -15,8 +15,8 @@ public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
     /// The proximity gate did not open on both devices within the ranging window, or a device's
     /// gate saw the peer leave before the exchange completed (the exchange is then cancelled).
     case outOfRange
-    /// A wait ran out; `what` names it (for example "handshake", "peer silent", "consent").
-    case timeout(what: String)
+    /// A wait ran out; the kind says which.
+    case timeout(TimeoutKind)
     /// The peer misbehaved or the channel failed.
     case error(ProtocolError)
 
@@ -26,10 +26,31 @@ public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
         case .declined(by: .local): "declined by us"
         case .declined(by: .peer): "declined by peer"
         case .outOfRange: "out of range"
-        case .timeout(let what): "timeout: \(what)"
+        case .timeout(let kind): "timeout: \(kind)"
         case .error(let error): "error: \(error)"
         }
     }
+}
+
+/// Which wait ran out when a session or the device closes with ``CloseReason/timeout(_:)``.
+public enum TimeoutKind: String, CaseIterable, Sendable, Equatable, CustomStringConvertible {
+    /// The Noise handshake did not complete within its retransmissions.
+    case handshake
+    /// No authenticated packet from the peer for the idle time.
+    case peerSilent = "peer silent"
+    /// Our user did not answer the consent request.
+    case consent
+    /// The peer's decision did not arrive.
+    case peerConsent = "peer consent"
+    /// The card transfer did not complete.
+    case transfer
+    /// The peer closed because one of its own waits ran out.
+    case peerGaveUp = "peer gave up waiting"
+    /// The device's overall time ran out without an exchange.
+    case noExchange = "no exchange"
+
+    /// The words users and transcripts see.
+    public var description: String { rawValue }
 }
 
 /// Something the driver (simulator, command line) may want to show or log, in order.

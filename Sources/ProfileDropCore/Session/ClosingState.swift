@@ -81,7 +81,7 @@ extension ExchangeSession {
                             .unexpectedMessage, "peer closed as exchanged before the exchange completed"))
             case .declined: .declined(by: .peer)
             case .outOfRange: .outOfRange
-            case .timeout: .timeout(what: "peer gave up waiting")
+            case .timeout: .timeout(.peerGaveUp)
             case .error:
                 .error(
                     ProtocolError(

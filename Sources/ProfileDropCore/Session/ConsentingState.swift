@@ -62,11 +62,11 @@ extension ConsentingState: LiveState {
         if let userDeadline, context.now >= userDeadline {
             // Nobody answered: decline, and say why locally.
             return .close(
-                .timeout(what: "consent"),
+                .timeout(.consent),
                 frames: [.consent(.decline, nil), .close(CloseFrame(code: .declined))],
                 endsDevice: true)
         }
-        return context.now >= peerDeadline ? .timeout("peer consent") : nil
+        return context.now >= peerDeadline ? .timeout(.peerConsent) : nil
     }
 
     func rangingRound(link: inout Link, context: inout SessionContext) {

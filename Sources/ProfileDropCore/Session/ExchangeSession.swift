@@ -304,7 +304,7 @@ struct ExchangeSession {
     private mutating func handleLiveTimeout(_ live: inout some LiveState, context: inout SessionContext)
         -> Transition
     {
-        if context.now >= securedLink.lastHeard + idle { return .timeout("peer silent") }
+        if context.now >= securedLink.lastHeard + idle { return .timeout(.peerSilent) }
         if let expiry = live.expiry(link: securedLink, context: context) { return expiry }
         if context.now >= securedLink.rangingAt {
             live.rangingRound(link: &securedLink, context: &context)

@@ -44,9 +44,9 @@ enum Transition {
     static let outOfRange = Transition.close(
         .outOfRange, frames: [.close(CloseFrame(code: .outOfRange))], endsDevice: false)
 
-    /// Closes because the wait for `what` ran out.
-    static func timeout(_ what: String) -> Transition {
-        .close(.timeout(what: what), frames: [.close(CloseFrame(code: .timeout))], endsDevice: false)
+    /// Closes because the wait `kind` ran out.
+    static func timeout(_ kind: TimeoutKind) -> Transition {
+        .close(.timeout(kind), frames: [.close(CloseFrame(code: .timeout))], endsDevice: false)
     }
 }
 

@@ -58,7 +58,7 @@ extension HandshakingState {
     mutating func handleTimeout(to peerAddress: PeerAddress, context: inout SessionContext) -> Transition {
         guard context.now >= retransmitAt else { return .stay }
         guard transmissions < context.timeouts.handshakeAttempts else {
-            return .closed(outcome: .timeout(what: "handshake"))
+            return .closed(outcome: .timeout(.handshake))
         }
         context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: lastDatagram))
         context.counters.handshakeRetransmissions += 1

@@ -84,7 +84,7 @@ extension TransferringState: LiveState {
     }
 
     func expiry(link: Link, context: SessionContext) -> Transition? {
-        context.now >= deadline ? .timeout("transfer") : nil
+        context.now >= deadline ? .timeout(.transfer) : nil
     }
 
     func rangingRound(link: inout Link, context: inout SessionContext) {
