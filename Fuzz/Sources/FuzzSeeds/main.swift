@@ -61,20 +61,29 @@ for path in arguments.dropFirst(2) {
     captured += udpPayloads(pcapng: Array(data))
 }
 let honest = DeviceFuzz.honestDatagrams()
-let frames: [[UInt8]] = [
-    Frame.encode([.token(Array(0..<16)), .receipt(.all)]),
-    Frame.encode([
+/// One well-formed frame of `type`. The switch names every type, so the compiler asks for a seed
+/// when a frame type is added.
+func seedFrame(_ type: FrameType) -> Frame {
+    switch type {
+    case .token: .token(Array(0..<16))
+    case .ranging:
         .ranging(RangingFrame(sequence: 3, pose: Pose(x: 7, y: -1, heading: 180), token: Array(0..<16)))
-    ]),
-    Frame.encode([
-        .inRange(true), .consent(.share, CardOffer(length: 3000, chunkSize: 1120, digest: Array(0..<32))),
-    ]),
-    Frame.encode([.consent(.receiveOnly, nil), .consent(.decline, nil)]),
-    Frame.encode([.cardChunk(index: 2, data: Array(repeating: 7, count: 40))]),
-    Frame.encode([.cardSack(CardSack(cumulative: 1, bitmap: [0xA0, 0x01])), .cardAck(digest: Array(0..<32))]),
-    Frame.encode([.close(CloseFrame(code: .error, errorCode: 9)), .closeAck]),
-    HandshakeParameters(maxCardBytes: 524_288, receiveWindow: 64).encoded(),
-]
+    case .inRange: .inRange(true)
+    case .consent: .consent(.share, CardOffer(length: 3000, chunkSize: 1120, digest: Array(0..<32)))
+    case .cardChunk: .cardChunk(index: 2, data: Array(repeating: 7, count: 40))
+    case .cardSack: .cardSack(CardSack(cumulative: 1, bitmap: [0xA0, 0x01]))
+    case .cardAck: .cardAck(digest: Array(0..<32))
+    case .close: .close(CloseFrame(code: .error, errorCode: 9))
+    case .closeAck: .closeAck
+    case .receipt: .receipt(.all)
+    }
+}
+let frames: [[UInt8]] =
+    FrameType.allCases.map { Frame.encode([seedFrame($0)]) } + [
+        Frame.encode(FrameType.allCases.map(seedFrame)),
+        Frame.encode([.consent(.receiveOnly, nil), .consent(.decline, nil)]),
+        HandshakeParameters(maxCardBytes: 524_288, receiveWindow: 64).encoded(),
+    ]
 write(honest + captured + frames, to: output.appendingPathComponent("wire"))
 write(
     (0..<16).map { [UInt8($0), UInt8($0 / 2)] + Array(repeating: UInt8($0 % 6), count: 8) },
