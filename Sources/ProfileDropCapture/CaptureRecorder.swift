@@ -222,17 +222,23 @@ struct RecordingRandom: RandomSource {
 /// while let datagram = device.pollTransmit() { send(datagram) }
 /// try recorder.write(to: "run.pcapng")
 /// ```
+///
+/// A device that draws from `DeterministicRandom(seedMaterial:)` (the simulator's devices) can be
+/// recorded as it is, with ``init(_:name:recorder:randomSeedMaterial:staticKey:)``: the keylog then
+/// stores the seed material instead of every draw.
 public struct CapturingDevice: SansIODevice {
     /// The wrapped device, for reading its state.
     public private(set) var device: Device
     /// The pcapng interface of this device in the capture.
     public let interfaceID: UInt32
     private let recorder: CaptureRecorder
-    private let tape: RandomTape
+    /// Counts (and with a keylog keeps) the device's draws; nil when the keylog holds its seed
+    /// material instead, and the draws are not counted.
+    private let tape: RandomTape?
     private var sequence: UInt64 = 0
 
     /// Creates the device as `Device(configuration:random:now:localAddress:)` does and starts
-    /// recording it.
+    /// recording it, every random draw included.
     ///
     /// - Parameters:
     ///   - name: a label for the capture's interface and the replay timeline.
@@ -252,118 +258,42 @@ public struct CapturingDevice: SansIODevice {
                 "embedded key differs from the configuration's")
         }
         let tape = RandomTape(keepsBytes: recorder.options.keylog)
-        self.tape = tape
-        self.recorder = recorder
-        interfaceID = recorder.addDevice(
+        let interfaceID = recorder.addDevice(
             name: name, random: .tape(tape), staticKey: staticKey, card: configuration.card?.encoded())
-        device = Device(
+        let device = Device(
             configuration: configuration, random: RecordingRandom(base: random, tape: tape), now: now,
             localAddress: localAddress)
-        recorder.recordDevice(
-            DeviceRecord(
-                interfaceID: interfaceID, name: name, deviceID: device.deviceID, localAddress: localAddress,
-                staticPublicKey: configuration.staticKey.publicKey.rawRepresentation,
-                consent: configuration.consent,
-                hasCard: configuration.card != nil, timeouts: configuration.timeouts,
-                limits: configuration.limits,
-                gate: configuration.gate, measurement: configuration.measurement, startTime: now,
-                startRandomBytes: UInt32(clamping: tape.count),
-                epochNanoseconds: recorder.options.epochNanoseconds))
+        self.init(
+            device, interfaceID: interfaceID, name: name, recorder: recorder, tape: tape,
+            startRandomBytes: UInt32(clamping: tape.count))
     }
 
-    /// `Device.handleDatagram(_:from:at:)`, recorded.
-    public mutating func handleDatagram(_ bytes: [UInt8], from source: PeerAddress, at time: Instant) {
-        let before = tape.count
-        device.handleDatagram(bytes, from: source, at: time)
-        record(.datagram(bytes: bytes, source: source), at: time, drawn: tape.count - before)
-    }
-
-    /// `Device.handleTimeout(at:)`, recorded.
-    public mutating func handleTimeout(at time: Instant) {
-        let before = tape.count
-        device.handleTimeout(at: time)
-        record(.timeout, at: time, drawn: tape.count - before)
-    }
-
-    /// `Device.updatePose(_:at:)`, recorded.
-    public mutating func updatePose(_ pose: Pose, at time: Instant) {
-        let before = tape.count
-        device.updatePose(pose, at: time)
-        record(.pose(pose), at: time, drawn: tape.count - before)
-    }
-
-    /// `Device.decide(_:at:)`, recorded.
-    public mutating func decide(_ decision: ConsentDecision, at time: Instant) {
-        let before = tape.count
-        device.decide(decision, at: time)
-        record(.decision(decision), at: time, drawn: tape.count - before)
-    }
-
-    /// `Device.pollTransmit()`; the datagram is recorded as an outbound packet.
-    public mutating func pollTransmit() -> OutgoingDatagram? {
-        guard let datagram = device.pollTransmit() else { return nil }
-        recorder.recordOutbound(
-            interfaceID: interfaceID, time: device.now, from: device.localAddress, datagram: datagram)
-        return datagram
-    }
-
-    /// `Device.pollEvent()` (events are not recorded: replay regenerates them).
-    public mutating func pollEvent() -> DeviceEvent? { device.pollEvent() }
-
-    /// `Device.deviceID`.
-    public var deviceID: DeviceID { device.deviceID }
-
-    /// `Device.nextDeadline`.
-    public var nextDeadline: Instant? { device.nextDeadline }
-
-    /// `Device.isClosed`.
-    public var isClosed: Bool { device.isClosed }
-
-    private mutating func record(_ input: CapturedInput, at time: Instant, drawn: Int) {
-        recorder.recordInput(
-            InputRecord(
-                interfaceID: interfaceID, sequence: sequence, time: time, input: input,
-                randomBytes: UInt32(clamping: drawn)),
-            localAddress: device.localAddress)
-        sequence += 1
-    }
-}
-
-/// A ``Device`` that another party created, recorded into a ``CaptureRecorder`` as it is driven,
-/// when the device draws from `DeterministicRandom(seedMaterial:)` (the simulator's devices): the
-/// keylog stores the seed material instead of every draw, so the device's construction needs no
-/// change. For `simulate --capture`:
-///
-/// ```swift
-/// Simulation.run(scenario: scenario) { context in
-///     SeededCapturingDevice(
-///         context.makeCoreDevice(), name: context.spec.name, recorder: recorder,
-///         randomSeedMaterial: context.seedMaterial,
-///         staticKey: .seedMaterial(context.staticKeySeedMaterial))
-/// }
-/// ```
-public struct SeededCapturingDevice: SansIODevice {
-    /// The wrapped device, for reading its state.
-    public private(set) var device: Device
-    /// The pcapng interface of the device.
-    public let interfaceID: UInt32
-    private let recorder: CaptureRecorder
-    private var sequence: UInt64 = 0
-
-    /// Starts recording `device`, which must not have been given any input yet.
+    /// Starts recording `device`, which another party created and which must not have been given
+    /// any input yet.
     /// - Parameters:
     ///   - randomSeedMaterial: the seed material of the device's random source.
-    ///   - staticKey: how replay will obtain the static private key (see ``CapturingDevice``).
+    ///   - staticKey: how replay will obtain the static private key (see the other initialiser).
     public init(
         _ device: Device, name: String, recorder: CaptureRecorder, randomSeedMaterial: [UInt8],
         staticKey: StaticKeySource
     ) {
-        let configuration = device.configuration
-        self.device = device
-        self.recorder = recorder
-        interfaceID = recorder.addDevice(
+        let interfaceID = recorder.addDevice(
             name: name, random: .seedMaterial(randomSeedMaterial), staticKey: staticKey,
-            card: configuration.card?.encoded())
+            card: device.configuration.card?.encoded())
+        self.init(
+            device, interfaceID: interfaceID, name: name, recorder: recorder, tape: nil,
+            startRandomBytes: CaptureFormat.uncounted)
+    }
+
+    private init(
+        _ device: Device, interfaceID: UInt32, name: String, recorder: CaptureRecorder, tape: RandomTape?,
+        startRandomBytes: UInt32
+    ) {
+        self.device = device
+        self.interfaceID = interfaceID
+        self.recorder = recorder
+        self.tape = tape
+        let configuration = device.configuration
         recorder.recordDevice(
             DeviceRecord(
                 interfaceID: interfaceID, name: name, deviceID: device.deviceID,
@@ -373,41 +303,29 @@ public struct SeededCapturingDevice: SansIODevice {
                 hasCard: configuration.card != nil, timeouts: configuration.timeouts,
                 limits: configuration.limits,
                 gate: configuration.gate, measurement: configuration.measurement, startTime: device.now,
-                startRandomBytes: CaptureFormat.uncounted, epochNanoseconds: recorder.options.epochNanoseconds
-            ))
+                startRandomBytes: startRandomBytes, epochNanoseconds: recorder.options.epochNanoseconds))
     }
-
-    /// `Device.deviceID`.
-    public var deviceID: DeviceID { device.deviceID }
-
-    /// `Device.nextDeadline`.
-    public var nextDeadline: Instant? { device.nextDeadline }
-
-    /// `Device.isClosed`.
-    public var isClosed: Bool { device.isClosed }
 
     /// `Device.handleDatagram(_:from:at:)`, recorded.
     public mutating func handleDatagram(_ bytes: [UInt8], from source: PeerAddress, at time: Instant) {
-        device.handleDatagram(bytes, from: source, at: time)
-        record(.datagram(bytes: bytes, source: source), at: time)
+        recording(.datagram(bytes: bytes, source: source), at: time) {
+            $0.handleDatagram(bytes, from: source, at: time)
+        }
     }
 
     /// `Device.handleTimeout(at:)`, recorded.
     public mutating func handleTimeout(at time: Instant) {
-        device.handleTimeout(at: time)
-        record(.timeout, at: time)
+        recording(.timeout, at: time) { $0.handleTimeout(at: time) }
     }
 
     /// `Device.updatePose(_:at:)`, recorded.
     public mutating func updatePose(_ pose: Pose, at time: Instant) {
-        device.updatePose(pose, at: time)
-        record(.pose(pose), at: time)
+        recording(.pose(pose), at: time) { $0.updatePose(pose, at: time) }
     }
 
     /// `Device.decide(_:at:)`, recorded.
     public mutating func decide(_ decision: ConsentDecision, at time: Instant) {
-        device.decide(decision, at: time)
-        record(.decision(decision), at: time)
+        recording(.decision(decision), at: time) { $0.decide(decision, at: time) }
     }
 
     /// `Device.pollTransmit()`; the datagram is recorded as an outbound packet.
@@ -421,11 +339,24 @@ public struct SeededCapturingDevice: SansIODevice {
     /// `Device.pollEvent()` (events are not recorded: replay regenerates them).
     public mutating func pollEvent() -> DeviceEvent? { device.pollEvent() }
 
-    private mutating func record(_ input: CapturedInput, at time: Instant) {
+    /// `Device.deviceID`.
+    public var deviceID: DeviceID { device.deviceID }
+
+    /// `Device.nextDeadline`.
+    public var nextDeadline: Instant? { device.nextDeadline }
+
+    /// `Device.isClosed`.
+    public var isClosed: Bool { device.isClosed }
+
+    /// Gives the device one input, then records it with the number of bytes it drew.
+    private mutating func recording(_ input: CapturedInput, at time: Instant, _ apply: (inout Device) -> Void)
+    {
+        let before = tape?.count ?? 0
+        apply(&device)
+        let drawn = tape.map { UInt32(clamping: $0.count - before) } ?? CaptureFormat.uncounted
         recorder.recordInput(
             InputRecord(
-                interfaceID: interfaceID, sequence: sequence, time: time, input: input,
-                randomBytes: CaptureFormat.uncounted),
+                interfaceID: interfaceID, sequence: sequence, time: time, input: input, randomBytes: drawn),
             localAddress: device.localAddress)
         sequence += 1
     }

@@ -130,7 +130,7 @@ struct RecordedSimulationTests {
         let plain = Simulation.run(scenario: scenario)
         let recorder = CaptureRecorder(options: CaptureOptions(keylog: true))
         let recorded = Simulation.run(scenario: scenario) {
-            SeededCapturingDevice(
+            CapturingDevice(
                 $0.makeCoreDevice(), name: $0.spec.name, recorder: recorder,
                 randomSeedMaterial: $0.seedMaterial, staticKey: .seedMaterial($0.staticKeySeedMaterial))
         }

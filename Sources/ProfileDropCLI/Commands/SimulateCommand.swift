@@ -69,7 +69,7 @@ enum SimulateCommand: Subcommand {
             report = Simulation.run(scenario: scenario, seed: seed) { context -> any SansIODevice in
                 let device = context.makeCoreDevice()
                 guard only == nil || context.spec.name == only else { return device }
-                return SeededCapturingDevice(
+                return CapturingDevice(
                     device, name: context.spec.name, recorder: recorder,
                     randomSeedMaterial: context.seedMaterial,
                     staticKey: .seedMaterial(context.staticKeySeedMaterial))
