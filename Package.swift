@@ -48,12 +48,14 @@ let package = Package(
         ),
         .executableTarget(name: "profiledrop", dependencies: ["ProfileDropCLI"]),
 
-        // Helpers shared by the test targets (seeded byte mutations); no dependencies of its own.
+        // Helpers shared by the test targets (seeded byte mutations, caught errors); no dependencies.
         .target(name: "ProfileDropTestSupport", path: "Tests/ProfileDropTestSupport"),
         .testTarget(name: "ProfileDropCryptoTests", dependencies: ["ProfileDropCrypto"]),
         .testTarget(
             name: "ProfileDropJSONTests", dependencies: ["ProfileDropJSON", "ProfileDropTestSupport"]),
-        .testTarget(name: "ProfileDropNoiseTests", dependencies: ["ProfileDropNoise", "ProfileDropCrypto"]),
+        .testTarget(
+            name: "ProfileDropNoiseTests",
+            dependencies: ["ProfileDropNoise", "ProfileDropCrypto", "ProfileDropTestSupport"]),
         .testTarget(
             name: "NoiseInteropTests",
             dependencies: ["ProfileDropNoise", "ProfileDropCrypto"],

@@ -97,16 +97,6 @@ import Testing
 
     // MARK: Decode, then encode: the same bytes
 
-    /// The code of the error `body` throws; nil when it returns.
-    static func errorCode<T>(_ body: () throws(ProtocolError) -> T) -> ProtocolError.Code? {
-        do {
-            _ = try body()
-            return nil
-        } catch {
-            return error.code
-        }
-    }
-
     /// The 8-byte pose encoding with `x`, `y` as raw 24-bit patterns and a heading in hundredths.
     static func poseBytes(x: UInt32, y: UInt32, hundredths: UInt16) -> [UInt8] {
         [x, y].flatMap {
@@ -170,8 +160,7 @@ import Testing
             0x02, 0xFF, 0x02, 0x44, 0x3C, 0xE4, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
             0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x06, 0x06, 0x06, 0x06, 0x06, 0x02, 0x02, 0xFF,
         ]
-        let code = Self.errorCode { () throws(ProtocolError) in try Frame.decodeAll(input) }
-        #expect(code == .malformed)
+        #expect(caught(ProtocolError.self) { _ = try Frame.decodeAll(input) }?.code == .malformed)
     }
 
     /// A pose turned or moved by local input keeps a heading the encoding can carry: turning right
@@ -219,8 +208,7 @@ import Testing
                 let packet = try #require(try reader.readPacket())
                 #expect(packet.encoded() == bytes)
             } else {
-                let code = Self.errorCode { () throws(ProtocolError) in try reader.readPacket() }
-                #expect(code == .oversized)
+                #expect(caught(ProtocolError.self) { _ = try reader.readPacket() }?.code == .oversized)
             }
         }
     }

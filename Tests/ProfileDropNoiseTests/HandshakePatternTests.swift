@@ -1,3 +1,4 @@
+import ProfileDropTestSupport
 import Testing
 
 @testable import ProfileDropNoise
@@ -11,14 +12,7 @@ struct HandshakePatternTests {
         "KX1", "K1X1", "I1N", "I1K", "IK1", "I1K1", "I1X", "IX1", "I1X1",
     ]
 
-    static func code(_ body: () throws -> Void) -> NoiseError.Code? {
-        do {
-            try body()
-            return nil
-        } catch {
-            return (error as? NoiseError)?.code
-        }
-    }
+    static func code(_ body: () throws -> Void) -> NoiseError.Code? { caught(NoiseError.self, body)?.code }
 
     @Test func tableHoldsExactlyTheSpecPatterns() {
         let names = HandshakePattern.fundamental.map(\.name)

@@ -1,4 +1,5 @@
 import ProfileDropCrypto
+import ProfileDropTestSupport
 import Testing
 
 @testable import ProfileDropNoise
@@ -54,14 +55,7 @@ struct HandshakeStateTests {
         return messages
     }
 
-    static func code(_ body: () throws -> Void) -> NoiseError.Code? {
-        do {
-            try body()
-            return nil
-        } catch {
-            return (error as? NoiseError)?.code
-        }
-    }
+    static func code(_ body: () throws -> Void) -> NoiseError.Code? { caught(NoiseError.self, body)?.code }
 
     @Test func xxRoundTripAuthenticatesBothStaticKeysAndCarriesTransport() throws {
         var random = DeterministicRandom(seed: 1)

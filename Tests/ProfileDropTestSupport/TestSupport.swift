@@ -42,3 +42,14 @@ public struct ByteMutations {
         return bytes
     }
 }
+
+/// The error `body` throws when it is an `E`; nil when it returns or throws something else. For
+/// asserting an error's code: `caught(ProtocolError.self) { try parse(bytes) }?.code`.
+public func caught<E: Error>(_: E.Type, _ body: () throws -> Void) -> E? {
+    do {
+        try body()
+        return nil
+    } catch {
+        return error as? E
+    }
+}
