@@ -124,13 +124,13 @@ public struct SentDatagram: Sendable {
 }
 
 /// What one ``Room/step(notAfter:)`` did.
-public enum RoomStep<Alarm> {
+public enum RoomStep: Sendable {
     /// A copy reached `recipient`, which handled it.
     case delivered(InFlightDatagram)
     /// A copy's time came but the hook refused its arrival.
     case lost(InFlightDatagram)
-    /// An alarm the driver set went off; the driver acts on it.
-    case alarm(Alarm)
+    /// An alarm the driver set went off, with the tag it was set with; the driver acts on it.
+    case alarm(Int)
     /// Participant `member` handled its deadline.
     case timeout(member: Int)
 }
@@ -148,7 +148,7 @@ public enum RoomStep<Alarm> {
 /// After every input the participant is drained: what it sent goes in flight (and into
 /// ``lastSent``), what a device reported goes into ``lastEvents`` and, when ``keepsEventLog``,
 /// into ``eventLog``.
-public struct Room<Alarm> {
+public struct Room {
     private enum Slot {
         case device(Int)
         case speaker(Int)
@@ -177,7 +177,7 @@ public struct Room<Alarm> {
     private var addresses: [PeerAddress] = []
     private var members: [PeerAddress: Int] = [:]
     private var flights = EventQueue<InFlightDatagram>()
-    private var alarms = EventQueue<Alarm>()
+    private var alarms = EventQueue<Int>()
     private var datagramCount: UInt64 = 0
 
     /// Creates an empty room at `now`.
@@ -312,23 +312,30 @@ public struct Room<Alarm> {
         return number
     }
 
-    /// Sets an alarm that ``step(notAfter:)`` returns at `time` (now, if `time` is past).
-    public mutating func setAlarm(_ alarm: Alarm, at time: Instant) {
-        alarms.schedule(alarm, at: max(time, now))
+    /// Moves the clock forward to `time` without running anything due before it, for a driver that
+    /// orders every input itself (a fuzzer); whatever was due then happens at `time`.
+    public mutating func advanceClock(to time: Instant) {
+        if time > now { now = time }
+    }
+
+    /// Sets an alarm that ``step(notAfter:)`` returns, with `tag`, at `time` (now, if `time` is
+    /// past). The tag is the driver's to interpret.
+    public mutating func setAlarm(_ tag: Int, at time: Instant) {
+        alarms.schedule(tag, at: max(time, now))
     }
 
     // MARK: - Running
 
     /// The time of the next thing to happen: a copy arriving, an alarm or a deadline.
     public var nextEventTime: Instant? {
-        [flights.nextTime, alarms.nextTime, earliestDeadline()?.time].compactMap { $0 }.min()
+        Self.earliest(Self.earliest(flights.nextTime, alarms.nextTime), earliestDeadline()?.time)
     }
 
     /// Does the next thing due at or before `limit`, moving the clock to it; nil if nothing is.
-    public mutating func step(notAfter limit: Instant = Instant(nanoseconds: .max)) -> RoomStep<Alarm>? {
+    public mutating func step(notAfter limit: Instant = Instant(nanoseconds: .max)) -> RoomStep? {
         clearLast()
         let deadline = earliestDeadline()
-        guard let next = [flights.nextTime, alarms.nextTime, deadline?.time].compactMap({ $0 }).min(),
+        guard let next = Self.earliest(Self.earliest(flights.nextTime, alarms.nextTime), deadline?.time),
             next <= limit
         else { return nil }
         if next > now { now = next }
@@ -375,6 +382,12 @@ public struct Room<Alarm> {
         let arrives = hook.arrives(copy, at: now)
         self.hook = hook
         return arrives
+    }
+
+    private static func earliest(_ first: Instant?, _ second: Instant?) -> Instant? {
+        guard let first else { return second }
+        guard let second else { return first }
+        return min(first, second)
     }
 
     private func earliestDeadline() -> (member: Int, time: Instant)? {

@@ -124,6 +124,18 @@ private struct SimulationEngine {
     private enum Scheduled {
         case poseTick
         case decision(device: Int, accept: Bool)
+
+        /// The room's alarm tag for this event.
+        var tag: Int {
+            switch self {
+            case .poseTick: return -1
+            case .decision(let device, let accept): return device * 2 + (accept ? 1 : 0)
+            }
+        }
+
+        init(tag: Int) {
+            self = tag < 0 ? .poseTick : .decision(device: tag / 2, accept: tag % 2 == 1)
+        }
     }
 
     private struct DeviceState {
@@ -158,7 +170,7 @@ private struct SimulationEngine {
     /// The pose each device was last told, so that a still device is not told again.
     private var lastPoses: [Pose] = []
     /// The devices on the simulated LAN, whose hook is the scenario's fault model.
-    private var room: Room<Scheduled>
+    private var room: Room
     /// The room's clock, except that a run cut off by the time limit ends at the limit.
     private var now = Instant.zero
     private var transcript: [String] = []
@@ -203,7 +215,7 @@ private struct SimulationEngine {
             room.updatePose(pose, of: index)
             drained(index)
         }
-        room.setAlarm(.poseTick, at: now + options.poseInterval)
+        room.setAlarm(Scheduled.poseTick.tag, at: now + options.poseInterval)
         var eventsThisInstant = 0
         while !allClosed {
             guard let next = room.nextEventTime, next <= limit else {
@@ -230,8 +242,8 @@ private struct SimulationEngine {
                 drained(copy.recipient)
             case .lost, nil:
                 break
-            case .alarm(let event):
-                handle(event)
+            case .alarm(let tag):
+                handle(Scheduled(tag: tag))
             case .timeout(let member):
                 drained(member)
             }
@@ -253,7 +265,7 @@ private struct SimulationEngine {
                 room.updatePose(pose, of: index)
                 drained(index)
             }
-            room.setAlarm(.poseTick, at: now + options.poseInterval)
+            room.setAlarm(Scheduled.poseTick.tag, at: now + options.poseInterval)
         case .decision(let index, let accept):
             guard !isClosed(index) else { return }
             record(index, "<- user \(accept ? "accepts" : "declines")")
@@ -304,9 +316,9 @@ private struct SimulationEngine {
             case .consentRequested:
                 switch scenario.devices[index].consent {
                 case .accept(let after):
-                    room.setAlarm(.decision(device: index, accept: true), at: now + after)
+                    room.setAlarm(Scheduled.decision(device: index, accept: true).tag, at: now + after)
                 case .decline(let after):
-                    room.setAlarm(.decision(device: index, accept: false), at: now + after)
+                    room.setAlarm(Scheduled.decision(device: index, accept: false).tag, at: now + after)
                 case .ignore: break
                 }
             case .cardVerified(let card, let peer):

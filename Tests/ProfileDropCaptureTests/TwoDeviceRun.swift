@@ -37,7 +37,7 @@ struct TwoDeviceRun {
     static func seed(_ index: Int) -> UInt64 { 2000 + UInt64(index) }
 
     let recorder: CaptureRecorder
-    private var room = Room<Never>(latency: .milliseconds(3), keepsEventLog: true)
+    private var room = Room(latency: .milliseconds(3), keepsEventLog: true)
 
     /// The two devices, in order.
     var devices: [CapturingDevice] { (0..<room.count).compactMap { room.device($0) as? CapturingDevice } }

@@ -28,7 +28,7 @@ struct VirtualRoom {
         }
     }
 
-    var room = Room<Never>(latency: .milliseconds(5), hook: Link(), keepsEventLog: true)
+    var room = Room(latency: .milliseconds(5), hook: Link(), keepsEventLog: true)
 
     private var link: Link {
         get { room.hook as? Link ?? Link() }

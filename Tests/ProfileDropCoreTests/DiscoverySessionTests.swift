@@ -8,7 +8,7 @@ import Testing
     /// A lone device in a ``Room``, driven by its own deadlines, with everything it sends recorded
     /// and datagrams put in flight to it from any address.
     struct Lone {
-        var room = Room<Never>(keepsEventLog: true)
+        var room = Room(keepsEventLog: true)
         var sent: [(time: Instant, packet: Packet)] = []
 
         var device: Device {

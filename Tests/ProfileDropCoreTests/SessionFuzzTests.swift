@@ -184,7 +184,7 @@ struct CorruptingNetwork {
     ]
     static func address(_ index: Int) -> PeerAddress { PeerAddress(10, 0, 0, UInt8(index + 1), port: 5000) }
 
-    var room: Room<Never>
+    var room: Room
     /// Problems the driver found (the devices keep their own).
     private var ownProblems: [String] = []
 

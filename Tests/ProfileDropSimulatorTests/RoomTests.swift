@@ -31,8 +31,8 @@ private let addresses = (1...3).map { PeerAddress(10, 0, 0, UInt8($0), port: 400
 /// Three speakers; the first sends `payloads` to the second at t=0 (or multicast).
 private func room(
     sending payloads: [[UInt8]], multicast: Bool = false, hook: (any DatagramHook)? = nil
-) -> Room<Never> {
-    var room = Room<Never>(latency: .milliseconds(5), hook: hook)
+) -> Room {
+    var room = Room(latency: .milliseconds(5), hook: hook)
     let destination: Destination = multicast ? .multicast : .unicast(addresses[1])
     let script = payloads.map { (Instant.zero, OutgoingDatagram(destination: destination, bytes: $0)) }
     room.add(speaker: ScriptSpeaker(script: script), at: addresses[0])
@@ -41,7 +41,7 @@ private func room(
     return room
 }
 
-private func heard(_ room: Room<Never>, _ member: Int) -> [(
+private func heard(_ room: Room, _ member: Int) -> [(
     bytes: [UInt8], source: PeerAddress, time: Instant
 )] {
     (room.speaker(member) as? ScriptSpeaker)?.received ?? []
@@ -148,7 +148,7 @@ private func heard(_ room: Room<Never>, _ member: Int) -> [(
     }
 
     @Test func equalTimesDeliverBeforeAlarmsBeforeDeadlines() {
-        var room = Room<String>(latency: .milliseconds(5))
+        var room = Room(latency: .milliseconds(5))
         let at = Instant.zero + .milliseconds(5)
         room.add(
             speaker: ScriptSpeaker(script: [
@@ -158,17 +158,17 @@ private func heard(_ room: Room<Never>, _ member: Int) -> [(
         room.add(
             speaker: ScriptSpeaker(script: [(at, OutgoingDatagram(destination: .multicast, bytes: [2]))]),
             at: addresses[1])
-        room.setAlarm("alarm", at: at)
+        room.setAlarm(42, at: at)
         var order: [String] = []
         while let step = room.step(notAfter: at) {
             switch step {
             case .delivered(let copy): order.append("delivered \(copy.bytes)")
             case .lost: order.append("lost")
-            case .alarm(let name): order.append(name)
+            case .alarm(let tag): order.append("alarm \(tag)")
             case .timeout(let member): order.append("timeout \(member)")
             }
         }
-        #expect(order == ["timeout 0", "delivered [1]", "alarm", "timeout 1"])
+        #expect(order == ["timeout 0", "delivered [1]", "alarm 42", "timeout 1"])
     }
 
     @Test func aRawParticipantTalksToARealDevice() {
@@ -180,7 +180,7 @@ private func heard(_ room: Room<Never>, _ member: Int) -> [(
         let deviceAddress = PeerAddress(10, 0, 0, 1, port: 4000)
         let speakerAddress = PeerAddress(10, 0, 0, 7, port: 4000)
         let fakeID = DeviceID(rawValue: 5)
-        var room = Room<Never>(latency: .milliseconds(2), keepsEventLog: true)
+        var room = Room(latency: .milliseconds(2), keepsEventLog: true)
         let device = room.add(
             Device(
                 configuration: configuration, random: DeterministicRandom(seed: 6), now: .zero,

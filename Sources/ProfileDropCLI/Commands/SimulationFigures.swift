@@ -59,7 +59,7 @@ enum SimulationFigures {
                 name: "Max", age: 5, sex: .male, neutered: false, size: .large, keywords: [], owner: "joon",
                 photo: nil),
         ]
-        var room = Room<Never>(latency: .zero)
+        var room = Room(latency: .zero)
         for index in 0..<2 {
             let device = Device(
                 configuration: DeviceConfiguration(
