@@ -179,6 +179,9 @@ public struct Room {
     private var flights = EventQueue<InFlightDatagram>()
     private var alarms = EventQueue<Int>()
     private var datagramCount: UInt64 = 0
+    /// The earliest deadline as of the last ``nextTime()``, so that the step after it need not ask
+    /// every participant again; nil when stale.
+    private var deadlineCache: (member: Int, time: Instant)?? = nil
 
     /// Creates an empty room at `now`.
     public init(
@@ -227,11 +230,13 @@ public struct Room {
 
     /// Drains participant `member` without an input (after it was added, say).
     public mutating func flush(_ member: Int) {
+        deadlineCache = nil
         clearLast()
         drain(member)
     }
 
     private mutating func register(_ address: PeerAddress, slot: Slot) -> Int {
+        deadlineCache = nil
         precondition(members[address] == nil, "two participants at \(address)")
         let member = slots.count
         slots.append(slot)
@@ -265,6 +270,7 @@ public struct Room {
             preconditionFailure("participant \(member) is no device")
         }
         clearLast()
+        deadlineCache = nil
         let result = body(&devices[slot], now)
         drain(member)
         return result
@@ -278,6 +284,7 @@ public struct Room {
             preconditionFailure("participant \(member) is no speaker")
         }
         clearLast()
+        deadlineCache = nil
         let result = body(&speakers[slot], now)
         drain(member)
         return result
@@ -315,6 +322,7 @@ public struct Room {
     /// Moves the clock forward to `time` without running anything due before it, for a driver that
     /// orders every input itself (a fuzzer); whatever was due then happens at `time`.
     public mutating func advanceClock(to time: Instant) {
+        deadlineCache = nil
         if time > now { now = time }
     }
 
@@ -331,10 +339,18 @@ public struct Room {
         Self.earliest(Self.earliest(flights.nextTime, alarms.nextTime), earliestDeadline()?.time)
     }
 
+    /// The time of the next thing to happen, like ``nextEventTime``, remembering the participants'
+    /// earliest deadline for the step that follows.
+    public mutating func nextTime() -> Instant? {
+        let deadline = currentDeadline()
+        return Self.earliest(Self.earliest(flights.nextTime, alarms.nextTime), deadline?.time)
+    }
+
     /// Does the next thing due at or before `limit`, moving the clock to it; nil if nothing is.
     public mutating func step(notAfter limit: Instant = Instant(nanoseconds: .max)) -> RoomStep? {
         clearLast()
-        let deadline = earliestDeadline()
+        let deadline = currentDeadline()
+        deadlineCache = nil
         guard let next = Self.earliest(Self.earliest(flights.nextTime, alarms.nextTime), deadline?.time),
             next <= limit
         else { return nil }
@@ -382,6 +398,13 @@ public struct Room {
         let arrives = hook.arrives(copy, at: now)
         self.hook = hook
         return arrives
+    }
+
+    private mutating func currentDeadline() -> (member: Int, time: Instant)? {
+        if let cached = deadlineCache { return cached }
+        let deadline = earliestDeadline()
+        deadlineCache = .some(deadline)
+        return deadline
     }
 
     private static func earliest(_ first: Instant?, _ second: Instant?) -> Instant? {

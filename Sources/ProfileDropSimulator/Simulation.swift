@@ -218,7 +218,7 @@ private struct SimulationEngine {
         room.setAlarm(Scheduled.poseTick.tag, at: now + options.poseInterval)
         var eventsThisInstant = 0
         while !allClosed {
-            guard let next = room.nextEventTime, next <= limit else {
+            guard let next = room.nextTime(), next <= limit else {
                 now = limit
                 break
             }
