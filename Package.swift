@@ -7,6 +7,7 @@ let package = Package(
         .executable(name: "profiledrop", targets: ["profiledrop"]),
         .library(name: "ProfileDropCore", targets: ["ProfileDropCore"]),
         .library(name: "ProfileDropNoise", targets: ["ProfileDropNoise"]),
+        .library(name: "ProfileDropSimulator", targets: ["ProfileDropSimulator"]),
     ],
     targets: [
         // libsodium, the only dependency outside the toolchain.
@@ -65,7 +66,7 @@ let package = Package(
             name: "ProfileDropCoreTests",
             dependencies: [
                 "ProfileDropCore", "ProfileDropNoise", "ProfileDropCrypto", "ProfileDropJSON",
-                "ProfileDropTestSupport",
+                "ProfileDropTestSupport", "ProfileDropSimulator",
             ],
             // Regression inputs are data; FuzzCases/Harness holds the fuzz targets' shared Swift code.
             exclude: ["FuzzCases/wire", "FuzzCases/device", "FuzzCases/noise", "FuzzCases/capture"]

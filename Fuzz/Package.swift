@@ -13,6 +13,7 @@ let package = Package(
             dependencies: [
                 .product(name: "ProfileDropCore", package: "ProfileDrop"),
                 .product(name: "ProfileDropNoise", package: "ProfileDrop"),
+                .product(name: "ProfileDropSimulator", package: "ProfileDrop"),
             ]
         ),
         // The declaration of LLVMFuzzerRunDriver, defined by the libFuzzer runtime.

@@ -80,12 +80,13 @@ public struct NetworkStatistics: Equatable, Sendable {
     public var totalDeliveredDatagrams: Int { deliveredDatagrams.reduce(0, +) }
 }
 
-/// A LAN of `nodeCount` nodes in virtual time, with multicast and unicast, delay, jitter, loss,
-/// duplication, reordering and partitions.
+/// The simulator's fault model as a room hook: delay, jitter, loss, duplication, reordering,
+/// corruption and partitions between nodes (participant indices), drawn from one seeded stream,
+/// with traffic counters.
 ///
-/// All randomness comes from the seeded stream given at creation, and pending copies sit in an
-/// ``EventQueue``, so the same sends in the same order always yield the same deliveries.
-public struct SimulatedNetwork {
+/// Every random value of a copy is drawn unconditionally, in a fixed order, so that changing one
+/// rate does not shift the draws behind the others and the same sends always give the same fates.
+public struct NetworkFaultHook: DatagramHook {
     /// The number of nodes, addressed `0..<nodeCount`.
     public let nodeCount: Int
     /// The fault options in force.
@@ -97,10 +98,8 @@ public struct SimulatedNetwork {
         ((_ source: Int, _ recipient: Int, _ bytes: [UInt8], _ time: Instant) -> LinkImpairment)?
 
     private var random: DeterministicRandom
-    private var pending = EventQueue<Delivery>()
-    private var datagramCount: UInt64 = 0
 
-    /// Creates a network of `nodeCount` nodes whose faults draw from `random`.
+    /// Creates the model for `nodeCount` nodes whose faults draw from `random`.
     public init(nodeCount: Int, faults: NetworkFaults, random: DeterministicRandom) {
         precondition(nodeCount >= 0, "a network needs a non-negative node count")
         for partition in faults.partitions {
@@ -112,70 +111,33 @@ public struct SimulatedNetwork {
         statistics = NetworkStatistics(nodeCount: nodeCount)
     }
 
-    /// The arrival time of the earliest copy in flight.
-    public var nextDeliveryTime: Instant? { pending.nextTime }
-
-    /// The number of copies in flight.
-    public var inFlight: Int { pending.count }
-
-    /// The number the next send will get (``Delivery/datagramNumber``): datagrams sent so far.
-    public var nextDatagramNumber: UInt64 { datagramCount }
-
-    /// Transmits `bytes` from `source` at `time`; copies arrive later through ``nextDelivery(notAfter:)``.
-    public mutating func send(
-        _ bytes: [UInt8], from source: Int, to destination: NetworkDestination, at time: Instant
+    /// Counts the send.
+    public mutating func sending(
+        _ datagram: OutgoingDatagram, from source: Int, number: UInt64, at time: Instant
     ) {
-        precondition((0..<nodeCount).contains(source), "send from an unknown node")
-        let number = datagramCount
-        datagramCount += 1
         statistics.sentDatagrams[source] += 1
-        statistics.sentBytes[source] += bytes.count
-        switch destination {
-        case .multicast:
-            for recipient in 0..<nodeCount where recipient != source {
-                route(bytes, number: number, from: source, to: recipient, at: time)
-            }
-        case .unicast(let recipient):
-            // A datagram to an address nobody holds vanishes, as on a real LAN.
-            guard (0..<nodeCount).contains(recipient) else { return }
-            route(bytes, number: number, from: source, to: recipient, at: time)
-        }
+        statistics.sentBytes[source] += datagram.bytes.count
     }
 
-    /// Removes and returns the earliest copy arriving at or before `time`. A copy whose sender and
-    /// recipient became separated by a partition while it was in flight is dropped here.
-    public mutating func nextDelivery(notAfter time: Instant) -> Delivery? {
-        while let entry = pending.pop(notAfter: time) {
-            let delivery = entry.payload
-            if faults.isCutOff(delivery.source, from: delivery.recipient, at: delivery.time) {
-                statistics.partitioned += 1
-                continue
-            }
-            statistics.deliveredDatagrams[delivery.recipient] += 1
-            return delivery
-        }
-        return nil
-    }
-
-    private mutating func route(
-        _ bytes: [UInt8], number: UInt64, from source: Int, to recipient: Int, at time: Instant
-    ) {
+    /// Cuts, impairs, loses, delays, reorders, duplicates and corrupts one copy.
+    public mutating func route(_ copy: InFlightDatagram) -> DatagramVerdict {
+        guard let source = copy.source else { return .deliver }
+        let recipient = copy.recipient
+        let time = copy.sentAt
         if faults.isCutOff(source, from: recipient, at: time) {
             statistics.partitioned += 1
-            return
+            return .drop
         }
         var extra = Duration.zero
         if let impairment {
-            switch impairment(source, recipient, bytes, time) {
+            switch impairment(source, recipient, copy.bytes, time) {
             case .pass: break
             case .drop:
                 statistics.impaired += 1
-                return
+                return .drop
             case .delay(let added): extra = added
             }
         }
-        // Draw every random value for a copy unconditionally, so that changing one rate does not
-        // shift the draws behind the others.
         let lossDraw = random.unitDouble()
         let duplicateDraw = random.unitDouble()
         let reorderDraw = random.unitDouble()
@@ -184,28 +146,35 @@ public struct SimulatedNetwork {
         let jitterSecond = uniformDuration(upTo: faults.jitter)
         if lossDraw < faults.lossRate {
             statistics.lost += 1
-            return
+            return .drop
         }
         var base = time + faults.delay + extra
         if reorderDraw < faults.reorderRate {
             statistics.reordered += 1
             base = base + reorderExtra
         }
-        schedule(corrupted(bytes), number: number, from: source, to: recipient, at: base + jitterFirst)
+        let first = corrupted(copy.bytes)
+        var arrivals = [
+            Arrival(copy, at: base + jitterFirst, bytes: first.bytes, altered: first.corrupted)
+        ]
         if duplicateDraw < faults.duplicationRate {
             statistics.duplicated += 1
-            schedule(corrupted(bytes), number: number, from: source, to: recipient, at: base + jitterSecond)
+            let second = corrupted(copy.bytes)
+            arrivals.append(
+                Arrival(copy, at: base + jitterSecond, bytes: second.bytes, altered: second.corrupted))
         }
+        return .arrivals(arrivals)
     }
 
-    private mutating func schedule(
-        _ copy: (bytes: [UInt8], corrupted: Bool), number: UInt64, from source: Int, to recipient: Int,
-        at time: Instant
-    ) {
-        let delivery = Delivery(
-            time: time, source: source, recipient: recipient, bytes: copy.bytes, datagramNumber: number,
-            corrupted: copy.corrupted)
-        pending.schedule(delivery, at: time)
+    /// Drops a copy whose sender and recipient became separated by a partition while it was in
+    /// flight; counts the others as delivered.
+    public mutating func arrives(_ copy: InFlightDatagram, at time: Instant) -> Bool {
+        if let source = copy.source, faults.isCutOff(source, from: copy.recipient, at: time) {
+            statistics.partitioned += 1
+            return false
+        }
+        statistics.deliveredDatagrams[copy.recipient] += 1
+        return true
     }
 
     /// `bytes`, with one random bit flipped at the corruption rate. Draws nothing when the rate is
@@ -229,5 +198,102 @@ public struct SimulatedNetwork {
         }
         let nanos = limit == .max ? random.nextUInt64() : random.uniform(below: limit + 1)
         return .nanoseconds(Int64(clamping: nanos))
+    }
+}
+
+/// A LAN of `nodeCount` nodes in virtual time, with multicast and unicast, delay, jitter, loss,
+/// duplication, reordering and partitions: ``NetworkFaultHook`` with its own queue, for tests of
+/// the fault model alone (a ``Room`` runs the same hook for the simulator).
+///
+/// All randomness comes from the seeded stream given at creation, and pending copies sit in an
+/// ``EventQueue``, so the same sends in the same order always yield the same deliveries.
+public struct SimulatedNetwork {
+    /// The fault model and its counters.
+    public private(set) var model: NetworkFaultHook
+    /// The number of nodes, addressed `0..<nodeCount`.
+    public var nodeCount: Int { model.nodeCount }
+    /// The fault options in force.
+    public var faults: NetworkFaults { model.faults }
+    /// Traffic counters so far.
+    public var statistics: NetworkStatistics { model.statistics }
+    /// A test-only hook consulted for every copy before the random faults; `nil` in normal runs.
+    public var impairment:
+        ((_ source: Int, _ recipient: Int, _ bytes: [UInt8], _ time: Instant) -> LinkImpairment)?
+    {
+        get { model.impairment }
+        set { model.impairment = newValue }
+    }
+
+    private var pending = EventQueue<Delivery>()
+    private var datagramCount: UInt64 = 0
+
+    /// Creates a network of `nodeCount` nodes whose faults draw from `random`.
+    public init(nodeCount: Int, faults: NetworkFaults, random: DeterministicRandom) {
+        model = NetworkFaultHook(nodeCount: nodeCount, faults: faults, random: random)
+    }
+
+    /// The arrival time of the earliest copy in flight.
+    public var nextDeliveryTime: Instant? { pending.nextTime }
+
+    /// The number of copies in flight.
+    public var inFlight: Int { pending.count }
+
+    /// The number the next send will get (``Delivery/datagramNumber``): datagrams sent so far.
+    public var nextDatagramNumber: UInt64 { datagramCount }
+
+    /// Transmits `bytes` from `source` at `time`; copies arrive later through ``nextDelivery(notAfter:)``.
+    public mutating func send(
+        _ bytes: [UInt8], from source: Int, to destination: NetworkDestination, at time: Instant
+    ) {
+        precondition((0..<nodeCount).contains(source), "send from an unknown node")
+        let number = datagramCount
+        datagramCount += 1
+        let datagram = OutgoingDatagram(destination: .multicast, bytes: bytes)
+        model.sending(datagram, from: source, number: number, at: time)
+        switch destination {
+        case .multicast:
+            for recipient in 0..<nodeCount where recipient != source {
+                route(bytes, number: number, from: source, to: recipient, multicast: true, at: time)
+            }
+        case .unicast(let recipient):
+            // A datagram to an address nobody holds vanishes, as on a real LAN.
+            guard (0..<nodeCount).contains(recipient) else { return }
+            route(bytes, number: number, from: source, to: recipient, multicast: false, at: time)
+        }
+    }
+
+    /// Removes and returns the earliest copy arriving at or before `time`. A copy whose sender and
+    /// recipient became separated by a partition while it was in flight is dropped here.
+    public mutating func nextDelivery(notAfter time: Instant) -> Delivery? {
+        while let entry = pending.pop(notAfter: time) {
+            let delivery = entry.payload
+            let copy = InFlightDatagram(
+                number: delivery.datagramNumber, source: delivery.source,
+                sourceAddress: Simulation.address(ofNode: delivery.source), recipient: delivery.recipient,
+                multicast: false, sentAt: delivery.time, bytes: delivery.bytes, altered: delivery.corrupted)
+            if model.arrives(copy, at: delivery.time) { return delivery }
+        }
+        return nil
+    }
+
+    private mutating func route(
+        _ bytes: [UInt8], number: UInt64, from source: Int, to recipient: Int, multicast: Bool,
+        at time: Instant
+    ) {
+        let copy = InFlightDatagram(
+            number: number, source: source, sourceAddress: Simulation.address(ofNode: source),
+            recipient: recipient, multicast: multicast, sentAt: time, bytes: bytes, altered: false)
+        switch model.route(copy) {
+        case .drop: break
+        case .deliver, .alter, .delay, .duplicate:
+            preconditionFailure("the fault model decides arrivals itself")
+        case .arrivals(let arrivals):
+            for arrival in arrivals {
+                let delivery = Delivery(
+                    time: arrival.time, source: source, recipient: recipient, bytes: arrival.bytes,
+                    datagramNumber: number, corrupted: arrival.altered)
+                pending.schedule(delivery, at: arrival.time)
+            }
+        }
     }
 }

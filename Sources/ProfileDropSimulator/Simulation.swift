@@ -104,6 +104,11 @@ public enum Simulation {
         return engine.run()
     }
 
+    /// The address node `index` holds on the simulated LAN.
+    static func address(ofNode index: Int) -> PeerAddress {
+        PeerAddress(ipv4: DeviceContext.ipv4(ofNode: index), port: DeviceContext.simulatedPort)
+    }
+
     /// The seed's bytes followed by `label`: the material for one independent random stream.
     static func seedMaterial(_ seed: UInt64, _ label: String) -> [UInt8] {
         var material: [UInt8] = []
@@ -119,10 +124,21 @@ private struct SimulationEngine {
     private enum Scheduled {
         case poseTick
         case decision(device: Int, accept: Bool)
+
+        /// The room's alarm tag for this event.
+        var tag: Int {
+            switch self {
+            case .poseTick: return -1
+            case .decision(let device, let accept): return device * 2 + (accept ? 1 : 0)
+            }
+        }
+
+        init(tag: Int) {
+            self = tag < 0 ? .poseTick : .decision(device: tag / 2, accept: tag % 2 == 1)
+        }
     }
 
     private struct DeviceState {
-        var device: any SansIODevice
         var events: EventTranslator
         var close: CloseOutcome?
         var closedAt: Instant?
@@ -153,8 +169,9 @@ private struct SimulationEngine {
     private var devices: [DeviceState] = []
     /// The pose each device was last told, so that a still device is not told again.
     private var lastPoses: [Pose] = []
-    private var network: SimulatedNetwork
-    private var queue = EventQueue<Scheduled>()
+    /// The devices on the simulated LAN, whose hook is the scenario's fault model.
+    private var room: Room
+    /// The room's clock, except that a run cut off by the time limit ends at the limit.
     private var now = Instant.zero
     private var transcript: [String] = []
     private var violations: [String] = []
@@ -170,10 +187,11 @@ private struct SimulationEngine {
         self.options = options
         scripts = scenario.devices.map(\.motionScript)
         scanner = PlaintextScanner(cards: scenario.devices.map(\.card), labels: scenario.devices.map(\.name))
-        network = SimulatedNetwork(
+        var faults = NetworkFaultHook(
             nodeCount: scenario.devices.count, faults: scenario.faults,
             random: DeterministicRandom(seedMaterial: Simulation.seedMaterial(seed, "network")))
-        network.impairment = options.impairment
+        faults.impairment = options.impairment
+        room = Room(hook: faults)
         let directory = PeerDirectory()
         for (index, spec) in scenario.devices.enumerated() {
             let context = DeviceContext(
@@ -183,9 +201,9 @@ private struct SimulationEngine {
                 timeouts: scenario.timeouts)
             let device = makeDevice(context)
             directory.add(identity: device.deviceID.rawValue, node: index, name: spec.name)
+            room.add(device, at: Simulation.address(ofNode: index))
             devices.append(
-                DeviceState(
-                    device: device, events: EventTranslator(directory: directory, verbose: options.verbose)))
+                DeviceState(events: EventTranslator(directory: directory, verbose: options.verbose)))
         }
     }
 
@@ -194,15 +212,13 @@ private struct SimulationEngine {
         for index in devices.indices {
             let pose = scripts[index].pose(at: now)
             lastPoses.append(pose)
-            devices[index].device.updatePose(pose, at: now)
-            drain(index)
+            room.updatePose(pose, of: index)
+            drained(index)
         }
-        queue.schedule(.poseTick, at: now + options.poseInterval)
+        room.setAlarm(Scheduled.poseTick.tag, at: now + options.poseInterval)
         var eventsThisInstant = 0
-        while !devices.allSatisfy({ $0.device.isClosed }) {
-            let deadline = earliestDeadline()
-            let candidates = [network.nextDeliveryTime, queue.nextTime, deadline?.time].compactMap { $0 }
-            guard let next = candidates.min(), next <= limit else {
+        while !allClosed {
+            guard let next = room.nextTime(), next <= limit else {
                 now = limit
                 break
             }
@@ -216,59 +232,45 @@ private struct SimulationEngine {
                     "t=\(now) livelock: more than \(Self.maximumEventsPerInstant) events at one instant")
                 break
             }
-            // Equal times: deliveries first, then scripted events, then deadlines, so that a deadline
-            // sees everything that arrived at the same instant.
-            if network.nextDeliveryTime == now, let delivery = network.nextDelivery(notAfter: now) {
-                deliver(delivery)
-            } else if queue.nextTime == now, let entry = queue.pop() {
-                handle(entry.payload)
-            } else if let deadline, deadline.time == now {
-                devices[deadline.device].device.handleTimeout(at: now)
-                drain(deadline.device)
+            switch room.step(notAfter: next) {
+            case .delivered(let copy):
+                if let source = copy.source, let decision = devices[source].decision,
+                    copy.number >= decision.datagram, !copy.altered
+                {
+                    devices[source].decisionReached.insert(copy.recipient)
+                }
+                drained(copy.recipient)
+            case .lost, nil:
+                break
+            case .alarm(let tag):
+                handle(Scheduled(tag: tag))
+            case .timeout(let member):
+                drained(member)
             }
         }
         return finish(limit: limit)
     }
 
-    private func earliestDeadline() -> (device: Int, time: Instant)? {
-        var best: (device: Int, time: Instant)?
-        // Closed devices keep their deadlines while they drain.
-        for index in devices.indices {
-            // A deadline already past fires now: the device is owed its timeout.
-            guard let deadline = devices[index].device.nextDeadline.map({ max($0, now) }) else { continue }
-            if let current = best, current.time <= deadline { continue }
-            best = (index, deadline)
-        }
-        return best
-    }
-
-    private mutating func deliver(_ delivery: Delivery) {
-        if let decision = devices[delivery.source].decision, delivery.datagramNumber >= decision.datagram,
-            !delivery.corrupted
-        {
-            devices[delivery.source].decisionReached.insert(delivery.recipient)
-        }
-        devices[delivery.recipient].device.handleDatagram(
-            delivery.bytes, from: Self.address(ofNode: delivery.source), at: now)
-        drain(delivery.recipient)
+    private var allClosed: Bool {
+        devices.indices.allSatisfy { room.device($0)?.isClosed ?? true }
     }
 
     private mutating func handle(_ event: Scheduled) {
         switch event {
         case .poseTick:
-            for index in devices.indices where !devices[index].device.isClosed {
+            for index in devices.indices where !isClosed(index) {
                 let pose = scripts[index].pose(at: now)
                 guard pose != lastPoses[index] else { continue }
                 lastPoses[index] = pose
-                devices[index].device.updatePose(pose, at: now)
-                drain(index)
+                room.updatePose(pose, of: index)
+                drained(index)
             }
-            queue.schedule(.poseTick, at: now + options.poseInterval)
+            room.setAlarm(Scheduled.poseTick.tag, at: now + options.poseInterval)
         case .decision(let index, let accept):
-            guard !devices[index].device.isClosed else { return }
+            guard !isClosed(index) else { return }
             record(index, "<- user \(accept ? "accepts" : "declines")")
-            devices[index].device.decide(accept ? .share : .decline, at: now)
-            drain(index)
+            room.decide(accept ? .share : .decline, for: index)
+            drained(index)
         }
     }
 
@@ -284,47 +286,29 @@ private struct SimulationEngine {
         transcript.append("t=\(now) \(scenario.devices[index].name) \(text)")
     }
 
-    /// The address node `index` holds on the simulated LAN.
-    private static func address(ofNode index: Int) -> PeerAddress {
-        PeerAddress(ipv4: DeviceContext.ipv4(ofNode: index), port: DeviceContext.simulatedPort)
-    }
+    private func isClosed(_ index: Int) -> Bool { room.device(index)?.isClosed ?? true }
 
-    /// The node a datagram to `destination` goes to. An address no simulated device holds is sent
-    /// to a node index that does not exist, so it vanishes.
-    private func networkDestination(_ destination: Destination) -> NetworkDestination {
-        switch destination {
-        case .multicast:
-            return .multicast
-        case .unicast(let address):
-            let node =
-                address.port == DeviceContext.simulatedPort
-                ? DeviceContext.node(ofIPv4: address.ipv4, nodeCount: devices.count) : nil
-            return .unicast(node ?? devices.count)
-        }
-    }
-
-    /// Moves everything device `index` produced into the network and the transcript.
-    private mutating func drain(_ index: Int) {
-        while let datagram = devices[index].device.pollTransmit() {
-            let destination = networkDestination(datagram.destination)
+    /// Moves what device `index` sent and reported in the room's last step into the transcript
+    /// and the checks.
+    private mutating func drained(_ index: Int) {
+        for datagram in room.lastSent {
             let bytes = datagram.bytes
             if options.logDatagrams {
                 let target: String
-                switch destination {
+                switch datagram.destination {
                 case .multicast: target = "multicast"
-                case .unicast(let node):
-                    target =
-                        scenario.devices.indices.contains(node) ? scenario.devices[node].name : "node\(node)"
+                case .unicast:
+                    // An address nobody holds is named as the node past the last.
+                    target = datagram.recipient.map { scenario.devices[$0].name } ?? "node\(devices.count)"
                 }
                 record(index, "=> \(target) \(bytes.count) B")
             }
             if let leak = scanner.leak(in: bytes) {
                 violate("t=\(now) \(scenario.devices[index].name) sent \(leak) in the clear")
             }
-            devices[index].lastSent = network.nextDatagramNumber
-            network.send(bytes, from: index, to: destination, at: now)
+            devices[index].lastSent = datagram.number
         }
-        while let deviceEvent = devices[index].device.pollEvent() {
+        for deviceEvent in room.lastEvents {
             guard let event = devices[index].events.translate(deviceEvent) else { continue }
             record(index, "-> \(event.text)")
             switch event.kind {
@@ -332,9 +316,9 @@ private struct SimulationEngine {
             case .consentRequested:
                 switch scenario.devices[index].consent {
                 case .accept(let after):
-                    queue.schedule(.decision(device: index, accept: true), at: now + after)
+                    room.setAlarm(Scheduled.decision(device: index, accept: true).tag, at: now + after)
                 case .decline(let after):
-                    queue.schedule(.decision(device: index, accept: false), at: now + after)
+                    room.setAlarm(Scheduled.decision(device: index, accept: false).tag, at: now + after)
                 case .ignore: break
                 }
             case .cardVerified(let card, let peer):
@@ -350,7 +334,7 @@ private struct SimulationEngine {
                 devices[index].closedAt = now
                 if outcome.exchanged {
                     // The CLOSE that carries the decision went out in this same step, last.
-                    devices[index].decision = (now, devices[index].lastSent ?? network.nextDatagramNumber)
+                    devices[index].decision = (now, devices[index].lastSent ?? room.nextDatagramNumber)
                 }
                 if outcome.exchanged && devices[index].receivedCard == nil {
                     violate(
@@ -439,14 +423,17 @@ private struct SimulationEngine {
                 if closedAt > bound {
                     violate("\(name) closed at t=\(closedAt), after the bound t=\(bound)")
                 }
-            } else if state.device.isClosed {
+            } else if isClosed(index) {
                 violate("\(name) is closed but never reported how")
             } else {
                 violate("\(name) did not close by t=\(now) (bound t=\(bound))")
             }
         }
         if unlistedViolations > 0 { violations.append("and \(unlistedViolations) more violations") }
-        let statistics = network.statistics
+        guard let faults = room.hook as? NetworkFaultHook else {
+            preconditionFailure("the room lost its fault model")
+        }
+        let statistics = faults.statistics
         let outcomes = devices.enumerated().map { index, state in
             SimulationReport.DeviceOutcome(
                 name: scenario.devices[index].name, close: state.close, closedAt: state.closedAt,

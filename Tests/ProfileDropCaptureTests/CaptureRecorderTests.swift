@@ -211,7 +211,7 @@ struct CaptureRecorderTests {
     func inputTimesOutOfOrderOrTooLateAreMalformed(badTime: Instant) throws {
         var run = try TwoDeviceRun(options: CaptureOptions(keylog: true))
         run.run(until: Instant.zero + .seconds(5))
-        run.devices[0].updatePose(Pose(x: 0, y: 0, heading: 0), at: badTime)
+        run.act(0) { device, _ in device.updatePose(Pose(x: 0, y: 0, heading: 0), at: badTime) }
         do {
             _ = try CaptureFile(bytes: run.recorder.fileBytes())
             Issue.record("a capture with an input at \(badTime) was accepted")

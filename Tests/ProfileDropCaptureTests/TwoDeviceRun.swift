@@ -1,9 +1,10 @@
 import ProfileDropCapture
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropSimulator
 
-/// Two captured devices on an in-memory link in virtual time, driven by a small event loop: the
-/// way a driver uses ``CapturingDevice`` without the simulator.
+/// Two captured devices on a lossless link in a ``Room`` in virtual time: the way a driver uses
+/// ``CapturingDevice`` outside the simulation.
 struct TwoDeviceRun {
     static let port: UInt16 = 5000
 
@@ -35,12 +36,13 @@ struct TwoDeviceRun {
     /// The seed of device `index`'s random stream.
     static func seed(_ index: Int) -> UInt64 { 2000 + UInt64(index) }
 
-    var devices: [CapturingDevice] = []
-    var events: [[DeviceEvent]] = [[], []]
     let recorder: CaptureRecorder
-    private var inFlight: [(at: Instant, order: Int, target: Int, source: PeerAddress, bytes: [UInt8])] = []
-    private var order = 0
-    private var now = Instant.zero
+    private var room = Room(latency: .milliseconds(3), keepsEventLog: true)
+
+    /// The two devices, in order.
+    var devices: [CapturingDevice] { (0..<room.count).compactMap { room.device($0) as? CapturingDevice } }
+    /// What each device reported, in order.
+    var events: [[DeviceEvent]] { room.eventLog }
 
     /// Builds both devices 7 cm apart, facing each other, sharing without asking.
     /// - Parameters:
@@ -57,54 +59,26 @@ struct TwoDeviceRun {
             let configuration = DeviceConfiguration(
                 card: cards[index], consent: .share, staticKey: Self.staticKey(index))
             var device = CapturingDevice(
-                configuration: configuration, random: DeterministicRandom(seed: Self.seed(index)), now: now,
+                configuration: configuration, random: DeterministicRandom(seed: Self.seed(index)), now: .zero,
                 localAddress: Self.address(index), name: index == 0 ? "left" : "right", recorder: recorder,
                 staticKey: staticKeys[index])
             device.updatePose(
-                index == 0 ? Pose(x: 0, y: 0, heading: 0) : Pose(x: distance, y: 0, heading: 180), at: now)
-            devices.append(device)
-            flush(index)
+                index == 0 ? Pose(x: 0, y: 0, heading: 0) : Pose(x: distance, y: 0, heading: 180), at: .zero)
+            room.add(device, at: Self.address(index))
         }
+        // Drained once both are in the room, so that the first device's first multicast reaches the
+        // second.
+        for index in 0..<2 { room.flush(index) }
     }
 
     /// Runs until both devices are done or `limit` passes.
     mutating func run(until limit: Instant) {
-        while true {
-            let delivery = inFlight.indices.min {
-                (inFlight[$0].at, inFlight[$0].order) < (inFlight[$1].at, inFlight[$1].order)
-            }
-            var next = delivery.map { inFlight[$0].at }
-            var timer: Int?
-            for index in devices.indices {
-                if let deadline = devices[index].nextDeadline, next.map({ deadline < $0 }) ?? true {
-                    next = deadline
-                    timer = index
-                }
-            }
-            guard let time = next, time <= limit else { return }
-            now = max(now, time)
-            if let timer {
-                devices[timer].handleTimeout(at: now)
-                flush(timer)
-            } else if let delivery {
-                let item = inFlight.remove(at: delivery)
-                devices[item.target].handleDatagram(item.bytes, from: item.source, at: now)
-                flush(item.target)
-            }
-        }
+        while room.step(notAfter: limit) != nil {}
     }
 
-    private mutating func flush(_ index: Int) {
-        while let event = devices[index].pollEvent() { events[index].append(event) }
-        while let datagram = devices[index].pollTransmit() {
-            let target = 1 - index
-            switch datagram.destination {
-            case .multicast: break
-            case .unicast(let address): guard address == Self.address(target) else { continue }
-            }
-            order += 1
-            inFlight.append((now + .milliseconds(3), order, target, Self.address(index), datagram.bytes))
-        }
+    /// Gives device `index` an input now (a pose at a chosen time, say), then drains it.
+    mutating func act(_ index: Int, _ input: (inout any SansIODevice, Instant) -> Void) {
+        room.withDevice(index, input)
     }
 
     /// The close reasons, in device order.

@@ -1,101 +1,76 @@
 import ProfileDropCrypto
+import ProfileDropSimulator
 import Testing
 
 @testable import ProfileDropCore
 
-/// A few devices on an in-memory network in virtual time: fixed latency, optional loss, and a hook
-/// to tamper with datagrams in flight.
+/// A few devices in a ``Room`` in virtual time: fixed latency, optional loss, and a hook to tamper
+/// with unicast datagrams in flight.
 struct VirtualRoom {
-    struct InFlight {
-        var deliverAt: Instant
-        var sequence: Int
-        var target: Int
-        var source: PeerAddress
-        var bytes: [UInt8]
+    /// The room's hook: the test's tampering, then the random loss.
+    struct Link: DatagramHook {
+        var lossRate = 0.0
+        var network = DeterministicRandom(seed: 99)
+        var tamper: ((_ from: Int, _ to: Int, _ bytes: [UInt8]) -> [UInt8]?)?
+
+        func sending(_ datagram: OutgoingDatagram, from source: Int, number: UInt64, at time: Instant) {
+            #expect(datagram.bytes.count <= WireConstants.maxDatagramSize)
+        }
+
+        mutating func route(_ copy: InFlightDatagram) -> DatagramVerdict {
+            var bytes: [UInt8]?
+            if !copy.multicast, let tamper, let source = copy.source {
+                guard let tampered = tamper(source, copy.recipient, copy.bytes) else { return .drop }
+                bytes = tampered
+            }
+            if lossRate > 0 && network.unitDouble() < lossRate { return .drop }
+            return bytes.map { .alter($0) } ?? .deliver
+        }
     }
 
-    var devices: [Device] = []
-    var events: [[DeviceEvent]] = []
-    var now = Instant.zero
-    var latency: Duration = .milliseconds(5)
-    var lossRate = 0.0
-    var network = DeterministicRandom(seed: 99)
-    var inFlight: [InFlight] = []
-    var sequence = 0
-    var delivered = 0
+    var room = Room(latency: .milliseconds(5), hook: Link(), keepsEventLog: true)
+
+    private var link: Link {
+        get { room.hook as? Link ?? Link() }
+        set { room.hook = newValue }
+    }
+    var lossRate: Double {
+        get { link.lossRate }
+        set { link.lossRate = newValue }
+    }
+    var network: DeterministicRandom {
+        get { link.network }
+        set { link.network = newValue }
+    }
     /// Called on every unicast datagram; may change or drop it (return nil).
-    var tamper: ((_ from: Int, _ to: Int, _ bytes: [UInt8]) -> [UInt8]?)?
+    var tamper: ((_ from: Int, _ to: Int, _ bytes: [UInt8]) -> [UInt8]?)? {
+        get { link.tamper }
+        set { link.tamper = newValue }
+    }
+    var now: Instant { room.now }
+    var devices: [Device] { (0..<room.count).compactMap { room.device($0) as? Device } }
+    var events: [[DeviceEvent]] { room.eventLog }
+    var delivered: Int { room.deliveredCount }
 
     static func address(_ index: Int) -> PeerAddress { PeerAddress(10, 0, 0, UInt8(index + 1), port: 5000) }
 
     mutating func add(_ configuration: DeviceConfiguration, pose: Pose, seed: UInt64) {
-        let index = devices.count
-        var device = Device(
+        let index = room.count
+        let device = Device(
             configuration: configuration, random: DeterministicRandom(seed: seed), now: now,
             localAddress: Self.address(index))
-        device.updatePose(pose, at: now)
-        devices.append(device)
-        events.append([])
-        flush(index)
+        room.add(device, at: Self.address(index))
+        room.updatePose(pose, of: index)
     }
 
-    mutating func flush(_ index: Int) {
-        while let event = devices[index].pollEvent() { events[index].append(event) }
-        while let datagram = devices[index].pollTransmit() {
-            #expect(datagram.bytes.count <= WireConstants.maxDatagramSize)
-            switch datagram.destination {
-            case .multicast:
-                for target in devices.indices where target != index {
-                    enqueue(datagram.bytes, from: index, to: target)
-                }
-            case .unicast(let address):
-                guard let target = devices.indices.first(where: { Self.address($0) == address }) else {
-                    continue
-                }
-                guard let bytes = tamper.map({ $0(index, target, datagram.bytes) }) ?? datagram.bytes else {
-                    continue
-                }
-                enqueue(bytes, from: index, to: target)
-            }
-        }
-    }
-
-    private mutating func enqueue(_ bytes: [UInt8], from: Int, to target: Int) {
-        if lossRate > 0 && network.unitDouble() < lossRate { return }
-        sequence += 1
-        inFlight.append(
-            InFlight(
-                deliverAt: now + latency, sequence: sequence, target: target, source: Self.address(from),
-                bytes: bytes))
+    /// Gives device `index` an input now, then sends what it produced on its way.
+    mutating func act(_ index: Int, _ input: (inout any SansIODevice, Instant) -> Void) {
+        room.withDevice(index, input)
     }
 
     /// Runs until `end` or until nothing is scheduled.
     mutating func run(until end: Instant) {
-        while true {
-            let nextDelivery = inFlight.min { ($0.deliverAt, $0.sequence) < ($1.deliverAt, $1.sequence) }
-            var nextTime = nextDelivery?.deliverAt
-            for device in devices {
-                if let deadline = device.nextDeadline, nextTime.map({ deadline < $0 }) ?? true {
-                    nextTime = deadline
-                }
-            }
-            guard let time = nextTime, time <= end else { break }
-            now = max(now, time)
-            if let delivery = nextDelivery, delivery.deliverAt <= now {
-                inFlight.removeAll { $0.sequence == delivery.sequence }
-                delivered += 1
-                devices[delivery.target].handleDatagram(delivery.bytes, from: delivery.source, at: now)
-                flush(delivery.target)
-                continue
-            }
-            for index in devices.indices {
-                if let deadline = devices[index].nextDeadline, deadline <= now {
-                    devices[index].handleTimeout(at: now)
-                    flush(index)
-                }
-            }
-        }
-        now = max(now, end)
+        room.run(until: end)
     }
 
     func cards(_ index: Int) -> [ProfileCard] {
@@ -230,8 +205,7 @@ enum Fixtures {
         #expect(room.events[1].contains { if case .consentRequested = $0 { true } else { false } })
         #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
         #expect(!room.devices[0].isClosed)
-        room.devices[1].decide(.share, at: room.now)
-        room.flush(1)
+        room.act(1) { $0.decide(.share, at: $1) }
         room.run(until: room.now + .seconds(20))
         #expect(room.closeReason(0) == .exchanged && room.closeReason(1) == .exchanged)
         #expect(room.cards(0) == [Fixtures.card("Kong")] && room.cards(1) == [Fixtures.card("Bori")])
@@ -278,12 +252,13 @@ enum Fixtures {
         }
         while room.now < Instant.zero + .seconds(3) {
             room.run(until: room.now + .milliseconds(20))
-            for replay in replays {
-                room.devices[1].handleDatagram(replay.bytes, from: VirtualRoom.address(0), at: room.now)
-                room.devices[1].handleDatagram(replay.bytes, from: VirtualRoom.address(0), at: room.now)
+            room.act(1) { device, now in
+                for replay in replays {
+                    device.handleDatagram(replay.bytes, from: VirtualRoom.address(0), at: now)
+                    device.handleDatagram(replay.bytes, from: VirtualRoom.address(0), at: now)
+                }
             }
             replays.removeAll()
-            room.flush(1)
         }
         room.tamper = nil
         room.run(until: Instant.zero + .seconds(40))

@@ -1,42 +1,58 @@
 import ProfileDropCrypto
+import ProfileDropSimulator
 import Testing
 
 @testable import ProfileDropCore
 
 @Suite struct DiscoverySessionTests {
-    /// A lone device, driven by its own deadlines, with everything it multicasts recorded.
+    /// A lone device in a ``Room``, driven by its own deadlines, with everything it sends recorded
+    /// and datagrams put in flight to it from any address.
     struct Lone {
-        var device: Device
+        var room = Room(keepsEventLog: true)
         var sent: [(time: Instant, packet: Packet)] = []
-        var events: [DeviceEvent] = []
 
-        init(timeouts: Timeouts = Timeouts(), seed: UInt64 = 3) {
+        var device: Device {
+            guard let device = room.device(0) as? Device else { preconditionFailure("the lone device") }
+            return device
+        }
+        var events: [DeviceEvent] { room.eventLog[0] }
+
+        init(timeouts: Timeouts = Timeouts(), seed: UInt64 = 3, unsolicitedPerSecond: Int = 1000) {
             var configuration = Fixtures.configuration("Bori", seed: seed, timeouts: timeouts)
-            configuration.limits.unsolicitedPerSecond = 1000
-            device = Device(
-                configuration: configuration, random: DeterministicRandom(seed: seed), now: .zero,
-                localAddress: PeerAddress(10, 0, 0, 1, port: 4000))
-            drain()
+            configuration.limits.unsolicitedPerSecond = unsolicitedPerSecond
+            let address = PeerAddress(10, 0, 0, 1, port: 4000)
+            room.add(
+                Device(
+                    configuration: configuration, random: DeterministicRandom(seed: seed), now: .zero,
+                    localAddress: address),
+                at: address)
+            room.flush(0)
+            recordSent()
         }
 
-        mutating func drain() {
-            while let datagram = device.pollTransmit() {
+        /// Keeps what the device sent in the room's last step, stamped with the device's clock.
+        mutating func recordSent() {
+            for datagram in room.lastSent {
                 if let packet = try? Packet(datagram: datagram.bytes) { sent.append((device.now, packet)) }
             }
-            while let event = device.pollEvent() { events.append(event) }
         }
 
         mutating func run(until end: Instant) {
-            while let deadline = device.nextDeadline, deadline <= end {
-                device.handleTimeout(at: deadline)
-                drain()
-            }
+            while room.step(notAfter: end) != nil { recordSent() }
         }
 
+        /// Gives the device inputs directly, then records what it sent.
+        mutating func act(_ input: (inout any SansIODevice) -> Void) {
+            room.withDevice(0) { device, _ in input(&device) }
+            recordSent()
+        }
+
+        /// Runs the device's deadlines up to `time`, then has `packet` arrive from `source`.
         mutating func deliver(_ packet: Packet, from source: PeerAddress, at time: Instant) {
             run(until: time)
-            device.handleDatagram(packet.encoded(), from: source, at: time)
-            drain()
+            room.inject(packet.encoded(), from: source, to: 0, after: time - room.now)
+            _ = room.step(notAfter: time)
+            recordSent()
         }
 
         var beaconTimes: [Instant] {
@@ -143,22 +159,17 @@ import Testing
     }
 
     @Test func floodFromOneSourceIsRateLimitedAndBounded() {
-        var lone = Lone()
-        var configuration = Fixtures.configuration("Bori", seed: 3)
-        configuration.limits.unsolicitedPerSecond = 20
-        lone.device = Device(
-            configuration: configuration, random: DeterministicRandom(seed: 3), now: .zero,
-            localAddress: PeerAddress(10, 0, 0, 1, port: 4000))
+        var lone = Lone(unsolicitedPerSecond: 20)
         let attacker = PeerAddress(10, 0, 0, 66, port: 9)
         var random = DeterministicRandom(seed: 8)
-        for index in 0..<2000 {
-            let time = Instant.zero + .milliseconds(index / 4)
-            let beacon = Beacon(deviceID: DeviceID(rawValue: random.nextUInt64()), port: 9, busy: false)
-            lone.device.handleDatagram(beacon.encodedPacket, from: attacker, at: time)
-            lone.device.handleDatagram(
-                random.bytes(Int(random.uniform(below: 300))), from: attacker, at: time)
+        lone.act { device in
+            for index in 0..<2000 {
+                let time = Instant.zero + .milliseconds(index / 4)
+                let beacon = Beacon(deviceID: DeviceID(rawValue: random.nextUInt64()), port: 9, busy: false)
+                device.handleDatagram(beacon.encodedPacket, from: attacker, at: time)
+                device.handleDatagram(random.bytes(Int(random.uniform(below: 300))), from: attacker, at: time)
+            }
         }
-        lone.drain()
         #expect(lone.device.counters.rejected(.rateLimited) > 1500)
         #expect(lone.device.snapshot.knownPeers <= 32)
         #expect(lone.device.counters.datagramsReceived == 4000)

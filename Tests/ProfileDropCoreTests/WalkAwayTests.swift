@@ -54,8 +54,7 @@ extension VirtualRoom {
         }
         #expect(boriVerified, "Kong's device verified Bori's card")
         #expect(!room.saw(1) { if case .acknowledged = $0 { true } else { false } }, "Kong's photo in flight")
-        room.devices[1].updatePose(Self.far, at: room.now)
-        room.flush(1)
+        room.act(1) { $0.updatePose(Self.far, at: $1) }
         room.run(until: Instant.zero + .seconds(40))
         for index in 0..<2 {
             #expect(room.sessionOutcomes(index).first == .outOfRange, "device \(index)")
@@ -76,12 +75,10 @@ extension VirtualRoom {
         }
         #expect(asked)
         room.run(until: room.now + .milliseconds(300))
-        room.devices[1].updatePose(Self.far, at: room.now)
-        room.flush(1)
+        room.act(1) { $0.updatePose(Self.far, at: $1) }
         room.run(until: room.now + .seconds(2))
         // The answer comes too late: the session is gone and nothing is sent.
-        room.devices[1].decide(.share, at: room.now)
-        room.flush(1)
+        room.act(1) { $0.decide(.share, at: $1) }
         room.run(until: Instant.zero + .seconds(40))
         for index in 0..<2 {
             #expect(room.sessionOutcomes(index).first == .outOfRange, "device \(index)")
@@ -100,8 +97,7 @@ extension VirtualRoom {
         }
         #expect(delivered)
         // Whoever delivered first is closing as exchanged; its gate no longer matters.
-        room.devices[1].updatePose(Self.far, at: room.now)
-        room.flush(1)
+        room.act(1) { $0.updatePose(Self.far, at: $1) }
         room.run(until: Instant.zero + .seconds(30))
         #expect(room.closeReason(0) == .exchanged && room.closeReason(1) == .exchanged)
         #expect(room.cards(0) == [Fixtures.card("Kong")] && room.cards(1) == [Fixtures.card("Bori")])

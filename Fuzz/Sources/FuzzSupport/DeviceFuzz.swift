@@ -1,8 +1,10 @@
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropSimulator
 
-/// The device fuzz target: the real ``Device`` against a ``ScriptedPeer`` in virtual time, driven
-/// by a fuzzer-chosen sequence of events.
+/// The device fuzz target: the real ``Device`` against a ``ScriptedPeer`` in a ``Room`` in virtual
+/// time, driven by a fuzzer-chosen sequence of events: the peer's datagrams are injected, and the
+/// device's unicasts reach the peer's address through the room (its multicasts are dropped there).
 ///
 /// An input starts from one of many honest prefixes (the device under test in discovery, in the
 /// handshake, ranging, consenting, transferring or closing, under each consent policy) and then
@@ -18,13 +20,45 @@ public struct DeviceFuzz {
     /// Actions per input.
     public static let maxActions = 96
 
-    var device: Device
+    /// The device (participant 0) and a sink at the peer's address (participant 1).
+    var room: Room
+    /// The device's configuration, kept here so that reading it does not copy the device.
+    let configuration: DeviceConfiguration
     var peer: ScriptedPeer
-    var now: Instant
     var nextPeerTick: Instant
     var closedReason: CloseReason?
     var sentByDevice: [[UInt8]] = []
     var findings = FuzzFindings()
+
+    /// The room's clock; the fuzzer moves it forward itself, and every input happens at it.
+    var now: Instant {
+        get { room.now }
+        set { room.advanceClock(to: newValue) }
+    }
+
+    /// The device's next deadline, read without copying the device out of the room.
+    var deadline: Instant? { room.device(0)?.nextDeadline }
+
+    /// The device under test (a copy: reading it costs a copy of its state).
+    var device: Device {
+        guard let device = room.device(0) as? Device else {
+            preconditionFailure("participant 0 is the device")
+        }
+        return device
+    }
+
+    /// The room's hook: the peer hears only what the device unicasts to it, as before the room.
+    struct UnicastOnly: DatagramHook {
+        mutating func route(_ copy: InFlightDatagram) -> DatagramVerdict { copy.multicast ? .drop : .deliver }
+    }
+
+    /// The peer's place in the room; what reaches it is handed to the ``ScriptedPeer``.
+    struct Sink: DatagramSpeaker {
+        var nextDeadline: Instant? { nil }
+        mutating func receive(_ bytes: [UInt8], from source: PeerAddress, at time: Instant) {}
+        mutating func handleTimeout(at time: Instant) {}
+        mutating func pollTransmit() -> OutgoingDatagram? { nil }
+    }
 
     /// The policies the prefixes cover; the first input byte picks one.
     static let policies: [ConsentPolicy] = [.share, .askUser, .receiveOnly, .decline]
@@ -49,12 +83,16 @@ public struct DeviceFuzz {
             card: card("Bori", photoBytes: 2500), consent: policy,
             staticKey: X25519.PrivateKey(using: &keyRandom),
             timeouts: timeouts)
-        var device = Device(
+        let device = Device(
             configuration: configuration, random: DeterministicRandom(seed: 0xF022), now: .zero,
             localAddress: deviceAddress)
-        device.updatePose(Pose(x: 0, y: 0, heading: 0), at: .zero)
         let peer = ScriptedPeer(target: device.deviceID, card: card("Kong", photoBytes: 1500), seed: 0x9EE2)
-        var fuzz = DeviceFuzz(device: device, peer: peer, now: .zero, nextPeerTick: .zero + .milliseconds(40))
+        var room = Room(latency: .zero, hook: UnicastOnly())
+        room.add(device, at: deviceAddress)
+        room.add(speaker: Sink(), at: peer.address)
+        var fuzz = DeviceFuzz(
+            room: room, configuration: configuration, peer: peer, nextPeerTick: .zero + .milliseconds(40))
+        fuzz.room.updatePose(Pose(x: 0, y: 0, heading: 0), of: 0)
         fuzz.collect()
         return fuzz
     }
@@ -70,7 +108,7 @@ public struct DeviceFuzz {
             fuzz.honestRound()
             fuzz.findings = FuzzFindings()
             states.append(fuzz)
-            if fuzz.device.nextDeadline == nil { break }
+            if fuzz.deadline == nil { break }
         }
         return states
     }
@@ -140,17 +178,17 @@ public struct DeviceFuzz {
         case 14:
             advance(by: .milliseconds(Int64(input.uint16())))
         case 15:
-            if let deadline = device.nextDeadline { advance(to: deadline) }
+            if let deadline = self.deadline { advance(to: deadline) }
         case 16:
             let pose = Pose(
                 x: Double(Int16(bitPattern: input.uint16())) / 16,
                 y: Double(Int16(bitPattern: input.uint16())) / 16,
                 heading: Double(input.uint16() % 7200) / 10 - 360)
-            device.updatePose(pose, at: now)
+            room.updatePose(pose, of: 0)
             collect()
         case 17:
             let decisions: [ConsentDecision] = [.share, .receiveOnly, .decline]
-            device.decide(decisions[Int(input.byte()) % decisions.count], at: now)
+            room.decide(decisions[Int(input.byte()) % decisions.count], for: 0)
             collect()
         case 18:
             peer.pose = Pose(
@@ -240,7 +278,7 @@ public struct DeviceFuzz {
     private func digest(_ input: inout FuzzBytes) -> [UInt8] {
         switch input.byte() % 3 {
         case 0: return peer.offer.digest
-        case 1: return BLAKE2b.hash(device.configuration.card?.encoded() ?? [], outputLength: 32)
+        case 1: return BLAKE2b.hash(configuration.card?.encoded() ?? [], outputLength: 32)
         default: return input.take(32)
         }
     }
@@ -297,7 +335,7 @@ public struct DeviceFuzz {
         func id(_ input: inout FuzzBytes) -> DeviceID {
             switch input.byte() % 4 {
             case 0: return peer.deviceID
-            case 1: return device.deviceID
+            case 1: return room.device(0)?.deviceID ?? peer.deviceID
             case 2: return DeviceID(rawValue: UInt64(input.byte()))
             default: return DeviceID(rawValue: input.uint64())
             }
@@ -357,14 +395,14 @@ public struct DeviceFuzz {
     /// One honest step: time moves to the device's next deadline or the peer's next tick, whichever
     /// is first, and everything due happens.
     mutating func honestRound() {
-        let deadline = device.nextDeadline
+        let deadline = self.deadline
         let next = deadline.map { min($0, nextPeerTick) } ?? nextPeerTick
         if next > now { now = next }
         if let deadline, deadline <= now { timeout() }
         if nextPeerTick <= now {
             if !peer.isSecured && peer.outbox.isEmpty { peer.invite() }
             peer.tick()
-            nextPeerTick = now + device.configuration.measurement.sampleInterval
+            nextPeerTick = now + configuration.measurement.sampleInterval
         }
         deliverAll()
     }
@@ -376,7 +414,7 @@ public struct DeviceFuzz {
     /// Moves time to `time`, running every device deadline on the way.
     mutating func advance(to time: Instant) {
         var steps = 0
-        while let deadline = device.nextDeadline, deadline <= time, steps < 4096 {
+        while let deadline = self.deadline, deadline <= time, steps < 4096 {
             steps += 1
             if deadline > now { now = deadline }
             timeout()
@@ -388,12 +426,12 @@ public struct DeviceFuzz {
     /// driver that sleeps until it would call again at once (and spin, if it never moves).
     mutating func timeout() {
         for _ in 0..<Self.maxTimeoutCallsPerInstant {
-            device.handleTimeout(at: now)
+            room.withDevice(0) { $0.handleTimeout(at: $1) }
             collect()
-            guard let deadline = device.nextDeadline, deadline <= now else { return }
+            guard let deadline = self.deadline, deadline <= now else { return }
         }
         findings.fail(
-            "deadline \(device.nextDeadline.map { "\($0)" } ?? "none") still due after "
+            "deadline \(deadline.map { "\($0)" } ?? "none") still due after "
                 + "\(Self.maxTimeoutCallsPerInstant) timeout calls at \(now)")
     }
 
@@ -404,7 +442,8 @@ public struct DeviceFuzz {
         if source == peer.address { peerHistory.append(bytes) }
         if peerHistory.count > 512 { peerHistory.removeFirst(256) }
         let countersBefore = device.counters
-        device.handleDatagram(bytes, from: source, at: now)
+        room.inject(bytes, from: source, to: 0)
+        _ = room.step(notAfter: now)
         let counters = device.counters
         findings.check(
             counters.datagramsReceived == countersBefore.datagramsReceived + 1,
@@ -433,19 +472,16 @@ public struct DeviceFuzz {
         }
     }
 
-    /// Drains the device's outputs into the peer and checks them and the device's bounds.
+    /// Checks what the device's last input made it send and report, hands its unicasts to the peer
+    /// through the room, and checks the device's bounds.
     @discardableResult
     mutating func collect() -> [DeviceEvent] {
-        var events: [DeviceEvent] = []
-        while let event = device.pollEvent() {
-            events.append(event)
-            if events.count > Self.maxOutputsPerInput {
-                findings.fail("more than \(Self.maxOutputsPerInput) events from one input")
-                break
-            }
+        let events = room.lastEvents
+        if events.count > Self.maxOutputsPerInput {
+            findings.fail("more than \(Self.maxOutputsPerInput) events from one input")
         }
         var sent = 0
-        while let datagram = device.pollTransmit() {
+        for datagram in room.lastSent {
             sent += 1
             if sent > Self.maxOutputsPerInput {
                 findings.fail("more than \(Self.maxOutputsPerInput) datagrams from one input")
@@ -458,13 +494,17 @@ public struct DeviceFuzz {
             case .multicast:
                 findings.check((try? Packet(datagram: datagram.bytes)) != nil, "undecodable multicast sent")
             case .unicast(let address):
-                if address == peer.address {
-                    peer.receive(datagram.bytes, &findings)
-                } else {
+                // Datagrams to the peer are in flight to it; the rest vanish.
+                if address != peer.address {
                     findings.check((try? Packet(datagram: datagram.bytes)) != nil, "undecodable unicast sent")
                 }
             }
         }
+        // Copies take no time, so they all arrive now, in the order sent.
+        while room.inFlight > 0, let step = room.step(notAfter: now) {
+            if case .delivered(let copy) = step, copy.recipient == 1 { peer.receive(copy.bytes, &findings) }
+        }
+        let device = self.device
         let counters = device.counters
         findings.check(
             counters.datagramsReceived == counters.datagramsAccepted + counters.datagramsRejected,
@@ -482,9 +522,9 @@ public struct DeviceFuzz {
     /// Leaves the device alone; it must close and finish draining within its overall timeout plus
     /// the longest close and drain, never spinning on a deadline.
     mutating func finish() {
-        let limit = max(now, Instant.zero + device.configuration.timeouts.overall) + .seconds(60)
+        let limit = max(now, Instant.zero + configuration.timeouts.overall) + .seconds(60)
         var steps = 0
-        while let deadline = device.nextDeadline {
+        while let deadline = self.deadline {
             steps += 1
             guard steps < 10_000, deadline <= limit else {
                 findings.fail("device still has deadline \(deadline) past \(limit) after \(steps) steps")

@@ -45,7 +45,7 @@ enum SimulationFigures {
         var total: Int { invite + accept + confirm }
     }
 
-    /// Runs two devices held in range through a lossless in-memory link and measures the first
+    /// Runs two devices held in range in a lossless ``Room`` and measures the first
     /// INVITE, ACCEPT and CONFIRM they send.
     static func handshakeBytes() throws -> HandshakeBytes {
         var seedRandom = DeterministicRandom(seed: 7)
@@ -59,45 +59,42 @@ enum SimulationFigures {
                 name: "Max", age: 5, sex: .male, neutered: false, size: .large, keywords: [], owner: "joon",
                 photo: nil),
         ]
-        var devices = (0..<2).map { index in
-            Device(
+        var room = Room(latency: .zero)
+        for index in 0..<2 {
+            let device = Device(
                 configuration: DeviceConfiguration(
                     card: cards[index], consent: .share, staticKey: X25519.PrivateKey(using: &seedRandom)),
                 random: DeterministicRandom(seed: UInt64(index + 1)), now: .zero,
                 localAddress: addresses[index])
+            room.add(device, at: addresses[index])
         }
-        devices[0].updatePose(Pose(x: 0, y: 0, heading: 0), at: .zero)
-        devices[1].updatePose(Pose(x: 7, y: 0, heading: 180), at: .zero)
         var result = HandshakeBytes()
-        var now = Instant.zero
-        // Bounded: a happy exchange takes a few seconds of virtual time and a few hundred steps.
-        for _ in 0..<10_000 where !(devices[0].isClosed && devices[1].isClosed) {
-            for index in 0..<2 {
-                while let datagram = devices[index].pollTransmit() {
-                    if let packet = try? Packet(datagram: datagram.bytes) {
-                        switch packet {
-                        case .invite(let handshake) where result.invite == 0:
-                            result.invite = datagram.bytes.count
-                            result.noise += handshake.noiseMessage.count
-                        case .accept(let handshake) where result.accept == 0:
-                            result.accept = datagram.bytes.count
-                            result.noise += handshake.noiseMessage.count
-                        case .confirm(let handshake) where result.confirm == 0:
-                            result.confirm = datagram.bytes.count
-                            result.noise += handshake.noiseMessage.count
-                        case .beacon, .query, .invite, .accept, .confirm, .busy, .secure:
-                            break
-                        }
-                    }
-                    devices[1 - index].handleDatagram(datagram.bytes, from: addresses[index], at: now)
+        func measure(_ sent: [SentDatagram]) {
+            for datagram in sent {
+                guard let packet = try? Packet(datagram: datagram.bytes) else { continue }
+                switch packet {
+                case .invite(let handshake) where result.invite == 0:
+                    result.invite = datagram.bytes.count
+                    result.noise += handshake.noiseMessage.count
+                case .accept(let handshake) where result.accept == 0:
+                    result.accept = datagram.bytes.count
+                    result.noise += handshake.noiseMessage.count
+                case .confirm(let handshake) where result.confirm == 0:
+                    result.confirm = datagram.bytes.count
+                    result.noise += handshake.noiseMessage.count
+                case .beacon, .query, .invite, .accept, .confirm, .busy, .secure:
+                    break
                 }
-                while devices[index].pollEvent() != nil {}
             }
-            guard let next = devices.compactMap(\.nextDeadline).min() else { break }
-            now = max(now, next)
-            for index in 0..<2 where (devices[index].nextDeadline ?? .init(nanoseconds: .max)) <= now {
-                devices[index].handleTimeout(at: now)
-            }
+        }
+        room.updatePose(Pose(x: 0, y: 0, heading: 0), of: 0)
+        measure(room.lastSent)
+        room.updatePose(Pose(x: 7, y: 0, heading: 180), of: 1)
+        measure(room.lastSent)
+        // Bounded: a happy exchange takes a few seconds of virtual time and a few hundred steps.
+        for _ in 0..<100_000 where !(0..<2).allSatisfy({ room.device($0)?.isClosed ?? true }) {
+            guard room.step() != nil else { break }
+            measure(room.lastSent)
         }
         return result
     }

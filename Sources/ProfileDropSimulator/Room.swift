@@ -1,0 +1,515 @@
+import ProfileDropCore
+
+/// A participant that speaks raw datagrams instead of running the protocol: an adversary, a
+/// scripted peer, a replayer of recorded traffic.
+///
+/// It is driven like a device: handed datagrams, woken at its deadline, and drained of what it
+/// sends after every input.
+public protocol DatagramSpeaker {
+    /// When ``handleTimeout(at:)`` must be called next; nil when nothing is pending.
+    var nextDeadline: Instant? { get }
+    /// Hands the speaker one datagram that reached its address.
+    mutating func receive(_ bytes: [UInt8], from source: PeerAddress, at time: Instant)
+    /// Runs whatever the speaker had planned for `time`.
+    mutating func handleTimeout(at time: Instant)
+    /// The next datagram to send, or nil when there is none.
+    mutating func pollTransmit() -> OutgoingDatagram?
+}
+
+/// One copy of a datagram on its way to one participant.
+public struct InFlightDatagram: Sendable {
+    /// Which send this copy belongs to, counting from zero across the room (injections included).
+    public let number: UInt64
+    /// The participant that sent it; nil for an injected datagram.
+    public let source: Int?
+    /// The address the recipient sees it come from.
+    public let sourceAddress: PeerAddress
+    /// The participant it goes to.
+    public let recipient: Int
+    /// Whether it was multicast (one copy per other participant) rather than unicast.
+    public let multicast: Bool
+    /// When it was sent.
+    public let sentAt: Instant
+    /// The payload.
+    public var bytes: [UInt8]
+    /// Whether a hook changed the payload on the way.
+    public var altered: Bool
+}
+
+/// When and how one copy arrives, for a hook that needs full control.
+public struct Arrival: Sendable {
+    /// When it arrives; never before it was sent.
+    public var time: Instant
+    /// The payload as it arrives.
+    public var bytes: [UInt8]
+    /// The source address the recipient sees.
+    public var sourceAddress: PeerAddress
+    /// Whether the payload differs from what was sent.
+    public var altered: Bool
+
+    /// An arrival of `copy` at `time`, with other bytes or another source if given.
+    public init(
+        _ copy: InFlightDatagram, at time: Instant, bytes: [UInt8]? = nil,
+        from sourceAddress: PeerAddress? = nil,
+        altered: Bool? = nil
+    ) {
+        self.time = time
+        self.bytes = bytes ?? copy.bytes
+        self.sourceAddress = sourceAddress ?? copy.sourceAddress
+        self.altered = altered ?? (copy.altered || bytes != nil)
+    }
+}
+
+/// What a hook decides for one copy as it leaves its sender. The simple cases use the room's
+/// ``Room/latency``.
+public enum DatagramVerdict: Sendable {
+    /// Deliver it unchanged after the latency.
+    case deliver
+    /// Lose it.
+    case drop
+    /// Deliver these bytes instead after the latency.
+    case alter([UInt8])
+    /// Deliver it unchanged after the latency plus this much.
+    case delay(Duration)
+    /// Deliver it unchanged this many times, all after the latency.
+    case duplicate(Int)
+    /// Deliver exactly these arrivals, in this order of scheduling (none drops it).
+    case arrivals([Arrival])
+}
+
+/// Sees every datagram in flight: the network's fault model, or a test's adversary.
+public protocol DatagramHook {
+    /// Called once per datagram a participant sends, before its copies are routed.
+    mutating func sending(_ datagram: OutgoingDatagram, from source: Int, number: UInt64, at time: Instant)
+    /// Decides the fate of one copy as it leaves its sender.
+    mutating func route(_ copy: InFlightDatagram) -> DatagramVerdict
+    /// Whether a copy whose time has come, `time`, still arrives (a partition may have begun
+    /// meanwhile).
+    mutating func arrives(_ copy: InFlightDatagram, at time: Instant) -> Bool
+}
+
+extension DatagramHook {
+    /// Does nothing.
+    public mutating func sending(
+        _ datagram: OutgoingDatagram, from source: Int, number: UInt64, at time: Instant
+    ) {}
+    /// Lets every copy arrive.
+    public mutating func arrives(_ copy: InFlightDatagram, at time: Instant) -> Bool { true }
+}
+
+/// A hook made of a closure, for tests: `ClosureHook { copy in copy.multicast ? .deliver : .drop }`.
+public struct ClosureHook: DatagramHook {
+    /// The decision for each copy.
+    public var decide: (InFlightDatagram) -> DatagramVerdict
+
+    /// Wraps `decide`.
+    public init(_ decide: @escaping (InFlightDatagram) -> DatagramVerdict) { self.decide = decide }
+
+    public mutating func route(_ copy: InFlightDatagram) -> DatagramVerdict { decide(copy) }
+}
+
+/// A datagram a participant sent during the last step or input.
+public struct SentDatagram: Sendable {
+    /// Its number (``InFlightDatagram/number``).
+    public let number: UInt64
+    /// The sender.
+    public let source: Int
+    /// The payload as sent.
+    public let bytes: [UInt8]
+    /// Where it was addressed.
+    public let destination: Destination
+    /// For a unicast, the participant holding the address; nil if nobody does (the datagram
+    /// vanishes, as on a real LAN).
+    public let recipient: Int?
+}
+
+/// What one ``Room/step(notAfter:)`` did.
+public enum RoomStep: Sendable {
+    /// A copy reached `recipient`, which handled it.
+    case delivered(InFlightDatagram)
+    /// A copy's time came but the hook refused its arrival.
+    case lost(InFlightDatagram)
+    /// An alarm the driver set went off, with the tag it was set with; the driver acts on it.
+    case alarm(Int)
+    /// Participant `member` handled its deadline.
+    case timeout(member: Int)
+}
+
+/// Participants in one room, in virtual time: devices and raw datagram speakers, addressed by
+/// ``PeerAddress``, with every datagram in flight passing a ``DatagramHook``.
+///
+/// One clock and one order: at equal times copies arrive first (in the order they were
+/// scheduled), then the driver's alarms (in the order set), then deadlines (lowest participant
+/// first), so that a deadline sees everything that arrived at the same instant. A deadline already
+/// past fires now. Multicast reaches every other participant in index order; unicast reaches the
+/// participant holding the address. Nothing iterates a hashed collection, so the same inputs
+/// always give the same run.
+///
+/// After every input the participant is drained: what it sent goes in flight (and into
+/// ``lastSent``), what a device reported goes into ``lastEvents`` and, when ``keepsEventLog``,
+/// into ``eventLog``.
+public struct Room {
+    private enum Slot {
+        case device(Int)
+        case speaker(Int)
+    }
+
+    /// The current virtual time.
+    public private(set) var now: Instant
+    /// Delay of a copy the hook delivers without saying when.
+    public var latency: Duration
+    /// The hook every copy passes; nil delivers everything after ``latency``.
+    public var hook: (any DatagramHook)?
+    /// Whether device events are also kept, per participant, in ``eventLog``.
+    public var keepsEventLog: Bool
+    /// Every event each device reported, when ``keepsEventLog``; empty for speakers.
+    public private(set) var eventLog: [[DeviceEvent]] = []
+    /// What the last step or input made its participant send.
+    public private(set) var lastSent: [SentDatagram] = []
+    /// What the last step or input made its device report.
+    public private(set) var lastEvents: [DeviceEvent] = []
+    /// Copies delivered so far.
+    public private(set) var deliveredCount = 0
+
+    private var slots: [Slot] = []
+    private var devices: [any SansIODevice] = []
+    private var speakers: [any DatagramSpeaker] = []
+    private var addresses: [PeerAddress] = []
+    private var members: [PeerAddress: Int] = [:]
+    private var flights = EventQueue<InFlightDatagram>()
+    private var alarms = EventQueue<Int>()
+    private var datagramCount: UInt64 = 0
+    /// The earliest deadline as of the last ``nextTime()``, so that the step after it need not ask
+    /// every participant again; nil when stale.
+    private var deadlineCache: (member: Int, time: Instant)?? = nil
+
+    /// Creates an empty room at `now`.
+    public init(
+        now: Instant = .zero, latency: Duration = .milliseconds(2), hook: (any DatagramHook)? = nil,
+        keepsEventLog: Bool = false
+    ) {
+        self.now = now
+        self.latency = latency
+        self.hook = hook
+        self.keepsEventLog = keepsEventLog
+    }
+
+    // MARK: - Participants
+
+    /// The number of participants.
+    public var count: Int { slots.count }
+
+    /// The address of participant `member`.
+    public func address(of member: Int) -> PeerAddress { addresses[member] }
+
+    /// The participant holding `address`, if any.
+    public func member(at address: PeerAddress) -> Int? { members[address] }
+
+    /// The number the next datagram sent or injected will get.
+    public var nextDatagramNumber: UInt64 { datagramCount }
+
+    /// The number of copies in flight.
+    public var inFlight: Int { flights.count }
+
+    /// Adds a device at `address`; returns its index. It is drained after its first input, so
+    /// that what it sends on creation reaches participants added after it.
+    @discardableResult
+    public mutating func add(_ device: any SansIODevice, at address: PeerAddress) -> Int {
+        let member = register(address, slot: .device(devices.count))
+        devices.append(device)
+        return member
+    }
+
+    /// Adds a raw speaker at `address`; returns its index. It is drained after its first input.
+    @discardableResult
+    public mutating func add(speaker: any DatagramSpeaker, at address: PeerAddress) -> Int {
+        let member = register(address, slot: .speaker(speakers.count))
+        speakers.append(speaker)
+        return member
+    }
+
+    /// Drains participant `member` without an input (after it was added, say).
+    public mutating func flush(_ member: Int) {
+        deadlineCache = nil
+        clearLast()
+        drain(member)
+    }
+
+    private mutating func register(_ address: PeerAddress, slot: Slot) -> Int {
+        deadlineCache = nil
+        precondition(members[address] == nil, "two participants at \(address)")
+        let member = slots.count
+        slots.append(slot)
+        addresses.append(address)
+        members[address] = member
+        eventLog.append([])
+        return member
+    }
+
+    /// The device that is participant `member`; nil for a speaker.
+    public func device(_ member: Int) -> (any SansIODevice)? {
+        switch slots[member] {
+        case .device(let slot): return devices[slot]
+        case .speaker: return nil
+        }
+    }
+
+    /// The speaker that is participant `member`; nil for a device.
+    public func speaker(_ member: Int) -> (any DatagramSpeaker)? {
+        switch slots[member] {
+        case .device: return nil
+        case .speaker(let slot): return speakers[slot]
+        }
+    }
+
+    /// Gives device `member` an input (a pose, a decision) at ``now``, then drains it.
+    public mutating func withDevice<Result>(
+        _ member: Int, _ body: (inout any SansIODevice, Instant) -> Result
+    ) -> Result {
+        guard case .device(let slot) = slots[member] else {
+            preconditionFailure("participant \(member) is no device")
+        }
+        clearLast()
+        deadlineCache = nil
+        let result = body(&devices[slot], now)
+        drain(member)
+        return result
+    }
+
+    /// Gives speaker `member` an input at ``now`` (a scripted send), then drains it.
+    public mutating func withSpeaker<Result>(
+        _ member: Int, _ body: (inout any DatagramSpeaker, Instant) -> Result
+    ) -> Result {
+        guard case .speaker(let slot) = slots[member] else {
+            preconditionFailure("participant \(member) is no speaker")
+        }
+        clearLast()
+        deadlineCache = nil
+        let result = body(&speakers[slot], now)
+        drain(member)
+        return result
+    }
+
+    /// Tells device `member` its pose.
+    public mutating func updatePose(_ pose: Pose, of member: Int) {
+        withDevice(member) { $0.updatePose(pose, at: $1) }
+    }
+
+    /// Passes on device `member`'s owner's decision.
+    public mutating func decide(_ decision: ConsentDecision, for member: Int) {
+        withDevice(member) { $0.decide(decision, at: $1) }
+    }
+
+    // MARK: - Flight
+
+    /// Puts a datagram in flight from any address (a spoofed one included) to participant
+    /// `recipient`, arriving `delay` from now; it skips the hook. Returns its number.
+    @discardableResult
+    public mutating func inject(
+        _ bytes: [UInt8], from sourceAddress: PeerAddress, to recipient: Int, after delay: Duration = .zero
+    ) -> UInt64 {
+        precondition(slots.indices.contains(recipient), "injection to an unknown participant")
+        let number = datagramCount
+        datagramCount += 1
+        let copy = InFlightDatagram(
+            number: number, source: members[sourceAddress], sourceAddress: sourceAddress,
+            recipient: recipient,
+            multicast: false, sentAt: now, bytes: bytes, altered: false)
+        flights.schedule(copy, at: now + max(delay, .zero))
+        return number
+    }
+
+    /// Moves the clock forward to `time` without running anything due before it, for a driver that
+    /// orders every input itself (a fuzzer); whatever was due then happens at `time`.
+    public mutating func advanceClock(to time: Instant) {
+        deadlineCache = nil
+        if time > now { now = time }
+    }
+
+    /// Sets an alarm that ``step(notAfter:)`` returns, with `tag`, at `time` (now, if `time` is
+    /// past). The tag is the driver's to interpret.
+    public mutating func setAlarm(_ tag: Int, at time: Instant) {
+        alarms.schedule(tag, at: max(time, now))
+    }
+
+    // MARK: - Running
+
+    /// The time of the next thing to happen: a copy arriving, an alarm or a deadline.
+    public var nextEventTime: Instant? {
+        Self.earliest(Self.earliest(flights.nextTime, alarms.nextTime), earliestDeadline()?.time)
+    }
+
+    /// The time of the next thing to happen, like ``nextEventTime``, remembering the participants'
+    /// earliest deadline for the step that follows.
+    public mutating func nextTime() -> Instant? {
+        let deadline = currentDeadline()
+        return Self.earliest(Self.earliest(flights.nextTime, alarms.nextTime), deadline?.time)
+    }
+
+    /// Does the next thing due at or before `limit`, moving the clock to it; nil if nothing is.
+    public mutating func step(notAfter limit: Instant = Instant(nanoseconds: .max)) -> RoomStep? {
+        clearLast()
+        let deadline = currentDeadline()
+        deadlineCache = nil
+        guard let next = Self.earliest(Self.earliest(flights.nextTime, alarms.nextTime), deadline?.time),
+            next <= limit
+        else { return nil }
+        if next > now { now = next }
+        if flights.nextTime == now, let entry = flights.pop() {
+            let copy = entry.payload
+            if let hook, !arrives(copy, hook) { return .lost(copy) }
+            deliveredCount += 1
+            switch slots[copy.recipient] {
+            case .device(let slot):
+                devices[slot].handleDatagram(copy.bytes, from: copy.sourceAddress, at: now)
+            case .speaker(let slot): speakers[slot].receive(copy.bytes, from: copy.sourceAddress, at: now)
+            }
+            drain(copy.recipient)
+            return .delivered(copy)
+        }
+        if alarms.nextTime == now, let entry = alarms.pop() { return .alarm(entry.payload) }
+        guard let deadline else { preconditionFailure("a time with nothing due") }
+        switch slots[deadline.member] {
+        case .device(let slot): devices[slot].handleTimeout(at: now)
+        case .speaker(let slot): speakers[slot].handleTimeout(at: now)
+        }
+        drain(deadline.member)
+        return .timeout(member: deadline.member)
+    }
+
+    /// Runs every step due at or before `limit` (alarms are popped and ignored), then moves the
+    /// clock to `limit`.
+    public mutating func run(until limit: Instant) {
+        while step(notAfter: limit) != nil {}
+        if limit > now { now = limit }
+    }
+
+    /// Runs until nothing is in flight, no alarm is set and no participant has a deadline, or
+    /// `maximumSteps` steps; returns whether the room went idle.
+    @discardableResult
+    public mutating func runUntilIdle(maximumSteps: Int = 1_000_000) -> Bool {
+        for _ in 0..<maximumSteps where step() == nil { return true }
+        return nextEventTime == nil
+    }
+
+    private mutating func arrives(_ copy: InFlightDatagram, _ hook: any DatagramHook) -> Bool {
+        var hook = hook
+        self.hook = nil  // keeps the existential uniquely referenced while it mutates
+        let arrives = hook.arrives(copy, at: now)
+        self.hook = hook
+        return arrives
+    }
+
+    private mutating func currentDeadline() -> (member: Int, time: Instant)? {
+        if let cached = deadlineCache { return cached }
+        let deadline = earliestDeadline()
+        deadlineCache = .some(deadline)
+        return deadline
+    }
+
+    private static func earliest(_ first: Instant?, _ second: Instant?) -> Instant? {
+        guard let first else { return second }
+        guard let second else { return first }
+        return min(first, second)
+    }
+
+    private func earliestDeadline() -> (member: Int, time: Instant)? {
+        var best: (member: Int, time: Instant)?
+        for member in slots.indices {
+            let deadline: Instant?
+            switch slots[member] {
+            case .device(let slot): deadline = devices[slot].nextDeadline
+            case .speaker(let slot): deadline = speakers[slot].nextDeadline
+            }
+            guard let deadline = deadline.map({ max($0, now) }) else { continue }
+            if let current = best, current.time <= deadline { continue }
+            best = (member, deadline)
+        }
+        return best
+    }
+
+    private mutating func clearLast() {
+        lastSent.removeAll(keepingCapacity: true)
+        lastEvents.removeAll(keepingCapacity: true)
+    }
+
+    /// Moves what `member` produced into flight and into ``lastSent`` and ``lastEvents``.
+    private mutating func drain(_ member: Int) {
+        switch slots[member] {
+        case .device(let slot):
+            while let datagram = devices[slot].pollTransmit() { send(datagram, from: member) }
+            while let event = devices[slot].pollEvent() {
+                lastEvents.append(event)
+                if keepsEventLog { eventLog[member].append(event) }
+            }
+        case .speaker(let slot):
+            while let datagram = speakers[slot].pollTransmit() { send(datagram, from: member) }
+        }
+    }
+
+    private mutating func send(_ datagram: OutgoingDatagram, from source: Int) {
+        let number = datagramCount
+        datagramCount += 1
+        var recipient: Int?
+        if case .unicast(let address) = datagram.destination { recipient = members[address] }
+        lastSent.append(
+            SentDatagram(
+                number: number, source: source, bytes: datagram.bytes, destination: datagram.destination,
+                recipient: recipient))
+        var hook = self.hook
+        self.hook = nil  // keeps the existential uniquely referenced while it mutates
+        hook?.sending(datagram, from: source, number: number, at: now)
+        switch datagram.destination {
+        case .multicast:
+            for target in slots.indices where target != source {
+                route(datagram.bytes, number: number, from: source, to: target, multicast: true, hook: &hook)
+            }
+        case .unicast:
+            if let recipient {
+                route(
+                    datagram.bytes, number: number, from: source, to: recipient, multicast: false, hook: &hook
+                )
+            }
+        }
+        self.hook = hook
+    }
+
+    private mutating func route(
+        _ bytes: [UInt8], number: UInt64, from source: Int, to recipient: Int, multicast: Bool,
+        hook: inout (any DatagramHook)?
+    ) {
+        let copy = InFlightDatagram(
+            number: number, source: source, sourceAddress: addresses[source], recipient: recipient,
+            multicast: multicast, sentAt: now, bytes: bytes, altered: false)
+        let verdict = hook?.route(copy) ?? .deliver
+        switch verdict {
+        case .deliver:
+            flights.schedule(copy, at: now + latency)
+        case .drop:
+            break
+        case .alter(let altered):
+            var changed = copy
+            changed.bytes = altered
+            changed.altered = true
+            flights.schedule(changed, at: now + latency)
+        case .delay(let extra):
+            flights.schedule(copy, at: now + latency + max(extra, .zero))
+        case .duplicate(let times):
+            for _ in 0..<max(times, 0) { flights.schedule(copy, at: now + latency) }
+        case .arrivals(let arrivals):
+            for arrival in arrivals {
+                var changed = copy
+                changed.bytes = arrival.bytes
+                changed.altered = arrival.altered
+                if arrival.sourceAddress != copy.sourceAddress {
+                    changed = InFlightDatagram(
+                        number: number, source: members[arrival.sourceAddress],
+                        sourceAddress: arrival.sourceAddress,
+                        recipient: recipient, multicast: multicast, sentAt: now, bytes: arrival.bytes,
+                        altered: arrival.altered)
+                }
+                flights.schedule(changed, at: max(arrival.time, now))
+            }
+        }
+    }
+}
