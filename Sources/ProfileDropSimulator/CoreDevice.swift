@@ -68,24 +68,10 @@ struct EventTranslator {
         case .sessionEnded(let peer, let reason):
             return .init(.note, text: "session with \(directory.name(of: peer.rawValue)) ended: \(reason)")
         case .closed(let reason):
-            return .init(.closed(Self.outcome(reason)), text: "closed: \(reason)")
+            return .init(.closed(reason), text: "closed: \(reason)")
         case .datagramRejected(let reason):
             guard verbose else { return nil }
             return .init(.note, text: "rejected datagram: \(reason)")
-        }
-    }
-
-    private static func outcome(_ reason: CloseReason) -> CloseOutcome {
-        switch reason {
-        case .exchanged: return CloseOutcome(exchanged: true, reason: "exchanged")
-        case .declined(by: .local): return CloseOutcome(exchanged: false, reason: "declined-by-us")
-        case .declined(by: .peer): return CloseOutcome(exchanged: false, reason: "declined-by-peer")
-        case .outOfRange: return CloseOutcome(exchanged: false, reason: "out-of-range")
-        case .timeout(let kind):
-            return CloseOutcome(
-                exchanged: false, reason: "timeout(\(kind.rawValue.replacingOccurrences(of: " ", with: "-")))"
-            )
-        case .error(let error): return CloseOutcome(exchanged: false, reason: "error(\(error.code))")
         }
     }
 

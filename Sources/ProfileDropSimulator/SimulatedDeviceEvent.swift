@@ -38,7 +38,7 @@ struct SimulatedDeviceEvent: Equatable, Sendable {
         /// A card arrived from node `peer` and was delivered (nil when the peer is unknown).
         case cardReceived(ProfileCard, peer: Int?)
         /// The device closed for good.
-        case closed(CloseOutcome)
+        case closed(CloseReason)
     }
 
     /// What kind of report this is.
@@ -53,18 +53,17 @@ struct SimulatedDeviceEvent: Equatable, Sendable {
     }
 }
 
-/// How a device's session ended, reduced to the classes the reports count.
-public struct CloseOutcome: Equatable, Sendable, CustomStringConvertible {
-    /// Whether the cards were swapped.
-    public var exchanged: Bool
-    /// A short reason, e.g. `exchanged`, `declined`, `out-of-range`, `timeout(handshake)`.
-    public var reason: String
-
-    /// Creates an outcome.
-    public init(exchanged: Bool, reason: String) {
-        self.exchanged = exchanged
-        self.reason = reason
+extension CloseReason {
+    /// The reason as reports and transcripts spell it: `exchanged`, `declined-by-us`,
+    /// `out-of-range`, `timeout(peer-silent)`, `error(tokenMismatch)`.
+    public var transcriptName: String {
+        switch self {
+        case .exchanged: "exchanged"
+        case .declined(by: .local): "declined-by-us"
+        case .declined(by: .peer): "declined-by-peer"
+        case .outOfRange: "out-of-range"
+        case .timeout(let kind): "timeout(\(kind.rawValue.replacingOccurrences(of: " ", with: "-")))"
+        case .error(let error): "error(\(error.code))"
+        }
     }
-
-    public var description: String { reason }
 }

@@ -140,7 +140,7 @@ private struct SimulationEngine {
 
     private struct DeviceState {
         var events: EventTranslator
-        var close: CloseOutcome?
+        var close: CloseReason?
         var closedAt: Instant?
         var receivedCard: ProfileCard?
         var receivedFrom: Int?
@@ -332,11 +332,11 @@ private struct SimulationEngine {
                 }
                 devices[index].close = outcome
                 devices[index].closedAt = now
-                if outcome.exchanged {
+                if outcome == .exchanged {
                     // The CLOSE that carries the decision went out in this same step, last.
                     devices[index].decision = (now, devices[index].lastSent ?? room.nextDatagramNumber)
                 }
-                if outcome.exchanged && devices[index].receivedCard == nil {
+                if outcome == .exchanged && devices[index].receivedCard == nil {
                     violate(
                         "t=\(now) \(scenario.devices[index].name) closed as exchanged without a card")
                 }
@@ -413,7 +413,7 @@ private struct SimulationEngine {
 
     private mutating func finish(limit: Instant) -> SimulationReport {
         let bound = options.closeBound.map { Instant.zero + $0 } ?? limit
-        for (index, state) in devices.enumerated() where state.close?.exchanged == true {
+        for (index, state) in devices.enumerated() where state.close == .exchanged {
             guard let peer = state.receivedFrom else { continue }
             checkAgreement(exchanged: index, peer: peer)
         }
@@ -461,7 +461,7 @@ public struct SimulationReport: Sendable {
         /// The device's name.
         public var name: String
         /// How it closed, or nil if it never did.
-        public var close: CloseOutcome?
+        public var close: CloseReason?
         /// When it closed.
         public var closedAt: Instant?
         /// The card it received, if any.
@@ -476,7 +476,7 @@ public struct SimulationReport: Sendable {
         public var sentBytes: Int
 
         /// Whether it closed with the cards swapped.
-        public var exchanged: Bool { close?.exchanged ?? false }
+        public var exchanged: Bool { close == .exchanged }
     }
 
     /// The seed the run used.
@@ -533,7 +533,7 @@ public struct SimulationReport: Sendable {
         for outcome in devices {
             var text = "outcome \(outcome.name): "
             if let close = outcome.close, let closedAt = outcome.closedAt {
-                text += "\(close.reason) at t=\(closedAt)"
+                text += "\(close.transcriptName) at t=\(closedAt)"
             } else {
                 text += "not closed"
             }

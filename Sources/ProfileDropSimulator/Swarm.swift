@@ -28,7 +28,9 @@ public enum Swarm {
             var runViolations = report.violations
             let pairExchanged = report.devices[0].exchanged && report.devices[1].exchanged
             if plan.expectsExchange && !pairExchanged {
-                let reasons = report.devices[0...1].map { "\($0.name) \($0.close?.reason ?? "not closed")" }
+                let reasons = report.devices[0...1].map {
+                    "\($0.name) \($0.close?.transcriptName ?? "not closed")"
+                }
                 runViolations.append(
                     "liveness: the close pair both consented but ended \(reasons.joined(separator: ", "))")
             }

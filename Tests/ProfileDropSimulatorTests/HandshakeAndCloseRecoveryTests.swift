@@ -48,7 +48,7 @@ import Testing
         let report = Simulation.run(scenario: Self.pair(), options: options)
         #expect(report.violations == [])
         #expect(report.network.impaired >= 2)
-        #expect(report.devices.map(\.close?.reason) == ["exchanged", "exchanged"])
+        #expect(report.devices.map(\.close?.transcriptName) == ["exchanged", "exchanged"])
         #expect(!report.transcript.contains { $0.contains("session with") }, "no session failed first")
         let responder =
             report.transcript.contains { $0.contains("bob -> invited by alice") } ? "bob" : "alice"
@@ -96,7 +96,7 @@ import Testing
         })
         let report = Simulation.run(scenario: Self.pair(), options: options)
         #expect(report.violations == [])
-        #expect(report.devices.map(\.close?.reason) == ["exchanged", "exchanged"])
+        #expect(report.devices.map(\.close?.transcriptName) == ["exchanged", "exchanged"])
         #expect(report.devices[x].closedAt == decision)
         let learnt = try #require(report.devices[1 - x].closedAt)
         #expect(learnt >= lossEnds && learnt < lossEnds + .milliseconds(250))

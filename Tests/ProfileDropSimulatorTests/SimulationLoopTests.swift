@@ -201,7 +201,7 @@ private func pairScenario(
     @Test func toyPairExchangesAndReportsIt() {
         let report = Simulation.run(scenario: pairScenario(distance: 7)) { ToyDevice(context: $0) }
         #expect(report.violations == [])
-        #expect(report.devices.map(\.close?.reason) == ["exchanged", "exchanged"])
+        #expect(report.devices.map(\.close?.transcriptName) == ["exchanged", "exchanged"])
         #expect(report.devices[0].receivedCard?.name == "Kongkong")
         #expect(report.devices[0].receivedFrom == "bob")
         #expect(report.devices[1].cardMatchesSender == true)
@@ -225,7 +225,7 @@ private func pairScenario(
     @Test func outOfRangeClosesWithoutExchange() {
         let report = Simulation.run(scenario: pairScenario(distance: 20)) { ToyDevice(context: $0) }
         #expect(report.violations == [])
-        #expect(report.devices.map(\.close?.reason) == ["out-of-range", "out-of-range"])
+        #expect(report.devices.map(\.close?.transcriptName) == ["out-of-range", "out-of-range"])
         #expect(report.virtualDuration == .seconds(3))
     }
 
@@ -235,7 +235,7 @@ private func pairScenario(
         ) {
             ToyDevice(context: $0)
         }
-        #expect(report.devices.map(\.close?.reason) == ["declined-by-peer", "declined-by-us"])
+        #expect(report.devices.map(\.close?.transcriptName) == ["declined-by-peer", "declined-by-us"])
         let prompt = report.transcript.first { $0.contains("bob -> asks to share with alice") }
         let decision = report.transcript.first { $0.contains("bob <- user declines") }
         #expect(prompt != nil && decision != nil)
@@ -247,7 +247,8 @@ private func pairScenario(
             ToyDevice(context: $0)
         }
         #expect(!report.transcript.contains { $0.contains("bob <- user") })
-        #expect(report.devices.map(\.close?.reason) == ["timeout(no-exchange)", "timeout(no-exchange)"])
+        #expect(
+            report.devices.map(\.close?.transcriptName) == ["timeout(no-exchange)", "timeout(no-exchange)"])
     }
 
     @Test func plaintextOnTheWireIsAViolation() {
@@ -336,7 +337,7 @@ private func pairScenario(
     @Test func bothDeliverWhenTheCloseArrives() {
         let report = Self.run()
         #expect(report.violations == [])
-        #expect(report.devices.map(\.close?.reason) == ["exchanged", "exchanged"])
+        #expect(report.devices.map(\.close?.transcriptName) == ["exchanged", "exchanged"])
     }
 
     @Test func aCutForGoodAsAliceDecidesIsTheTwoGenerals() {

@@ -9,7 +9,7 @@ private func scenario(_ name: String) throws -> Scenario {
 }
 
 private func reasons(_ report: SimulationReport) -> [String] {
-    report.devices.map { $0.close?.reason ?? "open" }
+    report.devices.map { $0.close?.transcriptName ?? "open" }
 }
 
 /// Runs with the real protocol core (`Device`), in virtual time.
