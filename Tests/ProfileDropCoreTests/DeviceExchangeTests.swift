@@ -119,12 +119,26 @@ enum Fixtures {
     }
 }
 
-@Suite struct DeviceExchangeTests {
-    @Test func happyPathExchangesBothCardsAndCloses() {
+extension VirtualRoom {
+    /// The usual pair: Bori and Kong sharing, 7 cm apart and facing each other.
+    static func boriAndKong() -> VirtualRoom {
         var room = VirtualRoom()
         let (a, b) = Fixtures.facingPair(distance: 7)
         room.add(Fixtures.configuration("Bori", seed: 1), pose: a, seed: 11)
         room.add(Fixtures.configuration("Kong", seed: 2), pose: b, seed: 12)
+        return room
+    }
+
+    /// Both of ``boriAndKong()`` closed as exchanged, each holding exactly the other's card.
+    var boriAndKongSwappedCards: Bool {
+        closeReason(0) == .exchanged && closeReason(1) == .exchanged
+            && cards(0) == [Fixtures.card("Kong")] && cards(1) == [Fixtures.card("Bori")]
+    }
+}
+
+@Suite struct DeviceExchangeTests {
+    @Test func happyPathExchangesBothCardsAndCloses() {
+        var room = VirtualRoom.boriAndKong()
         room.run(until: Instant.zero + .seconds(30))
         #expect(room.closeReason(0) == .exchanged)
         #expect(room.closeReason(1) == .exchanged)
@@ -207,8 +221,7 @@ enum Fixtures {
         #expect(!room.devices[0].isClosed)
         room.act(1) { $0.decide(.share, at: $1) }
         room.run(until: room.now + .seconds(20))
-        #expect(room.closeReason(0) == .exchanged && room.closeReason(1) == .exchanged)
-        #expect(room.cards(0) == [Fixtures.card("Kong")] && room.cards(1) == [Fixtures.card("Bori")])
+        #expect(room.boriAndKongSwappedCards)
     }
 
     @Test func unansweredConsentDeclinesAfterSixtySeconds() {
@@ -225,10 +238,7 @@ enum Fixtures {
     }
 
     @Test func tamperedAndReplayedDatagramsAreRejectedWithoutHarm() {
-        var room = VirtualRoom()
-        let (a, b) = Fixtures.facingPair(distance: 7)
-        room.add(Fixtures.configuration("Bori", seed: 1), pose: a, seed: 11)
-        room.add(Fixtures.configuration("Kong", seed: 2), pose: b, seed: 12)
+        var room = VirtualRoom.boriAndKong()
         var secureSeen = 0
         room.tamper = { from, to, bytes in
             guard bytes.count > 3, bytes[3] == PacketType.secure.rawValue else { return bytes }
@@ -265,8 +275,7 @@ enum Fixtures {
         let rejected = room.rejections(0) + room.rejections(1)
         #expect(rejected.contains { $0.code == .authenticationFailed })
         #expect(rejected.contains { $0.code == .replayed })
-        #expect(room.closeReason(0) == .exchanged && room.closeReason(1) == .exchanged)
-        #expect(room.cards(0) == [Fixtures.card("Kong")] && room.cards(1) == [Fixtures.card("Bori")])
+        #expect(room.boriAndKongSwappedCards)
         let counted = room.devices.map { $0.counters.rejected(.authenticationFailed) }.reduce(0, +)
         #expect(counted == rejected.filter { $0.code == .authenticationFailed }.count)
     }
@@ -284,10 +293,7 @@ enum Fixtures {
     }
 
     @Test func lostCloseAckIsRecoveredByDraining() {
-        var room = VirtualRoom()
-        let (a, b) = Fixtures.facingPair(distance: 7)
-        room.add(Fixtures.configuration("Bori", seed: 1), pose: a, seed: 11)
-        room.add(Fixtures.configuration("Kong", seed: 2), pose: b, seed: 12)
+        var room = VirtualRoom.boriAndKong()
         // A SECURE datagram holding only CLOSE_ACK is 22 + 1 + 16 bytes: drop the first two.
         var dropped = 0
         room.tamper = { _, _, bytes in

@@ -22,28 +22,20 @@ import Testing
         }
     }
 
-    @Test func wireCasesKeepEveryDecoderInvariant() {
-        let cases = Self.cases("wire")
-        #expect(!cases.isEmpty, "no stored wire inputs under \(Self.casesDirectory.path)")
-        for (name, bytes) in cases {
-            let findings = WireFuzz.run(bytes)
-            #expect(findings.violations.isEmpty, "\(name): \(findings.violations)")
+    /// Each stored input of each target runs through that target's harness and breaks nothing.
+    @Test(arguments: ["wire", "noise", "device"])
+    func storedCasesKeepEveryInvariant(target: String) {
+        let harness: ([UInt8]) -> FuzzFindings
+        switch target {
+        case "wire": harness = WireFuzz.run
+        case "noise": harness = NoiseFuzz.run
+        default: harness = DeviceFuzz.run
         }
-    }
-
-    @Test func noiseCasesKeepEveryHandshakeInvariant() {
-        for (name, bytes) in Self.cases("noise") {
-            let findings = NoiseFuzz.run(bytes)
-            #expect(findings.violations.isEmpty, "\(name): \(findings.violations)")
-        }
-    }
-
-    @Test func deviceCasesKeepEveryDeviceInvariant() {
-        let cases = Self.cases("device")
-        #expect(!cases.isEmpty, "no stored device inputs under \(Self.casesDirectory.path)")
+        let cases = Self.cases(target)
+        #expect(!cases.isEmpty, "no stored \(target) inputs under \(Self.casesDirectory.path)")
         for (name, bytes) in cases {
-            let findings = DeviceFuzz.run(bytes)
-            #expect(findings.violations.isEmpty, "\(name): \(findings.violations)")
+            let findings = harness(bytes)
+            #expect(findings.violations.isEmpty, "\(target)/\(name): \(findings.violations)")
         }
     }
 

@@ -88,10 +88,7 @@ extension VirtualRoom {
     }
 
     @Test func walkingAwayAfterTheExchangeCompletedDoesNotCancelIt() {
-        var room = VirtualRoom()
-        let (a, b) = Fixtures.facingPair(distance: 7)
-        room.add(Fixtures.configuration("Bori", seed: 1), pose: a, seed: 11)
-        room.add(Fixtures.configuration("Kong", seed: 2), pose: b, seed: 12)
+        var room = VirtualRoom.boriAndKong()
         let delivered = room.run(until: Instant.zero + .seconds(20)) { room in
             !room.cards(0).isEmpty || !room.cards(1).isEmpty
         }
@@ -99,15 +96,11 @@ extension VirtualRoom {
         // Whoever delivered first is closing as exchanged; its gate no longer matters.
         room.act(1) { $0.updatePose(Self.far, at: $1) }
         room.run(until: Instant.zero + .seconds(30))
-        #expect(room.closeReason(0) == .exchanged && room.closeReason(1) == .exchanged)
-        #expect(room.cards(0) == [Fixtures.card("Kong")] && room.cards(1) == [Fixtures.card("Bori")])
+        #expect(room.boriAndKongSwappedCards)
     }
 
     @Test func cardIsDeliveredOnlyAfterTheConfirmationHold() {
-        var room = VirtualRoom()
-        let (a, b) = Fixtures.facingPair(distance: 7)
-        room.add(Fixtures.configuration("Bori", seed: 1), pose: a, seed: 11)
-        room.add(Fixtures.configuration("Kong", seed: 2), pose: b, seed: 12)
+        var room = VirtualRoom.boriAndKong()
         let acknowledged = room.run(until: Instant.zero + .seconds(20)) { room in
             room.saw(0) { if case .acknowledged = $0 { true } else { false } }
                 && room.saw(1) { if case .acknowledged = $0 { true } else { false } }
