@@ -18,10 +18,12 @@ let package = Package(
         ),
         // The declaration of LLVMFuzzerRunDriver, defined by the libFuzzer runtime.
         .target(name: "CLibFuzzer"),
+        // The one libFuzzer entry point and driver loop, parameterised by the target's harness.
+        .target(name: "FuzzDriver", dependencies: ["FuzzSupport", "CLibFuzzer"]),
         // One executable per fuzz target.
-        .executableTarget(name: "FuzzWire", dependencies: ["FuzzSupport", "CLibFuzzer"]),
-        .executableTarget(name: "FuzzNoise", dependencies: ["FuzzSupport", "CLibFuzzer"]),
-        .executableTarget(name: "FuzzDevice", dependencies: ["FuzzSupport", "CLibFuzzer"]),
+        .executableTarget(name: "FuzzWire", dependencies: ["FuzzSupport", "FuzzDriver"]),
+        .executableTarget(name: "FuzzNoise", dependencies: ["FuzzSupport", "FuzzDriver"]),
+        .executableTarget(name: "FuzzDevice", dependencies: ["FuzzSupport", "FuzzDriver"]),
         // The capture module's own sources (Sources/CaptureUnderTest links to them): the main package
         // does not export ProfileDropCapture as a product, which a package dependency would need.
         .target(
@@ -32,7 +34,7 @@ let package = Package(
             ]
         ),
         .executableTarget(
-            name: "FuzzCapture", dependencies: ["FuzzSupport", "CLibFuzzer", "CaptureUnderTest"]),
+            name: "FuzzCapture", dependencies: ["FuzzSupport", "FuzzDriver", "CaptureUnderTest"]),
         // Writes the seed corpora: generated valid inputs and UDP payloads from Captures/*.pcapng.
         .executableTarget(name: "FuzzSeeds", dependencies: ["FuzzSupport"]),
     ]

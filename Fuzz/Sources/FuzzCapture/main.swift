@@ -1,5 +1,5 @@
-import CLibFuzzer
 import CaptureUnderTest
+import FuzzDriver
 import FuzzSupport
 import ProfileDropCore
 
@@ -50,14 +50,4 @@ func checkCapture(_ bytes: [UInt8]) -> FuzzFindings {
     return findings
 }
 
-/// libFuzzer calls this once per input.
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
-    let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
-    FuzzReport.trapOnViolations(checkCapture(bytes), target: "capture")
-    return 0
-}
-
-var argc = CommandLine.argc
-var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-exit(LLVMFuzzerRunDriver(&argc, &argv, fuzzOneInput))
+FuzzDriver.run(target: "capture", checkCapture)

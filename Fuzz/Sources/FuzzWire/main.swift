@@ -1,18 +1,4 @@
-import CLibFuzzer
+import FuzzDriver
 import FuzzSupport
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
-/// libFuzzer calls this once per input.
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
-    let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
-    FuzzReport.trapOnViolations(WireFuzz.run(bytes), target: "wire")
-    return 0
-}
-
-var argc = CommandLine.argc
-var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-exit(LLVMFuzzerRunDriver(&argc, &argv, fuzzOneInput))
+FuzzDriver.run(target: "wire", WireFuzz.run)
