@@ -231,11 +231,9 @@ struct CaptureRecordsTests {
         // The 65535-byte datagram would make every mutation slow; the others cover its fields.
         let seeds = Self.honestRecords().map { padded($0.encoded()) }.filter { $0.count < 4096 }
         var mutations = ByteMutations(seed: 0xCA97)
-        var accepted = 0
-        for round in 0..<6_000 {
-            let bytes = mutations.mutate(seeds[round % seeds.count])
-            guard let record = try? CaptureRecord(customData: bytes) else { continue }
-            accepted += 1
+        let accepted = mutations.accepted(
+            rounds: 6_000, of: seeds, decode: { try? CaptureRecord(customData: $0) }
+        ) { record, bytes, round in
             let again = record.encoded()
             #expect(bytes == again || bytes == padded(again), "round \(round)")
         }
@@ -245,12 +243,7 @@ struct CaptureRecordsTests {
     // MARK: What the reader refuses
 
     static func errorOf(_ data: [UInt8]) -> CaptureError? {
-        do {
-            _ = try CaptureRecord(customData: data)
-            return nil
-        } catch {
-            return error
-        }
+        caught(CaptureError.self) { _ = try CaptureRecord(customData: data) }
     }
 
     /// Replaces the bytes at `offset` of the record's encoding.
@@ -345,12 +338,10 @@ struct CaptureRecordsTests {
     @Test func mutatedKeylogsThatDecodeEncodeToTheirBytes() throws {
         let seeds = Self.honestSecrets().map { $0.encoded() }.filter { $0.count < 4096 }
         var mutations = ByteMutations(seed: 0x6E71)
-        var accepted = 0
-        for round in 0..<4_000 {
-            let bytes = mutations.mutate(seeds[round % seeds.count])
-            guard let secrets = try? DeviceSecrets(decoding: bytes) else { continue }
-            accepted += 1
-            #expect(secrets.encoded() == bytes, "round \(round)")
+        let accepted = mutations.accepted(
+            rounds: 4_000, of: seeds, decode: { try? DeviceSecrets(decoding: $0) }
+        ) {
+            secrets, bytes, round in #expect(secrets.encoded() == bytes, "round \(round)")
         }
         #expect(accepted > 200)
     }

@@ -420,13 +420,10 @@ struct ProfileCardTests {
     func randomMutations() throws {
         var mutations = ByteMutations(seed: 0xCA4D)
         let good = try sampleCard(photo: pngHeader + [1, 2, 3, 4]).encoded()
-        var accepted = 0
-        for _ in 0..<3000 {
-            let bytes = mutations.mutate(good)
-            if let card = try? ProfileCard(decoding: bytes) {
-                accepted += 1
-                #expect(card.encoded() == bytes)
-            }
+        let accepted = mutations.accepted(
+            rounds: 3000, of: [good], decode: { try? ProfileCard(decoding: $0) }
+        ) {
+            card, bytes, _ in #expect(card.encoded() == bytes)
         }
         // Most single-byte changes hit text or the photo body and stay valid; most others fail.
         #expect(accepted > 0 && accepted < 3000)

@@ -217,12 +217,9 @@ import Testing
     @Test func mutatedFramesThatDecodeEncodeToTheirBytes() throws {
         var mutations = ByteMutations(seed: 0xF4A3)
         let encodings = Self.frames.map { Frame.encode([$0]) } + [Frame.encode(Array(Self.frames.prefix(6)))]
-        var accepted = 0
-        for round in 0..<20_000 {
-            let bytes = mutations.mutate(encodings[round % encodings.count])
-            guard let frames = try? Frame.decodeAll(bytes) else { continue }
-            accepted += 1
-            #expect(Frame.encode(frames) == bytes)
+        let accepted = mutations.accepted(rounds: 20_000, of: encodings, decode: { try? Frame.decodeAll($0) })
+        {
+            frames, bytes, _ in #expect(Frame.encode(frames) == bytes)
         }
         #expect(accepted > 1000)
     }
@@ -231,13 +228,9 @@ import Testing
     @Test func mutatedParametersThatDecodeEncodeToTheirBytes() throws {
         var mutations = ByteMutations(seed: 0x9A4A)
         let honest = HandshakeParameters(maxCardBytes: 524_288, receiveWindow: 32).encoded()
-        var accepted = 0
-        for _ in 0..<5_000 {
-            let bytes = mutations.mutate(honest)
-            guard let parameters = try? HandshakeParameters(decoding: bytes) else { continue }
-            accepted += 1
-            #expect(parameters.encoded() == bytes)
-        }
+        let accepted = mutations.accepted(
+            rounds: 5_000, of: [honest], decode: { try? HandshakeParameters(decoding: $0) }
+        ) { parameters, bytes, _ in #expect(parameters.encoded() == bytes) }
         #expect(accepted > 100)
     }
 

@@ -18,6 +18,24 @@ public struct ByteMutations {
         return z ^ (z >> 31)
     }
 
+    /// Mutates `seeds` in turn, `rounds` times, and hands each mutation that `decode` accepts to
+    /// `check` with its bytes and round; returns how many were accepted, so that a test can also
+    /// show that the property was exercised.
+    public mutating func accepted<Value>(
+        rounds: Int, of seeds: [[UInt8]], alphabet: [UInt8] = [], decode: ([UInt8]) -> Value?,
+        _ check: (_ value: Value, _ bytes: [UInt8], _ round: Int) -> Void
+    ) -> Int {
+        precondition(!seeds.isEmpty, "mutations need at least one valid encoding")
+        var accepted = 0
+        for round in 0..<rounds {
+            let bytes = mutate(seeds[round % seeds.count], alphabet: alphabet)
+            guard let value = decode(bytes) else { continue }
+            accepted += 1
+            check(value, bytes, round)
+        }
+        return accepted
+    }
+
     /// A value below `bound` (the modulo bias is irrelevant for mutations).
     public mutating func uniform(below bound: Int) -> Int {
         precondition(bound > 0, "the bound must be positive")
