@@ -123,10 +123,19 @@ extension VirtualRoom {
     /// The usual pair: Bori and Kong sharing, 7 cm apart and facing each other.
     static func boriAndKong() -> VirtualRoom {
         var room = VirtualRoom()
-        let (a, b) = Fixtures.facingPair(distance: 7)
-        room.add(Fixtures.configuration("Bori", seed: 1), pose: a, seed: 11)
-        room.add(Fixtures.configuration("Kong", seed: 2), pose: b, seed: 12)
+        room.addBoriAndKong()
         return room
+    }
+
+    /// Adds Bori at the origin facing +x and Kong 7 cm in front of it, facing `kongHeading` (180°:
+    /// back at Bori), both with `timeouts`.
+    mutating func addBoriAndKong(timeouts: Timeouts = Timeouts(), kongHeading: Double = 180) {
+        add(
+            Fixtures.configuration("Bori", seed: 1, timeouts: timeouts), pose: Pose(x: 0, y: 0, heading: 0),
+            seed: 11)
+        add(
+            Fixtures.configuration("Kong", seed: 2, timeouts: timeouts),
+            pose: Pose(x: 7, y: 0, heading: kongHeading), seed: 12)
     }
 
     /// Both of ``boriAndKong()`` closed as exchanged, each holding exactly the other's card.
@@ -176,12 +185,7 @@ extension VirtualRoom {
         var timeouts = Timeouts()
         timeouts.overall = .seconds(20)
         // 7 cm apart but both pointing the same way: one side's bearing is 180°.
-        room.add(
-            Fixtures.configuration("Bori", seed: 1, timeouts: timeouts), pose: Pose(x: 0, y: 0, heading: 0),
-            seed: 11)
-        room.add(
-            Fixtures.configuration("Kong", seed: 2, timeouts: timeouts), pose: Pose(x: 7, y: 0, heading: 0),
-            seed: 12)
+        room.addBoriAndKong(timeouts: timeouts, kongHeading: 0)
         room.run(until: Instant.zero + .seconds(30))
         #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
         #expect(room.closeReason(0) == .outOfRange && room.closeReason(1) == .outOfRange)
@@ -322,12 +326,7 @@ extension VirtualRoom {
                 Fixtures.configuration("Dog\(index)", seed: UInt64(100 + index), timeouts: timeouts),
                 pose: pose, seed: UInt64(200 + index))
         }
-        room.add(
-            Fixtures.configuration("Bori", seed: 1, timeouts: timeouts), pose: Pose(x: 0, y: 0, heading: 0),
-            seed: 11)
-        room.add(
-            Fixtures.configuration("Kong", seed: 2, timeouts: timeouts), pose: Pose(x: 7, y: 0, heading: 180),
-            seed: 12)
+        room.addBoriAndKong(timeouts: timeouts)
         while room.now < Instant.zero + .seconds(60)
             && (room.closeReason(18) == nil || room.closeReason(19) == nil)
         {
