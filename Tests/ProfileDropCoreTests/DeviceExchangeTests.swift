@@ -127,15 +127,18 @@ extension VirtualRoom {
         return room
     }
 
-    /// Adds Bori at the origin facing +x and Kong 7 cm in front of it, facing `kongHeading` (180°:
-    /// back at Bori), both with `timeouts`.
-    mutating func addBoriAndKong(timeouts: Timeouts = Timeouts(), kongHeading: Double = 180) {
+    /// Adds Bori at the origin facing +x and Kong `distance` cm in front of it, facing `kongHeading`
+    /// (180°: back at Bori), with their consent policies and `timeouts`.
+    mutating func addBoriAndKong(
+        distance: Double = 7, bori: ConsentPolicy = .share, kong: ConsentPolicy = .share,
+        timeouts: Timeouts = Timeouts(), kongHeading: Double = 180
+    ) {
         add(
-            Fixtures.configuration("Bori", seed: 1, timeouts: timeouts), pose: Pose(x: 0, y: 0, heading: 0),
-            seed: 11)
+            Fixtures.configuration("Bori", consent: bori, seed: 1, timeouts: timeouts),
+            pose: Pose(x: 0, y: 0, heading: 0), seed: 11)
         add(
-            Fixtures.configuration("Kong", seed: 2, timeouts: timeouts),
-            pose: Pose(x: 7, y: 0, heading: kongHeading), seed: 12)
+            Fixtures.configuration("Kong", consent: kong, seed: 2, timeouts: timeouts),
+            pose: Pose(x: distance, y: 0, heading: kongHeading), seed: 12)
     }
 
     /// Both of ``boriAndKong()`` closed as exchanged, each holding exactly the other's card.
@@ -193,9 +196,7 @@ extension VirtualRoom {
 
     @Test func declineClosesBothWithoutCards() {
         var room = VirtualRoom()
-        let (a, b) = Fixtures.facingPair(distance: 7)
-        room.add(Fixtures.configuration("Bori", seed: 1), pose: a, seed: 11)
-        room.add(Fixtures.configuration("Kong", consent: .decline, seed: 2), pose: b, seed: 12)
+        room.addBoriAndKong(kong: .decline)
         room.run(until: Instant.zero + .seconds(30))
         #expect(room.closeReason(0) == .declined(by: .peer))
         #expect(room.closeReason(1) == .declined(by: .local))
@@ -205,9 +206,7 @@ extension VirtualRoom {
 
     @Test func receiveOnlyGetsTheOtherCardAndSendsNone() {
         var room = VirtualRoom()
-        let (a, b) = Fixtures.facingPair(distance: 6)
-        room.add(Fixtures.configuration("Bori", consent: .receiveOnly, seed: 1), pose: a, seed: 11)
-        room.add(Fixtures.configuration("Kong", seed: 2), pose: b, seed: 12)
+        room.addBoriAndKong(distance: 6, bori: .receiveOnly)
         room.run(until: Instant.zero + .seconds(30))
         #expect(room.closeReason(0) == .exchanged && room.closeReason(1) == .exchanged)
         #expect(room.cards(0) == [Fixtures.card("Kong")])
@@ -216,9 +215,7 @@ extension VirtualRoom {
 
     @Test func askUserWaitsForTheDecision() {
         var room = VirtualRoom()
-        let (a, b) = Fixtures.facingPair(distance: 8)
-        room.add(Fixtures.configuration("Bori", seed: 1), pose: a, seed: 11)
-        room.add(Fixtures.configuration("Kong", consent: .askUser, seed: 2), pose: b, seed: 12)
+        room.addBoriAndKong(distance: 8, kong: .askUser)
         room.run(until: Instant.zero + .seconds(20))
         #expect(room.events[1].contains { if case .consentRequested = $0 { true } else { false } })
         #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
@@ -230,9 +227,7 @@ extension VirtualRoom {
 
     @Test func unansweredConsentDeclinesAfterSixtySeconds() {
         var room = VirtualRoom()
-        let (a, b) = Fixtures.facingPair(distance: 8)
-        room.add(Fixtures.configuration("Bori", seed: 1), pose: a, seed: 11)
-        room.add(Fixtures.configuration("Kong", consent: .askUser, seed: 2), pose: b, seed: 12)
+        room.addBoriAndKong(distance: 8, kong: .askUser)
         room.run(until: Instant.zero + .seconds(50))
         #expect(!room.devices[1].isClosed)
         room.run(until: Instant.zero + .seconds(90))
