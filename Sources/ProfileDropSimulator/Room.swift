@@ -269,11 +269,7 @@ public struct Room {
         guard case .device(let slot) = slots[member] else {
             preconditionFailure("participant \(member) is no device")
         }
-        clearLast()
-        deadlineCache = nil
-        let result = body(&devices[slot], now)
-        drain(member)
-        return result
+        return input(to: member) { room, now in body(&room.devices[slot], now) }
     }
 
     /// Gives speaker `member` an input at ``now`` (a scripted send), then drains it.
@@ -283,9 +279,15 @@ public struct Room {
         guard case .speaker(let slot) = slots[member] else {
             preconditionFailure("participant \(member) is no speaker")
         }
+        return input(to: member) { room, now in body(&room.speakers[slot], now) }
+    }
+
+    /// One input from outside the room to `member`: whatever it sends and reports afterwards is
+    /// what ``lastSent`` and ``lastEvents`` show, and its deadline may have moved.
+    private mutating func input<Result>(to member: Int, _ give: (inout Room, Instant) -> Result) -> Result {
         clearLast()
         deadlineCache = nil
-        let result = body(&speakers[slot], now)
+        let result = give(&self, now)
         drain(member)
         return result
     }

@@ -25,17 +25,23 @@ import Testing
         #expect(report.abortedRuns > 0)
     }
 
+    /// Runs the swarm run of `runSeed` alone and checks what every liveness regression needs: a
+    /// room of `devices` whose close pair is expected to exchange, and does, with no violation.
+    static func pairExchanges(runSeed: UInt64, devices: Int) -> SwarmReport {
+        let plan = SwarmPlan(runSeed: runSeed, timeouts: Swarm.timeouts)
+        #expect(plan.expectsExchange)
+        #expect(plan.scenario.devices.count == devices)
+        let report = Swarm.run(runs: 1, seed: runSeed)
+        #expect(report.violations == [])
+        #expect(report.runs.first?.pairExchanged == true)
+        return report
+    }
+
     /// A room of six at 28 % loss with corruption: the close pair invite each other while still
     /// walking in, the far abort ends that session out of range, and bystanders (one a phantom id
     /// from a corrupted beacon) stay untried or busy. The pair must still meet and exchange.
     @Test func aPairThatFailedWhileWalkingInStillExchanges() {
-        let seed: UInt64 = 17_731_604_043_324_887_944
-        let plan = SwarmPlan(runSeed: seed, timeouts: Swarm.timeouts)
-        #expect(plan.expectsExchange)
-        #expect(plan.scenario.devices.count == 6)
-        let report = Swarm.run(runs: 1, seed: seed)
-        #expect(report.violations == [])
-        #expect(report.runs.first?.pairExchanged == true)
+        let report = Self.pairExchanges(runSeed: 17_731_604_043_324_887_944, devices: 6)
         // The scenario is the one described: the first session between the pair fails early.
         let transcript = report.lines.joined(separator: "\n")
         #expect(transcript.contains("dev0 -> session with dev1 ended: out of range"))
@@ -81,13 +87,7 @@ import Testing
     /// 60 s limit. The initiator now repeats CONFIRM with every ranging round until it hears the
     /// responder.
     @Test func aPairOnALossyLinkExchangesDespiteLostConfirms() {
-        let seed: UInt64 = 11_424_253_438_291_351_437
-        let plan = SwarmPlan(runSeed: seed, timeouts: Swarm.timeouts)
-        #expect(plan.expectsExchange)
-        #expect(plan.scenario.devices.count == 3)
-        let report = Swarm.run(runs: 1, seed: seed)
-        #expect(report.violations == [])
-        #expect(report.runs.first?.pairExchanged == true)
+        _ = Self.pairExchanges(runSeed: 11_424_253_438_291_351_437, devices: 3)
     }
 
     /// Every stored swarm case (SwarmCases/*.case, written by scripts/swarm.sh) replays without a
