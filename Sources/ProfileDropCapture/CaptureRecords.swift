@@ -633,27 +633,17 @@ enum ConfigurationCodec {
     }
 
     static func write(_ model: MeasurementModel, to writer: inout ByteWriter) {
-        for value in [
-            model.distanceNoise, model.bearingNoise, model.outlierProbability, model.outlierBiasMean,
-            model.dropoutProbability, model.sampleRate, model.maximumRange,
-        ] { writer.writeDouble(value) }
+        for field in MeasurementModel.fields { writer.writeDouble(model[keyPath: field.path]) }
     }
 
     static func readMeasurement(_ reader: inout RecordReader) throws(CaptureError) -> MeasurementModel {
-        let distanceNoise = try reader.finite("distance noise")
-        let bearingNoise = try reader.finite("bearing noise")
-        let outlierProbability = try reader.finite("outlier probability")
-        let outlierBiasMean = try reader.finite("outlier bias mean")
-        let dropoutProbability = try reader.finite("dropout probability")
-        let sampleRate = try reader.finite("sample rate")
-        let maximumRange = try reader.finite("maximum range")
-        guard distanceNoise >= 0, bearingNoise >= 0, outlierBiasMean >= 0,
-            (0...1).contains(outlierProbability),
-            (0...1).contains(dropoutProbability), sampleRate >= 0.001, sampleRate <= 1000, maximumRange > 0
+        var model = MeasurementModel.default
+        for field in MeasurementModel.fields { model[keyPath: field.path] = try reader.finite(field.name) }
+        // The initializer's preconditions, checked here so that a bad file is an error, not a trap.
+        guard model.distanceNoise >= 0, model.bearingNoise >= 0, model.outlierBiasMean >= 0,
+            (0...1).contains(model.outlierProbability), (0...1).contains(model.dropoutProbability),
+            model.sampleRate >= 0.001, model.sampleRate <= 1000, model.maximumRange > 0
         else { throw CaptureError(.malformed, "measurement model out of range") }
-        return MeasurementModel(
-            distanceNoise: distanceNoise, bearingNoise: bearingNoise, outlierProbability: outlierProbability,
-            outlierBiasMean: outlierBiasMean, dropoutProbability: dropoutProbability, sampleRate: sampleRate,
-            maximumRange: maximumRange)
+        return model
     }
 }

@@ -165,6 +165,8 @@ struct CaptureRecordsTests {
     @Test func fieldTablesListEveryStoredProperty() {
         #expect(Timeouts.fields.count == Mirror(reflecting: Timeouts()).children.count)
         #expect(Limits.fields.count == Mirror(reflecting: Limits()).children.count)
+        #expect(MeasurementModel.fields.count == Mirror(reflecting: MeasurementModel.default).children.count)
+        #expect(Set(MeasurementModel.fields.map(\.path)).count == MeasurementModel.fields.count)
         // A table naming one field twice and missing another would leave the other at its default.
         #expect(Self.unchangedFields(Self.distinctTimeouts(), from: Timeouts()) == [])
         #expect(Self.unchangedFields(Self.distinctLimits(), from: Limits()) == [])

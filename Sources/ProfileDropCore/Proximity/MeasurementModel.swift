@@ -120,3 +120,18 @@ public struct MeasurementModel: Equatable, Sendable {
         Double(word >> 11) * 0x1.0p-53
     }
 }
+
+@_spi(Replay)
+extension MeasurementModel {
+    /// Every parameter, named for diagnostics, in declaration order, which is also their order in
+    /// a capture's device record. The capture codec iterates this table, so a parameter added above
+    /// must be added here too; a test compares its length with the struct's stored properties.
+    public static var fields: [(name: String, path: WritableKeyPath<MeasurementModel, Double>)] {
+        [
+            ("distance noise", \.distanceNoise), ("bearing noise", \.bearingNoise),
+            ("outlier probability", \.outlierProbability), ("outlier bias mean", \.outlierBiasMean),
+            ("dropout probability", \.dropoutProbability), ("sample rate", \.sampleRate),
+            ("maximum range", \.maximumRange),
+        ]
+    }
+}
