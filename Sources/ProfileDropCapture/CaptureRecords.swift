@@ -596,40 +596,41 @@ enum ConfigurationCodec {
     }
 
     static func write(_ gate: ProximityGate.Configuration, to writer: inout ByteWriter) {
-        for value in [
-            gate.distanceBand.lowerBound, gate.distanceBand.upperBound, gate.maximumBearing,
-            gate.distanceHysteresis, gate.bearingHysteresis,
-        ] { writer.writeDouble(value) }
-        write(gate.dwellTime, to: &writer)
-        write(gate.window, to: &writer)
-        writer.writeInteger(UInt32(clamping: gate.minimumSamples))
-        writer.writeInteger(UInt32(clamping: gate.minimumSamplesWhileOpen))
-        writer.writeDouble(gate.outlierDistance)
-        writer.writeDouble(gate.outlierBearing)
+        for field in ProximityGate.Configuration.fields {
+            switch field {
+            case .number(_, let path): writer.writeDouble(gate[keyPath: path])
+            case .numberRange(_, let path):
+                writer.writeDouble(gate[keyPath: path].lowerBound)
+                writer.writeDouble(gate[keyPath: path].upperBound)
+            case .duration(_, let path): write(gate[keyPath: path], to: &writer)
+            case .count(_, let path): writer.writeInteger(UInt32(clamping: gate[keyPath: path]))
+            }
+        }
     }
 
     static func readGate(_ reader: inout RecordReader) throws(CaptureError) -> ProximityGate.Configuration {
-        let low = try reader.finite("distance band (low)")
-        let high = try reader.finite("distance band (high)")
-        let maximumBearing = try reader.finite("maximum bearing")
-        let distanceHysteresis = try reader.finite("distance hysteresis")
-        let bearingHysteresis = try reader.finite("bearing hysteresis")
-        let dwell = try reader.duration("dwell time")
-        let window = try reader.duration("gate window")
-        let minimumSamples = try reader.count("minimum samples")
-        let minimumWhileOpen = try reader.count("minimum samples while open")
-        let outlierDistance = try reader.finite("outlier distance")
-        let outlierBearing = try reader.finite("outlier bearing")
+        var gate = ProximityGate.Configuration.default
+        for field in ProximityGate.Configuration.fields {
+            switch field {
+            case .number(let name, let path): gate[keyPath: path] = try reader.finite(name)
+            case .numberRange(let name, let path):
+                let low = try reader.finite("\(name) (low)")
+                let high = try reader.finite("\(name) (high)")
+                guard low <= high else {
+                    throw CaptureError(.malformed, "\(name) runs from \(low) down to \(high)")
+                }
+                gate[keyPath: path] = low...high
+            case .duration(let name, let path): gate[keyPath: path] = try reader.duration(name)
+            case .count(let name, let path): gate[keyPath: path] = try reader.count(name)
+            }
+        }
         // The initializer's preconditions, checked here so that a bad file is an error, not a trap.
-        guard low >= 0, low <= high, (0...180).contains(maximumBearing), distanceHysteresis >= 0,
-            bearingHysteresis >= 0, window > .zero, minimumSamples >= 1, minimumWhileOpen >= 1,
-            outlierDistance > 0, outlierBearing > 0
+        guard gate.distanceBand.lowerBound >= 0, (0...180).contains(gate.maximumBearing),
+            gate.distanceHysteresis >= 0, gate.bearingHysteresis >= 0, gate.window > .zero,
+            gate.minimumSamples >= 1, gate.minimumSamplesWhileOpen >= 1, gate.outlierDistance > 0,
+            gate.outlierBearing > 0
         else { throw CaptureError(.malformed, "gate configuration out of range") }
-        return ProximityGate.Configuration(
-            distanceBand: low...high, maximumBearing: maximumBearing, distanceHysteresis: distanceHysteresis,
-            bearingHysteresis: bearingHysteresis, dwellTime: dwell, window: window,
-            minimumSamples: minimumSamples, minimumSamplesWhileOpen: minimumWhileOpen,
-            outlierDistance: outlierDistance, outlierBearing: outlierBearing)
+        return gate
     }
 
     static func write(_ model: MeasurementModel, to writer: inout ByteWriter) {

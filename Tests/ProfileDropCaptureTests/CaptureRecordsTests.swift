@@ -167,6 +167,8 @@ struct CaptureRecordsTests {
         #expect(Limits.fields.count == Mirror(reflecting: Limits()).children.count)
         #expect(MeasurementModel.fields.count == Mirror(reflecting: MeasurementModel.default).children.count)
         #expect(Set(MeasurementModel.fields.map(\.path)).count == MeasurementModel.fields.count)
+        let gateFields = ProximityGate.Configuration.fields
+        #expect(gateFields.count == Mirror(reflecting: ProximityGate.Configuration.default).children.count)
         // A table naming one field twice and missing another would leave the other at its default.
         #expect(Self.unchangedFields(Self.distinctTimeouts(), from: Timeouts()) == [])
         #expect(Self.unchangedFields(Self.distinctLimits(), from: Limits()) == [])

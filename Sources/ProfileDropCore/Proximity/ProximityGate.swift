@@ -275,3 +275,32 @@ public struct ProximityGate: Equatable, Sendable {
         }
     }
 }
+
+@_spi(Replay)
+extension ProximityGate.Configuration {
+    /// One parameter of the gate, named for diagnostics, with the key path that reads and writes it.
+    public enum Field {
+        /// A number.
+        case number(String, WritableKeyPath<ProximityGate.Configuration, Double>)
+        /// A range of numbers.
+        case numberRange(String, WritableKeyPath<ProximityGate.Configuration, ClosedRange<Double>>)
+        /// A duration.
+        case duration(String, WritableKeyPath<ProximityGate.Configuration, Duration>)
+        /// A count.
+        case count(String, WritableKeyPath<ProximityGate.Configuration, Int>)
+    }
+
+    /// Every parameter, in declaration order, which is also their order in a capture's device
+    /// record. The capture codec iterates this table, so a parameter added above must be added here
+    /// too; a test compares its length with the struct's stored properties.
+    public static var fields: [Field] {
+        [
+            .numberRange("distance band", \.distanceBand), .number("maximum bearing", \.maximumBearing),
+            .number("distance hysteresis", \.distanceHysteresis),
+            .number("bearing hysteresis", \.bearingHysteresis), .duration("dwell time", \.dwellTime),
+            .duration("gate window", \.window), .count("minimum samples", \.minimumSamples),
+            .count("minimum samples while open", \.minimumSamplesWhileOpen),
+            .number("outlier distance", \.outlierDistance), .number("outlier bearing", \.outlierBearing),
+        ]
+    }
+}
