@@ -110,6 +110,19 @@ function profiledrop.dissector(buffer, pinfo, tree)
         return range
     end
 
+    -- The `count` bytes a length field announced, added as `field` (whose tree item is returned
+    -- with the range), or a note that the datagram ends first.
+    local function take_announced(field, count, what)
+        if offset + count > length then
+            subtree:add_proto_expert_info(e_truncated, what .. " shorter than its length")
+            return nil
+        end
+        local range = buffer(offset, count)
+        local item = subtree:add(field, range)
+        offset = offset + count
+        return range, item
+    end
+
     if type == 1 then
         local id = take(f.device_id, 8)
         local port = take(f.port, 2)
@@ -138,15 +151,10 @@ function profiledrop.dissector(buffer, pinfo, tree)
         local noise_length = receiver and take(f.noise_length, 2)
         if noise_length then
             local count = noise_length:uint()
-            if offset + count > length then
-                subtree:add_proto_expert_info(e_truncated, "Noise message shorter than its length")
-            else
-                subtree:add(f.noise, buffer(offset, count))
-                -- Messages 1 and 2 of Noise XX start with the sender's ephemeral key in the clear.
-                if (type == 3 or type == 4) and count >= 32 then
-                    subtree:add(f.noise_e, buffer(offset, 32))
-                end
-                offset = offset + count
+            local noise = take_announced(f.noise, count, "Noise message")
+            -- Messages 1 and 2 of Noise XX start with the sender's ephemeral key in the clear.
+            if noise and (type == 3 or type == 4) and count >= 32 then
+                subtree:add(f.noise_e, noise:range(0, 32))
             end
             info = string.format("%s session=%s %s -> %s noise=%dB", name, hex64(session), hex64(sender),
                 hex64(receiver), count)
@@ -167,13 +175,8 @@ function profiledrop.dissector(buffer, pinfo, tree)
         local ciphertext_length = number and take(f.ciphertext_length, 2)
         if ciphertext_length then
             local count = ciphertext_length:uint()
-            if offset + count > length then
-                subtree:add_proto_expert_info(e_truncated, "Ciphertext shorter than its length")
-            else
-                local ciphertext = subtree:add(f.ciphertext, buffer(offset, count))
-                if count >= 16 then ciphertext:add(f.tag, buffer(offset + count - 16, 16)) end
-                offset = offset + count
-            end
+            local ciphertext, item = take_announced(f.ciphertext, count, "Ciphertext")
+            if ciphertext and count >= 16 then item:add(f.tag, ciphertext:range(count - 16, 16)) end
             info = string.format("%s session=%s pn=%s len=%d", name, hex64(session),
                 tostring(number:uint64()), count)
         end
