@@ -24,8 +24,7 @@ final class ShareSession {
     private let clock = MonotonicClock()
     private var display: ShareDisplay
     private var motion: MotionMode
-    private var script: MotionScript?
-    private var pose: Pose
+    private var movement: DeviceMotion
     private var initiator = false
     private var receivedCard: ProfileCard?
     private var keyDecoder = KeyDecoder()
@@ -36,13 +35,7 @@ final class ShareSession {
         self.console = console
         motion = options.motion
         display = ShareDisplay(mode: options.output, console: console)
-        switch options.motion {
-        case .approach: pose = Pose(x: 0, y: 0, heading: 0)
-        case .still(let start), .interactive(let start): pose = start
-        case .scripted(let motionScript):
-            script = motionScript
-            pose = motionScript.initialPose
-        }
+        movement = DeviceMotion(options.motion)
     }
 
     func run() throws -> ExitCode {
@@ -93,7 +86,7 @@ final class ShareSession {
     ) throws -> ExitCode {
         var driver = DeviceDriver(device: device, sockets: host)
         let onEvent = { (event: DeviceEvent, device: D) in self.handle(event, state: device[keyPath: state]) }
-        driver.device.updatePose(pose, at: clock.now)
+        driver.device.updatePose(movement.pose, at: clock.now)
         display.started(
             interfaces: options.interfaces.map(\.name), listening: host.listeningDescription,
             snapshot: driver.device[keyPath: state].snapshot)
@@ -108,7 +101,7 @@ final class ShareSession {
         var closedAt: Instant?
         while true {
             var wake = clock.now + .milliseconds(250)
-            if script != nil { wake = min(wake, clock.now + Self.motionTick) }
+            if movement.isMoving { wake = min(wake, clock.now + Self.motionTick) }
             // Datagrams, timeout, and every reply and event they cause, all within this one turn.
             let stdinReadable = try driver.turn(
                 wakingBy: wake, alsoWatching: readsStdin ? STDIN_FILENO : nil, onEvent: onEvent)
@@ -171,7 +164,7 @@ final class ShareSession {
         case .connecting(_, let isInitiator):
             initiator = isInitiator
         case .secured:
-            if case .approach = motion { startApproach(at: clock.now) }
+            if case .approach = motion { movement.startApproach(initiator: initiator, at: clock.now) }
         case .cardReceived(let card):
             receivedCard = card
         case .consentRequested:
@@ -185,27 +178,8 @@ final class ShareSession {
         display.show(event, snapshot: state.snapshot)
     }
 
-    /// The default motion: the inviting device holds still at the origin facing +x, and the other
-    /// is brought from 30 cm to 7 cm in front of it, facing back, over 1.5 s.
-    private func startApproach(at now: Instant) {
-        if initiator {
-            pose = Pose(x: 0, y: 0, heading: 0)
-            script = MotionScript(from: pose, start: now)
-        } else {
-            script = MotionScript(
-                from: Pose(x: 30, y: 0, heading: 180), start: now,
-                steps: [.move(to: Pose(x: 7, y: 0, heading: 180), over: .milliseconds(1500))])
-        }
-    }
-
     private func advanceMotion(_ device: inout some SansIODevice, at now: Instant) {
-        guard let script else { return }
-        let next = script.pose(at: now)
-        if next != pose {
-            pose = next
-            device.updatePose(pose, at: now)
-        }
-        if now >= script.end { self.script = nil }
+        if let pose = movement.advance(to: now) { device.updatePose(pose, at: now) }
     }
 
     private func readInput<D: SansIODevice>(_ device: inout D, state: KeyPath<D, Device>) -> KeyPress? {
@@ -228,15 +202,13 @@ final class ShareSession {
                 guard case .interactive = motion else { continue }
                 let moved: Pose
                 switch key {
-                case .up: moved = pose.moved(forward: Self.keyStep.distance)
-                case .down: moved = pose.moved(forward: -Self.keyStep.distance)
-                case .left: moved = pose.turned(by: Self.keyStep.degrees)
-                case .right: moved = pose.turned(by: -Self.keyStep.degrees)
+                case .up: moved = movement.pose.moved(forward: Self.keyStep.distance)
+                case .down: moved = movement.pose.moved(forward: -Self.keyStep.distance)
+                case .left: moved = movement.pose.turned(by: Self.keyStep.degrees)
+                case .right: moved = movement.pose.turned(by: -Self.keyStep.degrees)
                 case .quit, .letter: continue
                 }
-                // The room's edge stops the device, as the flags' limit does.
-                guard moved.isInsideRoom else { continue }
-                pose = moved
+                guard let pose = movement.step(to: moved) else { continue }
                 device.updatePose(pose, at: clock.now)
                 display.poseChanged(pose, snapshot: device[keyPath: state].snapshot)
             }
