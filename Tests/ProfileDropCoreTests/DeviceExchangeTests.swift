@@ -387,3 +387,31 @@ extension VirtualRoom {
         }
     }
 }
+
+/// What a session reports after it ended, driven by the fuzz harness's scripted peer, which holds
+/// the session keys and so can send any frame.
+@Suite struct EndedSessionTests {
+    /// A session that failed with an error must not report a CARD_ACK that arrives while it
+    /// closes: it used to say "acknowledged", and the terminal kept showing that stage.
+    @Test func aCardAckAfterTheSessionFailedIsNotReported() throws {
+        var run = try #require(DeviceFuzz.prefixes[0].first { $0.device.stage == .exchanging })
+        let card = try #require(run.configuration.card)
+        let digest = BLAKE2b.hash(card.encoded(), outputLength: 32)
+        func send(_ frames: [Frame]) -> [DeviceEvent] {
+            run.peer.send(frames)
+            var events: [DeviceEvent] = []
+            for datagram in run.peer.outbox {
+                run.room.inject(datagram, from: run.peer.address, to: 0)
+                while run.room.step(notAfter: run.now) != nil { events += run.room.lastEvents }
+            }
+            run.peer.outbox = []
+            return events
+        }
+        // An acknowledgement of a card the device never sent is a protocol error: the session fails.
+        let failing = send([.cardAck(digest: digest.map { $0 ^ 0xFF })])
+        #expect(
+            failing.contains { if case .sessionEnded(_, .error) = $0 { true } else { false } }, "\(failing)")
+        let late = send([.cardAck(digest: digest)])
+        #expect(!late.contains(.acknowledged), "\(late)")
+    }
+}

@@ -134,8 +134,9 @@ struct ExchangeSession {
         let frames = try channel.open(packet)
         link?.channel = channel
         let inbound: Link.Inbound
+        let live = isActive
         do {
-            inbound = try securedLink.absorb(frames, context: &context)
+            inbound = try securedLink.absorb(frames, live: live, context: &context)
             try handle(inbound, context: &context)
         } catch {
             fail(error, context: &context)

@@ -103,10 +103,14 @@ struct Link {
         var learned = false
     }
 
-    /// Absorbs authenticated frames into the shared facts.
+    /// Absorbs authenticated frames into the shared facts. With `live` false (the session is
+    /// closing or draining) the facts still count, but nothing is reported: the user already saw
+    /// how the session ended, and a late acknowledgement must not read as progress.
     /// - Throws: ``ProtocolError`` when the peer contradicts itself (another token, another
     ///   consent, an acknowledgement of a card we did not send) or offers a card over our limit.
-    mutating func absorb(_ frames: [Frame], context: inout SessionContext) throws(ProtocolError) -> Inbound {
+    mutating func absorb(_ frames: [Frame], live: Bool, context: inout SessionContext) throws(ProtocolError)
+        -> Inbound
+    {
         lastHeard = context.now
         heardFromPeer = true
         var inbound = Inbound()
@@ -164,7 +168,7 @@ struct Link {
                 if !peerAckedOurCard {
                     peerAckedOurCard = true
                     inbound.learned = true
-                    context.emit(.acknowledged)
+                    if live { context.emit(.acknowledged) }
                 }
             case .close(let close):
                 inbound.close = close
