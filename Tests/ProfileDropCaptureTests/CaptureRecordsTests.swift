@@ -236,11 +236,11 @@ struct CaptureRecordsTests {
         let seeds = Self.honestRecords().map { padded($0.encoded()) }.filter { $0.count < 4096 }
         var mutations = ByteMutations(seed: 0xCA97)
         let accepted = mutations.accepted(
-            rounds: 6_000, of: seeds, decode: { try? CaptureRecord(customData: $0) }
-        ) { record, bytes, round in
-            let again = record.encoded()
-            #expect(bytes == again || bytes == padded(again), "round \(round)")
-        }
+            rounds: 6_000, of: seeds, decode: { try? CaptureRecord(customData: $0) },
+            check: { record, bytes, round in
+                let again = record.encoded()
+                #expect(bytes == again || bytes == padded(again), "round \(round)")
+            })
         #expect(accepted > 1_000)
     }
 
@@ -343,10 +343,10 @@ struct CaptureRecordsTests {
         let seeds = Self.honestSecrets().map { $0.encoded() }.filter { $0.count < 4096 }
         var mutations = ByteMutations(seed: 0x6E71)
         let accepted = mutations.accepted(
-            rounds: 4_000, of: seeds, decode: { try? DeviceSecrets(decoding: $0) }
-        ) {
-            secrets, bytes, round in #expect(secrets.encoded() == bytes, "round \(round)")
-        }
+            rounds: 4_000, of: seeds, decode: { try? DeviceSecrets(decoding: $0) },
+            check: {
+                secrets, bytes, round in #expect(secrets.encoded() == bytes, "round \(round)")
+            })
         #expect(accepted > 200)
     }
 

@@ -421,10 +421,10 @@ struct ProfileCardTests {
         var mutations = ByteMutations(seed: 0xCA4D)
         let good = try sampleCard(photo: pngHeader + [1, 2, 3, 4]).encoded()
         let accepted = mutations.accepted(
-            rounds: 3000, of: [good], decode: { try? ProfileCard(decoding: $0) }
-        ) {
-            card, bytes, _ in #expect(card.encoded() == bytes)
-        }
+            rounds: 3000, of: [good], decode: { try? ProfileCard(decoding: $0) },
+            check: {
+                card, bytes, _ in #expect(card.encoded() == bytes)
+            })
         // Most single-byte changes hit text or the photo body and stay valid; most others fail.
         #expect(accepted > 0 && accepted < 3000)
         var random = DeterministicRandom(seed: 0xCA4E)

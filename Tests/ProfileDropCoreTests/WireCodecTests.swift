@@ -217,10 +217,11 @@ import Testing
     @Test func mutatedFramesThatDecodeEncodeToTheirBytes() throws {
         var mutations = ByteMutations(seed: 0xF4A3)
         let encodings = Self.frames.map { Frame.encode([$0]) } + [Frame.encode(Array(Self.frames.prefix(6)))]
-        let accepted = mutations.accepted(rounds: 20_000, of: encodings, decode: { try? Frame.decodeAll($0) })
-        {
-            frames, bytes, _ in #expect(Frame.encode(frames) == bytes)
-        }
+        let accepted = mutations.accepted(
+            rounds: 20_000, of: encodings, decode: { try? Frame.decodeAll($0) },
+            check: {
+                frames, bytes, _ in #expect(Frame.encode(frames) == bytes)
+            })
         #expect(accepted > 1000)
     }
 
@@ -229,8 +230,8 @@ import Testing
         var mutations = ByteMutations(seed: 0x9A4A)
         let honest = HandshakeParameters(maxCardBytes: 524_288, receiveWindow: 32).encoded()
         let accepted = mutations.accepted(
-            rounds: 5_000, of: [honest], decode: { try? HandshakeParameters(decoding: $0) }
-        ) { parameters, bytes, _ in #expect(parameters.encoded() == bytes) }
+            rounds: 5_000, of: [honest], decode: { try? HandshakeParameters(decoding: $0) },
+            check: { parameters, bytes, _ in #expect(parameters.encoded() == bytes) })
         #expect(accepted > 100)
     }
 

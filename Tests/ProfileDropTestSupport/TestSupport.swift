@@ -23,7 +23,7 @@ public struct ByteMutations {
     /// show that the property was exercised.
     public mutating func accepted<Value>(
         rounds: Int, of seeds: [[UInt8]], alphabet: [UInt8] = [], decode: ([UInt8]) -> Value?,
-        _ check: (_ value: Value, _ bytes: [UInt8], _ round: Int) -> Void
+        check: (_ value: Value, _ bytes: [UInt8], _ round: Int) -> Void
     ) -> Int {
         precondition(!seeds.isEmpty, "mutations need at least one valid encoding")
         var accepted = 0
