@@ -2,15 +2,22 @@ import ProfileDropCore
 import ProfileDropCrypto
 
 extension DeviceContext {
-    /// The real protocol core for this context: the scenario's card, consent asked of the owner, a
-    /// static key from ``staticKeySeedMaterial`` and every draw from ``seedMaterial``.
+    /// The configuration of the device at this context: the scenario's card, consent asked of the
+    /// owner, a static key from ``staticKeySeedMaterial``, the scenario's timers and the run's gate.
+    public var coreConfiguration: DeviceConfiguration {
+        DeviceConfiguration(
+            card: spec.card, consent: .askUser, staticKey: staticKey, timeouts: timeouts, gate: options.gate)
+    }
+
+    /// The device's address on the simulated LAN.
+    public var localAddress: PeerAddress { PeerAddress(ipv4: ipv4, port: port) }
+
+    /// The real protocol core for this context: ``coreConfiguration``, every draw from
+    /// ``seedMaterial``.
     public func makeCoreDevice() -> Device {
-        let configuration = DeviceConfiguration(
-            card: spec.card, consent: .askUser, staticKey: staticKey,
-            timeouts: timeouts, gate: options.gate)
-        return Device(
-            configuration: configuration, random: DeterministicRandom(seedMaterial: seedMaterial),
-            now: .zero, localAddress: PeerAddress(ipv4: ipv4, port: port))
+        Device(
+            configuration: coreConfiguration, random: DeterministicRandom(seedMaterial: seedMaterial),
+            now: .zero, localAddress: localAddress)
     }
 }
 

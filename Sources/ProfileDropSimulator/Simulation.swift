@@ -70,23 +70,13 @@ public struct DeviceContext {
     public let ipv4: UInt32
     /// The UDP port every simulated device uses.
     public let port: UInt16
-    /// Names peers by identity; complete once every device has been built.
-    public let directory: PeerDirectory
     /// The run's options.
     public let options: SimulationOptions
-    /// The number of devices in the room.
-    public let nodeCount: Int
     /// The devices' timers, from the scenario.
     public let timeouts: Timeouts
 
     /// The address of node `index` on the simulated LAN.
     public static func ipv4(ofNode index: Int) -> UInt32 { 0x0A00_0001 + UInt32(index) }
-    /// The node holding `ipv4`, if any of `nodeCount` nodes does.
-    public static func node(ofIPv4 ipv4: UInt32, nodeCount: Int) -> Int? {
-        guard ipv4 >= 0x0A00_0001 else { return nil }
-        let index = Int(ipv4 - 0x0A00_0001)
-        return index < nodeCount ? index : nil
-    }
     /// The UDP port of every simulated device.
     public static let simulatedPort: UInt16 = 47_474
 }
@@ -197,8 +187,7 @@ private struct SimulationEngine {
             let context = DeviceContext(
                 index: index, spec: spec, seedMaterial: Simulation.seedMaterial(seed, "device/\(index)"),
                 ipv4: DeviceContext.ipv4(ofNode: index), port: DeviceContext.simulatedPort,
-                directory: directory, options: options, nodeCount: scenario.devices.count,
-                timeouts: scenario.timeouts)
+                options: options, timeouts: scenario.timeouts)
             let device = makeDevice(context)
             directory.add(identity: device.deviceID.rawValue, node: index, name: spec.name)
             room.add(device, at: Simulation.address(ofNode: index))

@@ -57,13 +57,10 @@ enum GoldenCaptures {
 /// The simulator's core device built as a ``CapturingDevice`` (static key from the device's seed
 /// material, every draw on the tape), with every input and output recorded.
 func capturingCoreDevice(context: DeviceContext, recorder: CaptureRecorder) -> CapturingDevice {
-    let configuration = DeviceConfiguration(
-        card: context.spec.card, consent: .askUser, staticKey: context.staticKey,
-        timeouts: context.timeouts, gate: context.options.gate)
-    return CapturingDevice(
-        configuration: configuration, random: DeterministicRandom(seedMaterial: context.seedMaterial),
-        now: .zero, localAddress: PeerAddress(ipv4: context.ipv4, port: context.port),
-        name: context.spec.name,
+    CapturingDevice(
+        configuration: context.coreConfiguration,
+        random: DeterministicRandom(seedMaterial: context.seedMaterial), now: .zero,
+        localAddress: context.localAddress, name: context.spec.name,
         recorder: recorder, staticKey: .seedMaterial(context.staticKeySeedMaterial))
 }
 

@@ -2,7 +2,6 @@ import ProfileDropCapture
 import ProfileDropCore
 import ProfileDropCrypto
 import ProfileDropJSON
-import ProfileDropSimulator
 
 /// `profiledrop replay FILE`: rebuilds each captured device from a pcapng capture written with
 /// `--keylog`, feeds it the recorded inputs and checks that it sends the recorded datagrams byte for

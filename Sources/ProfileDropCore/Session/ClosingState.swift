@@ -19,18 +19,25 @@ extension ClosingState {
             // now rather than on the backed-off timer (at most once per ranging interval). After
             // a lost CLOSE, or a cut that healed, the peer learns the outcome within a round
             // trip instead of waiting for a retransmission seconds away.
-            link.send(frames + [.receipt(link.receipts)], context: &context)
-            lastSentAt = context.now
+            send(through: &link, context: &context)
         }
         return .stay
     }
+
+    /// CLOSE again, with a RECEIPT of what we hold.
+    private mutating func send(through link: inout Link, context: inout SessionContext) {
+        link.send(Self.packet(frames, link: link), context: &context)
+        lastSentAt = context.now
+    }
+
+    /// The frames of a CLOSE packet: the close frames, then a RECEIPT of what we hold.
+    static func packet(_ frames: [Frame], link: Link) -> [Frame] { frames + [.receipt(link.receipts)] }
 
     /// Retransmits CLOSE with back-off until the attempts run out.
     mutating func handleTimeout(link: inout Link, context: inout SessionContext) -> Transition {
         guard context.now >= retransmitAt else { return .stay }
         guard transmissions < context.timeouts.closeAttempts else { return .closed(outcome: nil) }
-        link.send(frames + [.receipt(link.receipts)], context: &context)
-        lastSentAt = context.now
+        send(through: &link, context: &context)
         retransmitAt =
             context.now + context.timeouts.closeRetransmit.doubled(transmissions, cap: .seconds(10))
         transmissions += 1
@@ -113,7 +120,7 @@ extension ExchangeSession {
             state = .closed
             return
         }
-        securedLink.send(frames + [.receipt(securedLink.receipts)], context: &context)
+        securedLink.send(ClosingState.packet(frames, link: securedLink), context: &context)
         state = .closing(
             ClosingState(
                 frames: frames, retransmitAt: context.now + context.timeouts.closeRetransmit,

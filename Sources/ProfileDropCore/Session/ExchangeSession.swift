@@ -24,9 +24,10 @@ struct ExchangeSession {
     /// The link of a state past the handshake. Every such state has one, from the handshake's end
     /// until the session is closed, so its absence here is our own bug, never the peer's doing.
     var securedLink: Link {
-        get {
-            guard let link else { preconditionFailure("session \(sessionID) has no link in \(state)") }
-            return link
+        _read {
+            guard link != nil else { preconditionFailure("session \(sessionID) has no link in \(state)") }
+            // In place too: reading a field must not copy the whole link (deadlines read it often).
+            yield link!
         }
         _modify {
             guard link != nil else { preconditionFailure("session \(sessionID) has no link in \(state)") }
