@@ -121,10 +121,10 @@ import Testing
                 .beacon(beacon), from: PeerAddress(10, 0, 1, UInt8(index), port: 4000),
                 at: Instant.zero + .milliseconds(index))
         }
-        #expect(lone.device.snapshot.knownPeers == 32)
+        #expect(lone.device.snapshot.peersSeen == 32)
         #expect(lone.events.filter { if case .peerFound = $0 { true } else { false } }.count == 100)
         lone.run(until: Instant.zero + .seconds(16))
-        #expect(lone.device.snapshot.knownPeers == 0)
+        #expect(lone.device.snapshot.peersSeen == 0)
     }
 
     @Test func ownMulticastIsIgnoredQuietly() {
@@ -135,7 +135,7 @@ import Testing
         }
         lone.deliver(own, from: lone.device.localAddress, at: Instant.zero + .milliseconds(200))
         #expect(lone.device.counters.rejected(.ownDatagram) == 1)
-        #expect(lone.device.snapshot.knownPeers == 0)
+        #expect(lone.device.snapshot.peersSeen == 0)
         #expect(!lone.events.contains { if case .datagramRejected = $0 { true } else { false } })
     }
 
@@ -171,7 +171,7 @@ import Testing
             }
         }
         #expect(lone.device.counters.rejected(.rateLimited) > 1500)
-        #expect(lone.device.snapshot.knownPeers <= 32)
+        #expect(lone.device.snapshot.peersSeen <= 32)
         #expect(lone.device.counters.datagramsReceived == 4000)
         #expect(lone.device.counters.datagramsRejected + lone.device.counters.datagramsAccepted == 4000)
         // A genuine peer from another address is still heard.

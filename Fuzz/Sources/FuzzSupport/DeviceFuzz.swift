@@ -510,7 +510,7 @@ public struct DeviceFuzz {
             counters.datagramsReceived == counters.datagramsAccepted + counters.datagramsRejected,
             "counters do not add up")
         findings.check(
-            device.snapshot.knownPeers <= device.configuration.limits.maxPeers, "peer table over its limit")
+            device.snapshot.peersSeen <= device.configuration.limits.maxPeers, "peer table over its limit")
         if let closedReason {
             findings.check(device.closedReason == closedReason, "close reason changed")
         }

@@ -173,7 +173,7 @@ struct ShareDisplay {
         var text = "[\(Self.stageNumber(stage))/8] \(stage.rawValue)"
         switch stage {
         case .advertising:
-            text += " · \(snapshot.knownPeers) peer\(snapshot.knownPeers == 1 ? "" : "s") seen"
+            text += " · \(snapshot.peersSeen) peer\(snapshot.peersSeen == 1 ? "" : "s") seen"
         case .peerFound:
             if let peer = snapshot.peer { text += " · \(peer)" }
         case .secured, .ranging, .inRange:

@@ -168,7 +168,7 @@ public struct Device {
         var snapshot = DeviceSnapshot(
             stage: .discovering, deviceID: deviceID, peer: lastPeer, distanceCm: nil,
             bearingDeg: nil, sentChunks: 0, totalSendChunks: 0, receivedChunks: 0, totalReceiveChunks: 0,
-            knownPeers: discovery.peerCount, closeReason: closeReason)
+            peersSeen: discovery.peerCount, closeReason: closeReason)
         exchange?.fill(&snapshot)
         if closeReason != nil { snapshot.stage = .closed }
         return snapshot

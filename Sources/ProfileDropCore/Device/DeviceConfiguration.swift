@@ -166,8 +166,13 @@ public struct DeviceConfiguration: Sendable {
     public var card: ProfileCard?
     /// How we answer once both devices are in range.
     public var consent: ConsentPolicy
-    /// Our Noise static key.
+    /// Our Noise static key. Version 2 uses a fresh one every run, so it links nothing across runs.
     public var staticKey: X25519.PrivateKey
+    /// Our long-term identity, which only known peers can recognise; nil for a device that keeps
+    /// none (it is then never recognised).
+    public var identity: DeviceIdentity?
+    /// Peers we exchanged with before, recognised privately (PROTOCOL.md 6.5).
+    public var knownPeers: [KnownPeer]
     /// Timers.
     public var timeouts: Timeouts
     /// Bounds.
@@ -180,12 +185,14 @@ public struct DeviceConfiguration: Sendable {
     /// Creates a configuration with default timers, limits, gate and measurement model.
     public init(
         card: ProfileCard?, consent: ConsentPolicy, staticKey: X25519.PrivateKey,
-        timeouts: Timeouts = Timeouts(), limits: Limits = Limits(),
+        identity: DeviceIdentity? = nil, knownPeers: [KnownPeer] = [], timeouts: Timeouts = Timeouts(), limits: Limits = Limits(),
         gate: ProximityGate.Configuration = .default, measurement: MeasurementModel = .default
     ) {
         self.card = card
         self.consent = consent
         self.staticKey = staticKey
+        self.identity = identity
+        self.knownPeers = knownPeers
         self.timeouts = timeouts
         self.limits = limits
         self.gate = gate

@@ -133,7 +133,7 @@ public struct DeviceSnapshot: Sendable, Equatable {
     /// Total chunks of the peer's card (0 until its offer arrives).
     public var totalReceiveChunks: Int
     /// How many devices the discovery session knows.
-    public var knownPeers: Int
+    public var peersSeen: Int
     /// Why the device closed, once it has.
     public var closeReason: CloseReason?
 }

@@ -1,5 +1,5 @@
 /// A device the discovery session has heard a beacon from.
-struct KnownPeer {
+struct DiscoveredPeer {
     let id: DeviceID
     var address: PeerAddress
     var lastSeen: Instant
@@ -22,7 +22,7 @@ struct KnownPeer {
 struct DiscoverySession {
     private let deviceID: DeviceID
     private let port: UInt16
-    private(set) var peers: [KnownPeer] = []  // sorted by id
+    private(set) var peers: [DiscoveredPeer] = []  // sorted by id
     private(set) var isClosed = false
     private var announceAt: Instant
     private var announceCount = 0
@@ -113,7 +113,7 @@ struct DiscoverySession {
             }
             peers.remove(at: stalest)
         }
-        let peer = KnownPeer(
+        let peer = DiscoveredPeer(
             id: beacon.deviceID, address: address, lastSeen: context.now, busy: beacon.busy,
             retryAt: context.now, busyUntil: context.now)
         let position = peers.firstIndex { $0.id > beacon.deviceID } ?? peers.endIndex
@@ -132,7 +132,7 @@ struct DiscoverySession {
     /// back-offs expired; among those with the fewest failed sessions one is drawn at random, so
     /// that many devices do not all invite the same peer and every peer is tried before any is
     /// retried. BUSY answers do not count as failures: a busy peer is retried soon.
-    mutating func nextInvitee(context: inout SessionContext) -> KnownPeer? {
+    mutating func nextInvitee(context: inout SessionContext) -> DiscoveredPeer? {
         guard !isClosed, context.now >= inviteAt else { return nil }
         let candidates = peers.filter { isCandidate($0, now: context.now) }
         guard let fewest = candidates.map(\.failures).min() else { return nil }
@@ -152,7 +152,7 @@ struct DiscoverySession {
         if let index = peers.firstIndex(where: { $0.id == peer }) { peers[index].wantedAt = context.now }
     }
 
-    private func isCandidate(_ peer: KnownPeer, now: Instant) -> Bool {
+    private func isCandidate(_ peer: DiscoveredPeer, now: Instant) -> Bool {
         !peer.busy && peer.retryAt <= now && peer.busyUntil <= now
     }
 
