@@ -86,7 +86,25 @@ public enum Describe {
         case .peerBusy(let peer): return ("peer-busy", [("peer", peer.description)])
         case .connecting(let peer, let initiator):
             return ("connecting", [("peer", peer.description), ("initiator", String(initiator))])
-        case .secured(let peer, let code): return ("secured", [("peer", peer.description), ("code", code)])
+        case .secured(let peer): return ("secured", [("peer", peer.description)])
+        case .verified(let verification):
+            return (
+                "verified",
+                [
+                    ("peer", verification.peer.description), ("code", verification.code),
+                    ("known", verification.knownPeer?.name ?? "no"),
+                    ("interrupted_before", String(verification.interruptedBefore)),
+                ]
+            )
+        case .pairingInterrupted(let peer, let code, let reason):
+            return (
+                "pairing-interrupted",
+                [("peer", peer.description), ("code", code ?? "none"), ("reason", reason.description)]
+            )
+        case .knownPeerMismatch(let name): return ("known-peer-mismatch", [("name", name)])
+        case .peerRemembered(let peer): return ("peer-remembered", [("name", peer.name)])
+        case .incompatiblePeer(let peer, let version):
+            return ("incompatible-peer", [("peer", peer.description), ("version", String(version))])
         case .ranging(let distance, let bearing):
             return ("ranging", [("distance_cm", number(distance)), ("bearing_deg", number(bearing))])
         case .inRange: return ("in-range", [])
@@ -184,6 +202,18 @@ public enum Describe {
                 + "digest=\(short(offer.digest)))"
         case .cardChunk(let index, let data):
             return "CARD_CHUNK(index=\(index) length=\(data.count))"
+        case .ident(let ident):
+            return "IDENT(\(short(ident)))"
+        case .proof(let proof):
+            return "PROOF(\(short(proof)))"
+        case .commit(let commitment):
+            return "COMMIT(\(short(commitment)))"
+        case .nonce(let nonce):
+            return "NONCE(\(short(nonce)))"
+        case .reveal(let nonce):
+            return "REVEAL(\(short(nonce)))"
+        case .bond(let resolvingKey, _):
+            return "BOND(resolving=\(short(resolvingKey)) share=…)"
         case .cardSack(let sack):
             return "CARD_SACK(cumulative=\(sack.cumulative) bitmap=\(hex(sack.bitmap)))"
         case .cardAck(let digest):

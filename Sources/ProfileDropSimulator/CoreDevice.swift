@@ -3,10 +3,12 @@ import ProfileDropCrypto
 
 extension DeviceContext {
     /// The configuration of the device at this context: the scenario's card, consent asked of the
-    /// owner, a static key from ``staticKeySeedMaterial``, the scenario's timers and the run's gate.
+    /// owner, a static key from ``staticKeySeedMaterial``, an ``identity`` and no known peers, the
+    /// scenario's timers and the run's gate.
     public var coreConfiguration: DeviceConfiguration {
         DeviceConfiguration(
-            card: spec.card, consent: .askUser, staticKey: staticKey, timeouts: timeouts, gate: options.gate)
+            card: spec.card, consent: .askUser, staticKey: staticKey, identity: identity, timeouts: timeouts,
+            gate: options.gate)
     }
 
     /// The device's address on the simulated LAN.
@@ -47,9 +49,24 @@ struct EventTranslator {
             sessionPeer = peer
             let verb = initiator ? "inviting" : "invited by"
             return .init(.note, text: "\(verb) \(directory.name(of: peer.rawValue))")
-        case .secured(let peer, let code):
+        case .secured(let peer):
             sessionPeer = peer
-            return .init(.note, text: "secured with \(directory.name(of: peer.rawValue)), code \(code)")
+            return .init(.note, text: "secured with \(directory.name(of: peer.rawValue))")
+        case .verified(let verification):
+            let known = verification.knownPeer.map { ", known as \($0.name)" } ?? ", new"
+            return .init(
+                .verified(code: verification.code, known: verification.knownPeer != nil),
+                text: "verified \(directory.name(of: verification.peer.rawValue)), code \(verification.code)\(known)")
+        case .pairingInterrupted(let peer, let code, let reason):
+            return .init(
+                .pairingInterrupted,
+                text: "pairing with \(directory.name(of: peer.rawValue)) interrupted (code \(code ?? "none")): \(reason)")
+        case .knownPeerMismatch(let name):
+            return .init(.note, text: "WARNING: a device claimed to be known peer \(name) but could not prove it")
+        case .peerRemembered(let peer):
+            return .init(.peerRemembered(peer), text: "remembered \(peer.name)")
+        case .incompatiblePeer(let peer, let version):
+            return .init(.note, text: "\(directory.name(of: peer.rawValue)) speaks protocol version \(version)")
         case .ranging(let distance, let bearing):
             guard verbose else { return nil }
             return .init(.note, text: "ranging \(Self.format(distance)) cm \(Self.format(bearing))°")

@@ -39,6 +39,12 @@ struct SimulatedDeviceEvent: Equatable, Sendable {
         case cardReceived(ProfileCard, peer: Int?)
         /// The device closed for good.
         case closed(CloseReason)
+        /// Verification completed with this code; `known` when the peer proved a bond.
+        case verified(code: String, known: Bool)
+        /// A pairing ended after verification began, before both users decided.
+        case pairingInterrupted
+        /// The device remembered a peer after an exchange.
+        case peerRemembered(KnownPeer)
     }
 
     /// What kind of report this is.

@@ -301,7 +301,7 @@ private struct SimulationEngine {
             guard let event = devices[index].events.translate(deviceEvent) else { continue }
             record(index, "-> \(event.text)")
             switch event.kind {
-            case .note: break
+            case .note, .verified, .pairingInterrupted, .peerRemembered: break
             case .consentRequested:
                 switch scenario.devices[index].consent {
                 case .accept(let after):

@@ -158,7 +158,7 @@ extension VirtualRoom {
         #expect(room.cards(1) == [Fixtures.card("Bori")])
         #expect(room.devices.allSatisfy { $0.isClosed && $0.nextDeadline == nil })
         let codes = room.events.map { events in
-            events.compactMap { if case .secured(_, let code) = $0 { code } else { nil } }
+            events.compactMap { if case .verified(let verification) = $0 { verification.code } else { nil } }
         }
         #expect(codes[0].count == 1 && codes[0] == codes[1])
     }

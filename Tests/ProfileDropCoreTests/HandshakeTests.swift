@@ -46,7 +46,7 @@ import Testing
 
         var (responder, accept) = try Self.accept(invite, seed: 7)
         lone.deliver(accept, from: Self.ghost, at: lone.device.now)
-        #expect(lone.events.contains { if case .secured(Self.ghostID, _) = $0 { true } else { false } })
+        #expect(lone.events.contains { if case .secured(Self.ghostID) = $0 { true } else { false } })
         let confirms = lone.sent.compactMap {
             if case .confirm(let confirm) = $0.packet { confirm } else { nil }
         }

@@ -327,6 +327,18 @@ public struct DeviceFuzz {
             return .closeAck
         case .receipt:
             return .receipt(Receipts(rawValue: input.byte() & Receipts.all.rawValue))
+        case .ident:
+            return .ident(peer.pairingField(.ident, &input))
+        case .proof:
+            return .proof(peer.pairingField(.proof, &input))
+        case .commit:
+            return .commit(peer.pairingField(.commit, &input))
+        case .nonce:
+            return .nonce(peer.pairingField(.nonce, &input))
+        case .reveal:
+            return .reveal(peer.pairingField(.reveal, &input))
+        case .bond:
+            return .bond(resolvingKey: peer.pairingField(.bond, &input), share: input.take32())
         }
     }
 

@@ -48,6 +48,9 @@ public struct FuzzBytes {
 
     /// Everything not consumed yet.
     public mutating func rest() -> [UInt8] { take(bytes.count - index) }
+
+    /// Exactly 32 bytes: the next ones, zero-padded when the input runs out.
+    public mutating func take32() -> [UInt8] { Array((take(32) + Array(repeating: 0, count: 32)).prefix(32)) }
 }
 
 /// Invariant failures found while running one input. Fuzz targets trap on them; the regression

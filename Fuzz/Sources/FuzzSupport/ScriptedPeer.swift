@@ -41,6 +41,21 @@ public struct ScriptedPeer {
     var peerClosed = false
     var closeAcked = false
 
+    /// Our IDENT: random bytes, since we are a stranger to the device.
+    let ident: [UInt8]
+    /// Our PROOF, once the device's IDENT arrived (random: we recognise nobody).
+    var proof: [UInt8]?
+    var sawPeerIdent = false
+    /// The device's commitment, our nonce, and the device's revealed nonce.
+    var peerCommitment: [UInt8]?
+    var nonce: [UInt8]?
+    var peerRevealed: [UInt8]?
+    /// The verification code, once the device revealed a nonce that opens its commitment.
+    public private(set) var code: String?
+    var handshakeHash: [UInt8] = []
+    var bondShare: [UInt8]
+    var sawPeerBond = false
+
     /// Whether the fuzzer sealed frames in our name, so the device may rightly act on claims we
     /// never made honestly.
     public var isMisled = false
@@ -53,6 +68,8 @@ public struct ScriptedPeer {
         self.target = target
         var random = DeterministicRandom(seed: seed)
         let key = X25519.PrivateKey(using: &random)
+        ident = random.bytes(32)
+        bondShare = random.bytes(32)
         self.random = random
         self.card = card.encoded()
         self.offer = CardOffer(
@@ -144,6 +161,7 @@ public struct ScriptedPeer {
                 let confirm = handshake(.confirm, message3)
                 confirmDatagram = confirm
                 outbox.append(confirm)
+                handshakeHash = noise.handshakeHash
                 transport = noise.split()
             } catch {
                 findings.fail("the device's ACCEPT did not verify: \(error)")
@@ -216,7 +234,49 @@ public struct ScriptedPeer {
             closeAcked = true
         case .receipt(let receipts):
             peerReceipts = receipts
+        case .ident:
+            sawPeerIdent = true
+            if proof == nil { proof = random.bytes(32) }
+        case .proof:
+            findings.check(sawPeerIdent, "the device sent PROOF before IDENT")
+        case .commit(let commitment):
+            findings.check(
+                peerCommitment == nil || peerCommitment == commitment, "the device changed its commitment")
+            peerCommitment = commitment
+            if nonce == nil { nonce = random.bytes(VerificationCode.nonceLength) }
+        case .nonce:
+            findings.fail("the responder sent NONCE")
+        case .reveal(let revealed):
+            guard let peerCommitment, let nonce else {
+                findings.check(isMisled, "the device revealed before our NONCE")
+                return
+            }
+            findings.check(
+                VerificationCode.commitment(handshakeHash: handshakeHash, responderNonce: revealed) == peerCommitment,
+                "the device's REVEAL does not open its commitment")
+            peerRevealed = revealed
+            code = VerificationCode.code(handshakeHash: handshakeHash, initiatorNonce: nonce, responderNonce: revealed)
+        case .bond:
+            findings.check(
+                isMisled || (peerConsent != nil && peerConsent != .decline), "the device sent BOND before agreeing")
+            sawPeerBond = true
         }
+    }
+
+    /// A value for a fuzzed pairing frame: mostly the honest one, so the fuzzer gets past the checks.
+    public func pairingField(_ type: FrameType, _ input: inout FuzzBytes) -> [UInt8] {
+        let honest: [UInt8]? =
+            switch type {
+            case .ident: ident
+            case .proof: proof
+            case .nonce: nonce
+            case .commit, .reveal, .bond: peerCommitment
+            case .token, .ranging, .inRange, .consent, .cardChunk, .cardSack, .cardAck, .close, .closeAck,
+                .receipt:
+                nil
+            }
+        if let honest, input.byte() < 192 { return honest }
+        return input.take32()
     }
 
     /// What an honest peer sends every ranging interval: control facts, ranging, chunks, SACK.
@@ -225,12 +285,20 @@ public struct ScriptedPeer {
         ticks += 1
         var frames: [Frame] = []
         if !peerReceipts.contains(.token) { frames.append(.token(token)) }
+        if !peerReceipts.contains(.ident) { frames.append(.ident(ident)) }
+        if let proof, !peerReceipts.contains(.proof) { frames.append(.proof(proof)) }
         rangingSequence += 1
         frames.append(.ranging(RangingFrame(sequence: rangingSequence, pose: pose, token: token)))
         let inRange = ticks >= 4
         if inRange && !peerReceipts.contains(.consent) { frames.append(.inRange(true)) }
-        let consenting = inRange && peerInRange
+        if inRange, let nonce, peerRevealed == nil, !peerReceipts.contains(.verification) {
+            frames.append(.nonce(nonce))
+        }
+        let consenting = inRange && peerInRange && code != nil
         if consenting && !peerReceipts.contains(.consent) { frames.append(.consent(.share, offer)) }
+        if consenting, let peerConsent, peerConsent != .decline, !peerReceipts.contains(.bond) {
+            frames.append(.bond(resolvingKey: ident, share: bondShare))
+        }
         if let verifiedPeerCard { frames.append(.cardAck(digest: verifiedPeerCard)) }
         if peerOffer != nil {
             let held = peerChunks.prefix { $0 != nil }.count
@@ -249,6 +317,9 @@ public struct ScriptedPeer {
         var receipts: Receipts = []
         if peerToken != nil { receipts.insert(.token) }
         if peerConsent != nil { receipts.insert(.consent) }
+        if sawPeerIdent { receipts.insert(.ident) }
+        if peerRevealed != nil { receipts.insert(.verification) }
+        if sawPeerBond { receipts.insert(.bond) }
         frames.append(.receipt(receipts))
         let done = verifiedPeerCard != nil && ackedChunks.count == offer.chunkCount
         if done { frames.append(.close(CloseFrame(code: .exchanged))) }

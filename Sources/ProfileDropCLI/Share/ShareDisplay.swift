@@ -81,10 +81,15 @@ struct ShareDisplay {
         case .connecting:
             advance(to: .peerFound)
             name = "connecting"
-        case .secured(_, let code):
+        case .secured:
             advance(to: .secured)
-            verificationCode = code
             name = "secured"
+        case .verified(let verification):
+            verificationCode = verification.code
+            name = "verified"
+        case .pairingInterrupted, .knownPeerMismatch, .peerRemembered, .incompatiblePeer:
+            name = ""
+            return
         case .ranging:
             advance(to: .ranging)
             name = "ranging"

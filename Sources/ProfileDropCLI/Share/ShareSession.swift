@@ -172,7 +172,8 @@ final class ShareSession {
         case .sessionEnded:
             pendingConsent = false
         case .advertising, .peerFound, .peerBusy, .ranging, .inRange, .exchanging, .cardVerified,
-            .acknowledged, .closed, .datagramRejected:
+            .acknowledged, .closed, .datagramRejected, .verified, .pairingInterrupted, .knownPeerMismatch,
+            .peerRemembered, .incompatiblePeer:
             break
         }
         display.show(event, snapshot: state.snapshot)

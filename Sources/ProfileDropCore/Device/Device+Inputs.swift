@@ -5,7 +5,13 @@ extension Device {
 
     /// Parses and routes one datagram.
     mutating func receive(_ bytes: [UInt8], from source: PeerAddress) throws(ProtocolError) {
-        let packet = try Packet(datagram: bytes)
+        let packet: Packet
+        do {
+            packet = try Packet(datagram: bytes)
+        } catch where error.code == .unsupportedVersion {
+            noteIncompatible(bytes)
+            throw error
+        }
         switch packet {
         case .beacon(let beacon):
             guard beacon.deviceID != deviceID else { throw ProtocolError(.ownDatagram, "our own beacon") }
@@ -39,6 +45,28 @@ extension Device {
         case .secure(let secure):
             try routeToSession(packet, sessionID: secure.sessionID, source: source)
         }
+    }
+
+    /// Reports a device of another protocol version once, by the sender id its BEACON, QUERY or
+    /// INVITE carries at the offset every version so far puts it, so its user learns why nothing
+    /// pairs. Nothing is sent back: an older device could not read it.
+    private mutating func noteIncompatible(_ bytes: [UInt8]) {
+        guard bytes.count >= WireConstants.headerSize + 16,
+            let type = PacketType(rawValue: bytes[3]), bytes[2] != WireConstants.version
+        else { return }
+        let offset: Int
+        switch type {
+        case .beacon, .query: offset = WireConstants.headerSize
+        case .invite: offset = WireConstants.headerSize + 8
+        case .accept, .confirm, .busy, .secure: return
+        }
+        var raw: UInt64 = 0
+        for byte in bytes[offset..<(offset + 8)] { raw = raw << 8 | UInt64(byte) }
+        let sender = DeviceID(rawValue: raw)
+        guard sender != deviceID, !incompatiblePeers.contains(sender) else { return }
+        if incompatiblePeers.count >= configuration.limits.maxPeers { incompatiblePeers.removeFirst() }
+        incompatiblePeers.append(sender)
+        context.emit(.incompatiblePeer(sender, version: bytes[2]))
     }
 
     private mutating func admit(_ source: PeerAddress) throws(ProtocolError) {

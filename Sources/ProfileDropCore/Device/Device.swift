@@ -38,6 +38,8 @@ public struct Device {
     var lastPeer: DeviceID?
     var lastFailure: CloseReason?
     var rateLimiter: RateLimiter
+    /// Devices of another protocol version already reported, oldest first; bounded.
+    var incompatiblePeers: [DeviceID] = []
 
     /// Sessions kept closing or draining after they ended.
     static let maxLingering = 4

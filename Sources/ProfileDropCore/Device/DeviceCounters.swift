@@ -13,6 +13,9 @@ public struct DeviceCounters: Sendable, Equatable {
     public var chunkRetransmissions = 0
     /// Handshake messages sent again.
     public var handshakeRetransmissions = 0
+    /// Pairings that ended after verification began and before both users decided
+    /// (``DeviceEvent/pairingInterrupted(peer:code:reason:)``).
+    public var interruptedPairings = 0
     /// Dropped datagrams by error code, indexed by ``ProtocolError/Code`` raw value.
     public private(set) var rejectedByCode: [Int] = Array(repeating: 0, count: 32)
 

@@ -63,9 +63,25 @@ public enum DeviceEvent: Sendable, Equatable {
     case peerBusy(DeviceID)
     /// An exchange session with `peer` started; `initiator` tells whether we invited.
     case connecting(peer: DeviceID, initiator: Bool)
-    /// The Noise handshake completed. Both devices derive the same six-digit code from the
-    /// handshake hash, which users may compare.
-    case secured(peer: DeviceID, verificationCode: String)
+    /// The Noise handshake completed: the peer holds this session's keys. Who it is, and the code,
+    /// come with ``verified(_:)`` once both devices are in range.
+    case secured(peer: DeviceID)
+    /// Both devices are in range and verification completed: the code both users compare, and
+    /// whether the peer is a known peer. Comes before any consent request or decision.
+    case verified(Verification)
+    /// A pairing that reached verification (the peer may know the code) ended before both users
+    /// decided. It is shown, so a man in the middle cannot abort a pairing whose codes would differ
+    /// and try again unseen.
+    case pairingInterrupted(peer: DeviceID, code: String?, reason: CloseReason)
+    /// A known peer proved its identity, but the proof failed: an impostor or a device that forgot
+    /// this one. The session closes with `identity-proof-failed`.
+    case knownPeerMismatch(name: String)
+    /// The exchange completed with a peer our user agreed to: remember it (a new bond, or a known
+    /// peer under its latest name).
+    case peerRemembered(KnownPeer)
+    /// A device speaking another protocol version was heard; it cannot pair with this one.
+    /// Reported once per device id.
+    case incompatiblePeer(DeviceID, version: UInt8)
     /// A new filtered proximity estimate for the peer.
     case ranging(distanceCm: Double, bearingDeg: Double)
     /// Our proximity gate opened (we tell the peer with IN_RANGE).
@@ -92,6 +108,26 @@ public enum DeviceEvent: Sendable, Equatable {
     case closed(CloseReason)
     /// A datagram was dropped. It did not change any state.
     case datagramRejected(reason: ProtocolError)
+}
+
+/// What verification showed: the code and who the peer is.
+public struct Verification: Sendable, Equatable {
+    /// The peer's per-run device id.
+    public var peer: DeviceID
+    /// The six-digit code both users compare.
+    public var code: String
+    /// The known peer that proved its identity, or nil for a new peer.
+    public var knownPeer: KnownPeer?
+    /// Pairings interrupted after verification began, earlier in this run.
+    public var interruptedBefore: Int
+
+    /// Creates a verification result.
+    public init(peer: DeviceID, code: String, knownPeer: KnownPeer?, interruptedBefore: Int) {
+        self.peer = peer
+        self.code = code
+        self.knownPeer = knownPeer
+        self.interruptedBefore = interruptedBefore
+    }
 }
 
 /// The coarse stage of a device, for display.

@@ -1,5 +1,7 @@
-/// Both in range; deciding.
+/// Both in range: verifying the code, then deciding.
 struct ConsentingState {
+    /// Verification completed and the decision was made or asked for.
+    var verified = false
     /// When an unanswered user request declines by itself.
     var userDeadline: Instant?
     /// How long we wait for the peer's decision.
@@ -7,17 +9,11 @@ struct ConsentingState {
 }
 
 extension ConsentingState: LiveState {
-    /// Enters consenting: decides by policy, or asks the user.
-    init(link: inout Link, peer: DeviceID, localCard: [UInt8]?, context: inout SessionContext) {
-        self.init(userDeadline: nil, peerDeadline: context.now + context.timeouts.consent + .seconds(10))
-        switch context.configuration.consent {
-        case .share: Self.consent(.share, link: &link, localCard: localCard, context: &context)
-        case .receiveOnly: Self.consent(.receiveOnly, link: &link, localCard: localCard, context: &context)
-        case .decline: Self.consent(.decline, link: &link, localCard: localCard, context: &context)
-        case .askUser:
-            userDeadline = context.now + context.timeouts.consent
-            context.emit(.consentRequested(peer: peer))
-        }
+    /// Enters consenting: starts verification (PROTOCOL.md 6.5). The decision waits for the code.
+    init(link: inout Link, context: inout SessionContext) {
+        self.init(peerDeadline: context.now + context.timeouts.consent + .seconds(10))
+        link.pairing.beginVerification(random: &context.random)
+        link.sendControl(backOff: false, context: &context)
     }
 
     /// The user's answer to our request.
@@ -42,19 +38,49 @@ extension ConsentingState: LiveState {
         if effective != .decline { link.sendControl(backOff: false, context: &context) }
     }
 
-    /// A decline closes; two decisions to go on move the cards.
-    func advance(link: Link) -> Transition {
+    /// Verification steps as their facts arrive; then the decision by policy or by the user; then a
+    /// decline closes, and two decisions to go on move the cards.
+    mutating func advance(
+        link: inout Link, peer: DeviceID, localCard: [UInt8]?, context: inout SessionContext
+    ) -> Transition {
+        if !verified {
+            if link.pairing.localNonce == nil && link.pairing.commitment != nil {
+                // The initiator answers the responder's commitment.
+                link.pairing.beginVerification(random: &context.random)
+                link.sendControl(backOff: false, context: &context)
+            }
+            guard link.pairing.isReadyForConsent, let code = link.pairing.code else { return .stay }
+            verified = true
+            let known: KnownPeer? =
+                switch link.pairing.recognition {
+                case .known(let peer): peer
+                case .stranger, nil: nil
+                }
+            context.emit(
+                .verified(
+                    Verification(
+                        peer: peer, code: code, knownPeer: known,
+                        interruptedBefore: context.counters.interruptedPairings)))
+            switch context.configuration.consent {
+            case .share: Self.consent(.share, link: &link, localCard: localCard, context: &context)
+            case .receiveOnly: Self.consent(.receiveOnly, link: &link, localCard: localCard, context: &context)
+            case .decline: Self.consent(.decline, link: &link, localCard: localCard, context: &context)
+            case .askUser:
+                userDeadline = context.now + context.timeouts.consent
+                context.emit(.consentRequested(peer: peer))
+            }
+        }
         if link.localConsent == .decline {
-            .close(
+            return .close(
                 .declined(by: .local),
                 frames: [.consent(.decline, nil), .close(CloseFrame(code: .declined))],
                 endsDevice: true)
         } else if link.peerConsent == .decline {
-            .close(.declined(by: .peer), frames: [.close(CloseFrame(code: .declined))], endsDevice: true)
+            return .close(.declined(by: .peer), frames: [.close(CloseFrame(code: .declined))], endsDevice: true)
         } else if link.localConsent != nil && link.peerConsent != nil {
-            .transfer
+            return .transfer
         } else {
-            .stay
+            return .stay
         }
     }
 

@@ -140,6 +140,9 @@ struct ExchangeSession {
             inbound = try securedLink.absorb(frames, live: live, context: &context)
             try handle(inbound, context: &context)
         } catch {
+            if error.code == .identityProofFailed, let claimed = link?.pairing.claimedPeer {
+                context.emit(.knownPeerMismatch(name: claimed.name))
+            }
             fail(error, context: &context)
             throw error
         }
@@ -190,8 +193,10 @@ struct ExchangeSession {
         switch state {
         case .ranging(let ranging):
             transition = ranging.advance(link: securedLink)
-        case .consenting(let consenting):
-            transition = consenting.advance(link: securedLink)
+        case .consenting(var consenting):
+            transition = consenting.advance(
+                link: &securedLink, peer: peer, localCard: localCard, context: &context)
+            state = .consenting(consenting)
         case .transferring(var transferring):
             state = .closed
             transition = transferring.advance(link: securedLink, context: &context)
@@ -210,8 +215,7 @@ struct ExchangeSession {
         case .secured(let transport, let peerParameters, let confirm):
             establish(transport, peerParameters: peerParameters, confirm: confirm, context: &context)
         case .consent:
-            state = .consenting(
-                ConsentingState(link: &securedLink, peer: peer, localCard: localCard, context: &context))
+            state = .consenting(ConsentingState(link: &securedLink, context: &context))
             advance(context: &context)
         case .transfer:
             state = .transferring(
@@ -232,13 +236,17 @@ struct ExchangeSession {
         _ transport: NoiseTransport, peerParameters: HandshakeParameters, confirm: [UInt8]?,
         context: inout SessionContext
     ) {
+        let localToken = context.random.bytes(WireConstants.tokenLength)
+        let pairing = Pairing(
+            isInitiator: isInitiator, handshakeHash: transport.handshakeHash,
+            identity: context.configuration.identity, random: &context.random)
         var link = Link(
             channel: SecureChannel(sessionID: sessionID, peerAddress: peerAddress, transport: transport),
-            peerParameters: peerParameters, localToken: context.random.bytes(WireConstants.tokenLength),
-            handshakeHash: transport.handshakeHash, confirmDatagram: confirm, lastHeard: context.now,
+            peerParameters: peerParameters, localToken: localToken,
+            pairing: pairing, confirmDatagram: confirm, lastHeard: context.now,
             controlAt: context.now, controlInterval: context.configuration.measurement.sampleInterval,
             gate: ProximityGate(configuration: context.configuration.gate), rangingAt: context.now)
-        context.emit(.secured(peer: peer, verificationCode: Self.verificationCode(transport.handshakeHash)))
+        context.emit(.secured(peer: peer))
         var ranging = RangingState(
             startedAt: context.now, deadline: context.now + context.timeouts.rangingWindow)
         ranging.rangingRound(link: &link, context: &context)
@@ -248,6 +256,18 @@ struct ExchangeSession {
 
     /// Outputs the outcome, once: every way out of a live state passes here.
     func conclude(_ reason: CloseReason, endsDevice: Bool, context: inout SessionContext) {
+        if reason == .exchanged, let remembered = link?.pairing.rememberedPeer {
+            context.emit(.peerRemembered(remembered))
+        }
+        if let link, link.pairing.verificationBegan, link.localConsent == nil || link.peerConsent == nil {
+            switch reason {
+            case .exchanged, .declined(by: .local):
+                break
+            case .declined(by: .peer), .outOfRange, .timeout, .error:
+                context.counters.interruptedPairings += 1
+                context.emit(.pairingInterrupted(peer: peer, code: link.pairing.code, reason: reason))
+            }
+        }
         context.outcomes.push(
             SessionOutcome(sessionID: sessionID, peer: peer, reason: reason, endsDevice: endsDevice))
     }

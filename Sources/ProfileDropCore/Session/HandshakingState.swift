@@ -144,12 +144,4 @@ extension ExchangeSession {
             sessionID: invite.sessionID, peer: invite.sender, peerAddress: source, isInitiator: false,
             state: .handshaking(state), context: context)
     }
-
-    /// Six decimal digits from the handshake hash; equal on both devices.
-    static func verificationCode(_ handshakeHash: [UInt8]) -> String {
-        var value: UInt64 = 0
-        for byte in handshakeHash.prefix(8) { value = value << 8 | UInt64(byte) }
-        let digits = String(value % 1_000_000)
-        return String(repeating: "0", count: 6 - digits.count) + digits
-    }
 }

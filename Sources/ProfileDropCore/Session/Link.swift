@@ -7,8 +7,8 @@ struct Link {
     var channel: SecureChannel
     let peerParameters: HandshakeParameters
     let localToken: [UInt8]
-    /// The handshake hash, for the verification code.
-    let handshakeHash: [UInt8]
+    /// Recognition of the peer and the verification code (PROTOCOL.md 6.5).
+    var pairing: Pairing
     /// CONFIRM as sent (initiator only): repeated in front of every ranging round until the
     /// responder is heard, and re-sent when a duplicate ACCEPT shows it was lost.
     var confirmDatagram: [UInt8]?
@@ -55,7 +55,7 @@ struct Link {
         if peerToken != nil { receipts.insert(.token) }
         if peerConsent != nil { receipts.insert(.consent) }
         if peerAckedOurCard { receipts.insert(.cardAck) }
-        return receipts
+        return receipts.union(pairing.receipts)
     }
 
     /// Our facts the peer does not yet hold, and our receipts.
@@ -63,9 +63,11 @@ struct Link {
         var frames: [Frame] = []
         if !peerReceipts.contains(.token) { frames.append(.token(localToken)) }
         if localInRange && !peerReceipts.contains(.consent) { frames.append(.inRange(true)) }
+        frames += pairing.frames(peerReceipts: peerReceipts)
         if let localConsent, !peerReceipts.contains(.consent) {
             frames.append(.consent(localConsent, localConsent == .share ? localOffer : nil))
         }
+        frames += pairing.bondFrames(peerReceipts: peerReceipts)
         if let verifiedPeerCard, !peerReceipts.contains(.cardAck) {
             frames.append(.cardAck(digest: verifiedPeerCard))
         }
@@ -170,6 +172,23 @@ struct Link {
                     inbound.learned = true
                     if live { context.emit(.acknowledged) }
                 }
+            case .ident, .proof, .nonce, .reveal:
+                if try pairing.absorb(frame, knownPeers: context.configuration.knownPeers, random: &context.random) {
+                    inbound.learned = true
+                }
+            case .commit:
+                if try pairing.absorb(frame, knownPeers: context.configuration.knownPeers, random: &context.random) {
+                    // The responder commits only in consenting, once both gates were open.
+                    peerInRange = true
+                    inbound.learned = true
+                }
+            case .bond:
+                guard let peerConsent, peerConsent != .decline else {
+                    throw ProtocolError(.unexpectedMessage, "BOND before the peer agreed")
+                }
+                if try pairing.absorb(frame, knownPeers: context.configuration.knownPeers, random: &context.random) {
+                    inbound.learned = true
+                }
             case .close(let close):
                 inbound.close = close
             case .closeAck:
@@ -177,7 +196,7 @@ struct Link {
             case .receipt(let receipts):
                 // A receipt counts only for a fact we have sent: a peer claiming to hold our consent
                 // before we decided would otherwise stop us from ever sending it.
-                var sent: Receipts = [.token]
+                var sent: Receipts = pairing.sentFacts.union(.token)
                 if localConsent != nil { sent.insert(.consent) }
                 if verifiedPeerCard != nil { sent.insert(.cardAck) }
                 peerReceipts.formUnion(receipts.intersection(sent))

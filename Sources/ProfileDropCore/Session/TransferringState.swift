@@ -27,14 +27,18 @@ extension TransferringState: LiveState {
         }
         let receiver = link.peerConsent == .share ? link.peerOffer.map(CardReceiver.init(offer:)) : nil
         self.init(sender: sender, receiver: receiver, deadline: context.now + context.timeouts.transfer)
+        // Both users agreed: a new peer becomes known once the exchange completes.
+        link.pairing.beginBond(identity: context.configuration.identity, random: &context.random)
+        link.sendControl(backOff: false, context: &context)
         if let sender { context.emit(.exchanging(sent: 0, total: sender.total)) }
         sendChunks(link: &link, context: &context)
     }
 
     /// Whether the card phase delivered what it should: the peer's card verified if it offered one,
-    /// and ours acknowledged if we sent one.
+    /// ours acknowledged if we sent one, and the peer's BOND held if it is new.
     func isExchangeComplete(link: Link) -> Bool {
         (receiver == nil || link.verifiedPeerCard != nil) && (sender == nil || link.peerAckedOurCard)
+            && link.pairing.isBondSettled
     }
 
     /// Chunks and selective acknowledgements.
@@ -140,6 +144,7 @@ extension TransferringState: LiveState {
                 throw ProtocolError(.cardInvalid, "received card: \(error)")
             }
             link.verifiedPeerCard = receiver.offer.digest
+            link.pairing.peerName = "\(card.name) (\(card.owner))"
             receivedCard = card
             context.emit(.cardVerified(card))
         }

@@ -102,8 +102,17 @@ public struct Receipts: OptionSet, Equatable, Sendable {
     public static let consent = Receipts(rawValue: 2)
     /// The peer's CARD_ACK.
     public static let cardAck = Receipts(rawValue: 4)
+    /// The peer's verification frame we wait for: the initiator holds the responder's REVEAL, the
+    /// responder the initiator's NONCE.
+    public static let verification = Receipts(rawValue: 8)
+    /// The peer's IDENT.
+    public static let ident = Receipts(rawValue: 16)
+    /// The peer's PROOF.
+    public static let proof = Receipts(rawValue: 32)
+    /// The peer's BOND.
+    public static let bond = Receipts(rawValue: 64)
     /// Every defined bit.
-    public static let all: Receipts = [.token, .consent, .cardAck]
+    public static let all: Receipts = [.token, .consent, .cardAck, .verification, .ident, .proof, .bond]
 }
 
 /// A frame inside a SECURE packet.
@@ -128,6 +137,18 @@ public enum Frame: Equatable, Sendable {
     case closeAck
     /// RECEIPT: which of the peer's facts the sender holds.
     case receipt(Receipts)
+    /// IDENT: 16 random bytes and their tag under the sender's resolving key.
+    case ident([UInt8])
+    /// PROOF: the handshake hash's tag under the bond key, or random bytes.
+    case proof([UInt8])
+    /// COMMIT: the responder's commitment to its verification nonce.
+    case commit([UInt8])
+    /// NONCE: the initiator's verification nonce.
+    case nonce([UInt8])
+    /// REVEAL: the responder's verification nonce.
+    case reveal([UInt8])
+    /// BOND: the sender's resolving key and its share of the new pair's bond key.
+    case bond(resolvingKey: [UInt8], share: [UInt8])
 
     /// The frame type.
     public var type: FrameType {
@@ -142,6 +163,12 @@ public enum Frame: Equatable, Sendable {
         case .close: .close
         case .closeAck: .closeAck
         case .receipt: .receipt
+        case .ident: .ident
+        case .proof: .proof
+        case .commit: .commit
+        case .nonce: .nonce
+        case .reveal: .reveal
+        case .bond: .bond
         }
     }
 
@@ -188,6 +215,15 @@ public enum Frame: Equatable, Sendable {
             break
         case .receipt(let receipts):
             writer.writeInteger(receipts.rawValue)
+        case .ident(let field), .proof(let field), .commit(let field), .nonce(let field), .reveal(let field):
+            precondition(field.count == WireConstants.identityFieldLength, "\(type) length")
+            writer.writeBytes(field)
+        case .bond(let resolvingKey, let share):
+            precondition(
+                resolvingKey.count == WireConstants.identityFieldLength
+                    && share.count == WireConstants.identityFieldLength, "bond length")
+            writer.writeBytes(resolvingKey)
+            writer.writeBytes(share)
         }
     }
 
@@ -309,6 +345,21 @@ extension ByteReader {
                 throw ProtocolError(.malformed, "receipt flags \(raw) has reserved bits")
             }
             return .receipt(receipts)
+        case .ident:
+            return .ident(try requireBytes("ident", count: WireConstants.identityFieldLength))
+        case .proof:
+            return .proof(try requireBytes("proof", count: WireConstants.identityFieldLength))
+        case .commit:
+            return .commit(try requireBytes("commitment", count: WireConstants.identityFieldLength))
+        case .nonce:
+            return .nonce(try requireBytes("nonce", count: WireConstants.identityFieldLength))
+        case .reveal:
+            return .reveal(try requireBytes("revealed nonce", count: WireConstants.identityFieldLength))
+        case .bond:
+            let resolvingKey = try requireBytes("bond resolving key", count: WireConstants.identityFieldLength)
+            return .bond(
+                resolvingKey: resolvingKey,
+                share: try requireBytes("bond share", count: WireConstants.identityFieldLength))
         }
     }
 }

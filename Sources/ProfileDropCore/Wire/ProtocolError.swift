@@ -46,6 +46,10 @@ public struct ProtocolError: Error, Equatable, Hashable, Sendable, CustomStringC
         case tableFull = 19
         /// The datagram came from this device itself (multicast loopback).
         case ownDatagram = 20
+        /// The responder's revealed nonce does not open its commitment.
+        case commitmentMismatch = 21
+        /// The peer presented the identity of a known peer but could not prove the bond.
+        case identityProofFailed = 22
 
         /// The value sent in CLOSE frames.
         public var wireValue: UInt16 { rawValue }
@@ -73,6 +77,8 @@ public struct ProtocolError: Error, Equatable, Hashable, Sendable, CustomStringC
             case .rateLimited: "rate-limited"
             case .tableFull: "table-full"
             case .ownDatagram: "own-datagram"
+            case .commitmentMismatch: "commitment-mismatch"
+            case .identityProofFailed: "identity-proof-failed"
             }
         }
     }

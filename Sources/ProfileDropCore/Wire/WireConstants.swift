@@ -3,7 +3,7 @@ public enum WireConstants {
     /// The first two bytes of every datagram: ASCII "PD".
     public static let magic: (UInt8, UInt8) = (0x50, 0x44)
     /// The protocol version this implementation speaks, in every header and in the Noise prologue.
-    public static let version: UInt8 = 1
+    public static let version: UInt8 = 2
     /// No datagram is longer than this.
     public static let maxDatagramSize = 1200
     /// Magic, version and type.
@@ -17,6 +17,8 @@ public enum WireConstants {
     public static let maxFramePayload = maxDatagramSize - secureHeaderSize - tagSize
     /// Discovery tokens are this long.
     public static let tokenLength = 16
+    /// IDENT, PROOF, COMMIT, NONCE and REVEAL bodies, and each half of BOND, are this long.
+    public static let identityFieldLength = 32
     /// Card digests (BLAKE2b-256) are this long.
     public static let digestLength = 32
     /// CARD_CHUNK header: type, index, length.
@@ -72,4 +74,16 @@ public enum FrameType: UInt8, CaseIterable, Sendable {
     case closeAck = 9
     /// Which of the peer's one-shot frames we hold.
     case receipt = 10
+    /// Our resolvable identity: fresh random bytes a known peer can recognise.
+    case ident = 11
+    /// Proof that we hold the bond key of the peer we recognised (random bytes otherwise).
+    case proof = 12
+    /// The responder's commitment to its verification nonce.
+    case commit = 13
+    /// The initiator's verification nonce.
+    case nonce = 14
+    /// The responder's verification nonce, opening its commitment.
+    case reveal = 15
+    /// Our resolving key and bond share, sent once both users agreed.
+    case bond = 16
 }
