@@ -56,17 +56,23 @@ struct EventTranslator {
             let known = verification.knownPeer.map { ", known as \($0.name)" } ?? ", new"
             return .init(
                 .verified(code: verification.code, known: verification.knownPeer != nil),
-                text: "verified \(directory.name(of: verification.peer.rawValue)), code \(verification.code)\(known)")
+                text:
+                    "verified \(directory.name(of: verification.peer.rawValue)), code \(verification.code)\(known)"
+            )
         case .pairingInterrupted(let peer, let code, let reason):
             return .init(
                 .pairingInterrupted,
-                text: "pairing with \(directory.name(of: peer.rawValue)) interrupted (code \(code ?? "none")): \(reason)")
+                text:
+                    "pairing with \(directory.name(of: peer.rawValue)) interrupted (code \(code ?? "none")): \(reason)"
+            )
         case .knownPeerMismatch(let name):
-            return .init(.note, text: "WARNING: a device claimed to be known peer \(name) but could not prove it")
+            return .init(
+                .note, text: "WARNING: a device claimed to be known peer \(name) but could not prove it")
         case .peerRemembered(let peer):
             return .init(.peerRemembered(peer), text: "remembered \(peer.name)")
         case .incompatiblePeer(let peer, let version):
-            return .init(.note, text: "\(directory.name(of: peer.rawValue)) speaks protocol version \(version)")
+            return .init(
+                .note, text: "\(directory.name(of: peer.rawValue)) speaks protocol version \(version)")
         case .ranging(let distance, let bearing):
             guard verbose else { return nil }
             return .init(.note, text: "ranging \(Self.format(distance)) cm \(Self.format(bearing))°")

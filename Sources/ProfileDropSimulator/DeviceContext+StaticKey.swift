@@ -18,7 +18,9 @@ extension DeviceContext {
     /// The device's long-term identity secret: drawn from its own seed material with a fixed suffix,
     /// like the static key. A device that should be the same across runs (an attack run's victims)
     /// gets its identity from elsewhere.
-    public var identitySecret: [UInt8] { BLAKE2b.hash(seedMaterial + Array("/identity".utf8), outputLength: 32) }
+    public var identitySecret: [UInt8] {
+        BLAKE2b.hash(seedMaterial + Array("/identity".utf8), outputLength: 32)
+    }
 
     /// The identity derived from ``identitySecret``.
     public var identity: DeviceIdentity { DeviceIdentity(secret: identitySecret) }

@@ -105,12 +105,18 @@ enum Fixtures {
 
     static func configuration(
         _ name: String?, consent: ConsentPolicy = .share, seed: UInt64, photoBytes: Int = 0,
-        timeouts: Timeouts = Timeouts()
+        timeouts: Timeouts = Timeouts(), identity: DeviceIdentity? = nil, knownPeers: [KnownPeer] = []
     ) -> DeviceConfiguration {
         var random = DeterministicRandom(seed: seed ^ 0xABCD)
         return DeviceConfiguration(
             card: name.map { card($0, photoBytes: photoBytes) }, consent: consent,
-            staticKey: X25519.PrivateKey(using: &random), timeouts: timeouts)
+            staticKey: X25519.PrivateKey(using: &random), identity: identity, knownPeers: knownPeers,
+            timeouts: timeouts)
+    }
+
+    /// A long-term identity that stays the same across runs of one simulated device.
+    static func identity(_ label: String) -> DeviceIdentity {
+        DeviceIdentity(secret: BLAKE2b.hash(Array(label.utf8), outputLength: 32))
     }
 
     /// Two poses `distance` cm apart, facing each other.

@@ -56,6 +56,12 @@ import Testing
         .closeAck,
         .receipt([]),
         .receipt(.all),
+        .ident(Array(repeating: 0x11, count: 32)),
+        .proof(Array(repeating: 0x22, count: 32)),
+        .commit(Array(repeating: 0x33, count: 32)),
+        .nonce(Array(repeating: 0x44, count: 32)),
+        .reveal(Array(repeating: 0x55, count: 32)),
+        .bond(resolvingKey: Array(repeating: 0x66, count: 32), share: Array(repeating: 0x77, count: 32)),
     ]
 
     @Test func everyPacketTypeRoundTrips() throws {
@@ -63,7 +69,7 @@ import Testing
         for packet in Self.packets {
             let bytes = packet.encoded()
             #expect(bytes.count <= WireConstants.maxDatagramSize)
-            #expect(Array(bytes.prefix(4)) == [0x50, 0x44, 1, packet.type.rawValue])
+            #expect(Array(bytes.prefix(4)) == [0x50, 0x44, 2, packet.type.rawValue])
             #expect(try Packet(datagram: bytes) == packet)
             var reader = ByteReader(bytes)
             #expect(try reader.readPacket() == packet)
@@ -201,7 +207,7 @@ import Testing
         let fits = Query.maxKnownAnswers
         for count in [fits, fits + 1, 255] {
             let bytes: [UInt8] =
-                [0x50, 0x44, 1, PacketType.query.rawValue] + Array(repeating: 0, count: 8)
+                [0x50, 0x44, WireConstants.version, PacketType.query.rawValue] + Array(repeating: 0, count: 8)
                 + [UInt8(count)] + Array(repeating: 0x11, count: 8 * count)
             var reader = ByteReader(bytes + [0x50])
             if count <= fits {
@@ -274,9 +280,11 @@ import Testing
         var badMagic = beacon
         badMagic[0] = 0x51
         #expect(code(badMagic) == .badMagic)
-        var badVersion = beacon
-        badVersion[2] = 2
-        #expect(code(badVersion) == .unsupportedVersion)
+        for version: UInt8 in [0, 1, 3, 255] {
+            var badVersion = beacon
+            badVersion[2] = version
+            #expect(code(badVersion) == .unsupportedVersion)
+        }
         var badType = beacon
         badType[3] = 99
         #expect(code(badType) == .unknownType)
@@ -307,7 +315,11 @@ import Testing
         #expect(code([5, 0, 0, 0, 0]) == .malformed)  // empty chunk
         #expect(code([6, 0, 0, 33] + Array(repeating: 0, count: 33)) == .oversized)
         #expect(code([8, 7, 0, 0]) == .malformed)  // close code
-        #expect(code([10, 8]) == .malformed)  // receipt reserved bit
+        #expect(code([10, 0x80]) == .malformed)  // receipt reserved bit
+        for type: UInt8 in 11...15 {
+            #expect(code([type] + Array(repeating: 0, count: 31)) == .truncated)  // 32-byte fields
+        }
+        #expect(code([16] + Array(repeating: 0, count: 63)) == .truncated)  // BOND
         var pose = [UInt8](repeating: 0, count: 8)
         pose[6] = 0xFF  // heading 65280 hundredths
         #expect(code([2, 0, 0, 0, 1] + pose + Self.token) == .malformed)

@@ -252,13 +252,16 @@ public struct ScriptedPeer {
                 return
             }
             findings.check(
-                VerificationCode.commitment(handshakeHash: handshakeHash, responderNonce: revealed) == peerCommitment,
+                VerificationCode.commitment(handshakeHash: handshakeHash, responderNonce: revealed)
+                    == peerCommitment,
                 "the device's REVEAL does not open its commitment")
             peerRevealed = revealed
-            code = VerificationCode.code(handshakeHash: handshakeHash, initiatorNonce: nonce, responderNonce: revealed)
+            code = VerificationCode.code(
+                handshakeHash: handshakeHash, initiatorNonce: nonce, responderNonce: revealed)
         case .bond:
             findings.check(
-                isMisled || (peerConsent != nil && peerConsent != .decline), "the device sent BOND before agreeing")
+                isMisled || (peerConsent != nil && peerConsent != .decline),
+                "the device sent BOND before agreeing")
             sawPeerBond = true
         }
     }

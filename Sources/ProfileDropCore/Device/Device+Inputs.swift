@@ -8,7 +8,7 @@ extension Device {
         let packet: Packet
         do {
             packet = try Packet(datagram: bytes)
-        } catch where error.code == .unsupportedVersion {
+        } catch  where error.code == .unsupportedVersion {
             noteIncompatible(bytes)
             throw error
         }
@@ -51,8 +51,8 @@ extension Device {
     /// INVITE carries at the offset every version so far puts it, so its user learns why nothing
     /// pairs. Nothing is sent back: an older device could not read it.
     private mutating func noteIncompatible(_ bytes: [UInt8]) {
-        guard bytes.count >= WireConstants.headerSize + 16,
-            let type = PacketType(rawValue: bytes[3]), bytes[2] != WireConstants.version
+        guard bytes.count >= WireConstants.headerSize, let type = PacketType(rawValue: bytes[3]),
+            bytes[2] != WireConstants.version
         else { return }
         let offset: Int
         switch type {
@@ -60,6 +60,7 @@ extension Device {
         case .invite: offset = WireConstants.headerSize + 8
         case .accept, .confirm, .busy, .secure: return
         }
+        guard bytes.count >= offset + 8 else { return }
         var raw: UInt64 = 0
         for byte in bytes[offset..<(offset + 8)] { raw = raw << 8 | UInt64(byte) }
         let sender = DeviceID(rawValue: raw)

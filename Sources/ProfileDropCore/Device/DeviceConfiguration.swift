@@ -185,7 +185,8 @@ public struct DeviceConfiguration: Sendable {
     /// Creates a configuration with default timers, limits, gate and measurement model.
     public init(
         card: ProfileCard?, consent: ConsentPolicy, staticKey: X25519.PrivateKey,
-        identity: DeviceIdentity? = nil, knownPeers: [KnownPeer] = [], timeouts: Timeouts = Timeouts(), limits: Limits = Limits(),
+        identity: DeviceIdentity? = nil, knownPeers: [KnownPeer] = [], timeouts: Timeouts = Timeouts(),
+        limits: Limits = Limits(),
         gate: ProximityGate.Configuration = .default, measurement: MeasurementModel = .default
     ) {
         self.card = card

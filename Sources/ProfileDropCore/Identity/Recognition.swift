@@ -33,7 +33,8 @@ enum Recognition {
         bond: KnownPeer?, handshakeHash: [UInt8], senderIsInitiator: Bool, random: inout some RandomSource
     ) -> [UInt8] {
         guard let bond else { return random.bytes(proofLength) }
-        return expectedProof(bondKey: bond.bondKey, handshakeHash: handshakeHash, senderIsInitiator: senderIsInitiator)
+        return expectedProof(
+            bondKey: bond.bondKey, handshakeHash: handshakeHash, senderIsInitiator: senderIsInitiator)
     }
 
     static func expectedProof(bondKey: [UInt8], handshakeHash: [UInt8], senderIsInitiator: Bool) -> [UInt8] {
@@ -48,7 +49,8 @@ enum Recognition {
     static func bondKey(initiatorShare: [UInt8], responderShare: [UInt8], handshakeHash: [UInt8]) -> [UInt8] {
         Array(
             HMACBLAKE2b.authenticate(
-                key: initiatorShare + responderShare, parts: [Array("ProfileDrop v2 bond".utf8), handshakeHash]
+                key: initiatorShare + responderShare,
+                parts: [Array("ProfileDrop v2 bond".utf8), handshakeHash]
             ).prefix(keyLength))
     }
 

@@ -16,7 +16,8 @@ public enum VerificationCode {
 
     /// The responder's commitment to `nonce` in the session of `handshakeHash`.
     public static func commitment(handshakeHash: [UInt8], responderNonce nonce: [UInt8]) -> [UInt8] {
-        BLAKE2b.hash(Array("ProfileDrop v2 commit".utf8) + handshakeHash + nonce, outputLength: commitmentLength)
+        BLAKE2b.hash(
+            Array("ProfileDrop v2 commit".utf8) + handshakeHash + nonce, outputLength: commitmentLength)
     }
 
     /// The code of the session: `digits` decimal digits, zero-padded.
@@ -24,7 +25,8 @@ public enum VerificationCode {
         handshakeHash: [UInt8], initiatorNonce: [UInt8], responderNonce: [UInt8], digits: Int = digits
     ) -> String {
         precondition((1...18).contains(digits), "a code has 1 to 18 digits")
-        let hash = BLAKE2b.hash(Array("ProfileDrop v2 code".utf8) + handshakeHash + initiatorNonce + responderNonce)
+        let hash = BLAKE2b.hash(
+            Array("ProfileDrop v2 code".utf8) + handshakeHash + initiatorNonce + responderNonce)
         var value: UInt64 = 0
         for byte in hash.prefix(8) { value = value << 8 | UInt64(byte) }
         var modulus: UInt64 = 1

@@ -63,7 +63,8 @@ extension ConsentingState: LiveState {
                         interruptedBefore: context.counters.interruptedPairings)))
             switch context.configuration.consent {
             case .share: Self.consent(.share, link: &link, localCard: localCard, context: &context)
-            case .receiveOnly: Self.consent(.receiveOnly, link: &link, localCard: localCard, context: &context)
+            case .receiveOnly:
+                Self.consent(.receiveOnly, link: &link, localCard: localCard, context: &context)
             case .decline: Self.consent(.decline, link: &link, localCard: localCard, context: &context)
             case .askUser:
                 userDeadline = context.now + context.timeouts.consent
@@ -76,7 +77,8 @@ extension ConsentingState: LiveState {
                 frames: [.consent(.decline, nil), .close(CloseFrame(code: .declined))],
                 endsDevice: true)
         } else if link.peerConsent == .decline {
-            return .close(.declined(by: .peer), frames: [.close(CloseFrame(code: .declined))], endsDevice: true)
+            return .close(
+                .declined(by: .peer), frames: [.close(CloseFrame(code: .declined))], endsDevice: true)
         } else if link.localConsent != nil && link.peerConsent != nil {
             return .transfer
         } else {

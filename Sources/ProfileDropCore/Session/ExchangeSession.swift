@@ -140,9 +140,6 @@ struct ExchangeSession {
             inbound = try securedLink.absorb(frames, live: live, context: &context)
             try handle(inbound, context: &context)
         } catch {
-            if error.code == .identityProofFailed, let claimed = link?.pairing.claimedPeer {
-                context.emit(.knownPeerMismatch(name: claimed.name))
-            }
             fail(error, context: &context)
             throw error
         }
@@ -256,6 +253,13 @@ struct ExchangeSession {
 
     /// Outputs the outcome, once: every way out of a live state passes here.
     func conclude(_ reason: CloseReason, endsDevice: Bool, context: inout SessionContext) {
+        // Either side may be the one that finds the failed proof; both warn about the peer they
+        // recognised.
+        if case .error(let error) = reason, error.code == .identityProofFailed,
+            let claimed = link?.pairing.claimedPeer
+        {
+            context.emit(.knownPeerMismatch(name: claimed.name))
+        }
         if reason == .exchanged, let remembered = link?.pairing.rememberedPeer {
             context.emit(.peerRemembered(remembered))
         }

@@ -44,7 +44,8 @@ struct Pairing {
     /// The peer's resolving key and bond share.
     var peerBond: (resolvingKey: [UInt8], share: [UInt8])?
 
-    init(isInitiator: Bool, handshakeHash: [UInt8], identity: DeviceIdentity?, random: inout any RandomSource) {
+    init(isInitiator: Bool, handshakeHash: [UInt8], identity: DeviceIdentity?, random: inout any RandomSource)
+    {
         self.isInitiator = isInitiator
         self.handshakeHash = handshakeHash
         // A device without an identity sends random bytes: indistinguishable, never recognised.
@@ -181,7 +182,8 @@ struct Pairing {
             guard try Self.first(ident, into: &peerIdent, name: "IDENT") else { return false }
             claimedPeer = Recognition.resolve(ident, among: knownPeers)
             localProof = Recognition.proof(
-                bond: claimedPeer, handshakeHash: handshakeHash, senderIsInitiator: isInitiator, random: &random)
+                bond: claimedPeer, handshakeHash: handshakeHash, senderIsInitiator: isInitiator,
+                random: &random)
             return true
         case .proof(let proof):
             guard peerIdent != nil else {
@@ -221,9 +223,11 @@ struct Pairing {
             }
             guard
                 ConstantTime.equals(
-                    VerificationCode.commitment(handshakeHash: handshakeHash, responderNonce: nonce), commitment)
+                    VerificationCode.commitment(handshakeHash: handshakeHash, responderNonce: nonce),
+                    commitment)
             else {
-                throw ProtocolError(.commitmentMismatch, "the revealed nonce does not open the peer's commitment")
+                throw ProtocolError(
+                    .commitmentMismatch, "the revealed nonce does not open the peer's commitment")
             }
             guard try Self.first(nonce, into: &peerNonce, name: "REVEAL") else { return false }
             code = VerificationCode.code(
@@ -238,7 +242,8 @@ struct Pairing {
             }
             peerBond = (resolvingKey, share)
             return true
-        case .token, .ranging, .inRange, .consent, .cardChunk, .cardSack, .cardAck, .close, .closeAck, .receipt:
+        case .token, .ranging, .inRange, .consent, .cardChunk, .cardSack, .cardAck, .close, .closeAck,
+            .receipt:
             preconditionFailure("\(frame.type) is not a pairing frame")
         }
     }

@@ -356,7 +356,8 @@ extension ByteReader {
         case .reveal:
             return .reveal(try requireBytes("revealed nonce", count: WireConstants.identityFieldLength))
         case .bond:
-            let resolvingKey = try requireBytes("bond resolving key", count: WireConstants.identityFieldLength)
+            let resolvingKey = try requireBytes(
+                "bond resolving key", count: WireConstants.identityFieldLength)
             return .bond(
                 resolvingKey: resolvingKey,
                 share: try requireBytes("bond share", count: WireConstants.identityFieldLength))

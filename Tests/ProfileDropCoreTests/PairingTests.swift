@@ -1,0 +1,212 @@
+import ProfileDropCrypto
+import Testing
+
+@testable import ProfileDropCore
+
+/// Version 2's pairing: the commit-then-reveal code, private recognition of known peers, bonds,
+/// interrupted pairings, and devices of another version.
+@Suite struct PairingTests {
+    static let bori = Fixtures.identity("bori")
+    static let kong = Fixtures.identity("kong")
+
+    /// Bori and Kong, 7 cm apart and facing, with identities and known peers.
+    static func room(
+        bori: DeviceIdentity = bori, boriKnows: [KnownPeer] = [], kong: DeviceIdentity = kong,
+        kongKnows: [KnownPeer] = [], consent: ConsentPolicy = .share, timeouts: Timeouts = Timeouts()
+    ) -> VirtualRoom {
+        var room = VirtualRoom()
+        room.add(
+            Fixtures.configuration(
+                "Bori", consent: consent, seed: 1, timeouts: timeouts, identity: bori, knownPeers: boriKnows),
+            pose: Pose(x: 0, y: 0, heading: 0), seed: 11)
+        room.add(
+            Fixtures.configuration(
+                "Kong", consent: consent, seed: 2, timeouts: timeouts, identity: kong, knownPeers: kongKnows),
+            pose: Pose(x: 7, y: 0, heading: 180), seed: 12)
+        return room
+    }
+
+    static func verifications(_ room: VirtualRoom, _ index: Int) -> [Verification] {
+        room.events[index].compactMap {
+            if case .verified(let verification) = $0 { verification } else { nil }
+        }
+    }
+
+    static func remembered(_ room: VirtualRoom, _ index: Int) -> [KnownPeer] {
+        room.events[index].compactMap { if case .peerRemembered(let peer) = $0 { peer } else { nil } }
+    }
+
+    static func mismatches(_ room: VirtualRoom, _ index: Int) -> [String] {
+        room.events[index].compactMap { if case .knownPeerMismatch(let name) = $0 { name } else { nil } }
+    }
+
+    /// Two strangers that exchanged, and what each remembered of the other.
+    static func firstExchange() -> (VirtualRoom, bori: KnownPeer?, kong: KnownPeer?) {
+        var room = room()
+        room.run(until: Instant.zero + .seconds(30))
+        return (room, remembered(room, 0).first, remembered(room, 1).first)
+    }
+
+    @Test func strangersSeeTheSameFreshCodeAndBondOnceBothAgreed() throws {
+        let (room, boriRemembers, kongRemembers) = Self.firstExchange()
+        #expect(room.boriAndKongSwappedCards)
+        let codes = [0, 1].map { Self.verifications(room, $0).map(\.code) }
+        #expect(codes[0].count == 1 && codes[0] == codes[1] && codes[0].first?.count == 6)
+        #expect([0, 1].allSatisfy { Self.verifications(room, $0).allSatisfy { $0.knownPeer == nil } })
+        let bori = try #require(boriRemembers)
+        let kong = try #require(kongRemembers)
+        #expect(bori.resolvingKey == Self.kong.resolvingKey && bori.name == "Kong (owner)")
+        #expect(kong.resolvingKey == Self.bori.resolvingKey && kong.name == "Bori (owner)")
+        #expect(bori.bondKey == kong.bondKey && bori.bondKey.count == 32)
+    }
+
+    @Test func theCodeIsOnlyComputedOnceBothGatesOpened() {
+        var room = VirtualRoom()
+        var timeouts = Timeouts()
+        timeouts.overall = .seconds(20)
+        let (a, b) = Fixtures.facingPair(distance: 30)
+        room.add(
+            Fixtures.configuration("Bori", seed: 1, timeouts: timeouts, identity: Self.bori), pose: a,
+            seed: 11)
+        room.add(
+            Fixtures.configuration("Kong", seed: 2, timeouts: timeouts, identity: Self.kong), pose: b,
+            seed: 12)
+        room.run(until: Instant.zero + .seconds(30))
+        #expect(room.closeReason(0) != .exchanged)
+        #expect(Self.verifications(room, 0).isEmpty && Self.verifications(room, 1).isEmpty)
+        // Far sessions ended before verification began: nothing to warn about.
+        #expect(
+            !room.events.joined().contains { if case .pairingInterrupted = $0 { true } else { false } })
+    }
+
+    @Test func knownPeersRecogniseEachOtherPrivatelyTheNextTime() throws {
+        let (_, boriRemembers, kongRemembers) = Self.firstExchange()
+        let boriKnows = try #require(boriRemembers)
+        let kongKnows = try #require(kongRemembers)
+        var again = Self.room(boriKnows: [boriKnows], kongKnows: [kongKnows])
+        again.run(until: Instant.zero + .seconds(30))
+        #expect(again.boriAndKongSwappedCards)
+        #expect(Self.verifications(again, 0).map { $0.knownPeer?.name } == ["Kong (owner)"])
+        #expect(Self.verifications(again, 1).map { $0.knownPeer?.name } == ["Bori (owner)"])
+        // Known peers keep their bond: no BOND travels, the record stays the same.
+        #expect(Self.remembered(again, 0) == [boriKnows] && Self.remembered(again, 1) == [kongKnows])
+    }
+
+    @Test func anImpostorPresentingAKnownPeersIdentityIsCaughtLoudly() throws {
+        let (_, _, kongRemembers) = Self.firstExchange()
+        let kongKnows = try #require(kongRemembers)
+        // The impostor has Bori's resolving key (a bonded device could leak it) but not the bond.
+        let forgedBond = KnownPeer(
+            resolvingKey: Self.kong.resolvingKey, bondKey: Array(repeating: 7, count: 32), name: "Kong")
+        var timeouts = Timeouts()
+        timeouts.overall = .seconds(20)
+        var room = Self.room(boriKnows: [forgedBond], kongKnows: [kongKnows], timeouts: timeouts)
+        room.run(until: Instant.zero + .seconds(30))
+        #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
+        #expect(Self.mismatches(room, 1).first == "Bori (owner)")
+        #expect(Self.mismatches(room, 0).first == "Kong")
+        for index in [0, 1] {
+            #expect(
+                room.events[index].contains {
+                    if case .sessionEnded(_, .error(let error)) = $0 {
+                        error.code == .identityProofFailed
+                    } else {
+                        false
+                    }
+                })
+        }
+        #expect([0, 1].allSatisfy { Self.verifications(room, $0).isEmpty })
+    }
+
+    @Test func aPeerThatForgotUsIsALoudMismatchNotASilentStranger() throws {
+        let (_, boriRemembers, _) = Self.firstExchange()
+        let boriKnows = try #require(boriRemembers)
+        var timeouts = Timeouts()
+        timeouts.overall = .seconds(20)
+        var room = Self.room(boriKnows: [boriKnows], timeouts: timeouts)
+        room.run(until: Instant.zero + .seconds(30))
+        #expect(Self.mismatches(room, 0).first == "Kong (owner)")
+        #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
+    }
+
+    @Test func aPairingCutAfterVerificationIsShownOnBothScreens() {
+        // Both users are asked and have not answered yet when the link is cut.
+        var room = Self.room(consent: .askUser)
+        var cutAt: Instant?
+        while room.now < Instant.zero + .seconds(30) {
+            room.run(until: room.now + .milliseconds(25))
+            if cutAt == nil, !Self.verifications(room, 0).isEmpty, !Self.verifications(room, 1).isEmpty {
+                cutAt = room.now
+                room.tamper = { _, _, _ in nil }
+            }
+        }
+        #expect(cutAt != nil)
+        let interrupted = [0, 1].map { index in
+            room.events[index].compactMap {
+                if case .pairingInterrupted(_, let code, let reason) = $0 { (code, reason) } else { nil }
+            }
+        }
+        let codes = Self.verifications(room, 0).map(\.code)
+        for index in [0, 1] {
+            #expect(interrupted[index].first?.0 == codes.first)
+            #expect(interrupted[index].first?.1 == .timeout(.peerSilent))
+        }
+        #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
+    }
+
+    @Test func identsAreFreshEverySessionAndResolveOnlyForKnownPeers() {
+        var random: any RandomSource = DeterministicRandom(seed: 3)
+        let first = Recognition.ident(for: Self.bori, random: &random)
+        let second = Recognition.ident(for: Self.bori, random: &random)
+        #expect(first != second && first.count == 32)
+        let record = KnownPeer(
+            resolvingKey: Self.bori.resolvingKey, bondKey: Array(repeating: 1, count: 32), name: "B")
+        let other = KnownPeer(
+            resolvingKey: Self.kong.resolvingKey, bondKey: Array(repeating: 2, count: 32), name: "K")
+        #expect(Recognition.resolve(first, among: [other, record]) == record)
+        #expect(Recognition.resolve(second, among: [other, record]) == record)
+        #expect(Recognition.resolve(first, among: [other]) == nil)
+        // A stranger's PROOF is random bytes, different every time.
+        let proofs = (0..<2).map { _ in
+            Recognition.proof(bond: nil, handshakeHash: [1], senderIsInitiator: true, random: &random)
+        }
+        #expect(proofs[0] != proofs[1])
+    }
+
+    @Test func aRevealThatDoesNotOpenTheCommitmentIsAnError() throws {
+        var random: any RandomSource = DeterministicRandom(seed: 4)
+        let hash = Array(repeating: UInt8(9), count: 64)
+        var initiator = Pairing(isInitiator: true, handshakeHash: hash, identity: nil, random: &random)
+        let honest = Array(repeating: UInt8(1), count: 32)
+        let commitment = VerificationCode.commitment(handshakeHash: hash, responderNonce: honest)
+        #expect(try initiator.absorb(.commit(commitment), knownPeers: [], random: &random))
+        initiator.beginVerification(random: &random)
+        #expect(initiator.localNonce != nil)
+        #expect(throws: ProtocolError.self) {
+            try initiator.absorb(.reveal(Array(repeating: 2, count: 32)), knownPeers: [], random: &random)
+        }
+        #expect(initiator.code == nil)
+        #expect(try initiator.absorb(.reveal(honest), knownPeers: [], random: &random))
+        #expect(initiator.code?.count == 6)
+        // Frames a role never sends are errors, not silently taken.
+        #expect(throws: ProtocolError.self) {
+            try initiator.absorb(.nonce(honest), knownPeers: [], random: &random)
+        }
+    }
+
+    @Test func aDeviceOfAnotherVersionIsReportedOnce() {
+        var room = Self.room()
+        var beacon = Packet.beacon(Beacon(deviceID: DeviceID(rawValue: 0xAB), port: 9, busy: false)).encoded()
+        beacon[2] = 1
+        for _ in 0..<3 {
+            room.act(0) { device, now in
+                device.handleDatagram(beacon, from: PeerAddress(10, 0, 0, 9, port: 9), at: now)
+            }
+        }
+        let reports = room.events[0].filter {
+            if case .incompatiblePeer(DeviceID(rawValue: 0xAB), version: 1) = $0 { true } else { false }
+        }
+        #expect(reports.count == 1)
+        #expect(room.rejections(0).filter { $0.code == .unsupportedVersion }.count == 3)
+    }
+}
