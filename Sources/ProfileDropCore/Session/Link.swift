@@ -173,11 +173,15 @@ struct Link {
                     if live { context.emit(.acknowledged) }
                 }
             case .ident, .proof, .nonce, .reveal:
-                if try pairing.absorb(frame, knownPeers: context.configuration.knownPeers, random: &context.random) {
+                if try pairing.absorb(
+                    frame, knownPeers: context.configuration.knownPeers, random: &context.random)
+                {
                     inbound.learned = true
                 }
             case .commit:
-                if try pairing.absorb(frame, knownPeers: context.configuration.knownPeers, random: &context.random) {
+                if try pairing.absorb(
+                    frame, knownPeers: context.configuration.knownPeers, random: &context.random)
+                {
                     // The responder commits only in consenting, once both gates were open.
                     peerInRange = true
                     inbound.learned = true
@@ -186,7 +190,9 @@ struct Link {
                 guard let peerConsent, peerConsent != .decline else {
                     throw ProtocolError(.unexpectedMessage, "BOND before the peer agreed")
                 }
-                if try pairing.absorb(frame, knownPeers: context.configuration.knownPeers, random: &context.random) {
+                if try pairing.absorb(
+                    frame, knownPeers: context.configuration.knownPeers, random: &context.random)
+                {
                     inbound.learned = true
                 }
             case .close(let close):
