@@ -79,9 +79,10 @@ private func reasons(_ report: SimulationReport) -> [String] {
         #expect(report.transcript.contains { $0.contains("bob -> inviting alice") })
         #expect(reasons(report) == ["exchanged", "exchanged"])
         #expect(report.transcript.filter { $0.contains("card received") }.count == 2)
-        // Every session both sides secured is the same session: its code appears exactly twice.
-        let codes = report.transcript.compactMap { line in
-            line.contains("-> secured with") ? line.split(separator: " ").last.map(String.init) : nil
+        // Every session both sides verified is the same session: its code appears exactly twice.
+        let codes = report.transcript.compactMap { line -> String? in
+            guard line.contains("-> verified"), let range = line.range(of: "code ") else { return nil }
+            return String(line[range.upperBound...].prefix(6))
         }
         #expect(!codes.isEmpty)
         #expect(codes.allSatisfy { code in codes.filter { $0 == code }.count == 2 })
