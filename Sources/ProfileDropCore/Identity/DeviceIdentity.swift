@@ -10,6 +10,12 @@ public struct DeviceIdentity: Sendable, Equatable {
     /// The resolving key: what a known peer stores to recognise our IDENT frames.
     public let resolvingKey: [UInt8]
 
+    /// An identity from its resolving key, as a capture records it for replay (32 bytes).
+    public init(resolvingKey: [UInt8]) {
+        precondition(resolvingKey.count == Recognition.keyLength, "a resolving key has 32 bytes")
+        self.resolvingKey = resolvingKey
+    }
+
     /// Derives the identity from the device's long-term secret (32 bytes or more).
     public init(secret: [UInt8]) {
         precondition(secret.count >= 32, "an identity secret has at least 32 bytes")
