@@ -1,4 +1,5 @@
 import Foundation
+@_spi(Benchmark) import ProfileDropCore
 import ProfileDropCrypto
 import ProfileDropNoise
 
@@ -51,7 +52,10 @@ enum BenchCommand: Subcommand {
 enum HandshakeBenchmark {
     struct Report {
         var lines: [String]
+        /// The Noise handshake against the X25519 floor.
         var ratio: Double
+        /// Version 2's pairing (the handshake and the steps of PROTOCOL.md 6.5) against its floor.
+        var pairingRatio: Double
     }
 
     /// Runs `rounds` rounds; each times `iterations` floor units and `iterations` handshakes, in
@@ -112,7 +116,95 @@ enum HandshakeBenchmark {
         lines.append("  state, copies and allocation: \(micros(other))")
         lines.append("per-round ratios: min \(format(ratios.min() ?? 0)), max \(format(ratios.max() ?? 0))")
         lines.append("handshake/floor: \(format(ratio))")
-        return Report(lines: lines, ratio: ratio)
+
+        let pairing = try PairingWork(&random)
+        var pairingFloorTimes: [Double] = []
+        var pairingTimes: [Double] = []
+        var pairingRatios: [Double] = []
+        for round in 0..<rounds {
+            var floor = 0.0
+            var full = 0.0
+            let measureFloor = {
+                floor = try timePerIteration(iterations) {
+                    floorUnit(&random)
+                    pairing.floorUnit(&random)
+                }
+            }
+            let measurePairing = {
+                full = try timePerIteration(iterations) {
+                    try handshake(initiatorStatic, responderStatic, &random)
+                    try pairing.steps()
+                }
+            }
+            if round % 2 == 0 {
+                try measureFloor()
+                try measurePairing()
+            } else {
+                try measurePairing()
+                try measureFloor()
+            }
+            pairingFloorTimes.append(floor)
+            pairingTimes.append(full)
+            pairingRatios.append(full / floor)
+        }
+        let pairingRatio = median(pairingRatios)
+        lines.append(
+            "v2 floor (the X25519 floor + 8 HMAC-BLAKE2b + 2 BLAKE2b-256 + 2 BLAKE2b-512, known peers): "
+                + "\(micros(median(pairingFloorTimes))) per pairing")
+        lines.append(
+            "v2 pairing: Noise_XX + recognition + commit-then-reveal code, both sides: "
+                + "\(micros(median(pairingTimes))) per pairing")
+        lines.append("v2 pairing/floor: \(format(pairingRatio))")
+        return Report(lines: lines, ratio: ratio, pairingRatio: pairingRatio)
+    }
+
+    /// Version 2's steps after the handshake (PROTOCOL.md 6.5) for two devices that know each
+    /// other, the costlier case (a stranger's PROOF is random bytes and is not checked; a BOND costs
+    /// one HMAC per side instead).
+    struct PairingWork {
+        let initiator: DeviceIdentity
+        let responder: DeviceIdentity
+        let initiatorKnows: [KnownPeer]
+        let responderKnows: [KnownPeer]
+        let handshakeHash: [UInt8]
+        let bondKey: [UInt8]
+
+        init(_ random: inout SystemRandom) throws {
+            initiator = DeviceIdentity(secret: random.bytes(32))
+            responder = DeviceIdentity(secret: random.bytes(32))
+            bondKey = random.bytes(32)
+            initiatorKnows = [KnownPeer(resolvingKey: responder.resolvingKey, bondKey: bondKey, name: "r")]
+            responderKnows = [KnownPeer(resolvingKey: initiator.resolvingKey, bondKey: bondKey, name: "i")]
+            handshakeHash = random.bytes(64)
+            try steps()
+        }
+
+        /// The steps through the code the sessions run.
+        @inline(never)
+        func steps() throws {
+            var random: any RandomSource = SystemRandom()
+            guard
+                PairingExercise.run(
+                    handshakeHash: handshakeHash, initiator: initiator, initiatorKnows: initiatorKnows,
+                    responder: responder, responderKnows: responderKnows, random: &random) != nil
+            else { throw BenchmarkError(description: "the pairing steps did not agree on a code") }
+        }
+
+        /// What those steps cannot avoid, as bare primitive calls: per side one IDENT tag, one
+        /// resolution against one known peer, one PROOF and one PROOF check (8 HMAC-BLAKE2b); the
+        /// commitment and its check (2 BLAKE2b-256); the code on each side (2 BLAKE2b-512); and the
+        /// random nonces.
+        @inline(never)
+        func floorUnit(_ random: inout SystemRandom) {
+            let nonces = random.bytes(2 * 16 + 2 * 32)
+            for _ in 0..<8 { _ = HMACBLAKE2b.authenticate(key: bondKey, parts: [handshakeHash, nonces]) }
+            for _ in 0..<2 { _ = BLAKE2b.hash(handshakeHash + nonces, outputLength: 32) }
+            for _ in 0..<2 { _ = BLAKE2b.hash(handshakeHash + nonces) }
+        }
+    }
+
+    struct BenchmarkError: Error, CustomStringConvertible {
+        var description: String
     }
 
     /// The X25519 work one XX handshake cannot avoid: each side generates an ephemeral key, and the

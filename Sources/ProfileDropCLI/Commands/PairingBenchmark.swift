@@ -69,7 +69,8 @@ enum PairingBenchmark {
             let process = Process()
             process.executableURL = executable
             process.arguments = [
-                "share", "--profile", card, "--interface", "lo", "--port", String(port), "--json", "--pose",
+                "share", "--profile", card, "--yes", "--interface", "lo", "--port", String(port), "--json",
+                "--pose",
                 pose, "--still",
                 "--timeout", "30", "--key-file", directory.appendingPathComponent("\(side).key").path,
             ]
