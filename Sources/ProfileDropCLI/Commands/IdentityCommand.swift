@@ -1,9 +1,11 @@
+import ProfileDropCore
 import ProfileDropCrypto
 
-/// `profiledrop identity`: shows (creating on first use) the device's static Noise key.
+/// `profiledrop identity`: shows (creating on first use) the device's long-term identity, as the
+/// fingerprint its known peers list for it.
 enum IdentityCommand: Subcommand {
     static let name = "identity"
-    static let summary = "show this device's static public key, creating the key on first use"
+    static let summary = "show this device's identity fingerprint, creating its secret on first use"
     static let parser = ArgumentParser(command: name, options: [Options.keyFile])
 
     /// Every option of `identity`, declared once.
@@ -16,7 +18,11 @@ enum IdentityCommand: Subcommand {
         guard arguments.positionals.isEmpty else { throw UsageError("takes no arguments") }
         let path = try arguments.value(Options.keyFile) ?? StaticKeyStore.defaultPath()
         let (key, created) = try StaticKeyStore.loadOrCreate(at: path)
-        console.output("static public key: \(hex(key.publicKey.rawRepresentation))")
+        // The file's secret is the identity secret; the Noise static key is fresh every run.
+        let identity = DeviceIdentity(secret: key.rawRepresentation)
+        let fingerprint = KnownPeersStore.fingerprint(
+            KnownPeer(resolvingKey: identity.resolvingKey, bondKey: Array(repeating: 0, count: 32), name: ""))
+        console.output("identity fingerprint: \(fingerprint) (what `profiledrop peers` shows on known peers)")
         console.output("key file: \(path)\(created ? " (created, mode 0600)" : "")")
         return .success
     }
