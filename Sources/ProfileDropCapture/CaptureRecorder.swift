@@ -4,9 +4,10 @@ import ProfileDropCrypto
 
 /// How a capture is written.
 public struct CaptureOptions: Sendable {
-    /// Write the secrets replay needs (random draws, which include ephemeral private keys, and the
-    /// card) in a Decryption Secrets Block. Off by default: without it no secret reaches the file,
-    /// and the capture can be viewed but not replayed.
+    /// Write the secrets replay needs (random draws, which include ephemeral private keys, the
+    /// card, the identity's resolving key and the known peers with their bond keys) in a Decryption
+    /// Secrets Block. Off by default: without it no secret reaches the file, and the capture can be
+    /// viewed but not replayed.
     public var keylog: Bool
     /// The destination shown for multicast datagrams (the core only says "multicast").
     public var multicastGroup: PeerAddress
@@ -51,6 +52,8 @@ public final class CaptureRecorder {
         var random: RandomOrigin
         var staticKey: StaticKeySource
         var card: [UInt8]?
+        var identity: DeviceIdentity?
+        var knownPeers: [KnownPeer]
         var inputs: UInt64 = 0
         var outbound: UInt64 = 0
     }
@@ -80,7 +83,8 @@ public final class CaptureRecorder {
                 case .seedMaterial(let material): random = .seedMaterial(material)
                 }
                 let secrets = DeviceSecrets(
-                    interfaceID: UInt32(index), staticKey: entry.staticKey, card: entry.card, random: random)
+                    interfaceID: UInt32(index), staticKey: entry.staticKey, card: entry.card, random: random,
+                    identity: entry.identity, knownPeers: entry.knownPeers)
                 writer.append(
                     .secrets(PcapngSecrets(secretsType: CaptureFormat.secretsType, data: secrets.encoded())))
             }
@@ -106,9 +110,16 @@ public final class CaptureRecorder {
 
     // MARK: - Used by CapturingDevice
 
-    func addDevice(name: String, random: RandomOrigin, staticKey: StaticKeySource, card: [UInt8]?) -> UInt32 {
+    /// Adds a device whose secrets (kept for the keylog) are `random`, `staticKey` and those of
+    /// `configuration` at creation: its card, identity and known peers.
+    func addDevice(
+        name: String, random: RandomOrigin, staticKey: StaticKeySource, configuration: DeviceConfiguration
+    ) -> UInt32 {
         let interfaceID = UInt32(devices.count)
-        devices.append(DeviceEntry(name: name, random: random, staticKey: staticKey, card: card))
+        devices.append(
+            DeviceEntry(
+                name: name, random: random, staticKey: staticKey, card: configuration.card?.encoded(),
+                identity: configuration.identity, knownPeers: configuration.knownPeers))
         interfaces.append(
             .interface(
                 PcapngInterface(
@@ -226,6 +237,10 @@ struct RecordingRandom: RandomSource {
 /// A device that draws from `DeterministicRandom(seedMaterial:)` (the simulator's devices) can be
 /// recorded as it is, with ``init(_:name:recorder:randomSeedMaterial:staticKey:)``: the keylog then
 /// stores the seed material instead of every draw.
+///
+/// Either way the configuration's card, identity and known peers (bond keys included) go to the
+/// keylog as they were when the device was created: they shape what the device sends (IDENT,
+/// PROOF), so replay needs them, and without a keylog none of them is written.
 public struct CapturingDevice: SansIODevice {
     /// The wrapped device, for reading its state.
     public private(set) var device: Device
@@ -259,7 +274,7 @@ public struct CapturingDevice: SansIODevice {
         }
         let tape = RandomTape(keepsBytes: recorder.options.keylog)
         let interfaceID = recorder.addDevice(
-            name: name, random: .tape(tape), staticKey: staticKey, card: configuration.card?.encoded())
+            name: name, random: .tape(tape), staticKey: staticKey, configuration: configuration)
         let device = Device(
             configuration: configuration, random: RecordingRandom(base: random, tape: tape), now: now,
             localAddress: localAddress)
@@ -279,7 +294,7 @@ public struct CapturingDevice: SansIODevice {
     ) {
         let interfaceID = recorder.addDevice(
             name: name, random: .seedMaterial(randomSeedMaterial), staticKey: staticKey,
-            card: device.configuration.card?.encoded())
+            configuration: device.configuration)
         self.init(
             device, interfaceID: interfaceID, name: name, recorder: recorder, tape: nil,
             startRandomBytes: CaptureFormat.uncounted)

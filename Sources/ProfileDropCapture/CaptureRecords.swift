@@ -3,8 +3,9 @@ import ProfileDropCrypto
 
 /// Numbers that identify our records inside pcapng (documented in Captures/FORMAT.md).
 public enum CaptureFormat {
-    /// The version of the replay records this implementation writes and reads.
-    public static let version: UInt16 = 1
+    /// The version of the replay records this implementation writes and reads. Version 2 records
+    /// devices of protocol version 2: its keylog carries their identity and known peers.
+    public static let version: UInt16 = 2
     /// The Private Enterprise Number in our Custom Blocks: 32473, reserved for documentation by
     /// RFC 5612. The records are a project format, not one registered to an organisation.
     public static let enterpriseNumber: UInt32 = 32473
@@ -16,10 +17,34 @@ public enum CaptureFormat {
     /// A random-byte count of a device whose draws were not counted (a seeded source recorded by
     /// its seed material).
     public static let uncounted = UInt32.max
+
+    /// The one-line error for records (`what`) of a format version this build does not read.
+    static func unsupported(_ what: String, version: UInt16) -> CaptureError {
+        guard version < self.version else {
+            return CaptureError(
+                .unsupportedVersion,
+                "\(what) of format version \(version); this build reads version \(self.version)")
+        }
+        return CaptureError(
+            .unsupportedVersion,
+            "\(what) of format version \(version), from before protocol version \(WireConstants.version); "
+                + "this build reads version \(self.version): capture the run again")
+    }
+
+    /// `text` as UTF-8, cut at a scalar boundary to ``maximumNameBytes``.
+    static func recordedName(_ text: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for scalar in text.unicodeScalars {
+            let encoded = Array(String(scalar).utf8)
+            guard bytes.count + encoded.count <= maximumNameBytes else { break }
+            bytes += encoded
+        }
+        return bytes
+    }
 }
 
 /// Everything needed to rebuild one captured device, except its secrets (card, static private
-/// key, random draws), which live in the keylog.
+/// key, random draws, identity and known peers), which live in the keylog.
 public struct DeviceRecord: Equatable, Sendable {
     /// The pcapng interface whose packets this device sent and received.
     public var interfaceID: UInt32
@@ -74,11 +99,14 @@ public struct DeviceRecord: Equatable, Sendable {
         self.epochNanoseconds = epochNanoseconds
     }
 
-    /// The configuration to rebuild the device with, given its secrets.
-    public func configuration(card: ProfileCard?, staticKey: X25519.PrivateKey) -> DeviceConfiguration {
+    /// The configuration to rebuild the device with, given its secrets (all from the keylog).
+    public func configuration(
+        card: ProfileCard?, staticKey: X25519.PrivateKey, identity: DeviceIdentity? = nil,
+        knownPeers: [KnownPeer] = []
+    ) -> DeviceConfiguration {
         DeviceConfiguration(
-            card: card, consent: consent, staticKey: staticKey, timeouts: timeouts, limits: limits,
-            gate: gate, measurement: measurement)
+            card: card, consent: consent, staticKey: staticKey, identity: identity, knownPeers: knownPeers,
+            timeouts: timeouts, limits: limits, gate: gate, measurement: measurement)
     }
 }
 
@@ -164,7 +192,7 @@ public enum CaptureRecord: Equatable, Sendable {
         case .device(let device):
             writer.writeInteger(Kind.device.rawValue)
             writer.writeInteger(device.interfaceID)
-            let name = Self.recordedName(device.name)
+            let name = CaptureFormat.recordedName(device.name)
             writer.writeInteger(UInt8(name.count))
             writer.writeBytes(name)
             writer.writeInteger(device.deviceID.rawValue)
@@ -236,11 +264,7 @@ public enum CaptureRecord: Equatable, Sendable {
         }
         let version = try reader.u16("record version")
         guard version == CaptureFormat.version else {
-            throw CaptureError(
-                .unsupportedVersion,
-                "replay records of format version \(version); "
-                    + "this build reads version \(CaptureFormat.version)"
-            )
+            throw CaptureFormat.unsupported("replay records", version: version)
         }
         let rawKind = try reader.u8("record kind")
         guard let kind = Kind(rawValue: rawKind) else {
@@ -325,17 +349,6 @@ public enum CaptureRecord: Equatable, Sendable {
         }
     }
 
-    /// `name` as UTF-8, cut at a scalar boundary to ``CaptureFormat/maximumNameBytes``.
-    static func recordedName(_ name: String) -> [UInt8] {
-        var bytes: [UInt8] = []
-        for scalar in name.unicodeScalars {
-            let encoded = Array(String(scalar).utf8)
-            guard bytes.count + encoded.count <= CaptureFormat.maximumNameBytes else { break }
-            bytes += encoded
-        }
-        return bytes
-    }
-
     private static func consentCode(_ policy: ConsentPolicy) -> UInt8 {
         switch policy {
         case .share: 1
@@ -385,14 +398,27 @@ public struct DeviceSecrets: Equatable, Sendable {
     public var card: [UInt8]?
     /// The random bytes the device drew (creation first, then per input).
     public var random: RandomSecrets
+    /// The device's identity (its resolving key, which only known peers learn), if it kept one.
+    public var identity: DeviceIdentity?
+    /// The peers the device knew when it was created, bond keys included. Their names are cut to
+    /// ``CaptureFormat/maximumNameBytes`` when written, as device names are.
+    public var knownPeers: [KnownPeer]
 
     /// Creates a secrets record.
-    public init(interfaceID: UInt32, staticKey: StaticKeySource, card: [UInt8]?, random: RandomSecrets) {
+    public init(
+        interfaceID: UInt32, staticKey: StaticKeySource, card: [UInt8]?, random: RandomSecrets,
+        identity: DeviceIdentity? = nil, knownPeers: [KnownPeer] = []
+    ) {
         self.interfaceID = interfaceID
         self.staticKey = staticKey
         self.card = card
         self.random = random
+        self.identity = identity
+        self.knownPeers = knownPeers
     }
+
+    /// Resolving and bond keys are this long.
+    static let keyLength = 32
 
     /// The recorded byte stream, when the draws were recorded one by one.
     public var randomStream: [UInt8]? {
@@ -422,6 +448,23 @@ public struct DeviceSecrets: Equatable, Sendable {
         }
         writer.writeInteger(UInt32(card?.count ?? 0))
         writer.writeBytes(card ?? [])
+        if let identity {
+            writer.writeInteger(UInt8(1))
+            writer.writeBytes(identity.resolvingKey)
+        } else {
+            writer.writeInteger(UInt8(0))
+        }
+        writer.writeInteger(UInt32(knownPeers.count))
+        for peer in knownPeers {
+            precondition(
+                peer.resolvingKey.count == Self.keyLength && peer.bondKey.count == Self.keyLength,
+                "known peer key length")
+            writer.writeBytes(peer.resolvingKey)
+            writer.writeBytes(peer.bondKey)
+            let name = CaptureFormat.recordedName(peer.name)
+            writer.writeInteger(UInt8(name.count))
+            writer.writeBytes(name)
+        }
         switch random {
         case .stream(let bytes):
             writer.writeInteger(UInt8(0))
@@ -440,9 +483,7 @@ public struct DeviceSecrets: Equatable, Sendable {
         var reader = RecordReader(data)
         let version = try reader.u16("keylog version")
         guard version == CaptureFormat.version else {
-            throw CaptureError(
-                .unsupportedVersion,
-                "keylog of format version \(version); this build reads version \(CaptureFormat.version)")
+            throw CaptureFormat.unsupported("keylog", version: version)
         }
         interfaceID = try reader.u32("keylog interface id")
         let keyKind = try reader.u8("static key source")
@@ -456,6 +497,24 @@ public struct DeviceSecrets: Equatable, Sendable {
         }
         let cardLength = Int(try reader.u32("card length"))
         card = cardLength == 0 ? nil : try reader.bytes("card", count: cardLength)
+        identity =
+            try reader.flag("identity flag")
+            ? DeviceIdentity(resolvingKey: try reader.bytes("resolving key", count: Self.keyLength)) : nil
+        // Each peer takes at least 65 bytes, so a count the data cannot hold ends in `truncated`.
+        let peerCount = try reader.u32("known peer count")
+        var peers: [KnownPeer] = []
+        for index in 0..<peerCount {
+            let resolvingKey = try reader.bytes("resolving key of known peer \(index)", count: Self.keyLength)
+            let bondKey = try reader.bytes("bond key of known peer \(index)", count: Self.keyLength)
+            let nameLength = Int(try reader.u8("name length of known peer \(index)"))
+            guard
+                let name = String(
+                    validating: try reader.bytes("name of known peer \(index)", count: nameLength),
+                    as: UTF8.self)
+            else { throw CaptureError(.malformed, "the name of known peer \(index) is not valid UTF-8") }
+            peers.append(KnownPeer(resolvingKey: resolvingKey, bondKey: bondKey, name: name))
+        }
+        knownPeers = peers
         let randomKind = try reader.u8("random source kind")
         let randomLength = Int(try reader.u32("random bytes length"))
         let randomBytes = try reader.bytes("random bytes", count: randomLength)

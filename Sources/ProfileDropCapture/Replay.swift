@@ -89,7 +89,8 @@ public enum Replay {
             throw CaptureError(
                 .malformed, "the keylog and the device record of \(record.name) disagree about a card")
         }
-        let configuration = record.configuration(card: card, staticKey: key)
+        let configuration = record.configuration(
+            card: card, staticKey: key, identity: secrets.identity, knownPeers: secrets.knownPeers)
         return withoutActuallyEscaping(onEntry) { onEntry in
             var engine = Engine(captured: captured, tape: ReplayTape(secrets.random), onEntry: onEntry)
             return engine.run(configuration: configuration, card: card)

@@ -7,20 +7,58 @@ import Testing
 /// Two devices driven by a small loop through ``CapturingDevice``: what reaches the file, with and
 /// without a keylog.
 struct CaptureRecorderTests {
-    @Test func capturedRunReplaysIdentically() throws {
-        var run = try TwoDeviceRun(options: CaptureOptions(keylog: true))
+    /// Strangers and known peers: the keylog carries each device's identity and known peers, and
+    /// replay rebuilds the device with them.
+    @Test(arguments: [false, true])
+    func capturedRunReplaysIdentically(bonded: Bool) throws {
+        var run = try TwoDeviceRun(options: CaptureOptions(keylog: true), bonded: bonded)
         run.run(until: Instant.zero + .seconds(30))
         #expect(run.closeReasons == [.exchanged, .exchanged])
+        let verifications = run.events.map { list in
+            list.compactMap { event -> Verification? in
+                if case .verified(let verification) = event { return verification }
+                return nil
+            }
+        }
+        #expect(verifications.map(\.count) == [1, 1])
+        #expect(verifications.joined().allSatisfy { ($0.knownPeer != nil) == bonded })
         let capture = try CaptureFile(bytes: run.recorder.fileBytes())
         #expect(capture.devices.map(\.record.name) == ["left", "right"])
         #expect(capture.hasKeylog)
         for (index, device) in capture.devices.enumerated() {
+            #expect(device.secrets?.identity == TwoDeviceRun.identity(index))
+            #expect(device.secrets?.knownPeers == (bonded ? [TwoDeviceRun.knownPeer(of: index)] : []))
             #expect(device.record.deviceID == run.devices[index].device.deviceID)
             #expect(device.outbound.count == run.devices[index].device.counters.datagramsSent)
             // A share capture names no key source: replay needs the key file's key.
             #expect(throws: CaptureError.self) { try Replay.run(device) }
             let result = try Replay.run(device, staticKey: TwoDeviceRun.staticKey(index))
             #expect(result == .identical(datagrams: device.outbound.count))
+        }
+    }
+
+    /// The identity and the known peers change what a device sends (IDENT tags, PROOFs): a replay
+    /// without either of them differs from the capture.
+    @Test func replayWithoutTheRecordedIdentityOrKnownPeersDiverges() throws {
+        var run = try TwoDeviceRun(options: CaptureOptions(keylog: true), bonded: true)
+        run.run(until: Instant.zero + .seconds(30))
+        let capture = try CaptureFile(bytes: run.recorder.fileBytes())
+        var device = capture.devices[0]
+        let secrets = try #require(device.secrets)
+        var withoutIdentity = secrets
+        withoutIdentity.identity = nil
+        var withoutPeers = secrets
+        withoutPeers.knownPeers = []
+        #expect(
+            try Replay.run(device, staticKey: TwoDeviceRun.staticKey(0))
+                == .identical(datagrams: device.outbound.count))
+        for (what, stripped) in [("identity", withoutIdentity), ("known peers", withoutPeers)] {
+            device.secrets = stripped
+            let result = try Replay.run(device, staticKey: TwoDeviceRun.staticKey(0))
+            guard case .diverged = result else {
+                Issue.record("replayed without its \(what): \(result)")
+                continue
+            }
         }
     }
 
@@ -53,13 +91,13 @@ struct CaptureRecorderTests {
     }
 
     @Test func noSecretWithoutKeylog() throws {
-        var withKeylog = try TwoDeviceRun(options: CaptureOptions(keylog: true))
+        var withKeylog = try TwoDeviceRun(options: CaptureOptions(keylog: true), bonded: true)
         withKeylog.run(until: Instant.zero + .seconds(30))
         var withoutKeylog = try TwoDeviceRun(
             options: CaptureOptions(keylog: false),
             staticKeys: [
                 .embedded(TwoDeviceRun.staticKey(0).rawRepresentation), .seedMaterial([1, 2, 3]),
-            ])
+            ], bonded: true)
         withoutKeylog.run(until: Instant.zero + .seconds(30))
         #expect(withoutKeylog.closeReasons == [.exchanged, .exchanged])
         let secretFile = try CaptureFile(bytes: withKeylog.recorder.fileBytes())
@@ -77,6 +115,9 @@ struct CaptureRecorderTests {
         }
         secrets += [TwoDeviceRun.staticKey(0).rawRepresentation, TwoDeviceRun.staticKey(1).rawRepresentation]
         secrets += try TwoDeviceRun.cardStrings().map { Array($0.utf8) }
+        // The identities and the bond, which the keylog carries.
+        secrets += [0, 1].map { TwoDeviceRun.identity($0).resolvingKey } + [TwoDeviceRun.bondKey]
+        #expect(secrets.suffix(3).allSatisfy { contains(withKeylog.recorder.fileBytes(), $0) })
         let leaks = Set(secrets.filter { contains(bytes, $0) }.map { $0.prefix(8).description })
         #expect(leaks.isEmpty, "secret bytes in a capture without keylog: \(leaks.sorted().prefix(3))")
         // Replay needs what was left out, and says so.
@@ -169,30 +210,84 @@ struct CaptureRecorderTests {
             ])
         #expect(
             labels(DeviceConfiguration(card: nil, consent: .share, staticKey: TwoDeviceRun.staticKey(0))) == [
-                "card", "consent", "staticKey", "timeouts", "limits", "gate", "measurement",
+                "card", "consent", "staticKey", "identity", "knownPeers", "timeouts", "limits", "gate",
+                "measurement",
             ])
     }
 
-    @Test func otherRecordVersionsAreRejectedClearly() throws {
-        var run = try TwoDeviceRun(options: CaptureOptions(keylog: true))
+    /// A configuration with every field away from its default, recorded with a keylog and rebuilt
+    /// as replay rebuilds it (DEVICE record and keylog): every field comes back.
+    @Test func recordedConfigurationComesBackWhole() throws {
+        let card = try TwoDeviceRun.cards()[1]
+        var configuration = DeviceConfiguration(
+            card: card, consent: .decline, staticKey: TwoDeviceRun.staticKey(1),
+            identity: TwoDeviceRun.identity(1),
+            knownPeers: [
+                TwoDeviceRun.knownPeer(of: 1),
+                KnownPeer(
+                    resolvingKey: Array(repeating: 7, count: 32), bondKey: Array(repeating: 8, count: 32),
+                    name: "Ödön"),
+            ],
+            timeouts: CaptureRecordsTests.distinctTimeouts(), limits: CaptureRecordsTests.distinctLimits(),
+            gate: ProximityGate.Configuration(distanceBand: 4...11, dwellTime: .milliseconds(300)),
+            measurement: .exact)
+        configuration.limits.maxCardBytes = 100_000
+        let recorder = CaptureRecorder(options: CaptureOptions(keylog: true))
+        _ = CapturingDevice(
+            configuration: configuration, random: DeterministicRandom(seed: 9), now: .zero,
+            localAddress: TwoDeviceRun.address(0), name: "whole", recorder: recorder,
+            staticKey: .embedded(configuration.staticKey.rawRepresentation))
+        let device = try #require(try CaptureFile(bytes: recorder.fileBytes()).devices.first)
+        let secrets = try #require(device.secrets)
+        let rebuilt = device.record.configuration(
+            card: try ProfileCard(decoding: try #require(secrets.card)),
+            staticKey: try X25519.PrivateKey(rawRepresentation: configuration.staticKey.rawRepresentation),
+            identity: secrets.identity, knownPeers: secrets.knownPeers)
+        #expect(rebuilt.card == configuration.card)
+        #expect(rebuilt.consent == configuration.consent)
+        #expect(rebuilt.staticKey.rawRepresentation == configuration.staticKey.rawRepresentation)
+        #expect(rebuilt.identity == configuration.identity)
+        #expect(rebuilt.knownPeers == configuration.knownPeers)
+        #expect(rebuilt.timeouts == configuration.timeouts)
+        #expect(rebuilt.limits == configuration.limits)
+        #expect(rebuilt.gate == configuration.gate)
+        #expect(rebuilt.measurement == configuration.measurement)
+        // The checks above name every field there is.
+        #expect(Mirror(reflecting: rebuilt).children.count == 9)
+    }
+
+    /// Records and keylogs of format version 1 (protocol version 1 captures) and of a later
+    /// version are refused in one line that says which.
+    @Test(arguments: [(1, true), (3, true), (1, false), (3, false)] as [(UInt8, Bool)])
+    func otherRecordVersionsAreRejectedClearly(version: UInt8, withKeylog: Bool) throws {
+        var run = try TwoDeviceRun(options: CaptureOptions(keylog: withKeylog))
         run.run(until: Instant.zero + .seconds(1))
         let blocks = try PcapngReader.read(run.recorder.fileBytes())
         var writer = PcapngWriter()
         for block in blocks.dropFirst() {
-            guard case .custom(var custom) = block, custom.enterpriseNumber == CaptureFormat.enterpriseNumber
-            else {
+            switch block {
+            case .custom(var custom) where custom.enterpriseNumber == CaptureFormat.enterpriseNumber:
+                custom.data[5] = version  // the version field follows the 4-byte record length
+                writer.append(.custom(custom))
+            case .secrets(var secrets) where secrets.secretsType == CaptureFormat.secretsType:
+                secrets.data[1] = version  // the keylog starts with its version
+                writer.append(.secrets(secrets))
+            default:
                 writer.append(block)
-                continue
             }
-            custom.data[5] = 2  // the version field follows the 4-byte record length
-            writer.append(.custom(custom))
         }
+        let older = version == 1 ? ", from before protocol version 2" : ""
+        let advice = version == 1 ? ": capture the run again" : ""
+        // The keylog comes first in the file, so its version is the first one read.
+        let what = withKeylog ? "keylog" : "replay records"
         do {
             _ = try CaptureFile(bytes: writer.bytes)
-            Issue.record("a version 2 record was read")
+            Issue.record("a version \(version) record was read")
         } catch {
             #expect(error.code == .unsupportedVersion)
-            #expect(error.diagnostic == "replay records of format version 2; this build reads version 1")
+            #expect(
+                error.diagnostic
+                    == "\(what) of format version \(version)\(older); this build reads version 2\(advice)")
         }
     }
 

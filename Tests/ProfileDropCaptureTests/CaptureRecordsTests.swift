@@ -311,8 +311,26 @@ struct CaptureRecordsTests {
 
     // MARK: Keylog
 
+    static func peer(_ byte: UInt8, name: String) -> KnownPeer {
+        KnownPeer(
+            resolvingKey: [UInt8](repeating: byte, count: 32), bondKey: Array(byte..<(byte + 32)), name: name)
+    }
+
     static func honestSecrets() -> [DeviceSecrets] {
         [
+            DeviceSecrets(
+                interfaceID: 4, staticKey: .embedded(Array(32..<64)), card: [1, 2], random: .stream([8]),
+                identity: DeviceIdentity(resolvingKey: Array(0..<32)),
+                knownPeers: [
+                    peer(0, name: ""), peer(0xC0, name: "Bori (minji)"),
+                    peer(0xDF, name: String(repeating: "雪", count: CaptureFormat.maximumNameBytes / 3)),
+                ]),
+            DeviceSecrets(
+                interfaceID: 5, staticKey: .external, card: nil, random: .seedMaterial([1]),
+                identity: DeviceIdentity(resolvingKey: [UInt8](repeating: 0xFF, count: 32))),
+            DeviceSecrets(
+                interfaceID: 6, staticKey: .seedMaterial([3]), card: nil, random: .stream([]), identity: nil,
+                knownPeers: [peer(9, name: String(repeating: "k", count: CaptureFormat.maximumNameBytes))]),
             DeviceSecrets(interfaceID: 0, staticKey: .external, card: nil, random: .stream([])),
             DeviceSecrets(
                 interfaceID: 3, staticKey: .seedMaterial([1, 2]), card: [9], random: .stream([4, 5, 6])),
@@ -337,6 +355,44 @@ struct CaptureRecordsTests {
         // No encoded card is empty: an empty one is written as none, and read back as none.
         let empty = DeviceSecrets(interfaceID: 0, staticKey: .external, card: [], random: .stream([]))
         #expect(try DeviceSecrets(decoding: empty.encoded()).card == nil)
+    }
+
+    /// Offset of the identity flag in a keylog with an external key and no card.
+    static let identityFlag = 2 + 4 + 1 + 4
+
+    @Test func knownPeerNamesAreCutAtACharacterBoundaryAndMustBeUTF8() throws {
+        let long = String(repeating: "a", count: 253) + "😀"
+        let secrets = DeviceSecrets(
+            interfaceID: 0, staticKey: .external, card: nil, random: .stream([]),
+            knownPeers: [Self.peer(1, name: long)])
+        let bytes = secrets.encoded()
+        let read = try DeviceSecrets(decoding: bytes)
+        #expect(read.knownPeers.map(\.name) == [String(repeating: "a", count: 253)])
+        #expect(read.encoded() == bytes)
+        // The name starts after the flag, the count, both keys and the name length.
+        let name = Self.identityFlag + 1 + 4 + 64 + 1
+        for bad: [UInt8] in [[0xFF], [0xC3, 0x41], [0xED, 0xA0]] {
+            var damaged = bytes
+            damaged.replaceSubrange(name..<(name + bad.count), with: bad)
+            #expect(
+                caught(CaptureError.self) { _ = try DeviceSecrets(decoding: damaged) }
+                    == CaptureError(.malformed, "the name of known peer 0 is not valid UTF-8"))
+        }
+    }
+
+    /// An identity flag other than 0 or 1, and a known-peer count the data cannot hold, are errors.
+    @Test func identityFlagAndKnownPeerCountAreChecked() {
+        let bytes = DeviceSecrets(interfaceID: 0, staticKey: .external, card: nil, random: .stream([]))
+            .encoded()
+        var flag = bytes
+        flag[Self.identityFlag] = 2
+        #expect(
+            caught(CaptureError.self) { _ = try DeviceSecrets(decoding: flag) }
+                == CaptureError(.malformed, "identity flag 2 is not 0 or 1"))
+        var count = bytes
+        count.replaceSubrange(
+            (Self.identityFlag + 1)..<(Self.identityFlag + 5), with: [0xFF, 0xFF, 0xFF, 0xFF])
+        #expect(caught(CaptureError.self) { _ = try DeviceSecrets(decoding: count) }?.code == .truncated)
     }
 
     @Test func mutatedKeylogsThatDecodeEncodeToTheirBytes() throws {

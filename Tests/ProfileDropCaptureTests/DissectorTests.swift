@@ -99,6 +99,51 @@ struct DissectorTests {
         #expect(lines.filter { $0.hasPrefix("2,3,") }.sorted() == ["2,3,1", "2,3,3"])
     }
 
+    /// Datagrams of version 1 (and of any other version) on the registered ports, and version 1 on
+    /// another port through the heuristic, are shown by their header as not spoken.
+    @Test(.enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)"))
+    func otherVersionsAreShownAsNotSpoken() throws {
+        let tshark = try #require(Self.tshark)
+        let capture = try CaptureFile.read(path: GoldenCaptures.all[0].capturePath)
+        let outbound = capture.devices[0].outbound
+        let beacon = try #require(outbound.first { $0.payload[3] == PacketType.beacon.rawValue })
+        let invite = try #require(
+            capture.devices.flatMap(\.outbound).first { $0.payload[3] == PacketType.invite.rawValue })
+        func version(_ version: UInt8, _ datagram: CapturedDatagram, port: UInt16? = nil) -> [UInt8] {
+            var payload = datagram.payload
+            payload[2] = version
+            var destination = datagram.destination
+            if let port { destination.port = port }
+            return IPv4UDP.frame(payload, from: datagram.source, to: destination)
+        }
+        var writer = PcapngWriter(userApplication: "profiledrop tests")
+        writer.append(.interface(PcapngInterface(name: "versions")))
+        for (index, data) in [
+            version(1, beacon), version(3, beacon), version(1, invite), version(1, invite, port: 5000),
+            version(2, invite, port: 5000),
+        ].enumerated() {
+            writer.append(
+                .packet(
+                    PcapngPacket(interfaceID: 0, timestamp: UInt64(index), data: data, direction: .outbound)))
+        }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "profiledrop-\(UUID().uuidString).pcapng"
+        ).path
+        try Data(writer.bytes).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let (status, versions) = try Self.run(
+            tshark, ["-r", path, "-Y", "profiledrop", "-T", "fields", "-e", "profiledrop.version"])
+        #expect(status == 0)
+        #expect(versions == ["1", "3", "1", "1", "2"])
+        // The summary lines end with the Info column.
+        let (_, lines) = try Self.run(tshark, ["-r", path, "-Y", "profiledrop"])
+        #expect(lines.count == 5)
+        for (line, version) in zip(lines, [1, 3, 1, 1]) {
+            #expect(line.hasSuffix(" version \(version) (not spoken)"), "\(line)")
+        }
+        #expect(lines.last?.contains("INVITE session=") == true, "\(lines)")
+    }
+
     @Test(.enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)"))
     func heuristicFindsUnicastOnOtherPorts() throws {
         let tshark = try #require(Self.tshark)

@@ -77,6 +77,46 @@ struct GoldenCaptureTests {
         if golden.name == "declined" {
             #expect(decryptedFrames.contains(.consent(.decline, nil)))
         }
+        // Every datagram speaks version 2.
+        #expect(
+            capture.devices.allSatisfy { $0.outbound.allSatisfy { $0.payload[2] == WireConstants.version } })
+        // Version 2 pairing, decrypted: IDENT and PROOF in the first SECURE datagrams, the code's
+        // COMMIT, NONCE and REVEAL once both devices are in range, BOND once both users agreed.
+        let pairing: Set<FrameType> = [.ident, .proof, .commit, .nonce, .reveal, .bond]
+        let expectedPairing: Set<FrameType>
+        switch golden.name {
+        case "out-of-range": expectedPairing = [.ident, .proof]  // never in range: no code, no bond
+        case "declined": expectedPairing = [.ident, .proof, .commit, .nonce, .reveal]  // no bond
+        default: expectedPairing = pairing
+        }
+        #expect(Set(decryptedFrames.map(\.type)).intersection(pairing) == expectedPairing)
+        let codes = capture.devices.map { device in
+            events[device.record.name, default: []].compactMap { event -> String? in
+                if case .verified(let verification) = event { return verification.code }
+                return nil
+            }
+        }
+        if expectedPairing.contains(.reveal) {
+            // Both users were shown one code, the same.
+            #expect(codes.map(\.count) == [1, 1] && codes[0] == codes[1])
+        } else {
+            #expect(codes.allSatisfy { $0.isEmpty })
+        }
+        // The BONDs carry the resolving keys the keylogs hold, and each device remembers the other's.
+        let identities = Set(capture.devices.compactMap { $0.secrets?.identity?.resolvingKey })
+        #expect(identities.count == 2)
+        let bonded = Set(
+            decryptedFrames.compactMap { frame -> [UInt8]? in
+                if case .bond(let resolvingKey, _) = frame { return resolvingKey }
+                return nil
+            })
+        let remembered = Set(
+            events.values.joined().compactMap { event -> [UInt8]? in
+                if case .peerRemembered(let peer) = event { return peer.resolvingKey }
+                return nil
+            })
+        #expect(bonded == (expectedPairing.contains(.bond) ? identities : []))
+        #expect(remembered == bonded)
         let closes = capture.devices.compactMap { device in
             events[device.record.name]?.compactMap { event -> CloseReason? in
                 if case .closed(let reason) = event { return reason }

@@ -33,6 +33,22 @@ struct TwoDeviceRun {
         return X25519.PrivateKey(using: &random)
     }
 
+    /// The identity of device `index`, from a fixed secret.
+    static func identity(_ index: Int) -> DeviceIdentity {
+        DeviceIdentity(secret: [UInt8](repeating: 0x40 + UInt8(index), count: 32))
+    }
+
+    /// The bond key of the two devices when they know each other.
+    static let bondKey = [UInt8](repeating: 0xB0, count: 32)
+
+    /// What device `index` knows of the other when the two are bonded.
+    static func knownPeer(of index: Int) -> KnownPeer {
+        KnownPeer(
+            resolvingKey: identity(1 - index).resolvingKey, bondKey: bondKey,
+            name: index == 0
+                ? "Barnaby-Thistlewood (Orsolya-Vandermeer)" : "Chestnut-Marmalade (Quillon-Abernathy)")
+    }
+
     /// The seed of device `index`'s random stream.
     static func seed(_ index: Int) -> UInt64 { 2000 + UInt64(index) }
 
@@ -48,8 +64,12 @@ struct TwoDeviceRun {
     /// - Parameters:
     ///   - distance: centimetres between the devices.
     ///   - staticKeys: how each device's key is recorded.
+    ///   - bonded: whether the devices know each other from an earlier exchange (each has an
+    ///     identity either way).
     init(
-        options: CaptureOptions, distance: Double = 7, staticKeys: [StaticKeySource] = [.external, .external]
+        options: CaptureOptions, distance: Double = 7,
+        staticKeys: [StaticKeySource] = [.external, .external],
+        bonded: Bool = false
     )
         throws
     {
@@ -57,7 +77,8 @@ struct TwoDeviceRun {
         let cards = try Self.cards()
         for index in 0..<2 {
             let configuration = DeviceConfiguration(
-                card: cards[index], consent: .share, staticKey: Self.staticKey(index))
+                card: cards[index], consent: .share, staticKey: Self.staticKey(index),
+                identity: Self.identity(index), knownPeers: bonded ? [Self.knownPeer(of: index)] : [])
             var device = CapturingDevice(
                 configuration: configuration, random: DeterministicRandom(seed: Self.seed(index)), now: .zero,
                 localAddress: Self.address(index), name: index == 0 ? "left" : "right", recorder: recorder,

@@ -1,7 +1,9 @@
--- Wireshark dissector for ProfileDrop version 1 (see PROTOCOL.md, section 3).
+-- Wireshark dissector for ProfileDrop version 2 (see PROTOCOL.md, section 3).
 --
 -- Decodes the 4-byte header and every cleartext field of the seven datagram types. SECURE
--- payloads are shown as ciphertext: the frames inside are encrypted.
+-- payloads are shown as ciphertext: the frames inside (version 2's IDENT, PROOF, COMMIT, NONCE,
+-- REVEAL and BOND among them) are encrypted; `profiledrop replay` shows them decrypted. Datagrams
+-- of another version (version 1) are shown as "version 1 (not spoken)", header only.
 --
 -- Use:  wireshark -X lua_script:Tools/wireshark/profiledrop.lua capture.pcapng
 --       tshark -X lua_script:Tools/wireshark/profiledrop.lua -r capture.pcapng -Y profiledrop
@@ -10,13 +12,15 @@
 -- A post-dissector also labels the replay records that captures carry in pcapng Custom Blocks.
 --
 -- The dissector registers on the discovery port 47544 and the simulator's port 47474, and as a
--- heuristic dissector on UDP for unicast exchanges on other ports (magic "PD", version 1, a
+-- heuristic dissector on UDP for unicast exchanges on other ports (magic "PD", version 2 or 1, a
 -- defined type).
 
 local profiledrop = Proto("profiledrop", "ProfileDrop")
 
 local MAGIC = 0x5044
-local VERSION = 1
+local VERSION = 2
+-- Versions the heuristic claims: ours, and version 1, shown as not spoken.
+local KNOWN_VERSIONS = { [1] = true, [2] = true }
 local PORTS = { 47544, 47474 }
 
 local type_names = {
@@ -70,12 +74,19 @@ local e_trailing = ProtoExpert.new(
 local e_reserved = ProtoExpert.new(
     "profiledrop.reserved", "Reserved bits set or value undefined", expert.group.MALFORMED,
     expert.severity.WARN)
-profiledrop.experts = { e_truncated, e_trailing, e_reserved }
+local e_version = ProtoExpert.new(
+    "profiledrop.version_not_spoken", "Another protocol version: version 2 devices ignore it",
+    expert.group.PROTOCOL, expert.severity.NOTE)
+profiledrop.experts = { e_truncated, e_trailing, e_reserved, e_version }
 
--- Whether `buffer` starts like a ProfileDrop datagram.
+-- Whether `buffer` starts like a ProfileDrop datagram (of any version).
+local function has_magic(buffer)
+    return buffer:len() >= 4 and buffer(0, 2):uint() == MAGIC
+end
+
+-- Whether `buffer` starts like a ProfileDrop datagram of a version we know and a defined type.
 local function looks_like_profiledrop(buffer)
-    if buffer:len() < 4 then return false end
-    if buffer(0, 2):uint() ~= MAGIC or buffer(2, 1):uint() ~= VERSION then return false end
+    if not has_magic(buffer) or not KNOWN_VERSIONS[buffer(2, 1):uint()] then return false end
     return type_names[buffer(3, 1):uint()] ~= nil
 end
 
@@ -84,7 +95,23 @@ local function hex64(range)
     return range:bytes():tohex():lower()
 end
 
+-- A datagram of another version: its header, and the rest as bytes we do not read.
+local function dissect_other_version(buffer, pinfo, tree)
+    local version = buffer(2, 1):uint()
+    local text = string.format("version %d (not spoken)", version)
+    pinfo.cols.protocol = "ProfileDrop"
+    local subtree = tree:add(profiledrop, buffer(), "ProfileDrop " .. text)
+    subtree:add(f.magic, buffer(0, 2))
+    subtree:add(f.version, buffer(2, 1)):append_text(" (not spoken)")
+    subtree:add(f.type, buffer(3, 1))
+    subtree:add_proto_expert_info(e_version, text)
+    pinfo.cols.info = text
+    return buffer:len()
+end
+
 function profiledrop.dissector(buffer, pinfo, tree)
+    if not has_magic(buffer) then return 0 end
+    if buffer(2, 1):uint() ~= VERSION then return dissect_other_version(buffer, pinfo, tree) end
     if not looks_like_profiledrop(buffer) then return 0 end
     local length = buffer:len()
     local type = buffer(3, 1):uint()
@@ -200,6 +227,7 @@ end
 
 local records = Proto("profiledrop_record", "ProfileDrop replay record")
 local ENTERPRISE = 32473
+local RECORD_VERSION = 2
 local record_kinds = { [1] = "DEVICE", [2] = "INPUT", [3] = "END" }
 local input_kinds = { [1] = "timer", [2] = "pose", [3] = "decision", [4] = "datagram" }
 local consent_policies = { [1] = "share", [2] = "receive-only", [3] = "decline", [4] = "ask user" }
@@ -265,8 +293,9 @@ function records.dissector(buffer, pinfo, tree)
     pinfo.cols.protocol = "ProfileDrop record"
     local version = buffer(4, 2):uint()
     local kind = buffer(6, 1):uint()
-    if version ~= 1 then
-        pinfo.cols.info = string.format("record of format version %d", version)
+    if version ~= RECORD_VERSION then
+        pinfo.cols.info = string.format("record of format version %d%s", version,
+            version < RECORD_VERSION and " (protocol version 1)" or "")
         return
     end
     local ok = pcall(function()
