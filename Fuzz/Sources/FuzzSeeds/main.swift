@@ -76,6 +76,12 @@ func seedFrame(_ type: FrameType) -> Frame {
     case .close: .close(CloseFrame(code: .error, errorCode: 9))
     case .closeAck: .closeAck
     case .receipt: .receipt(.all)
+    case .ident: .ident(Array(0..<32))
+    case .proof: .proof(Array(32..<64))
+    case .commit: .commit(Array(64..<96))
+    case .nonce: .nonce(Array(96..<128))
+    case .reveal: .reveal(Array(128..<160))
+    case .bond: .bond(resolvingKey: Array(160..<192), share: Array(192..<224))
     }
 }
 let frames: [[UInt8]] =
