@@ -23,6 +23,7 @@ public enum CommandLineTool {
         BenchCommand.self,
         IdentityCommand.self,
         InterfacesCommand.self,
+        PeersCommand.self,
         ReplayCommand.self,
         ShareCommand.self,
         SimulateCommand.self,
