@@ -118,7 +118,8 @@ import Testing
         func arguments(_ index: Int, _ interface: String) -> [String] {
             [
                 "share", "--profile", cards[index], "--interface", interface, "--json", "--timeout", "20",
-                "--key-file", directory.appendingPathComponent("key\(index)").path,
+                "--yes", "--key-file", directory.appendingPathComponent("key\(index)").path,
+                "--known-peers", directory.appendingPathComponent("peers\(index)").path,
             ]
         }
         let a = try ToolProcess(

@@ -51,7 +51,8 @@ import Testing
         #expect(run(["--receive-only", "--motion", "fly 3"]).code == 2)
         #expect(run(["--receive-only", "--timeout", "0"]).code == 2)
         #expect(run(["--receive-only", "--port", "80"]).code == 2)
-        #expect(run(["--receive-only", "--confirm"]).code == 2)
+        #expect(run(["--receive-only", "--confirm", "--yes"]).code == 2)
+        #expect(run(["--receive-only", "--keylog"]).code == 2)
         #expect(run([]).code == 2)
     }
 
@@ -73,6 +74,67 @@ import Testing
             arguments: ["share", "--receive-only", "--interface", "nope0"], console: console)
         #expect(code == 2)
         #expect(console.errorLines.first?.contains("no interface named 'nope0'") == true)
+    }
+
+    /// Asking is the default; `--confirm` says so again; `--yes` shares without asking, and
+    /// `--receive-only` offers no card either way.
+    @Test func consentPolicyFromTheFlags() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        let card = directory.appendingPathComponent("card.json").path
+        try ShareCommandTests.bori.write(toFile: card, atomically: true, encoding: .utf8)
+        func options(_ flags: [String]) throws -> ShareOptions {
+            let arguments = try ShareCommand.parser.parse(
+                ["--interface", "lo", "--key-file", "/k/key"] + flags)
+            return try ShareOptions(arguments)
+        }
+        #expect(try options(["--profile", card]).consent == .askUser)
+        #expect(try options(["--profile", card, "--confirm"]).consent == .askUser)
+        #expect(try options(["--profile", card, "--yes"]).consent == .share)
+        let receiving = try options(["--profile", card, "--receive-only"])
+        #expect(receiving.consent == .askUser && receiving.card == nil)
+        #expect(try options(["--receive-only", "--yes"]).consent == .receiveOnly)
+        #expect(try options(["--receive-only"]).knownPeersPath == "/k/known-peers")
+        #expect(try options(["--receive-only", "--known-peers", "/p"]).knownPeersPath == "/p")
+        let console = CapturingConsole()
+        _ = CommandLineTool.run(arguments: ["help", "share"], console: console)
+        let help = console.outputLines.joined(separator: "\n")
+        #expect(help.contains("anyone on this network can get your card"))
+        #expect(help.contains("(the default; kept for scripts)"))
+    }
+
+    @Test func consentAnswers() {
+        #expect(ConsentInput.parseJSON(#"{"decision":"share"}"#) == .decision(.share))
+        #expect(ConsentInput.parseJSON(#" { "decision" : "receive-only" } "#) == .decision(.receiveOnly))
+        #expect(ConsentInput.parseJSON(#"{"decision":"decline"}"#) == .decision(.decline))
+        #expect(ConsentInput.parseJSON("  ") == .blank)
+        for bad in ["s", "share", "{", "[]", "{}", #"{"decision":1}"#, #"{"decision":"yes"}"#, #"{"x":1}"#] {
+            guard case .invalid = ConsentInput.parseJSON(bad) else {
+                Issue.record("'\(bad)' was taken as an answer")
+                continue
+            }
+        }
+        #expect(ConsentInput.parseLine("S") == .decision(.share))
+        #expect(ConsentInput.parseLine(" r \r") == .decision(.receiveOnly))
+        #expect(ConsentInput.parseLine("decline") == .decision(.decline))
+        #expect(ConsentInput.parseLine("q") == .quit)
+        #expect(ConsentInput.parseLine(#"{"decision":"share"}"#) == .decision(.share))
+        guard case .invalid = ConsentInput.parseLine("maybe") else {
+            Issue.record("'maybe' was taken as an answer")
+            return
+        }
+    }
+
+    @Test func inputLinesHoweverTheReadsCutThem() {
+        var splitter = LineSplitter()
+        #expect(splitter.feed(Array("s\r\n{\"dec".utf8)) == [.text("s")])
+        #expect(splitter.feed(Array("ision\":\"share\"}\n".utf8)) == [.text(#"{"decision":"share"}"#)])
+        #expect(splitter.feed(Array("d".utf8)).isEmpty)
+        #expect(splitter.finish() == .text("d"))
+        #expect(splitter.finish() == nil)
+        // An endless line is reported once, then skipped up to its end.
+        let long = [UInt8](repeating: UInt8(ascii: "x"), count: LineSplitter.maximumLineBytes + 10)
+        #expect(splitter.feed(long) == [.tooLong])
+        #expect(splitter.feed(Array("xx\nr\n".utf8)) == [.text("r")])
     }
 
     @Test func poseAndMotionSyntax() throws {

@@ -57,7 +57,9 @@ import Testing
         func arguments(_ index: Int) -> [String] {
             [
                 "share", "--profile", cards[index], "--interface", "lo", "--port", String(port), "--verbose",
-                "--timeout", "20", "--key-file", directory.appendingPathComponent("key\(index)").path,
+                "--timeout", "20", "--yes", "--key-file",
+                directory.appendingPathComponent("key\(index)").path,
+                "--known-peers", directory.appendingPathComponent("peers\(index)").path,
             ]
         }
         let a = try ToolProcess(arguments(0))

@@ -6,13 +6,15 @@ import ProfileDropTransport
 /// `profiledrop share --profile FILE`: pair with a peer on the LAN and swap profile cards.
 enum ShareCommand: Subcommand {
     static let name = "share"
-    static let summary = "find a peer on the LAN and swap profile cards once the devices are held together"
+    static let summary =
+        "find a peer on the LAN and swap profile cards once the devices are held together and you agree"
     static let parser = ArgumentParser(
         command: name,
         options: [
             Options.profile, Options.interface, Options.pose, Options.still, Options.motion, Options.json,
-            Options.save, Options.receiveOnly, Options.confirm, Options.timeout, Options.keyFile,
-            Options.port, Options.verbose, Options.capture, Options.keylog, Options.impairLoss,
+            Options.save, Options.receiveOnly, Options.yes, Options.confirm, Options.timeout, Options.keyFile,
+            Options.knownPeers, Options.port, Options.verbose, Options.capture, Options.keylog,
+            Options.impairLoss,
         ]
     )
 
@@ -31,11 +33,26 @@ enum ShareCommand: Subcommand {
         static let json = Flag("json", help: "one JSON snapshot per line")
         static let save = Option.text(
             "save", valueName: "DIR", help: "write the received card and photo here")
-        static let receiveOnly = Flag("receive-only", help: "receive the peer's card, send none")
-        static let confirm = Flag("confirm", help: "ask before sharing; declines by itself after 60 s")
+        static let receiveOnly = Flag(
+            "receive-only", help: "receive the peer's card, send none (still asks first, unless --yes)")
+        static let yes = Flag(
+            "yes",
+            help:
+                "share with whoever completes pairing, without asking; anyone on this network can get your card"
+        )
+        static let confirm = Flag(
+            "confirm",
+            help: "ask before sharing, showing the code to compare; declines by itself after 60 s "
+                + "(the default; kept for scripts)")
         static let timeout = Option.integer(
-            "timeout", valueName: "SECONDS", in: 1...3600, help: "give up after this long (default 120)")
-        static let keyFile = Option.text("key-file", valueName: "PATH", help: "static key file")
+            "timeout", valueName: "SECONDS", in: 1...3600,
+            help: "give up after this long, an unanswered question included (default 120)")
+        static let keyFile = Option.text(
+            "key-file", valueName: "PATH",
+            help: "the device's long-term identity secret (created on first use)")
+        static let knownPeers = Option.text(
+            "known-peers", valueName: "PATH",
+            help: "known-peers file (default: 'known-peers' beside the key file)")
         static let port = Option<UInt16>("port", valueName: "PORT", help: "discovery port (default 47544)") {
             guard let number = UInt16($0), number >= 1024 else {
                 throw UsageError("--port takes a port from 1024 to 65535, got '\($0)'")
@@ -75,7 +92,10 @@ struct ShareOptions {
     var interfaces: [NetworkInterface]
     var endpoint = DiscoveryEndpoint()
     var impairment = SendImpairment()
+    /// The file of the device's long-term identity secret.
     var staticKeyPath: String
+    /// The known-peers file: read at start, written when an exchange completes.
+    var knownPeersPath: String
     var timeout: Duration
     var saveDirectory: String?
     var output: OutputMode
@@ -96,10 +116,14 @@ struct ShareOptions {
         } else if !receiveOnly {
             throw UsageError("--profile FILE is required (or --receive-only)")
         }
-        if receiveOnly && arguments.has(ShareCommand.Options.confirm) {
-            throw UsageError("--receive-only and --confirm cannot be combined")
+        let yes = arguments.has(ShareCommand.Options.yes)
+        if yes && arguments.has(ShareCommand.Options.confirm) {
+            throw UsageError("--yes and --confirm cannot be combined: --yes shares without asking")
         }
-        consent = receiveOnly ? .receiveOnly : arguments.has(ShareCommand.Options.confirm) ? .askUser : .share
+        // --receive-only offers no card, whatever --profile names (it is still read, so that a
+        // mistake in it shows now); the user is asked all the same, unless --yes.
+        if receiveOnly { card = nil }
+        consent = yes ? (receiveOnly ? .receiveOnly : .share) : .askUser
 
         let start = arguments.value(ShareCommand.Options.pose)
         if let script = arguments.value(ShareCommand.Options.motion) {
@@ -127,6 +151,9 @@ struct ShareOptions {
             impairment = SendImpairment(loss: loss, seed: 1)
         }
         staticKeyPath = try arguments.value(ShareCommand.Options.keyFile) ?? StaticKeyStore.defaultPath()
+        knownPeersPath =
+            arguments.value(ShareCommand.Options.knownPeers)
+            ?? KnownPeersStore.defaultPath(keyFilePath: staticKeyPath)
         let seconds = arguments.value(ShareCommand.Options.timeout, default: 120)
         timeout = .seconds(seconds)
         saveDirectory = arguments.value(ShareCommand.Options.save)

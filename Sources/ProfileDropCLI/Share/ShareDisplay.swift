@@ -17,7 +17,10 @@ struct ShareDisplay {
     let console: Console
     private var statusLine = StatusLine()
     private var stage = Stage.advertising
-    private var verificationCode: String?
+    /// What verification showed in the current session: the code, and the known peer if any.
+    private var verification: Verification?
+    /// Whether a consent request waits for the user's answer.
+    private var awaitingAnswer = false
     private var lastPrintedStage: Stage?
     private var lastRangingLine: Instant?
     private var pose: Pose?
@@ -42,9 +45,13 @@ struct ShareDisplay {
         return merged
     }
 
-    init(mode: ShareOptions.OutputMode, console: Console) {
+    /// Whether the device asks its user before any card moves (no `--yes`).
+    let asksConsent: Bool
+
+    init(mode: ShareOptions.OutputMode, console: Console, asksConsent: Bool = true) {
         self.mode = mode
         self.console = console
+        self.asksConsent = asksConsent
     }
 
     mutating func started(interfaces: [String], listening: String, snapshot: DeviceSnapshot) {
@@ -68,14 +75,16 @@ struct ShareDisplay {
     mutating func show(_ event: DeviceEvent, snapshot current: DeviceSnapshot) {
         var snapshot = remember(current)
         let name: String
-        defer { render(event: name, snapshot: snapshot) }
+        var extra: [(key: String, value: JSONValue)] = []
+        defer { render(event: name, snapshot: snapshot, extra: extra) }
         switch event {
         case .advertising:
             stage = .advertising
             name = "advertising"
-        case .peerFound:
+        case .peerFound(let peer):
             advance(to: .peerFound)
             name = "peer_found"
+            extra = [("peer", .string(peer.description))]
         case .peerBusy:
             name = "peer_busy"
         case .connecting:
@@ -85,9 +94,46 @@ struct ShareDisplay {
             advance(to: .secured)
             name = "secured"
         case .verified(let verification):
-            verificationCode = verification.code
+            self.verification = verification
             name = "verified"
-        case .pairingInterrupted, .knownPeerMismatch, .peerRemembered, .incompatiblePeer:
+            extra = Self.identityMembers(verification)
+            if !asksConsent {
+                // Sharing without asking (--yes): the code is still worth a look.
+                let who =
+                    verification.knownPeer.map { "known peer \(Self.quoted($0.name))" } ?? "a new device"
+                printLine("verified: code \(Self.spaced(verification.code)), \(who)", snapshot: snapshot)
+            }
+            if verification.interruptedBefore > 0 {
+                printLine(Self.interruptedBeforeWarning(verification.interruptedBefore), snapshot: snapshot)
+            }
+        case .pairingInterrupted(let peer, let code, let reason):
+            name = "pairing_interrupted"
+            extra = [
+                ("peer", .string(peer.description)), ("code", code.map { .string($0) } ?? .null),
+                ("reason", .string(Self.reasonCode(reason))), ("detail", .string(reason.description)),
+            ]
+            let shown = code.map { " after code \(Self.spaced($0)) was shown" } ?? ""
+            printLine(
+                "WARNING: the pairing with \(peer) was interrupted\(shown) (\(reason)). If nobody cancelled it, "
+                    + "someone may be trying to get between the two devices: compare the codes carefully.",
+                snapshot: snapshot)
+        case .knownPeerMismatch(let peerName):
+            name = "known_peer_mismatch"
+            extra = [("name", .string(peerName))]
+            printLine(
+                "WARNING: a device claimed to be the known peer \(Self.quoted(peerName)) but could not prove it: "
+                    + "an impostor, or that device forgot this one. Nothing was shared with it.",
+                snapshot: snapshot)
+        case .incompatiblePeer(let peer, let version):
+            name = "incompatible_peer"
+            extra = [("peer", .string(peer.description)), ("version", .integer(Int(version)))]
+            printLine(
+                "device \(peer) speaks protocol version \(version) and this one version "
+                    + "\(WireConstants.version): they cannot pair (update the older one)",
+                snapshot: snapshot)
+        case .peerRemembered, .consentRequested:
+            // The session reports these with what only it knows: ``remembered(_:fingerprint:stored:snapshot:)``
+            // and ``askConsent(timeoutSeconds:offersCard:snapshot:)``.
             name = ""
             return
         case .ranging:
@@ -96,11 +142,6 @@ struct ShareDisplay {
         case .inRange:
             advance(to: .inRange)
             name = "in_range"
-        case .consentRequested:
-            name = "consent_requested"
-            if mode != .json {
-                console.output("share your card with this peer? [s]hare, [r]eceive only, [d]ecline (60 s)")
-            }
         case .exchanging:
             advance(to: .exchanging)
             name = "exchanging"
@@ -115,9 +156,11 @@ struct ShareDisplay {
         case .sessionEnded(_, let reason):
             // Back to browsing for another peer.
             stage = .advertising
-            verificationCode = nil
+            verification = nil
+            awaitingAnswer = false
             remembered = nil
             name = "session_ended"
+            extra = [("reason", .string(Self.reasonCode(reason))), ("detail", .string(reason.description))]
             if mode == .lines { console.output("session ended: \(reason); looking for another peer") }
         case .closed, .datagramRejected, .cardVerified:
             // finish(reason:) reports the end, with the card; rejections are counted for --verbose;
@@ -125,6 +168,137 @@ struct ShareDisplay {
             name = ""
             return
         }
+    }
+
+    /// The consent request, after ``DeviceEvent/verified(_:)``: the `consent` event, or the prompt
+    /// with the code to compare. `timeoutSeconds` is how long the request waits for an answer.
+    mutating func askConsent(timeoutSeconds: Int, offersCard: Bool, snapshot current: DeviceSnapshot) {
+        let snapshot = remember(current)
+        awaitingAnswer = true
+        guard let verification else { return }
+        switch mode {
+        case .json:
+            var members: [(key: String, value: JSONValue)] = [
+                ("peer", .string(verification.peer.description)), ("code", .string(verification.code)),
+            ]
+            members += Self.identityMembers(verification)
+            members += [("timeout_s", .integer(timeoutSeconds)), ("offers_card", .bool(offersCard))]
+            render(event: "consent", snapshot: snapshot, extra: members)
+        case .terminal, .lines:
+            let who =
+                verification.knownPeer.map { "pair with known peer \(Self.quoted($0.name))?" }
+                ?? "pair with a NEW device?"
+            let choices =
+                offersCard ? "[s]hare, [r]eceive only, [d]ecline" : "[r]eceive their card, [d]ecline"
+            printLine(
+                "\(who) code \(Self.spaced(verification.code)) — check that the other screen shows the same code. "
+                    + "\(choices) (\(timeoutSeconds) s)",
+                snapshot: snapshot)
+        }
+    }
+
+    /// The user's answer was handed to the device.
+    mutating func decided(_ decision: ConsentDecision, snapshot current: DeviceSnapshot) {
+        let snapshot = remember(current)
+        awaitingAnswer = false
+        switch mode {
+        case .json:
+            render(
+                event: "decision", snapshot: snapshot,
+                extra: [("decision", .string(ConsentInput.word(for: decision)))])
+        case .terminal, .lines:
+            let text =
+                switch decision {
+                case .share: "you answered: share"
+                case .receiveOnly: "you answered: receive only"
+                case .decline: "you answered: decline"
+                }
+            printLine(text, snapshot: snapshot)
+        }
+    }
+
+    /// No answer came before `--timeout`: the request was declined.
+    mutating func declinedAtDeadline(snapshot current: DeviceSnapshot) {
+        let snapshot = remember(current)
+        awaitingAnswer = false
+        if mode != .json { printLine("no answer before --timeout: declined", snapshot: snapshot) }
+    }
+
+    /// A peer the exchange completed with, kept (or not: `stored`) in the known-peers file.
+    mutating func remembered(
+        _ peer: KnownPeer, fingerprint: String, stored: Bool, snapshot current: DeviceSnapshot
+    ) {
+        let snapshot = remember(current)
+        switch mode {
+        case .json:
+            render(
+                event: "peer_remembered", snapshot: snapshot,
+                extra: [
+                    ("name", .string(peer.name)), ("fingerprint", .string(fingerprint)),
+                    ("stored", .bool(stored)),
+                ])
+        case .terminal, .lines:
+            guard stored else { return }
+            printLine(
+                "remembered \(Self.quoted(peer.name)) as a known peer (\(fingerprint))", snapshot: snapshot)
+        }
+    }
+
+    /// A line of input that is not an answer, or an answer with no request pending. In `--json`
+    /// mode an `input_error` event on standard output; otherwise one line on standard error.
+    mutating func inputError(_ detail: String) {
+        switch mode {
+        case .json:
+            console.output(
+                JSONValue.object([("event", .string("input_error")), ("detail", .string(detail))]).serialized)
+        case .terminal, .lines:
+            console.error("profiledrop share: input ignored: \(detail)")
+        }
+    }
+
+    /// `known`, `name` and `interrupted_before`: who the verified peer is.
+    private static func identityMembers(_ verification: Verification) -> [(key: String, value: JSONValue)] {
+        [
+            ("known", .bool(verification.knownPeer != nil)),
+            ("name", verification.knownPeer.map { .string($0.name) } ?? .null),
+            ("interrupted_before", .integer(verification.interruptedBefore)),
+        ]
+    }
+
+    private static func interruptedBeforeWarning(_ count: Int) -> String {
+        let pairings = count == 1 ? "1 pairing was" : "\(count) pairings were"
+        return "WARNING: \(pairings) interrupted after the code was shown, earlier in this run. If nobody "
+            + "cancelled, someone may be trying to get between the devices: compare the codes carefully."
+    }
+
+    /// Writes a whole line for people (not in `--json` mode); on a terminal, below the status line,
+    /// which is then drawn again.
+    private mutating func printLine(_ text: String, snapshot: DeviceSnapshot) {
+        switch mode {
+        case .json:
+            return
+        case .terminal:
+            statusLine.finish()
+            console.output(Self.printable(text))
+            statusLine.show(line(snapshot))
+        case .lines:
+            console.output(Self.printable(text))
+        }
+    }
+
+    /// `123 456`: a code as people read it.
+    static func spaced(_ code: String) -> String {
+        code.count == 6 ? "\(code.prefix(3)) \(code.dropFirst(3))" : code
+    }
+
+    /// A name between quotation marks.
+    static func quoted(_ name: String) -> String { "“\(name)”" }
+
+    /// `text` without control characters, which a peer's name could otherwise carry to the terminal.
+    static func printable(_ text: String) -> String {
+        String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.map { $0.properties.generalCategory == .control ? "\u{FFFD}" : $0 }))
     }
 
     mutating func poseChanged(_ pose: Pose, snapshot: DeviceSnapshot) {
@@ -155,12 +329,17 @@ struct ShareDisplay {
         }
     }
 
-    private mutating func render(event: String, snapshot: DeviceSnapshot) {
+    /// One snapshot: in `--json` mode `event`, then `extra`, then the snapshot members `extra`
+    /// does not name.
+    private mutating func render(
+        event: String, snapshot: DeviceSnapshot, extra: [(key: String, value: JSONValue)] = []
+    ) {
         guard !event.isEmpty else { return }
         switch mode {
         case .json:
-            console.output(
-                JSONValue.object([("event", .string(event))] + snapshotMembers(snapshot)).serialized)
+            let named = Set(extra.map(\.key))
+            let members = snapshotMembers(snapshot).filter { !named.contains($0.key) }
+            console.output(JSONValue.object([("event", .string(event))] + extra + members).serialized)
         case .terminal:
             statusLine.show(line(snapshot))
         case .lines:
@@ -182,7 +361,11 @@ struct ShareDisplay {
         case .peerFound:
             if let peer = snapshot.peer { text += " · \(peer)" }
         case .secured, .ranging, .inRange:
-            if let code = verificationCode { text += " · code \(code.prefix(3)) \(code.dropFirst(3))" }
+            if let verification {
+                text += " · code \(Self.spaced(verification.code))"
+                if let known = verification.knownPeer { text += " · known peer \(Self.quoted(known.name))" }
+                if awaitingAnswer { text += " · your answer?" }
+            }
             if let distance = snapshot.distanceCm, let bearing = snapshot.bearingDeg {
                 text += " · \(Self.oneDecimal(distance)) cm · \(Self.oneDecimal(bearing))°"
             }
@@ -204,7 +387,7 @@ struct ShareDisplay {
             ("stage", .string(stage.rawValue)),
             ("device", .string(snapshot.deviceID.description)),
             ("peer", snapshot.peer.map { .string($0.description) } ?? .null),
-            ("code", verificationCode.map { .string($0) } ?? .null),
+            ("code", verification.map { .string($0.code) } ?? .null),
             ("distance_cm", snapshot.distanceCm.map(Self.oneDecimalJSON) ?? .null),
             ("bearing_deg", snapshot.bearingDeg.map(Self.oneDecimalJSON) ?? .null),
             (

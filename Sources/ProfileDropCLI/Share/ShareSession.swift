@@ -18,6 +18,10 @@ final class ShareSession {
     static let motionTick: Duration = .milliseconds(50)
     /// Interactive steps: one arrow press moves 1 cm or turns 5 degrees.
     static let keyStep = (distance: 1.0, degrees: 5.0)
+    /// How long past `--timeout` a session still live may take to close (an unanswered request is
+    /// declined at `--timeout`, which closes it within a round trip) before the process stops
+    /// without it.
+    static let deadlineGrace: Duration = .seconds(1)
 
     private let options: ShareOptions
     private let console: Console
@@ -28,23 +32,42 @@ final class ShareSession {
     private var initiator = false
     private var receivedCard: ProfileCard?
     private var keyDecoder = KeyDecoder()
+    private var lineSplitter = LineSplitter()
+    /// Whether the device waits for the user's answer to a consent request.
     private var pendingConsent = false
+    /// Whether standard input may still bring answers: false once it reached its end.
+    private var stdinOpen = true
+    /// When `--timeout` runs out, from the start of the run.
+    private var deadline = Instant.zero
+    /// Whether a request was declined because `--timeout` ran out before an answer.
+    private var declinedAtDeadline = false
+    /// Why the last session that did not end the device ended.
+    private var lastSessionFailure: CloseReason?
 
     init(options: ShareOptions, console: Console) throws {
         self.options = options
         self.console = console
         motion = options.motion
-        display = ShareDisplay(mode: options.output, console: console)
+        display = ShareDisplay(
+            mode: options.output, console: console, asksConsent: options.consent == .askUser)
         movement = DeviceMotion(options.motion)
     }
 
     func run() throws -> ExitCode {
-        let key = try StaticKeyStore.loadOrCreate(at: options.staticKeyPath).key
+        deadline = clock.now + options.timeout
+        // The key file holds the long-term identity secret, which only known peers can recognise;
+        // the Noise static key is new every run, so nothing long-term reaches a stranger.
+        let secret = try StaticKeyStore.loadOrCreate(at: options.staticKeyPath).key
+        let identity = DeviceIdentity(secret: secret.rawRepresentation)
+        var random = SystemRandom()
+        let runKey = X25519.PrivateKey(using: &random)
+        let knownPeers = try KnownPeersStore.load(at: options.knownPeersPath)
         let host = try UDPHost(interfaces: options.interfaces, endpoint: options.endpoint, clock: clock)
         var timeouts = Timeouts()
         timeouts.overall = options.timeout
         let configuration = DeviceConfiguration(
-            card: options.card, consent: options.consent, staticKey: key, timeouts: timeouts)
+            card: options.card, consent: options.consent, staticKey: runKey, identity: identity,
+            knownPeers: knownPeers, timeouts: timeouts)
         if let path = options.capturePath {
             let recorder = CaptureRecorder(
                 options: CaptureOptions(
@@ -55,7 +78,9 @@ final class ShareSession {
             let device = CapturingDevice(
                 configuration: configuration, random: SystemRandom(), now: clock.now,
                 localAddress: host.localAddress,
-                name: "share", recorder: recorder)
+                name: "share", recorder: recorder,
+                // The run's key is on no disk: replay can only find it in the capture.
+                staticKey: options.keylog ? .embedded(runKey.rawRepresentation) : .external)
             // Written however the session ends, so that a failing pairing can be replayed.
             defer {
                 do {
@@ -99,18 +124,28 @@ final class ShareSession {
         defer { terminal.restore() }
 
         var closedAt: Instant?
-        while true {
+        var stopped: CloseReason?
+        while stopped == nil {
             var wake = clock.now + .milliseconds(250)
             if movement.isMoving { wake = min(wake, clock.now + Self.motionTick) }
             // Datagrams, timeout, and every reply and event they cause, all within this one turn.
+            // Standard input is watched until it ends: a closed one is always readable.
             let stdinReadable = try driver.turn(
-                wakingBy: wake, alsoWatching: readsStdin ? STDIN_FILENO : nil, onEvent: onEvent)
+                wakingBy: wake, alsoWatching: readsStdin && stdinOpen ? STDIN_FILENO : nil, onEvent: onEvent)
             if stdinReadable, readInput(&driver.device, state: state) == .quit {
                 display.finish(reason: nil, snapshot: driver.device[keyPath: state].snapshot, card: nil)
                 return .declined
             }
             let now = clock.now
             advanceMotion(&driver.device, at: now)
+            if !driver.device.isClosed && now >= deadline && pendingConsent {
+                // --timeout bounds the whole run: an unanswered request is declined now, which
+                // tells the peer at once, rather than at the core's consent timeout.
+                pendingConsent = false
+                declinedAtDeadline = true
+                driver.device.decide(.decline, at: now)
+                display.declinedAtDeadline(snapshot: driver.device[keyPath: state].snapshot)
+            }
             try driver.flush(onEvent: onEvent)
 
             if driver.device.isClosed {
@@ -120,12 +155,26 @@ final class ShareSession {
                     try reportOutcome(driver.device[keyPath: state])
                 }
                 if driver.device.nextDeadline == nil || now >= (closedAt ?? now) + Self.exitLinger { break }
+            } else if now >= deadline + Self.deadlineGrace {
+                // A session still live past --timeout (ranging, a transfer, a peer that does not
+                // answer) is left behind: the peer's own timers close its side. The reason is the
+                // one the core gives when its overall limit passes between sessions.
+                let reason: CloseReason =
+                    lastSessionFailure == .outOfRange ? .outOfRange : .timeout(.noExchange)
+                display.finish(reason: reason, snapshot: driver.device[keyPath: state].snapshot, card: nil)
+                stopped = reason
             }
         }
 
         let core = driver.device[keyPath: state]
         if options.verbose { console.error(Self.countersLine(core.counters, host: host.statistics)) }
-        return Self.exitCode(for: core.closedReason ?? .timeout(.noExchange))
+        return Self.exitCode(for: stopped ?? reportedReason(core.closedReason ?? .timeout(.noExchange)))
+    }
+
+    /// The reason shown and turned into the exit code: a request declined because `--timeout` ran
+    /// out before an answer is a consent timeout, as the core's own would be.
+    private func reportedReason(_ reason: CloseReason) -> CloseReason {
+        declinedAtDeadline && reason == .declined(by: .local) ? .timeout(.consent) : reason
     }
 
     /// One line of traffic counters for `--verbose`: what was dropped, by reason, and what was resent.
@@ -142,7 +191,7 @@ final class ShareSession {
     }
 
     private func reportOutcome(_ device: Device) throws {
-        let reason = device.closedReason ?? .timeout(.noExchange)
+        let reason = reportedReason(device.closedReason ?? .timeout(.noExchange))
         if case .exchanged = reason, let card = receivedCard, let directory = options.saveDirectory {
             try CardSaver.save(card, in: directory)
         }
@@ -169,25 +218,75 @@ final class ShareSession {
             receivedCard = card
         case .consentRequested:
             pendingConsent = true
-        case .sessionEnded:
+            display.askConsent(
+                timeoutSeconds: consentSeconds(), offersCard: options.card != nil, snapshot: state.snapshot)
+            return
+        case .peerRemembered(let peer):
+            display.remembered(
+                peer, fingerprint: KnownPeersStore.fingerprint(peer), stored: remember(peer),
+                snapshot: state.snapshot)
+            return
+        case .sessionEnded(_, let reason):
+            pendingConsent = false
+            lastSessionFailure = reason
+        case .closed:
             pendingConsent = false
         case .advertising, .peerFound, .peerBusy, .ranging, .inRange, .exchanging, .cardVerified,
-            .acknowledged, .closed, .datagramRejected, .verified, .pairingInterrupted, .knownPeerMismatch,
-            .peerRemembered, .incompatiblePeer:
+            .acknowledged, .datagramRejected, .verified, .pairingInterrupted, .knownPeerMismatch,
+            .incompatiblePeer:
             break
         }
         display.show(event, snapshot: state.snapshot)
+    }
+
+    /// How long the request just made waits for an answer: the core's consent timeout, or less
+    /// when `--timeout` comes first.
+    private func consentSeconds() -> Int {
+        let left = clock.now < deadline ? deadline - clock.now : .zero
+        return Int(min(Timeouts().consent, left).components.seconds)
+    }
+
+    /// Stores a peer the exchange completed with. A failure is one line on standard error: the
+    /// exchange happened all the same.
+    private func remember(_ peer: KnownPeer) -> Bool {
+        do {
+            try KnownPeersStore.remember(peer, at: options.knownPeersPath)
+            return true
+        } catch {
+            console.error("profiledrop share: cannot remember the peer: \(error)")
+            return false
+        }
     }
 
     private func advanceMotion(_ device: inout some SansIODevice, at now: Instant) {
         if let pose = movement.advance(to: now) { device.updatePose(pose, at: now) }
     }
 
+    /// Reads what standard input holds: key presses on a terminal, answer lines otherwise.
     private func readInput<D: SansIODevice>(_ device: inout D, state: KeyPath<D, Device>) -> KeyPress? {
-        var buffer = [UInt8](repeating: 0, count: 64)
+        var buffer = [UInt8](repeating: 0, count: 512)
         let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
-        guard count > 0 else { return nil }
-        for key in keyDecoder.feed(Array(buffer[0..<count])) {
+        if count < 0 {
+            if errno == EINTR || errno == EAGAIN { return nil }
+            stdinOpen = false
+            return nil
+        }
+        if count == 0 {
+            // The end of input: no answer will come, and an unanswered request declines by itself.
+            stdinOpen = false
+            if options.output != .terminal, let last = lineSplitter.finish() {
+                return answer(last, &device, state: state)
+            }
+            return nil
+        }
+        let bytes = Array(buffer[0..<count])
+        guard options.output == .terminal else {
+            for line in lineSplitter.feed(bytes) where answer(line, &device, state: state) == .quit {
+                return .quit
+            }
+            return nil
+        }
+        for key in keyDecoder.feed(bytes) {
             switch key {
             case .quit:
                 return .quit
@@ -195,10 +294,7 @@ final class ShareSession {
                 guard pendingConsent else { continue }
                 let decision: ConsentDecision? =
                     letter == "s" ? .share : letter == "r" ? .receiveOnly : letter == "d" ? .decline : nil
-                if let decision {
-                    pendingConsent = false
-                    device.decide(decision, at: clock.now)
-                }
+                if let decision { decide(decision, &device, state: state) }
             case .up, .down, .left, .right:
                 guard case .interactive = motion else { continue }
                 let moved: Pose
@@ -215,5 +311,42 @@ final class ShareSession {
             }
         }
         return nil
+    }
+
+    /// One line of input in lines or `--json` mode: an answer, `q` (lines mode), or an input error
+    /// that is reported and otherwise ignored.
+    private func answer<D: SansIODevice>(
+        _ line: LineSplitter.Line, _ device: inout D, state: KeyPath<D, Device>
+    ) -> KeyPress? {
+        let input: ConsentInput
+        switch line {
+        case .tooLong:
+            input = .invalid("line longer than \(LineSplitter.maximumLineBytes) bytes")
+        case .text(let text):
+            input = options.output == .json ? ConsentInput.parseJSON(text) : ConsentInput.parseLine(text)
+        }
+        switch input {
+        case .blank:
+            break
+        case .quit:
+            return .quit
+        case .invalid(let detail):
+            display.inputError(detail)
+        case .decision(let decision):
+            guard pendingConsent else {
+                display.inputError("no consent request is pending")
+                break
+            }
+            decide(decision, &device, state: state)
+        }
+        return nil
+    }
+
+    private func decide<D: SansIODevice>(
+        _ decision: ConsentDecision, _ device: inout D, state: KeyPath<D, Device>
+    ) {
+        pendingConsent = false
+        device.decide(decision, at: clock.now)
+        display.decided(decision, snapshot: device[keyPath: state].snapshot)
     }
 }
