@@ -107,13 +107,9 @@ import Testing
         var typesSeen = Set<String>()
         for capture in captures {
             let replay = try ToolProcess(["replay", capture]).finish()
-            // The handshake replays from the embedded key; the device record does not hold the
-            // device's identity and known peers yet, so replay diverges at the first IDENT.
-            withKnownIssue("replay rebuilds the device without its identity and known peers") {
-                #expect(replay.code == 0, "\(replay.output.suffix(3)) \(replay.errors)")
-                #expect(replay.output.last?.hasSuffix(" datagrams, identical") == true)
-            }
-            // The embedded key is the run's: replay gets past the handshake.
+            // The keylog holds the run's key, the identity and the known peers: replay matches.
+            #expect(replay.code == 0, "\(replay.output.suffix(3)) \(replay.errors)")
+            #expect(replay.output.last?.hasSuffix(" datagrams, identical") == true)
             let said = replay.output + replay.errors
             #expect(!said.contains { $0.contains("static key") }, "\(said.suffix(3))")
             if let tshark = ["/usr/bin/tshark", "/usr/local/bin/tshark"].first(
