@@ -31,7 +31,10 @@ let package = Package(
         // Many devices in a room on a faulty network, in virtual time.
         .target(
             name: "ProfileDropSimulator",
-            dependencies: ["ProfileDropCore", "ProfileDropJSON", "ProfileDropCardFile"]),
+            dependencies: [
+                "ProfileDropCore", "ProfileDropCrypto", "ProfileDropNoise", "ProfileDropJSON",
+                "ProfileDropCardFile",
+            ]),
         // Real UDP sockets (IPv4/IPv6 multicast discovery, unicast exchange) and the loop that drives
         // a device on them.
         .target(name: "ProfileDropTransport", dependencies: ["ProfileDropCore", "ProfileDropCrypto"]),
@@ -75,6 +78,7 @@ let package = Package(
             name: "ProfileDropSimulatorTests",
             dependencies: [
                 "ProfileDropSimulator", "ProfileDropCore", "ProfileDropCardFile", "ProfileDropTestSupport",
+                "ProfileDropCLI",
             ],
             // Stored swarm seeds (scripts/swarm.sh writes them) are data, replayed by SwarmTests.
             exclude: ["SwarmCases"]),

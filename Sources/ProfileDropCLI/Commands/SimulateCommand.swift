@@ -6,12 +6,13 @@ import ProfileDropSimulator
 enum SimulateCommand: Subcommand {
     static let name = "simulate"
     static let summary =
-        "run a scenario, a swarm of random runs, or the proximity gate trials in virtual time"
+        "run a scenario, a swarm of random runs, attacks on two victims, or the proximity gate trials in "
+        + "virtual time"
     static let parser = ArgumentParser(
         command: name,
         options: [
-            Options.seed, Options.swarm, Options.runs, Options.gateTrials, Options.quiet, Options.capture,
-            Options.captureDevice, Options.keylog,
+            Options.seed, Options.swarm, Options.attacks, Options.runs, Options.gateTrials, Options.quiet,
+            Options.capture, Options.captureDevice, Options.keylog,
         ])
 
     /// Every option of `simulate`, declared once.
@@ -20,8 +21,12 @@ enum SimulateCommand: Subcommand {
             "seed", valueName: "S", help: "the seed (default: the scenario's, or 1)")
         static let swarm = Flag(
             "swarm", help: "random runs with drawn fault options, checked against the invariants")
+        static let attacks = Flag(
+            "attacks",
+            help: "adversaries (man in the middle, code grinder, identity prober) against two victims")
         static let runs = Option.integer(
-            "runs", valueName: "R", in: 1...1_000_000, help: "swarm runs (default 100)")
+            "runs", valueName: "R", in: 1...1_000_000,
+            help: "swarm runs (default 100), or attack runs over all kinds (default 80)")
         static let gateTrials = Option.integer(
             "gate-trials", in: 1...10_000_000, help: "gate quality: N trials of each kind")
         static let quiet = Flag("quiet", help: "scenario: header and outcome only, no transcript")
@@ -35,10 +40,16 @@ enum SimulateCommand: Subcommand {
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
         let seed = arguments.value(Options.seed)
         let modes = [
-            arguments.has(Options.swarm), arguments.has(Options.gateTrials), !arguments.positionals.isEmpty,
+            arguments.has(Options.swarm), arguments.has(Options.attacks), arguments.has(Options.gateTrials),
+            !arguments.positionals.isEmpty,
         ]
         guard modes.filter({ $0 }).count == 1 else {
-            throw UsageError("give one of: a scenario file, --swarm, or --gate-trials N")
+            throw UsageError("give one of: a scenario file, --swarm, --attacks, or --gate-trials N")
+        }
+        if arguments.has(Options.attacks) {
+            let report = Attacks.run(runs: arguments.value(Options.runs, default: 80), seed: seed ?? 1)
+            report.lines.forEach(console.output)
+            return report.passed ? .success : .failure
         }
         if arguments.has(Options.swarm) {
             let runs = arguments.value(Options.runs, default: 100)

@@ -1,0 +1,367 @@
+import ProfileDropCore
+import ProfileDropCrypto
+
+/// How the victims' users answer a consent request.
+public enum AttackUsers: String, CaseIterable, Sendable {
+    /// Shares only when its code equals the other victim's (waiting for it until the consent
+    /// timeout) and, when the victims know each other, only with a peer shown as known.
+    case careful
+    /// Shares with every request (`--yes`).
+    case careless
+}
+
+/// What one victim's screen showed during a run, and what its user did.
+struct VictimScreen {
+    let member: Int
+    let name: String
+    let card: ProfileCard
+    let identity: DeviceIdentity
+    /// Every code shown by `.verified`, in order.
+    var codes: [String] = []
+    /// The code on screen: the latest `.verified`.
+    var latestCode: String?
+    /// Whether the latest `.verified` showed a known peer.
+    var latestKnown = false
+    /// When the pending consent request appeared, if one is pending.
+    var requestedAt: Instant?
+    var interrupted = 0
+    var mismatches = 0
+    /// Requests declined by the user, or left unanswered until the consent timeout.
+    var declines = 0
+    var shares = 0
+    /// `.verified` events that showed an adversary's device as a known peer.
+    var adversaryShownKnown = 0
+    var remembered: [KnownPeer] = []
+    var closed: CloseReason?
+}
+
+/// Who may hear whom: the adversary owns the LAN path, so only the datagrams its rules allow get
+/// through, and it sees every copy (it counts those between victims that it kept apart).
+struct PathHook: DatagramHook {
+    /// Datagrams from `from` reach `to`; with `unicastOnly`, multicast does not.
+    struct Rule {
+        let from: Int
+        let to: Int
+        let unicastOnly: Bool
+    }
+
+    var rules: [Rule] = []
+    let victims: [Int]
+    /// Copies between victims that the adversary kept from arriving.
+    private(set) var intercepted = 0
+
+    init(victims: [Int]) { self.victims = victims }
+
+    /// Lets `first` and `second` hear each other.
+    mutating func connect(_ first: Int, _ second: Int) {
+        rules.append(Rule(from: first, to: second, unicastOnly: false))
+        rules.append(Rule(from: second, to: first, unicastOnly: false))
+    }
+
+    /// Cuts `member` off from everyone.
+    mutating func isolate(_ member: Int) { rules.removeAll { $0.from == member || $0.to == member } }
+
+    mutating func route(_ copy: InFlightDatagram) -> DatagramVerdict {
+        guard let source = copy.source else { return .deliver }
+        let allowed = rules.contains {
+            $0.from == source && $0.to == copy.recipient && (!$0.unicastOnly || !copy.multicast)
+        }
+        if allowed { return .deliver }
+        if victims.contains(source) && victims.contains(copy.recipient) { intercepted += 1 }
+        return .drop
+    }
+}
+
+/// One room of an attack run: the victims (real core devices with users acting on their screens),
+/// the adversary's devices, and the loop that runs them in virtual time.
+struct AttackStage {
+    var room: Room
+    let users: AttackUsers
+    /// Whether the victims are known peers of each other (the careful user then also wants `known`).
+    let victimsKnown: Bool
+    var victims: [VictimScreen] = []
+    /// The adversary's participants and their device ids.
+    private(set) var adversaryMembers: [Int] = []
+    private(set) var adversaryIDs: [DeviceID] = []
+    /// Cards the adversary's devices verified.
+    private(set) var adversaryCards: [ProfileCard] = []
+    /// Known peers the adversary's devices remembered.
+    private(set) var adversaryRemembered: [KnownPeer] = []
+    /// The adversary's devices' events since the attack driver last looked.
+    private(set) var adversaryEvents: [(member: Int, event: DeviceEvent)] = []
+    private var cursors: [Int] = []
+
+    init(users: AttackUsers, victimsKnown: Bool, hook: (any DatagramHook)? = nil) {
+        room = Room(hook: hook, keepsEventLog: true)
+        self.users = users
+        self.victimsKnown = victimsKnown
+    }
+
+    /// The timers of every device in attack runs: the swarm's (60 s overall, 10 s consent).
+    static var timeouts: Timeouts { Swarm.timeouts }
+
+    /// The address of the next participant.
+    var nextAddress: PeerAddress { Simulation.address(ofNode: room.count) }
+
+    /// Adds a victim: a real core device asking its user, with `identity` and `knownPeers`. Its
+    /// static key is drawn from `staticKeySeedMaterial` when given (a key kept across runs, as
+    /// version 1 did), else from its own seed material.
+    @discardableResult
+    mutating func addVictim(
+        name: String, card: ProfileCard, identity: DeviceIdentity, knownPeers: [KnownPeer], pose: Pose,
+        seedMaterial: [UInt8], staticKeySeedMaterial: [UInt8]? = nil
+    ) -> Int {
+        var keyRandom = DeterministicRandom(
+            seedMaterial: staticKeySeedMaterial ?? seedMaterial + Array("/static-key".utf8))
+        let configuration = DeviceConfiguration(
+            card: card, consent: .askUser, staticKey: X25519.PrivateKey(using: &keyRandom),
+            identity: identity,
+            knownPeers: knownPeers, timeouts: Self.timeouts)
+        let device = Device(
+            configuration: configuration, random: DeterministicRandom(seedMaterial: seedMaterial),
+            now: room.now,
+            localAddress: nextAddress)
+        let member = add(device, pose: pose)
+        victims.append(VictimScreen(member: member, name: name, card: card, identity: identity))
+        return member
+    }
+
+    /// Adds one of the adversary's own core devices, seen through `policy`.
+    @discardableResult
+    mutating func addAdversary(
+        card: ProfileCard, consent: ConsentPolicy, identity: DeviceIdentity?, knownPeers: [KnownPeer] = [],
+        pose: Pose, seedMaterial: [UInt8], policy: TapPolicy
+    ) -> Int {
+        var keyRandom = DeterministicRandom(seedMaterial: seedMaterial + Array("/static-key".utf8))
+        let configuration = DeviceConfiguration(
+            card: card, consent: consent, staticKey: X25519.PrivateKey(using: &keyRandom), identity: identity,
+            knownPeers: knownPeers, timeouts: Self.timeouts)
+        let device = TappedDevice(
+            configuration: configuration, seedMaterial: seedMaterial, now: room.now,
+            localAddress: nextAddress,
+            policy: policy)
+        adversaryIDs.append(device.deviceID)
+        let member = add(device, pose: pose)
+        adversaryMembers.append(member)
+        return member
+    }
+
+    private mutating func add(_ device: any SansIODevice, pose: Pose) -> Int {
+        let member = room.add(device, at: nextAddress)
+        cursors.append(0)
+        room.updatePose(pose, of: member)
+        return member
+    }
+
+    /// Abandons adversary device `member`: silent from now on.
+    mutating func retire(_ member: Int) {
+        room.withDevice(member) { device, _ in
+            guard var tapped = device as? TappedDevice else { return }
+            tapped.retire()
+            device = tapped
+        }
+    }
+
+    /// The coarse stage of device `member`.
+    func stage(of member: Int) -> DeviceStage? { (room.device(member) as? Device)?.stage }
+
+    /// Whether every victim's device closed.
+    var victimsClosed: Bool { victims.allSatisfy { $0.closed != nil } }
+
+    /// How long the room runs on after every victim closed, so that the adversary's devices finish
+    /// what the victims finished (an exchange completes on one side a little before the other).
+    static let settling: Duration = .seconds(3)
+
+    /// Runs until `afterStep` says the attack is over, every victim closed (and ``settling`` passed),
+    /// or `limit`. After every step the victims' and the adversary's new events are read, the users
+    /// answer what they can, and `afterStep` lets the adversary act; it returns true when nothing
+    /// more will happen.
+    mutating func run(until limit: Instant, afterStep: (inout AttackStage) -> Bool) {
+        readEvents()
+        var end = limit
+        while room.step(notAfter: end) != nil {
+            readEvents()
+            answerRequests()
+            let over = afterStep(&self)
+            adversaryEvents.removeAll(keepingCapacity: true)
+            if over { break }
+            if victimsClosed && end == limit { end = min(limit, room.now + Self.settling) }
+        }
+    }
+
+    // MARK: - Screens
+
+    private mutating func readEvents() {
+        for member in 0..<room.count {
+            let log = room.eventLog[member]
+            guard cursors[member] < log.count else { continue }
+            for event in log[cursors[member]...] {
+                if let victim = victims.firstIndex(where: { $0.member == member }) {
+                    show(event, to: victim)
+                } else {
+                    noteAdversary(event, member: member)
+                }
+            }
+            cursors[member] = log.count
+        }
+    }
+
+    private mutating func show(_ event: DeviceEvent, to index: Int) {
+        switch event {
+        case .verified(let verification):
+            victims[index].codes.append(verification.code)
+            victims[index].latestCode = verification.code
+            victims[index].latestKnown = verification.knownPeer != nil
+            if verification.knownPeer != nil && adversaryIDs.contains(verification.peer) {
+                victims[index].adversaryShownKnown += 1
+            }
+        case .consentRequested:
+            victims[index].requestedAt = room.now
+        case .pairingInterrupted:
+            victims[index].interrupted += 1
+            victims[index].requestedAt = nil
+        case .knownPeerMismatch:
+            victims[index].mismatches += 1
+        case .peerRemembered(let peer):
+            victims[index].remembered.append(peer)
+        case .sessionEnded:
+            victims[index].requestedAt = nil
+        case .closed(let reason):
+            victims[index].closed = reason
+            victims[index].requestedAt = nil
+            if reason == .timeout(.consent) { victims[index].declines += 1 }
+        case .advertising, .peerFound, .peerBusy, .connecting, .secured, .incompatiblePeer, .ranging,
+            .inRange,
+            .exchanging, .cardVerified, .cardReceived, .acknowledged, .datagramRejected:
+            break
+        }
+    }
+
+    private mutating func noteAdversary(_ event: DeviceEvent, member: Int) {
+        switch event {
+        case .cardVerified(let card):
+            adversaryCards.append(card)
+        case .peerRemembered(let peer):
+            adversaryRemembered.append(peer)
+        case .verified, .consentRequested, .closed, .sessionEnded:
+            break
+        default:
+            return
+        }
+        adversaryEvents.append((member, event))
+    }
+
+    /// Each user answers its pending request if it can: the careless one at once, the careful one
+    /// once the other victim's screen shows a code to compare (a careful user alone with a stranger
+    /// has nothing to compare and declines).
+    private mutating func answerRequests() {
+        for index in victims.indices where victims[index].requestedAt != nil {
+            let decision: ConsentDecision
+            switch users {
+            case .careless:
+                decision = .share
+            case .careful:
+                if victims.count < 2 {
+                    decision = .decline
+                } else {
+                    guard let other = victims[victims.count - 1 - index].latestCode else { continue }
+                    let matches = victims[index].latestCode == other
+                    decision = matches && (!victimsKnown || victims[index].latestKnown) ? .share : .decline
+                }
+            }
+            victims[index].requestedAt = nil
+            if decision == .share { victims[index].shares += 1 } else { victims[index].declines += 1 }
+            room.decide(decision, for: victims[index].member)
+            readEvents()
+        }
+    }
+}
+
+/// What the adversary learned as the endpoint of its own devices' sessions: every identifier and
+/// secret-looking value a victim sent it, labelled, and whether a user gave it by agreeing to share.
+class AdversaryBrain: TapPolicy {
+    /// One value learned.
+    struct Learned {
+        /// What it was (`IDENT`, `static key`, ...).
+        let label: String
+        let bytes: [UInt8]
+        /// Sent only because the victim's user agreed to share: the card, its digest, the BOND.
+        let given: Bool
+    }
+
+    private(set) var learned: [Learned] = []
+    /// BOND frames received: the resolving keys of whoever agreed to share with us.
+    private(set) var resolvingKeys: [[UInt8]] = []
+
+    func learn(_ label: String, _ bytes: [UInt8], given: Bool = false) {
+        learned.append(Learned(label: label, bytes: bytes, given: given))
+    }
+
+    override func keepsIncoming(
+        _ packet: Packet, from source: PeerAddress, device: DeviceID, at time: Instant
+    )
+        -> Bool
+    {
+        switch packet {
+        case .beacon(let beacon):
+            learn("device id", Self.bytes(beacon.deviceID.rawValue))
+        case .query(let query):
+            learn("device id", Self.bytes(query.deviceID.rawValue))
+        case .invite(let message), .accept(let message):
+            learn("device id", Self.bytes(message.sender.rawValue))
+            learn("ephemeral key", Array(message.noiseMessage.prefix(X25519.keyLength)))
+        case .confirm(let message):
+            learn("device id", Self.bytes(message.sender.rawValue))
+        case .busy(let busy):
+            learn("device id", Self.bytes(busy.sender.rawValue))
+        case .secure:
+            break
+        }
+        return true
+    }
+
+    override func secured(_ session: TapSession, device: DeviceID, at time: Instant) {
+        if let key = session.peerStaticKey { learn("static key", key) }
+    }
+
+    override func received(_ frames: [Frame], in session: TapSession, device: DeviceID, at time: Instant) {
+        for frame in frames {
+            switch frame {
+            case .token(let token): learn("TOKEN", token)
+            case .ident(let ident): learn("IDENT", ident)
+            case .proof(let proof): learn("PROOF", proof)
+            case .commit(let commitment): learn("COMMIT", commitment)
+            case .nonce(let nonce): learn("NONCE", nonce)
+            case .reveal(let nonce): learn("REVEAL", nonce)
+            case .consent(_, let offer):
+                if let offer { learn("card digest", offer.digest, given: true) }
+            case .cardChunk(_, let data): learn("card", data, given: true)
+            case .bond(let resolvingKey, let share):
+                learn("resolving key", resolvingKey, given: true)
+                learn("bond share", share, given: true)
+                resolvingKeys.append(resolvingKey)
+            // Poses, our own digest echoed, receipts and closes identify nobody.
+            case .ranging, .inRange, .cardSack, .cardAck, .close, .closeAck, .receipt:
+                break
+            }
+        }
+    }
+
+    /// Whether `secret` appears in anything learned.
+    func holds(_ secret: [UInt8]) -> Bool {
+        learned.contains { Self.contains($0.bytes, secret) }
+    }
+
+    static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty, haystack.count >= needle.count else { return false }
+        if haystack.count == needle.count { return haystack == needle }
+        for start in 0...(haystack.count - needle.count) where haystack[start] == needle[0] {
+            if haystack[start..<(start + needle.count)].elementsEqual(needle) { return true }
+        }
+        return false
+    }
+
+    static func bytes(_ value: UInt64) -> [UInt8] {
+        stride(from: 56, through: 0, by: -8).map { UInt8(truncatingIfNeeded: value >> UInt64($0)) }
+    }
+}

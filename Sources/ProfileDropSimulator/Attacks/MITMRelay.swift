@@ -1,0 +1,146 @@
+import ProfileDropCore
+import ProfileDropCrypto
+
+/// The two victims of a run: who they are for the whole run (a long-term identity from a fixed
+/// per-run secret, not from any device's seed) and where they stand, 7 cm apart facing each other.
+struct VictimPair {
+    static let names = ["A", "B"]
+    static let poses = [Pose(x: 0, y: 0, heading: 0), Pose(x: 7, y: 0, heading: 180)]
+
+    let runSeed: UInt64
+    let identities: [DeviceIdentity]
+    let cards: [ProfileCard]
+
+    init(runSeed: UInt64) {
+        self.runSeed = runSeed
+        identities = Self.names.map {
+            DeviceIdentity(
+                secret: BLAKE2b.hash(
+                    Simulation.seedMaterial(runSeed, "attacks/identity/\($0)"), outputLength: 32))
+        }
+        cards = Self.names.map { AttackCards.card(runSeed: runSeed, role: "victim-\($0)") }
+    }
+
+    /// The seed material of victim `index`'s device in `phase`: fresh per phase.
+    func seedMaterial(_ index: Int, phase: String) -> [UInt8] {
+        Simulation.seedMaterial(runSeed, "attacks/\(phase)/victim/\(Self.names[index])")
+    }
+
+    /// Adds both victims to `stage`, knowing `knownPeers[i]`.
+    func addVictims(to stage: inout AttackStage, phase: String, knownPeers: [[KnownPeer]] = [[], []]) {
+        for index in 0..<2 {
+            stage.addVictim(
+                name: Self.names[index], card: cards[index], identity: identities[index],
+                knownPeers: knownPeers[index], pose: Self.poses[index],
+                seedMaterial: seedMaterial(index, phase: phase))
+        }
+    }
+
+    /// An honest exchange between the victims through a plain room with `users` (careful ones see
+    /// equal codes and share): each side's `.peerRemembered` record of the other, or nil if it did
+    /// not happen.
+    func meet(users: AttackUsers) -> [[KnownPeer]]? {
+        var stage = AttackStage(users: users, victimsKnown: false)
+        addVictims(to: &stage, phase: "meeting")
+        stage.run(until: Instant.zero + AttackStage.timeouts.overall) { _ in false }
+        let remembered = stage.victims.map(\.remembered)
+        guard remembered.allSatisfy({ $0.count == 1 }) else { return nil }
+        return remembered
+    }
+}
+
+/// Cards for attack runs, named after the run so the report can tell whose card reached whom.
+enum AttackCards {
+    static func card(runSeed: UInt64, role: String) -> ProfileCard {
+        let suffix = String(runSeed % 0x1_0000, radix: 16)
+        do {
+            return try ProfileCard(
+                name: "Dog-\(role)-\(suffix)", age: 3, sex: .female, neutered: true, size: .small,
+                keywords: ["calm-natured"], owner: "owner-\(role)-\(suffix)")
+        } catch {
+            preconditionFailure("attack cards are within the card limits: \(error)")
+        }
+    }
+}
+
+/// The man in the middle: it owns the LAN path between the victims (nothing of A reaches B, nor
+/// B's of A), and runs two real core devices of its own, M1 facing A and M2 facing B, each claiming
+/// to stand 7 cm in front of its victim (the pose of the other victim), sharing its own card. So A
+/// pairs with M1 and B with M2, and the adversary is the endpoint of both sessions.
+///
+/// With `relaysIdentities`, it first tries to pass as each victim's known peer: it puts the IDENT
+/// each victim sent it into the session with the other victim (holding that session's first
+/// IDENT until it has one, at most 1 s), which it can do only as the endpoint of both sessions. It
+/// cannot answer the PROOF that follows, so when that fails it comes back as a stranger.
+final class MITMRelay: AdversaryBrain {
+    /// Which victim each of our devices faces: 0 for A, 1 for B.
+    private var sides: [(device: DeviceID, side: Int)] = []
+    private let relaysIdentities: Bool
+    /// The latest IDENT each victim sent us.
+    private var victimIdents: [[UInt8]?] = [nil, nil]
+    /// Secured sessions so far on each side.
+    private var sessionCounts = [0, 0]
+    /// The sessions whose IDENT we replace.
+    private var relayedSessions: [UInt64] = []
+    /// Sessions where relaying was given up because the other victim's IDENT never came.
+    private var abandonedRelays: [UInt64] = []
+    /// Sessions into which we put the other victim's IDENT.
+    private(set) var identRelayedSessions: [UInt64] = []
+
+    init(relaysIdentities: Bool) { self.relaysIdentities = relaysIdentities }
+
+    /// Sets up both devices in `stage`, whose members 0 and 1 are the victims.
+    func addDevices(to stage: inout AttackStage, runSeed: UInt64, phase: String) {
+        var hook = PathHook(victims: [0, 1])
+        for side in 0..<2 {
+            let member = stage.addAdversary(
+                card: AttackCards.card(runSeed: runSeed, role: "mitm-\(side + 1)"), consent: .share,
+                identity: DeviceIdentity(
+                    secret: BLAKE2b.hash(
+                        Simulation.seedMaterial(runSeed, "attacks/\(phase)/mitm/\(side)/identity"),
+                        outputLength: 32)
+                ),
+                pose: VictimPair.poses[1 - side],
+                seedMaterial: Simulation.seedMaterial(runSeed, "attacks/\(phase)/mitm/\(side)"), policy: self)
+            if let id = stage.room.device(member)?.deviceID { sides.append((id, side)) }
+            hook.connect(side, member)
+        }
+        stage.room.hook = hook
+    }
+
+    private func side(of device: DeviceID) -> Int? { sides.first { $0.device == device }?.side }
+
+    override func secured(_ session: TapSession, device: DeviceID, at time: Instant) {
+        super.secured(session, device: device, at: time)
+        guard let side = side(of: device) else { return }
+        sessionCounts[side] += 1
+        if relaysIdentities && sessionCounts[side] == 1 { relayedSessions.append(session.sessionID) }
+    }
+
+    override func received(_ frames: [Frame], in session: TapSession, device: DeviceID, at time: Instant) {
+        super.received(frames, in: session, device: device, at: time)
+        guard let side = side(of: device) else { return }
+        for case .ident(let ident) in frames { victimIdents[side] = ident }
+    }
+
+    override func sending(_ frames: [Frame], in session: TapSession, device: DeviceID, at time: Instant)
+        -> [Frame]
+    {
+        guard relayedSessions.contains(session.sessionID), !abandonedRelays.contains(session.sessionID),
+            let side = side(of: device),
+            frames.contains(where: { if case .ident = $0 { true } else { false } })
+        else { return frames }
+        guard let ident = victimIdents[1 - side] else {
+            if let securedAt = session.securedAt, time < securedAt + .seconds(1) { return [] }
+            abandonedRelays.append(session.sessionID)
+            return frames
+        }
+        if !identRelayedSessions.contains(session.sessionID) {
+            identRelayedSessions.append(session.sessionID)
+        }
+        return frames.map { frame in
+            if case .ident = frame { return .ident(ident) }
+            return frame
+        }
+    }
+}
