@@ -265,7 +265,8 @@ struct ExchangeSession {
         }
         if let link, link.pairing.verificationBegan, link.localConsent == nil || link.peerConsent == nil {
             switch reason {
-            case .exchanged, .declined(by: .local):
+            case .exchanged, .declined(by: .local), .timeout(.consent):
+                // Our own user declined, or saw the prompt and let it run out.
                 break
             case .declined(by: .peer), .outOfRange, .timeout, .error:
                 context.counters.interruptedPairings += 1
