@@ -71,31 +71,14 @@ enum HandshakeBenchmark {
             try handshake(initiatorStatic, responderStatic, &random)
         }
 
-        var floorTimes: [Double] = []
-        var handshakeTimes: [Double] = []
-        var ratios: [Double] = []
-        for round in 0..<rounds {
-            var floor = 0.0
-            var full = 0.0
-            let measureFloor = {
-                floor = try timePerIteration(iterations) { floorUnit(&random) }
-            }
-            let measureHandshake = {
-                full = try timePerIteration(iterations) {
-                    try handshake(initiatorStatic, responderStatic, &random)
-                }
-            }
-            if round % 2 == 0 {
-                try measureFloor()
-                try measureHandshake()
-            } else {
-                try measureHandshake()
-                try measureFloor()
-            }
-            floorTimes.append(floor)
-            handshakeTimes.append(full)
-            ratios.append(full / floor)
+        let handshakes = try alternating(rounds: rounds, iterations: iterations) {
+            floorUnit(&random)
+        } measured: {
+            try handshake(initiatorStatic, responderStatic, &random)
         }
+        let floorTimes = handshakes.floor
+        let handshakeTimes = handshakes.measured
+        let ratios = handshakes.ratios
 
         let floorMedian = median(floorTimes)
         let handshakeMedian = median(handshakeTimes)
@@ -118,35 +101,16 @@ enum HandshakeBenchmark {
         lines.append("handshake/floor: \(format(ratio))")
 
         let pairing = try PairingWork(&random)
-        var pairingFloorTimes: [Double] = []
-        var pairingTimes: [Double] = []
-        var pairingRatios: [Double] = []
-        for round in 0..<rounds {
-            var floor = 0.0
-            var full = 0.0
-            let measureFloor = {
-                floor = try timePerIteration(iterations) {
-                    floorUnit(&random)
-                    pairing.floorUnit(&random)
-                }
-            }
-            let measurePairing = {
-                full = try timePerIteration(iterations) {
-                    try handshake(initiatorStatic, responderStatic, &random)
-                    try pairing.steps()
-                }
-            }
-            if round % 2 == 0 {
-                try measureFloor()
-                try measurePairing()
-            } else {
-                try measurePairing()
-                try measureFloor()
-            }
-            pairingFloorTimes.append(floor)
-            pairingTimes.append(full)
-            pairingRatios.append(full / floor)
+        let pairings = try alternating(rounds: rounds, iterations: iterations) {
+            floorUnit(&random)
+            pairing.floorUnit(&random)
+        } measured: {
+            try handshake(initiatorStatic, responderStatic, &random)
+            try pairing.steps()
         }
+        let pairingFloorTimes = pairings.floor
+        let pairingTimes = pairings.measured
+        let pairingRatios = pairings.ratios
         let pairingRatio = median(pairingRatios)
         lines.append(
             "v2 floor (the X25519 floor + 8 HMAC-BLAKE2b + 2 BLAKE2b-256 + 2 BLAKE2b-512, known peers): "
@@ -156,6 +120,29 @@ enum HandshakeBenchmark {
                 + "\(micros(median(pairingTimes))) per pairing")
         lines.append("v2 pairing/floor: \(format(pairingRatio))")
         return Report(lines: lines, ratio: ratio, pairingRatio: pairingRatio)
+    }
+
+    /// Times `iterations` runs of `floor` and of `measured` per round, in alternating order, on this
+    /// thread's CPU clock: per-round times per iteration and their ratios.
+    static func alternating(
+        rounds: Int, iterations: Int, floor: () throws -> Void, measured: () throws -> Void
+    ) throws -> (floor: [Double], measured: [Double], ratios: [Double]) {
+        var floorTimes: [Double] = []
+        var measuredTimes: [Double] = []
+        for round in 0..<rounds {
+            var floorTime = 0.0
+            var measuredTime = 0.0
+            if round % 2 == 0 {
+                floorTime = try timePerIteration(iterations, floor)
+                measuredTime = try timePerIteration(iterations, measured)
+            } else {
+                measuredTime = try timePerIteration(iterations, measured)
+                floorTime = try timePerIteration(iterations, floor)
+            }
+            floorTimes.append(floorTime)
+            measuredTimes.append(measuredTime)
+        }
+        return (floorTimes, measuredTimes, zip(measuredTimes, floorTimes).map { $0 / $1 })
     }
 
     /// Version 2's steps after the handshake (PROTOCOL.md 6.5) for two devices that know each
