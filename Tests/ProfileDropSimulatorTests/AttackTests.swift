@@ -12,7 +12,7 @@ private func seed(_ kind: AttackKind, _ users: AttackUsers, _ n: Int) -> UInt64 
 
 @Suite struct AttackTests {
     @Test func aRunsSeedAlonePicksItsKindAndUsersAndRunsSplitEvenly() {
-        let seeds = Attacks.runSeeds(seed: 5, count: 80)
+        let seeds = Attacks.runSeeds(seed: 5, count: Attacks.cells.count * 10)
         #expect(seeds.first == 5)
         for cell in Attacks.cells.indices {
             #expect(seeds.filter { Int($0 % UInt64(Attacks.cells.count)) == cell }.count == 10)
@@ -36,7 +36,7 @@ private func seed(_ kind: AttackKind, _ users: AttackUsers, _ n: Int) -> UInt64 
         }
         #expect(!report.passed)
         #expect(report.breaches == 2)
-        #expect(report.lines.last == "attacks: 3 runs, 4 kinds, 2 breaches")
+        #expect(report.lines.last == "attacks: 3 runs, \(Attacks.defaultKinds.count) kinds, 2 breaches")
         let seeds = Attacks.runSeeds(seed: 9, count: 3)
         #expect(
             report.lines.contains("  reproduce: profiledrop simulate --attacks --runs 1 --seed \(seeds[1])"))
@@ -170,7 +170,231 @@ private func seed(_ kind: AttackKind, _ users: AttackUsers, _ n: Int) -> UInt64 
         let first = run()
         let second = run()
         #expect(first.code == 0)
-        #expect(first.output.last == "attacks: 30 runs, 4 kinds, 0 breaches")
+        #expect(first.output.last == "attacks: 30 runs, \(Attacks.defaultKinds.count) kinds, 0 breaches")
         #expect(first.output == second.output)
+    }
+}
+
+/// The first `count` seeds from 1 up whose malicious peer comes early (or late, with `late`).
+private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
+    var seeds: [UInt64] = []
+    var candidate: UInt64 = 1
+    while seeds.count < count {
+        if Availability.plan(runSeed: candidate).late == late { seeds.append(candidate) }
+        candidate += 1
+    }
+    return seeds
+}
+
+/// Runs `body`, which checks that a kind does not breach; for a kind still waiting for its fix the
+/// failures are a known issue (they may or may not happen), so the suite stays green until the
+/// kind leaves ``Attacks/pendingFixKinds`` and its checks count again.
+private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
+    if Attacks.pendingFixKinds.contains(kind) {
+        withKnownIssue(
+            "\(kind.rawValue) waits for \(Attacks.pendingFix(kind) ?? "a fix")", isIntermittent: true
+        ) {
+            body()
+        }
+    } else {
+        body()
+    }
+}
+
+@Suite struct AvailabilityAttackTests {
+    @Test func pendingKindsAreOutOfTheDefaultRunAndTheirBreachesReplayWithTheirKinds() {
+        #expect(Attacks.defaultKinds.allSatisfy { !Attacks.pendingFixKinds.contains($0) })
+        #expect(Attacks.defaultKinds.count + Attacks.pendingFixKinds.count == AttackKind.allCases.count)
+        #expect(Attacks.cells.allSatisfy { Attacks.defaultKinds.contains($0.kind) })
+        #expect(Attacks.kinds(named: "all") == AttackKind.allCases)
+        #expect(Attacks.kinds(named: "slowloris,fake-ack") == [.fakeAck, .slowloris])
+        #expect(Attacks.kinds(named: "nonsense") == nil)
+        #expect(Attacks.reproduceCommand(runSeed: 7) == "profiledrop simulate --attacks --runs 1 --seed 7")
+        #expect(
+            Attacks.reproduceCommand(runSeed: 7, kinds: [.slowloris])
+                == "profiledrop simulate --attacks --kinds slowloris --runs 1 --seed 7")
+        let report = Attacks.run(runs: 2, seed: 3, kinds: [.slowloris]) { runSeed in
+            var outcome = AttackOutcome(runSeed: runSeed, kind: .slowloris, users: .careless)
+            outcome.breaches.append("made up")
+            return outcome
+        }
+        #expect(report.lines.last == "attacks: 2 runs, 1 kinds, 2 breaches")
+        #expect(
+            report.lines.contains(
+                "  reproduce: profiledrop simulate --attacks --kinds slowloris --runs 1 --seed 3"))
+        if !Attacks.pendingFixKinds.isEmpty {
+            let plain = Attacks.run(runs: 0, seed: 1)
+            #expect(
+                plain.lines.contains {
+                    $0.hasPrefix("attacks: pending a fix, not run (--kinds all runs them): ")
+                })
+        }
+    }
+
+    @Test func everyAvailabilityRunReplaysAloneFromItsSeed() {
+        for kind in AttackKind.allCases where kind.isAvailability {
+            let first = Attacks.runOne(runSeed: 11, kind: kind, users: .careless)
+            let again = Attacks.runOne(runSeed: 11, kind: kind, users: .careless)
+            #expect(first.summary == again.summary, "\(kind)")
+            #expect(first.screens == again.screens, "\(kind)")
+            #expect(first.breaches == again.breaches, "\(kind)")
+            #expect(first.problems.isEmpty, "\(kind): \(first.problems)")
+        }
+        // With the availability kinds only, a run's kind comes from its seed among them.
+        let kinds = AttackKind.allCases.filter(\.isAvailability)
+        let seeds = Attacks.runSeeds(seed: 4, count: 26, kinds: kinds)
+        for kind in kinds {
+            #expect(seeds.filter { Attacks.cell(of: $0, kinds: kinds).kind == kind }.count == 2)
+        }
+    }
+
+    @Test func cleartextAttackersForgeWhatTheySayAtTheirBudget() {
+        let targets = [0, 1].map {
+            CleartextAttacker.Target(
+                member: $0, address: Simulation.address(ofNode: $0), id: DeviceID(rawValue: 100 + UInt64($0)))
+        }
+        func forged(_ behaviour: CleartextBehaviour) -> [CleartextAttacker.Forged] {
+            let attacker = CleartextAttacker(
+                behaviour: behaviour, budget: 50, targets: targets, ownAddress: Simulation.address(ofNode: 2),
+                seedMaterial: Array("test".utf8), startAt: .zero)
+            attacker.fire(at: Instant.zero + .milliseconds(999))
+            return attacker.pending
+        }
+        let hijack = forged(.hijack)
+        #expect(hijack.count == 50)
+        for datagram in hijack {
+            guard case .beacon(let beacon)? = try? Packet(datagram: datagram.bytes) else {
+                Issue.record("not a BEACON")
+                continue
+            }
+            // The other victim's id, from its IP address, with a port nobody listens on.
+            let other = targets[1 - datagram.recipient]
+            #expect(beacon.deviceID == other.id)
+            #expect(datagram.source.ipv4 == other.address.ipv4)
+            #expect(beacon.port != DeviceContext.simulatedPort)
+        }
+        let squat = forged(.squat)
+        #expect(squat.count == 50)
+        for datagram in squat {
+            guard case .invite(let invite)? = try? Packet(datagram: datagram.bytes) else {
+                Issue.record("not an INVITE")
+                continue
+            }
+            #expect(invite.receiver == targets[datagram.recipient].id)
+            #expect(invite.noiseMessage.count == 32)
+        }
+        let phantoms = forged(.phantoms).compactMap { datagram -> DeviceID? in
+            guard case .beacon(let beacon)? = try? Packet(datagram: datagram.bytes) else { return nil }
+            return beacon.deviceID
+        }
+        #expect(Set(phantoms).count == 50)
+        let flood = CleartextAttacker(
+            behaviour: .flood, budget: 50, targets: targets, ownAddress: Simulation.address(ofNode: 2),
+            seedMaterial: Array("test".utf8), startAt: .zero)
+        flood.fire(at: Instant.zero + .seconds(30))
+        let sources = Set(flood.pending.map(\.source))
+        #expect(flood.pending.count == 1501)
+        #expect(sources.count == 1024)
+        #expect(Set(sources.map(\.ipv4)).count == 4)
+    }
+
+    @Test func aFloodOfJunkFromManySourcesDoesNotSlowThePair() {
+        for runSeed: UInt64 in [1, 2, 3] {
+            let outcome = Attacks.runOne(runSeed: runSeed, kind: .datagramFlood, users: .careless)
+            let result = outcome.availability
+            #expect(result?.peakRate == Availability.budget)
+            unlessPending(.datagramFlood) {
+                #expect(outcome.breaches.isEmpty, "\(outcome.summary) \(outcome.breaches)")
+                #expect((result?.ratio ?? 99) <= Availability.maxRatio)
+            }
+        }
+    }
+
+    @Test func cleartextAttackersWithinTheirBudgetDoNotKeepThePairApart() {
+        for kind in [AttackKind.beaconHijack, .inviteSquatter, .phantomFlood, .beaconReplay] {
+            for runSeed: UInt64 in [1, 2] {
+                let outcome = Attacks.runOne(runSeed: runSeed, kind: kind, users: .careless)
+                #expect((outcome.availability?.peakRate ?? 99) <= Availability.budget)
+                #expect(outcome.problems.isEmpty)
+                unlessPending(kind) {
+                    #expect(outcome.breaches.isEmpty, "\(kind) seed \(runSeed): \(outcome.breaches)")
+                }
+            }
+        }
+    }
+
+    @Test func aVictimEndsAMaliciousSessionWithItsRealCauseThenPairsWithTheHonestDevice() {
+        let kinds: [AttackKind] = [
+            .oversizeOffer, .badChunkIndex, .badDigest, .neverAck, .slowTransfer, .consentStall, .slowloris,
+        ]
+        for kind in kinds {
+            guard let behaviour = Availability.malicious(kind) else { continue }
+            for runSeed in maliciousSeeds(late: false, count: 2) {
+                let outcome = Attacks.runOne(runSeed: runSeed, kind: kind, users: .careless)
+                let result = outcome.availability
+                // Early in the run these hold today: the cause, then the honest exchange in time.
+                #expect(result?.attackSessionEnd == Availability.expectedCause(behaviour), "\(kind)")
+                #expect(result?.exchangeRequired == true, "\(kind)")
+                #expect((result?.ratio ?? 99) <= Availability.maxRatio, "\(kind): \(outcome.summary)")
+                #expect(result?.closes == ["V exchanged", "H exchanged"], "\(kind)")
+                #expect(outcome.breaches.isEmpty, "\(kind): \(outcome.breaches)")
+            }
+        }
+    }
+
+    @Test func aMaliciousSessionLiveAtTheDeadlineDoesNotKeepTheVictimOpen() {
+        for kind in AttackKind.allCases where Availability.malicious(kind) != nil {
+            for runSeed in maliciousSeeds(late: true, count: 2) {
+                let outcome = Attacks.runOne(runSeed: runSeed, kind: kind, users: .careless)
+                #expect(outcome.availability?.late == true)
+                unlessPending(kind) {
+                    #expect(outcome.availability?.overruns == 0, "\(kind): \(outcome.summary)")
+                    #expect(outcome.breaches.isEmpty, "\(kind): \(outcome.breaches)")
+                }
+            }
+        }
+    }
+
+    @Test func theFakeAcknowledgerGetsAnExchangeTheVictimCannotTellFromARealOne() {
+        // PROTOCOL.md 11.6 item 12: CARD_ACK repeats our own offer's digest, so it proves nothing
+        // against a malicious peer; the victim's exchange with it completes, on time.
+        for runSeed in maliciousSeeds(late: false, count: 2) {
+            let outcome = Attacks.runOne(runSeed: runSeed, kind: .fakeAck, users: .careless)
+            #expect(outcome.availability?.attackSessionEnd == "exchanged")
+            #expect(outcome.availability?.closes == ["V exchanged"])
+            #expect(outcome.breaches.isEmpty, "\(outcome.breaches)")
+        }
+    }
+
+    @Test func theSlowTransferFillsNoMoreThanTheCardLimit() {
+        let runSeed = maliciousSeeds(late: false, count: 1)[0]
+        let outcome = Attacks.runOne(runSeed: runSeed, kind: .slowTransfer, users: .careless)
+        // The offer is as large as the victim takes, and its buffer is sized by the offer.
+        #expect(outcome.availability?.peakBufferChunks == Availability.maxBufferChunks)
+        #expect(outcome.availability?.attackSessionEnd == "timeout: transfer")
+    }
+
+    @Test func theAvailabilityTableHasOneRowPerKind() {
+        let kinds = AttackKind.allCases.filter(\.isAvailability)
+        let report = Attacks.run(runs: 13, seed: 2, kinds: kinds) { runSeed in
+            var outcome = AttackOutcome(
+                runSeed: runSeed, kind: Attacks.cell(of: runSeed, kinds: kinds).kind, users: .careless)
+            var result = AvailabilityResult()
+            result.baseline = .seconds(2)
+            result.underAttack = .seconds(3)
+            result.exchangeRequired = true
+            result.closes = ["A exchanged", "B exchanged"]
+            outcome.availability = result
+            return outcome
+        }
+        let header = report.lines.first { $0.hasPrefix("kind ") }
+        #expect(header?.contains("exchange ×no-attack median/max") == true)
+        for kind in kinds {
+            let row = report.lines.first { $0.hasPrefix(kind.rawValue + " ") }
+            #expect(row?.contains("1.50/1.50") == true, "\(kind)")
+            #expect(row?.contains("closed: A exchanged 1, B exchanged 1") == true, "\(kind)")
+            if Attacks.pendingFixKinds.contains(kind) { #expect(row?.contains("pending fix:") == true) }
+        }
+        #expect(report.lines.last == "attacks: 13 runs, 13 kinds, 0 breaches")
     }
 }

@@ -11,7 +11,8 @@ enum SimulateCommand: Subcommand {
     static let parser = ArgumentParser(
         command: name,
         options: [
-            Options.seed, Options.swarm, Options.attacks, Options.runs, Options.gateTrials, Options.quiet,
+            Options.seed, Options.swarm, Options.attacks, Options.kinds, Options.runs, Options.gateTrials,
+            Options.quiet,
             Options.capture, Options.captureDevice, Options.keylog,
         ])
 
@@ -23,7 +24,12 @@ enum SimulateCommand: Subcommand {
             "swarm", help: "random runs with drawn fault options, checked against the invariants")
         static let attacks = Flag(
             "attacks",
-            help: "adversaries (man in the middle, code grinder, identity prober) against two victims")
+            help:
+                "adversaries (man in the middle, code grinder, identity prober; availability attackers) "
+                + "against honest victims")
+        static let kinds = Option.text(
+            "kinds", valueName: "K,K|all",
+            help: "--attacks: the kinds to run (default: all but those pending a fix)")
         static let runs = Option.integer(
             "runs", valueName: "R", in: 1...1_000_000,
             help: "swarm runs (default 100), or attack runs over all kinds (default 80)")
@@ -46,8 +52,20 @@ enum SimulateCommand: Subcommand {
         guard modes.filter({ $0 }).count == 1 else {
             throw UsageError("give one of: a scenario file, --swarm, --attacks, or --gate-trials N")
         }
+        if arguments.has(Options.kinds) && !arguments.has(Options.attacks) {
+            throw UsageError("--kinds goes with --attacks")
+        }
         if arguments.has(Options.attacks) {
-            let report = Attacks.run(runs: arguments.value(Options.runs, default: 80), seed: seed ?? 1)
+            var kinds = Attacks.defaultKinds
+            if let names = arguments.value(Options.kinds) {
+                guard let named = Attacks.kinds(named: names) else {
+                    let known = AttackKind.allCases.map(\.rawValue).joined(separator: ", ")
+                    throw UsageError("--kinds: give all, default, or names among \(known)")
+                }
+                kinds = named
+            }
+            let report = Attacks.run(
+                runs: arguments.value(Options.runs, default: 80), seed: seed ?? 1, kinds: kinds)
             report.lines.forEach(console.output)
             return report.passed ? .success : .failure
         }

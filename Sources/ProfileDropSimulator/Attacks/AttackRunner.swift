@@ -12,6 +12,45 @@ public enum AttackKind: String, CaseIterable, Sendable {
     case codeGrinder = "code-grinder"
     /// A stranger that invites the same victim in two of its runs and tries to link them.
     case identityProber = "identity-prober"
+    /// Availability, cleartext: forged BEACONs with a victim's id and a dead port.
+    case beaconHijack = "beacon-hijack"
+    /// Availability, cleartext: INVITEs of random bytes at each victim, from spoofed sources.
+    case inviteSquatter = "invite-squatter"
+    /// Availability, cleartext: BEACONs of fresh fake ids pointing at a dead port.
+    case phantomFlood = "phantom-flood"
+    /// Availability, cleartext: mixed junk from 256 ports on each of four spoofed addresses.
+    case datagramFlood = "datagram-flood"
+    /// Availability, cleartext: BEACONs recorded in a previous run or earlier in this one.
+    case beaconReplay = "beacon-replay"
+    /// Availability, malicious peer: offers a card above the victim's limit.
+    case oversizeOffer = "oversize-offer"
+    /// Availability, malicious peer: sends a chunk outside its offer.
+    case badChunkIndex = "bad-chunk-index"
+    /// Availability, malicious peer: sends a card that does not match its offer's digest.
+    case badDigest = "bad-digest"
+    /// Availability, malicious peer: acknowledges the victim's card without receiving it.
+    case fakeAck = "fake-ack"
+    /// Availability, malicious peer: receives the victim's card and never acknowledges it.
+    case neverAck = "never-ack"
+    /// Availability, malicious peer: sends its card one chunk every few seconds.
+    case slowTransfer = "slow-transfer"
+    /// Availability, malicious peer: completes verification and never decides.
+    case consentStall = "consent-stall"
+    /// Availability, malicious peer: one RANGING every few seconds, nothing else.
+    case slowloris
+
+    /// Whether the kind attacks availability (its runs are measured against the same room without
+    /// the attacker) rather than what the victims give away.
+    public var isAvailability: Bool {
+        switch self {
+        case .mitmRelay, .mitmKnownPeers, .codeGrinder, .identityProber: false
+        default: true
+        }
+    }
+
+    /// The user types a kind runs with: the confidentiality kinds with both, the availability kinds
+    /// with careless users (they share at once, so that an exchange can complete and be timed).
+    public var users: [AttackUsers] { isAvailability ? [.careless] : AttackUsers.allCases }
 }
 
 /// What one attack run did: what the adversary got, what the users saw, and the breaches.
@@ -60,6 +99,8 @@ public struct AttackOutcome: Sendable {
     public var problems: [String] = []
     /// One line per victim: what its screen showed.
     public var screens: [String] = []
+    /// Availability kinds: what was measured.
+    public var availability: AvailabilityResult?
     /// Broken security properties.
     public var breaches: [String] = []
 }
@@ -68,6 +109,8 @@ public struct AttackOutcome: Sendable {
 public struct AttackReport: Sendable {
     /// The seed.
     public let seed: UInt64
+    /// The kinds that ran.
+    public let kinds: [AttackKind]
     /// One outcome per run.
     public let outcomes: [AttackOutcome]
     /// The report for printing: header, the table, breaches with their reproduction commands, and
@@ -85,37 +128,70 @@ public struct AttackReport: Sendable {
 
     /// `attacks: R runs, K kinds, B breaches`.
     public var summaryLine: String {
-        "attacks: \(outcomes.count) runs, \(AttackKind.allCases.count) kinds, \(breaches) breaches"
+        "attacks: \(outcomes.count) runs, \(kinds.count) kinds, \(breaches) breaches"
     }
 }
 
-/// Adversaries against two honest victims on the in-memory room, from one seed, in the style of
-/// the swarm: every run draws everything from its own seed, and a run's seed alone replays it.
+/// Adversaries against honest victims on the in-memory room, from one seed, in the style of the
+/// swarm: every run draws everything from its own seed, and a run's seed alone replays it.
 ///
-/// A run's kind and users are its seed modulo 8 (kind, then careful or careless), and the seeds of
-/// a multi-run invocation are chosen to cycle through the eight, so the runs split evenly.
+/// A run's kind and users are its seed modulo the number of cells of the kinds that run (each
+/// confidentiality kind with careful and careless users, each availability kind with careless
+/// users), and the seeds of a multi-run invocation are chosen to cycle through the cells, so the
+/// runs split evenly. The kinds in ``pendingFixKinds`` are left out unless asked for, which changes
+/// the cells: a run is replayed with the kinds it ran with (the reproduce line says them).
 ///
 /// A breach is: with careful users, a victim's card or long-term identity (resolving key, or the
 /// victims' bond key) reaching the adversary; with known peers (any users), a victim shown an
 /// adversary's device as its known peer; for the prober, a link between the victim's two runs
 /// through anything but what a careless user gave by sharing (and, with a careful user, its
-/// identity reaching the prober at all).
+/// identity reaching the prober at all). For the availability kinds, the rules of
+/// ``Availability``.
 public enum Attacks {
-    /// Every kind and user type, in the order of a run seed's residue modulo their count.
-    public static let cells: [(kind: AttackKind, users: AttackUsers)] = AttackKind.allCases.flatMap { kind in
-        AttackUsers.allCases.map { (kind, $0) }
+    /// Availability kinds that still breach on the core they were written against, waiting for a
+    /// fix: kept in the runner (`--kinds all` or `--kinds NAME` runs them) but out of the default
+    /// run, so that CI stays green. Each row's note names the fix it waits for.
+    public static let pendingFixKinds: [AttackKind] = [
+        .beaconHijack, .inviteSquatter, .phantomFlood, .beaconReplay, .neverAck, .slowTransfer, .consentStall,
+    ]
+
+    /// The fixes a pending kind waits for (the branches that make it pass), nil for a kind that is
+    /// not pending.
+    static func pendingFix(_ kind: AttackKind) -> String? {
+        guard pendingFixKinds.contains(kind) else { return nil }
+        switch kind {
+        case .beaconHijack, .phantomFlood, .beaconReplay: return "discovery-hardening, deadlines"
+        case .inviteSquatter: return "handshake-hardening, deadlines"
+        default: return "deadlines"
+        }
     }
 
-    /// The kind and users of the run with seed `runSeed`.
-    public static func cell(of runSeed: UInt64) -> (kind: AttackKind, users: AttackUsers) {
-        cells[Int(runSeed % UInt64(cells.count))]
+    /// The kinds a plain `--attacks` runs: every kind but the pending ones.
+    public static let defaultKinds: [AttackKind] = AttackKind.allCases.filter {
+        !pendingFixKinds.contains($0)
+    }
+
+    /// Every kind and user type of `kinds`, in the order of a run seed's residue modulo their count.
+    public static func cells(of kinds: [AttackKind]) -> [(kind: AttackKind, users: AttackUsers)] {
+        kinds.flatMap { kind in kind.users.map { (kind, $0) } }
+    }
+
+    /// The cells of the default kinds.
+    public static var cells: [(kind: AttackKind, users: AttackUsers)] { cells(of: defaultKinds) }
+
+    /// The kind and users of the run with seed `runSeed` among `kinds`.
+    public static func cell(of runSeed: UInt64, kinds: [AttackKind] = defaultKinds) -> (
+        kind: AttackKind, users: AttackUsers
+    ) {
+        let cells = cells(of: kinds)
+        return cells[Int(runSeed % UInt64(cells.count))]
     }
 
     /// The seed of each run: `seed` first, then values drawn from a stream keyed by `seed`, each
     /// moved to the next cell in turn.
-    public static func runSeeds(seed: UInt64, count: Int) -> [UInt64] {
+    public static func runSeeds(seed: UInt64, count: Int, kinds: [AttackKind] = defaultKinds) -> [UInt64] {
         var stream = DeterministicRandom(seedMaterial: Simulation.seedMaterial(seed, "attacks/runs"))
-        let cellCount = UInt64(cells.count)
+        let cellCount = UInt64(cells(of: kinds).count)
         return (0..<count).map { index in
             guard index > 0 else { return seed }
             let value = stream.nextUInt64()
@@ -124,32 +200,65 @@ public enum Attacks {
         }
     }
 
+    /// The `--kinds` value that selects `kinds`: nil for the default kinds.
+    public static func kindsArgument(_ kinds: [AttackKind]) -> String? {
+        if kinds == defaultKinds { return nil }
+        if kinds == AttackKind.allCases { return "all" }
+        return kinds.map(\.rawValue).joined(separator: ",")
+    }
+
+    /// The kinds a `--kinds` value names: `all`, `default`, or names separated by commas (in the
+    /// order of ``AttackKind/allCases``); nil for an unknown name.
+    public static func kinds(named argument: String) -> [AttackKind]? {
+        if argument == "all" { return AttackKind.allCases }
+        if argument == "default" { return defaultKinds }
+        var named: [AttackKind] = []
+        for name in argument.split(separator: ",") {
+            guard let kind = AttackKind(rawValue: String(name)) else { return nil }
+            named.append(kind)
+        }
+        let kinds = AttackKind.allCases.filter(named.contains)
+        return kinds.isEmpty ? nil : kinds
+    }
+
     /// The command that replays the run with seed `runSeed` alone.
-    public static func reproduceCommand(runSeed: UInt64) -> String {
-        "profiledrop simulate --attacks --runs 1 --seed \(runSeed)"
+    public static func reproduceCommand(runSeed: UInt64, kinds: [AttackKind] = defaultKinds) -> String {
+        let selection = kindsArgument(kinds).map { " --kinds \($0)" } ?? ""
+        return "profiledrop simulate --attacks\(selection) --runs 1 --seed \(runSeed)"
     }
 
     /// Most devices a grinder brings towards B in one run.
     static let grinderAttempts = 32
 
-    /// Runs `runs` attack runs from `seed`. With one run, each victim's screen is shown too.
-    public static func run(runs: Int, seed: UInt64) -> AttackReport {
-        run(runs: runs, seed: seed, perform: runOne(runSeed:))
+    /// Runs `runs` attack runs of `kinds` from `seed`. With one run, each victim's screen is shown
+    /// too.
+    public static func run(runs: Int, seed: UInt64, kinds: [AttackKind] = defaultKinds) -> AttackReport {
+        run(runs: runs, seed: seed, kinds: kinds) { runOne(runSeed: $0, kinds: kinds) }
     }
 
-    /// Runs `runs` runs from `seed`, each by `perform`.
-    static func run(runs: Int, seed: UInt64, perform: (UInt64) -> AttackOutcome) -> AttackReport {
+    /// Runs `runs` runs of `kinds` from `seed`, each by `perform`.
+    static func run(
+        runs: Int, seed: UInt64, kinds: [AttackKind] = defaultKinds, perform: (UInt64) -> AttackOutcome
+    ) -> AttackReport {
         precondition(runs >= 0, "run count must not be negative")
+        precondition(!kinds.isEmpty, "at least one kind")
         var outcomes: [AttackOutcome] = []
+        let confidentiality = kinds.filter { !$0.isAvailability }
         var lines = [
-            "attacks: seed=\(seed) runs=\(runs) kinds=\(AttackKind.allCases.map(\.rawValue).joined(separator: ","))"
-                + " users=careful,careless",
-            "attacks: a run's seed mod \(cells.count) picks its kind and users; victims 7 cm apart, timers "
+            "attacks: seed=\(seed) runs=\(runs) kinds=\(kinds.map(\.rawValue).joined(separator: ","))"
+                + (confidentiality.isEmpty ? "" : " users=careful,careless"),
+            "attacks: a run's seed mod \(cells(of: kinds).count) picks its kind and users; victims 7 cm apart, timers "
                 + "\(Instant.zero + AttackStage.timeouts.overall) overall, "
                 + "\(Instant.zero + AttackStage.timeouts.consent) consent",
         ]
+        let skipped = AttackKind.allCases.filter { !kinds.contains($0) && pendingFixKinds.contains($0) }
+        if !skipped.isEmpty {
+            lines.append(
+                "attacks: pending a fix, not run (--kinds all runs them): "
+                    + skipped.map(\.rawValue).joined(separator: ","))
+        }
         var breachLines: [String] = []
-        for (index, runSeed) in runSeeds(seed: seed, count: runs).enumerated() {
+        for (index, runSeed) in runSeeds(seed: seed, count: runs, kinds: kinds).enumerated() {
             let outcome = perform(runSeed)
             outcomes.append(outcome)
             let heading =
@@ -162,25 +271,33 @@ public enum Attacks {
                 breachLines.append("\(heading): \(outcome.summary)")
                 breachLines += outcome.breaches.map { "  breach: \($0)" }
                 breachLines += outcome.problems.map { "  problem: \($0)" }
-                breachLines.append("  reproduce: \(reproduceCommand(runSeed: runSeed))")
+                breachLines.append("  reproduce: \(reproduceCommand(runSeed: runSeed, kinds: kinds))")
             }
         }
-        lines += table(outcomes)
+        if !confidentiality.isEmpty { lines += table(outcomes, kinds: confidentiality) }
+        let availability = kinds.filter(\.isAvailability)
+        if !availability.isEmpty { lines += availabilityTable(outcomes, kinds: availability) }
         lines += breachLines
         let problems = outcomes.filter { !$0.problems.isEmpty }.count
         if problems > 0 { lines.append("attacks: \(problems) runs could not set up their attack") }
-        let report = AttackReport(seed: seed, outcomes: outcomes, lines: lines)
-        return AttackReport(seed: seed, outcomes: outcomes, lines: lines + [report.summaryLine])
+        let report = AttackReport(seed: seed, kinds: kinds, outcomes: outcomes, lines: lines)
+        return AttackReport(seed: seed, kinds: kinds, outcomes: outcomes, lines: lines + [report.summaryLine])
     }
 
-    /// Runs the one attack run of seed `runSeed`.
-    public static func runOne(runSeed: UInt64) -> AttackOutcome {
-        let (kind, users) = cell(of: runSeed)
+    /// Runs the one attack run of seed `runSeed` among `kinds`.
+    public static func runOne(runSeed: UInt64, kinds: [AttackKind] = defaultKinds) -> AttackOutcome {
+        let (kind, users) = cell(of: runSeed, kinds: kinds)
+        return runOne(runSeed: runSeed, kind: kind, users: users)
+    }
+
+    /// Runs the run of seed `runSeed` facing `kind` with `users`, whatever cell the seed falls in.
+    static func runOne(runSeed: UInt64, kind: AttackKind, users: AttackUsers) -> AttackOutcome {
         switch kind {
         case .mitmRelay: return manInTheMiddle(runSeed: runSeed, users: users, known: false)
         case .mitmKnownPeers: return manInTheMiddle(runSeed: runSeed, users: users, known: true)
         case .codeGrinder: return grinder(runSeed: runSeed, users: users)
         case .identityProber: return prober(runSeed: runSeed, users: users)
+        default: return Availability.run(runSeed: runSeed, kind: kind)
         }
     }
 
@@ -310,7 +427,7 @@ public enum Attacks {
 
     // MARK: - The table
 
-    private static func table(_ outcomes: [AttackOutcome]) -> [String] {
+    private static func table(_ outcomes: [AttackOutcome], kinds: [AttackKind]) -> [String] {
         var rows: [[String]] = [
             [
                 "kind", "users", "runs", "cards", "identities", "links", "codes equal/differ", "interrupted",
@@ -318,7 +435,7 @@ public enum Attacks {
                 "declines", "breaches", "notes",
             ]
         ]
-        for (kind, users) in cells {
+        for (kind, users) in cells(of: kinds) {
             let cell = outcomes.filter { $0.kind == kind && $0.users == users }
             let twoVictims = kind != .identityProber
             let equal = cell.filter { $0.codesEqual == true }.count
@@ -333,6 +450,11 @@ public enum Attacks {
                 notes(kind: kind, users: users, cell),
             ])
         }
+        return layOut(rows)
+    }
+
+    /// Rows as columns: names left, numbers right, the last column (notes) as it is.
+    static func layOut(_ rows: [[String]]) -> [String] {
         let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
         return rows.map { row in
             row.enumerated().map { column, text in
@@ -369,6 +491,8 @@ public enum Attacks {
             if identities > 0 { notes.append("identity given by careless user in \(identities)") }
             let cards = cell.filter { !$0.givenLinks.isEmpty }.count
             if cards > 0 { notes.append("linked through what careless users gave in \(cards)") }
+        default:
+            break
         }
         return notes.joined(separator: "; ")
     }
@@ -377,6 +501,7 @@ public enum Attacks {
 extension AttackOutcome {
     /// One line: what the adversary got and what the users saw.
     public var summary: String {
+        if let availability { return Availability.summary(availability, kind: kind) }
         var parts = ["adversary got \(cards) cards, \(identities) identities"]
         if kind == .identityProber {
             parts.append(links.isEmpty ? "no link" : "\(links.count) links")
@@ -389,6 +514,90 @@ extension AttackOutcome {
         }
         if kind == .codeGrinder { parts.append("\(grindAttempts) grind attempts") }
         parts.append("\(interrupted) interrupted, \(mismatches) mismatch warnings, \(declines) declines")
+        return parts.joined(separator: "; ")
+    }
+}
+
+extension Attacks {
+    /// The availability rows: runs, the attacker's busiest second, the exchange time against the
+    /// same room without the attacker (median and worst), missed exchanges, deadline overruns, the
+    /// victims' peak state against its bound, breaches, and what the victims' users saw.
+    static func availabilityTable(_ outcomes: [AttackOutcome], kinds: [AttackKind]) -> [String] {
+        var rows: [[String]] = [
+            [
+                "kind", "runs", "datagrams/s", "exchange ×no-attack median/max", "no exchange", "overruns",
+                "peers/32", "buffer/\(Availability.maxBufferChunks)", "breaches", "victims saw; notes",
+            ]
+        ]
+        for kind in kinds {
+            let cell = outcomes.filter { $0.kind == kind }
+            let results = cell.compactMap(\.availability)
+            let ratios = results.compactMap(\.ratio).sorted()
+            let median = ratios.isEmpty ? "-" : Availability.format(ratios[(ratios.count - 1) / 2])
+            let worst = ratios.last.map(Availability.format) ?? "-"
+            let required = results.filter(\.exchangeRequired)
+            rows.append([
+                kind.rawValue, "\(cell.count)", "\(results.map(\.peakRate).max() ?? 0)", "\(median)/\(worst)",
+                "\(required.filter { $0.underAttack == nil }.count)",
+                "\(results.reduce(0) { $0 + $1.overruns })",
+                "\(results.map(\.peakPeers).max() ?? 0)", "\(results.map(\.peakBufferChunks).max() ?? 0)",
+                "\(cell.reduce(0) { $0 + $1.breaches.count })", availabilityNotes(kind: kind, cell),
+            ])
+        }
+        return layOut(rows)
+    }
+
+    private static func availabilityNotes(kind: AttackKind, _ cell: [AttackOutcome]) -> String {
+        let results = cell.compactMap(\.availability)
+        var notes: [String] = []
+        func counted(_ labels: [String]) -> String {
+            var order: [String] = []
+            for label in labels where !order.contains(label) { order.append(label) }
+            return order.map { label in "\(label) \(labels.filter { $0 == label }.count)" }.joined(
+                separator: ", ")
+        }
+        if let behaviour = Availability.malicious(kind) {
+            let ends = results.map { $0.attackSessionEnd ?? "not ended" }
+            notes.append(
+                "malicious session: \(counted(ends)) (expected \(Availability.expectedCause(behaviour)))")
+        }
+        let closes = results.flatMap(\.closes)
+        if !closes.isEmpty { notes.append("closed: \(counted(closes))") }
+        let interrupted = cell.reduce(0) { $0 + $1.interrupted }
+        if interrupted > 0 { notes.append("interrupted pairings shown \(interrupted)") }
+        if Availability.cleartext(kind) != nil {
+            let attacker = results.reduce(0) { $0 + $1.attackerBytes }
+            let reflected = results.reduce(0) { $0 + $1.bytesToNowhere }
+            if attacker > 0 {
+                notes.append(
+                    "victims sent \(Availability.format(Double(reflected) / Double(attacker)))× its bytes to spoofed sources"
+                )
+            }
+        }
+        let problems = cell.filter { !$0.problems.isEmpty }.count
+        if problems > 0 { notes.append("no baseline in \(problems) runs") }
+        if let fix = pendingFix(kind) { notes.append("pending fix: \(fix)") }
+        return notes.joined(separator: "; ")
+    }
+}
+
+extension Availability {
+    /// One line: the exchange time against the no-attack time, and how things ended.
+    static func summary(_ result: AvailabilityResult, kind: AttackKind) -> String {
+        var parts: [String] = []
+        if let ratio = result.ratio {
+            parts.append(
+                "exchange \(format(ratio))× no-attack (\(seconds(result.underAttack)) against \(seconds(result.baseline)))"
+            )
+        } else {
+            parts.append("no exchange (no-attack \(seconds(result.baseline)))")
+        }
+        parts.append("attacker peak \(result.peakRate) datagrams/s")
+        if let end = result.attackSessionEnd { parts.append("malicious session ended: \(end)") }
+        parts.append("closed: \(result.closes.joined(separator: ", "))")
+        parts.append(
+            "\(result.overruns) overruns, peers ≤\(result.peakPeers), buffer ≤\(result.peakBufferChunks) chunks"
+        )
         return parts.joined(separator: "; ")
     }
 }

@@ -33,6 +33,19 @@ struct VictimScreen {
     var adversaryShownKnown = 0
     var remembered: [KnownPeer] = []
     var closed: CloseReason?
+    /// When the device closed.
+    var closedAt: Instant?
+    /// When the device was switched on.
+    var startedAt: Instant = .zero
+    /// The peer of the latest session that started (`.connecting`).
+    var currentPeer: DeviceID?
+    /// Whether that session is still on (no `.sessionEnded`, `.peerBusy` or `.closed` since).
+    var sessionOpen = false
+    /// Handshakes that completed: with whom, and when.
+    var secured: [(peer: DeviceID, at: Instant)] = []
+    /// Sessions that ended (with `.sessionEnded`, or with `.closed` for the one that ended the
+    /// device): the peer, why, and when.
+    var ended: [(peer: DeviceID?, reason: CloseReason, at: Instant)] = []
 }
 
 /// Who may hear whom: the adversary owns the LAN path, so only the datagrams its rules allow get
@@ -90,6 +103,8 @@ struct AttackStage {
     /// The adversary's devices' events since the attack driver last looked.
     private(set) var adversaryEvents: [(member: Int, event: DeviceEvent)] = []
     private var cursors: [Int] = []
+    /// What the latest step of ``run(until:afterStep:)`` did.
+    private(set) var lastStep: RoomStep?
 
     init(users: AttackUsers, victimsKnown: Bool, hook: (any DatagramHook)? = nil) {
         room = Room(hook: hook, keepsEventLog: true)
@@ -122,7 +137,9 @@ struct AttackStage {
             now: room.now,
             localAddress: nextAddress)
         let member = add(device, pose: pose)
-        victims.append(VictimScreen(member: member, name: name, card: card, identity: identity))
+        var screen = VictimScreen(member: member, name: name, card: card, identity: identity)
+        screen.startedAt = room.now
+        victims.append(screen)
         return member
     }
 
@@ -142,6 +159,15 @@ struct AttackStage {
             policy: policy)
         adversaryIDs.append(device.deviceID)
         let member = add(device, pose: pose)
+        adversaryMembers.append(member)
+        return member
+    }
+
+    /// Adds a raw speaker (an attacker that is no core device); returns its member index.
+    @discardableResult
+    mutating func addSpeaker(_ speaker: any DatagramSpeaker) -> Int {
+        let member = room.add(speaker: speaker, at: nextAddress)
+        cursors.append(0)
         adversaryMembers.append(member)
         return member
     }
@@ -179,7 +205,8 @@ struct AttackStage {
     mutating func run(until limit: Instant, afterStep: (inout AttackStage) -> Bool) {
         readEvents()
         var end = limit
-        while room.step(notAfter: end) != nil {
+        while let step = room.step(notAfter: end) {
+            lastStep = step
             readEvents()
             answerRequests()
             let over = afterStep(&self)
@@ -217,6 +244,13 @@ struct AttackStage {
             }
         case .consentRequested:
             victims[index].requestedAt = room.now
+        case .connecting(let peer, _):
+            victims[index].currentPeer = peer
+            victims[index].sessionOpen = true
+        case .peerBusy:
+            victims[index].sessionOpen = false
+        case .secured(let peer):
+            victims[index].secured.append((peer, room.now))
         case .pairingInterrupted:
             victims[index].interrupted += 1
             victims[index].requestedAt = nil
@@ -224,13 +258,21 @@ struct AttackStage {
             victims[index].mismatches += 1
         case .peerRemembered(let peer):
             victims[index].remembered.append(peer)
-        case .sessionEnded:
+        case .sessionEnded(let peer, let reason):
             victims[index].requestedAt = nil
+            victims[index].sessionOpen = false
+            victims[index].ended.append((peer, reason, room.now))
         case .closed(let reason):
             victims[index].closed = reason
+            victims[index].closedAt = room.now
+            // The session that ended the device, if one did (an exchange or a decline).
+            if victims[index].sessionOpen {
+                victims[index].sessionOpen = false
+                victims[index].ended.append((victims[index].currentPeer, reason, room.now))
+            }
             victims[index].requestedAt = nil
             if reason == .timeout(.consent) { victims[index].declines += 1 }
-        case .advertising, .peerFound, .peerBusy, .connecting, .secured, .incompatiblePeer, .ranging,
+        case .advertising, .peerFound, .incompatiblePeer, .ranging,
             .inRange,
             .exchanging, .cardVerified, .cardReceived, .acknowledged, .datagramRejected:
             break

@@ -1,0 +1,447 @@
+import ProfileDropCore
+import ProfileDropCrypto
+
+/// What an availability run measured: how much the attacker spent, how long the honest pair took
+/// against the same room without it, whether deadlines held, the victims' state, and what their
+/// users saw.
+public struct AvailabilityResult: Sendable {
+    /// The attacker's datagrams in its busiest second of the run.
+    public var peakRate = 0
+    /// The honest pair's time to exchange in the same room (same seed) without the attacker.
+    public var baseline: Duration?
+    /// The time measured under attack: for cleartext attackers the pair's time to exchange; for a
+    /// malicious peer, from the end of its session to the victim's exchange with the honest device
+    /// (for the fake acknowledger, the victim's time to its exchange with it). Nil when no
+    /// exchange happened.
+    public var underAttack: Duration?
+    /// ``underAttack`` over ``baseline``.
+    public var ratio: Double? {
+        guard let baseline, let underAttack, baseline > .zero else { return nil }
+        return underAttack.secondsDouble / baseline.secondsDouble
+    }
+    /// Honest devices not closed by their overall deadline plus ``Availability/deadlineSlack``.
+    public var overruns = 0
+    /// The most peers any victim's discovery table held at once.
+    public var peakPeers = 0
+    /// The most chunks of a peer's card any victim had a buffer for at once.
+    public var peakBufferChunks = 0
+    /// How the victim ended the malicious peer's session (malicious peers only), as its user saw
+    /// it; nil when no such session ended.
+    public var attackSessionEnd: String?
+    /// How each honest device closed, as its user saw it.
+    public var closes: [String] = []
+    /// Bytes the victims sent to addresses nobody holds (spoofed sources) and the attacker's bytes.
+    public var bytesToNowhere = 0
+    /// The attacker's bytes.
+    public var attackerBytes = 0
+    /// Malicious peers: whether it came late, its session live at the victim's overall deadline
+    /// unless the victim ended it first.
+    public var late = false
+    /// Whether the rule asked for an exchange (under attack, or after the malicious session with
+    /// time left before the victim's deadline).
+    public var exchangeRequired = false
+}
+
+/// The availability kinds of `simulate --attacks`: cleartext attackers with a budget in datagrams
+/// a second against an honest pair, and malicious authenticated peers against a victim that should
+/// then pair with an honest device nearby.
+///
+/// Breach rules. Cleartext attackers (budget ``budget`` datagrams a second): the pair does not
+/// exchange within ``maxRatio`` times its time in the same room without the attacker; an honest
+/// device is not closed by its overall deadline plus ``deadlineSlack``; a victim's discovery table
+/// holds more than ``Limits/maxPeers`` peers. Malicious peers: the victim does not end the
+/// malicious session with the cause the misbehaviour calls for (``expectedCause(_:)``) before its
+/// overall deadline; then it does not exchange with the honest device within ``maxRatio`` times
+/// the pair's no-attack time, counted from the end of that session (the fake acknowledger is the
+/// exception: an exchange ends a device, and a CARD_ACK cannot be checked, PROTOCOL.md 11.6 item
+/// 12, so the victim's exchange with it is the expected end, timed from the start); a deadline is
+/// overrun; a victim holds a card buffer over ``Limits/maxCardBytes`` or a discovery table over
+/// ``Limits/maxPeers``.
+enum Availability {
+    /// The cleartext attackers' budget: the breach rule's ceiling.
+    static let budget = 50
+    /// Most times the no-attack time the pair may take.
+    static let maxRatio = 2.0
+    /// How late after its overall deadline an honest device may close.
+    static let deadlineSlack: Duration = .seconds(1)
+    /// When the malicious peer invites its victim in an early run.
+    static let inviteAt = Instant.zero + .milliseconds(300)
+
+    static var overall: Duration { AttackStage.timeouts.overall }
+    static var limits: Limits { Limits() }
+    /// Most chunks of a card within ``Limits/maxCardBytes``.
+    static var maxBufferChunks: Int {
+        (limits.maxCardBytes + WireConstants.chunkSize - 1) / WireConstants.chunkSize
+    }
+    /// Every run stops here: past every honest device's deadline and its slack.
+    static var runLimit: Instant { Instant.zero + overall + deadlineSlack + .seconds(5) }
+
+    /// The cleartext behaviour of `kind`, if it is a cleartext attacker.
+    static func cleartext(_ kind: AttackKind) -> CleartextBehaviour? {
+        switch kind {
+        case .beaconHijack: .hijack
+        case .inviteSquatter: .squat
+        case .phantomFlood: .phantoms
+        case .datagramFlood: .flood
+        case .beaconReplay: .replay
+        default: nil
+        }
+    }
+
+    /// The malicious behaviour of `kind`, if it is a malicious peer.
+    static func malicious(_ kind: AttackKind) -> MaliciousBehaviour? {
+        switch kind {
+        case .oversizeOffer: .oversize
+        case .badChunkIndex: .badIndex
+        case .badDigest: .badDigest
+        case .fakeAck: .fakeAck
+        case .neverAck: .neverAck
+        case .slowTransfer: .slowTransfer
+        case .consentStall: .consentStall
+        case .slowloris: .slowloris
+        default: nil
+        }
+    }
+
+    /// How the victim must end the malicious session: the real cause, as its user sees it.
+    static func expectedCause(_ behaviour: MaliciousBehaviour) -> String {
+        switch behaviour {
+        case .oversize: "error: card-too-large"
+        case .badIndex: "error: malformed"
+        case .badDigest: "error: card-digest-mismatch"
+        case .fakeAck: "exchanged"
+        case .neverAck, .slowTransfer: "timeout: transfer"
+        case .consentStall: "timeout: peer consent"
+        case .slowloris: "out of range"
+        }
+    }
+
+    /// A close reason as a short label: the error's code, not its diagnostic.
+    static func label(_ reason: CloseReason) -> String {
+        switch reason {
+        case .error(let error): "error: \(error.code.name)"
+        default: reason.description
+        }
+    }
+
+    /// Runs the availability run of seed `runSeed` facing `kind`.
+    static func run(runSeed: UInt64, kind: AttackKind) -> AttackOutcome {
+        if let behaviour = cleartext(kind) {
+            return cleartextRun(runSeed: runSeed, kind: kind, behaviour: behaviour)
+        }
+        guard let behaviour = malicious(kind) else { preconditionFailure("\(kind) is no availability kind") }
+        return maliciousRun(runSeed: runSeed, kind: kind, behaviour: behaviour)
+    }
+
+    // MARK: - Cleartext attackers
+
+    private static func cleartextRun(runSeed: UInt64, kind: AttackKind, behaviour: CleartextBehaviour)
+        -> AttackOutcome
+    {
+        var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: .careless)
+        var result = AvailabilityResult()
+        let pair = VictimPair(runSeed: runSeed)
+        var calm = AttackStage(users: .careless, victimsKnown: false)
+        pair.addVictims(to: &calm, phase: "availability")
+        calm.run(until: runLimit) { _ in false }
+        result.baseline = exchangeTime(calm.victims, from: .zero)
+        if result.baseline == nil {
+            outcome.problems.append(
+                "setup: the pair did not exchange without the attacker, so nothing was measured")
+        }
+
+        var stage = AttackStage(users: .careless, victimsKnown: false)
+        pair.addVictims(to: &stage, phase: "availability")
+        let attacker = CleartextAttacker(
+            behaviour: behaviour, budget: budget,
+            targets: stage.victims.map {
+                CleartextAttacker.Target(member: $0.member, address: stage.room.address(of: $0.member))
+            },
+            ownAddress: stage.nextAddress,
+            seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/\(kind.rawValue)"),
+            previousRun: behaviour == .replay ? previousRunBeacons(pair) : [], startAt: .zero)
+        let attackerMember = stage.addSpeaker(AttackerSpeaker(attacker: attacker))
+        var meter = Meter(attacker: attackerMember)
+        stage.run(until: runLimit) { stage in
+            for forged in attacker.pending {
+                stage.room.inject(
+                    forged.bytes, from: forged.source, to: forged.recipient, after: stage.room.latency)
+                meter.countAttack(bytes: forged.bytes.count, at: stage.room.now)
+            }
+            attacker.pending.removeAll(keepingCapacity: true)
+            meter.observe(stage)
+            return false
+        }
+        result.underAttack = exchangeTime(stage.victims, from: .zero)
+        result.exchangeRequired = result.baseline != nil
+        meter.fill(&result, stage: stage)
+        outcome.screens = stage.victims.map(describe)
+        if result.baseline != nil {
+            if result.underAttack == nil {
+                let closes = stage.victims.map { "\($0.name) \($0.closed.map(label) ?? "not closed")" }
+                outcome.breaches.append(
+                    "the pair did not exchange under \(budget) datagrams/s (\(closes.joined(separator: ", ")))"
+                )
+            } else if let ratio = result.ratio, ratio > maxRatio {
+                outcome.breaches.append(
+                    "the pair took \(format(ratio))× its no-attack time (\(seconds(result.underAttack)) against "
+                        + "\(seconds(result.baseline))) under \(budget) datagrams/s")
+            }
+        }
+        judge(&outcome, result: result, stage: stage)
+        outcome.availability = result
+        return outcome
+    }
+
+    /// The victims' BEACONs in a run before this one (fresh devices, the same addresses).
+    private static func previousRunBeacons(_ pair: VictimPair) -> [CleartextAttacker.Recorded] {
+        var stage = AttackStage(users: .careless, victimsKnown: false)
+        pair.addVictims(to: &stage, phase: "availability/previous-run")
+        var recorded: [CleartextAttacker.Recorded] = []
+        stage.run(until: Instant.zero + .seconds(2)) { stage in
+            for sent in stage.room.lastSent where sent.destination == .multicast {
+                guard case .beacon? = try? Packet(datagram: sent.bytes) else { continue }
+                recorded.append(
+                    CleartextAttacker.Recorded(
+                        bytes: sent.bytes, source: stage.room.address(of: sent.source), at: stage.room.now))
+            }
+            return false
+        }
+        return recorded
+    }
+
+    // MARK: - Malicious peers
+
+    private static func maliciousRun(runSeed: UInt64, kind: AttackKind, behaviour: MaliciousBehaviour)
+        -> AttackOutcome
+    {
+        var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: .careless)
+        var result = AvailabilityResult()
+        let identities = ["V", "H"].map {
+            DeviceIdentity(
+                secret: BLAKE2b.hash(
+                    Simulation.seedMaterial(runSeed, "attacks/identity/\($0)"), outputLength: 32))
+        }
+        func add(_ index: Int, to stage: inout AttackStage) {
+            let name = ["V", "H"][index]
+            stage.addVictim(
+                name: name, card: AttackCards.card(runSeed: runSeed, role: "victim-\(name)"),
+                identity: identities[index], knownPeers: [], pose: VictimPair.poses[index],
+                seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/victim/\(name)"))
+        }
+        var calm = AttackStage(users: .careless, victimsKnown: false)
+        add(0, to: &calm)
+        add(1, to: &calm)
+        calm.run(until: runLimit) { _ in false }
+        result.baseline = exchangeTime(calm.victims, from: .zero)
+        if result.baseline == nil {
+            outcome.problems.append(
+                "setup: the victim and the honest device did not exchange without the attacker")
+        }
+
+        let (late, invitation) = plan(runSeed: runSeed)
+        let honestLatest = invitation + .seconds(5)
+        var stage = AttackStage(users: .careless, victimsKnown: false)
+        add(0, to: &stage)
+        let victim = stage.victims[0].member
+        guard let victimID = stage.room.device(victim)?.deviceID else {
+            preconditionFailure("the victim is a device")
+        }
+        let peer = MaliciousPeer(
+            behaviour: behaviour, target: victimID, targetAddress: stage.room.address(of: victim),
+            card: AttackCards.card(runSeed: runSeed, role: "malicious"),
+            seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/\(kind.rawValue)"),
+            inviteAt: invitation)
+        let attackerID = peer.deviceID
+        let attackerMember = stage.addSpeaker(peer)
+        // The fake acknowledger's victim ends its run with that exchange: nobody else to meet.
+        var honestAdded = behaviour == .fakeAck
+        var meter = Meter(attacker: attackerMember)
+        stage.run(until: honestLatest + overall + deadlineSlack + .seconds(2)) { stage in
+            if !honestAdded,
+                stage.victims[0].secured.contains(where: { $0.peer == attackerID })
+                    || stage.room.now >= honestLatest
+            {
+                honestAdded = true
+                add(1, to: &stage)
+            }
+            meter.observe(stage)
+            return false
+        }
+        meter.fill(&result, stage: stage)
+        result.late = late
+        outcome.screens =
+            ["malicious peer invites at \(invitation)" + (late ? " (late)" : "")]
+            + stage.victims.map(describe)
+        let victimScreen = stage.victims[0]
+        let end = victimScreen.ended.first { $0.peer == attackerID }
+        result.attackSessionEnd = end.map { label($0.reason) }
+        let expected = expectedCause(behaviour)
+        let deadline = victimScreen.startedAt + overall
+        if let end {
+            // A session still live at the deadline ends however the deadline ends it (judged as an
+            // overrun if late).
+            if end.at < deadline && label(end.reason) != expected {
+                outcome.breaches.append(
+                    "V ended the malicious session with \(label(end.reason)), not \(expected)")
+            }
+        } else if victimScreen.secured.contains(where: { $0.peer == attackerID }) {
+            outcome.breaches.append("V never ended the malicious session")
+        } else {
+            outcome.problems.append("the malicious peer got no session with V")
+        }
+        var required = false
+        if let end, let baseline = result.baseline, end.at < deadline, label(end.reason) == expected {
+            if behaviour == .fakeAck {
+                result.underAttack = end.at - invitation
+                required = true
+            } else {
+                result.underAttack = exchangeTime(stage.victims, from: end.at)
+                // Judged only when the victim has time left for it before its deadline.
+                required = end.at + baseline * maxRatio <= deadline
+            }
+        }
+        result.exchangeRequired = required && result.baseline != nil
+        if required {
+            let who = behaviour == .fakeAck ? "V and the fake acknowledger" : "V and H"
+            if result.underAttack == nil {
+                let closes = stage.victims.map { "\($0.name) \($0.closed.map(label) ?? "not closed")" }
+                outcome.breaches.append(
+                    "\(who) did not exchange after the malicious session (\(closes.joined(separator: ", ")))")
+            } else if let ratio = result.ratio, ratio > maxRatio {
+                outcome.breaches.append(
+                    "\(who) took \(format(ratio))× the pair's no-attack time (\(seconds(result.underAttack)) against "
+                        + "\(seconds(result.baseline)))")
+            }
+        }
+        judge(&outcome, result: result, stage: stage)
+        outcome.availability = result
+        return outcome
+    }
+
+    /// When the malicious peer of run `runSeed` invites its victim: half the runs early
+    /// (``inviteAt``); the other half late, 5 to 25 s before the victim's overall deadline, so that
+    /// its session is live when the deadline comes.
+    static func plan(runSeed: UInt64) -> (late: Bool, invitation: Instant) {
+        var plan = DeterministicRandom(
+            seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/plan"))
+        guard plan.uniform(below: 2) == 1 else { return (false, inviteAt) }
+        return (
+            true, Instant.zero + (overall - Duration.milliseconds(Int64(5_000 + plan.uniform(below: 20_001))))
+        )
+    }
+
+    // MARK: - Measuring
+
+    /// When every device on `screens` closed as exchanged, counted from `start`; nil if one did not.
+    static func exchangeTime(_ screens: [VictimScreen], from start: Instant) -> Duration? {
+        guard screens.count >= 2, screens.allSatisfy({ $0.closed == .exchanged }) else { return nil }
+        return (screens.compactMap(\.closedAt).max() ?? start) - start
+    }
+
+    /// The breaches every availability run shares: deadlines and memory.
+    private static func judge(_ outcome: inout AttackOutcome, result: AvailabilityResult, stage: AttackStage)
+    {
+        for victim in stage.victims {
+            let deadline = victim.startedAt + overall + deadlineSlack
+            guard let closedAt = victim.closedAt else {
+                outcome.breaches.append("\(victim.name) was not closed by its deadline \(deadline)")
+                continue
+            }
+            if closedAt > deadline {
+                outcome.breaches.append(
+                    "\(victim.name) closed at \(closedAt), after its deadline \(deadline)")
+            }
+        }
+        if result.peakPeers > limits.maxPeers {
+            outcome.breaches.append(
+                "a victim's discovery table held \(result.peakPeers) peers (bound \(limits.maxPeers))")
+        }
+        if result.peakBufferChunks > maxBufferChunks {
+            outcome.breaches.append(
+                "a victim held a buffer of \(result.peakBufferChunks) chunks (bound \(maxBufferChunks))")
+        }
+    }
+
+    /// What the attacker sent and the victims held, step by step.
+    struct Meter {
+        let attacker: Int
+        private var second: Int64 = -1
+        private var inSecond = 0
+        private(set) var peakRate = 0
+        private(set) var attackerBytes = 0
+        private(set) var bytesToNowhere = 0
+        private(set) var peakPeers = 0
+        private(set) var peakChunks = 0
+
+        init(attacker: Int) { self.attacker = attacker }
+
+        /// One datagram of the attacker's, sent at `time`.
+        mutating func countAttack(bytes: Int, at time: Instant) {
+            attackerBytes += bytes
+            let current = (time - .zero).components.seconds
+            if current != second {
+                second = current
+                inSecond = 0
+            }
+            inSecond += 1
+            peakRate = max(peakRate, inSecond)
+        }
+
+        /// Reads what the stage's last step did: the attacker's sends, the victims' sends to nobody,
+        /// and the state of the victim that handled it.
+        mutating func observe(_ stage: AttackStage) {
+            for sent in stage.room.lastSent {
+                if sent.source == attacker {
+                    countAttack(bytes: sent.bytes.count, at: stage.room.now)
+                } else if sent.recipient == nil, case .unicast = sent.destination {
+                    bytesToNowhere += sent.bytes.count
+                }
+            }
+            let member: Int?
+            switch stage.lastStep {
+            case .delivered(let copy): member = copy.recipient
+            case .timeout(let timedOut): member = timedOut
+            case .lost, .alarm, nil: member = nil
+            }
+            guard let member, member != attacker, let device = stage.room.device(member) as? Device else {
+                return
+            }
+            let snapshot = device.snapshot
+            peakPeers = max(peakPeers, snapshot.peersSeen)
+            peakChunks = max(peakChunks, snapshot.totalReceiveChunks)
+        }
+
+        func fill(_ result: inout AvailabilityResult, stage: AttackStage) {
+            result.peakRate = peakRate
+            result.attackerBytes = attackerBytes
+            result.bytesToNowhere = bytesToNowhere
+            result.peakPeers = peakPeers
+            result.peakBufferChunks = peakChunks
+            result.closes = stage.victims.map { "\($0.name) \($0.closed.map(label) ?? "not closed")" }
+            result.overruns =
+                stage.victims.filter { victim in
+                    victim.closedAt.map { $0 > victim.startedAt + overall + deadlineSlack } ?? true
+                }.count
+        }
+    }
+
+    private static func describe(_ screen: VictimScreen) -> String {
+        let ended = screen.ended.map { "\(label($0.reason)) at \($0.at)" }
+        return "\(screen.name) (on at \(screen.startedAt)): sessions ended "
+            + (ended.isEmpty ? "none" : ended.joined(separator: ", "))
+            + "; \(screen.interrupted) interrupted; closed: "
+            + (screen.closed.map { "\(label($0)) at \(screen.closedAt ?? .zero)" } ?? "no")
+    }
+
+    static func format(_ value: Double) -> String {
+        let hundredths = Int((value * 100).rounded())
+        let fraction = hundredths % 100
+        return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"
+    }
+
+    static func seconds(_ duration: Duration?) -> String {
+        guard let duration else { return "-" }
+        return format(duration.secondsDouble) + " s"
+    }
+}

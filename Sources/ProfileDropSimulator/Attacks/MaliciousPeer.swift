@@ -1,0 +1,425 @@
+import ProfileDropCore
+import ProfileDropCrypto
+import ProfileDropNoise
+
+/// How a ``MaliciousPeer`` misbehaves once it holds an authenticated session with its victim.
+enum MaliciousBehaviour: Sendable, Equatable {
+    /// Offers a card one byte above the victim's limit.
+    case oversize
+    /// Sends a chunk whose index lies outside its offer.
+    case badIndex
+    /// Sends a card of the offered length whose bytes do not match the offered digest.
+    case badDigest
+    /// Acknowledges the victim's card at once, without receiving a chunk of it.
+    case fakeAck
+    /// Receives the victim's card and never acknowledges it.
+    case neverAck
+    /// Offers a card as large as the victim takes and sends one chunk of it every few seconds.
+    case slowTransfer
+    /// Completes verification, then never sends its decision (it keeps the session alive).
+    case consentStall
+    /// Sends one RANGING every few seconds after the handshake, and nothing else.
+    case slowloris
+}
+
+/// A malicious authenticated peer, written against the public wire and Noise API only (the
+/// simulator does not depend on the fuzz package, whose `ScriptedPeer` it follows): it invites its
+/// victim, completes the XX handshake with a key of its own, and speaks the secured protocol
+/// honestly as initiator (token, identity as a stranger, ranging from 7 cm in front of the victim,
+/// the verification nonce, consent, its card, acknowledgements), except for what its
+/// ``MaliciousBehaviour`` changes.
+///
+/// It never beacons, so nobody else invites it. It stops for good once the victim closes the
+/// session (it acknowledges the CLOSE) or it gave up the handshake; it invites only once.
+struct MaliciousPeer: DatagramSpeaker {
+    let behaviour: MaliciousBehaviour
+    let deviceID: DeviceID
+    let target: DeviceID
+    let targetAddress: PeerAddress
+    let sessionID: UInt64
+    /// Our claimed pose: 7 cm in front of the victim, facing it.
+    let pose = VictimPair.poses[1]
+    /// The interval of honest control packets: the victim's ranging interval.
+    static let tick: Duration = MeasurementModel.default.sampleInterval
+    /// How often a slow behaviour sends its one packet: under the victim's idle time.
+    static let slowInterval: Duration = .seconds(4)
+
+    private var noise: HandshakeState
+    private var random: DeterministicRandom
+    private var transport: NoiseTransport?
+    private var confirmDatagram: [UInt8]?
+    private var nextPacketNumber: UInt64 = 0
+    private var rangingSequence: UInt32 = 0
+    private var ticks = 0
+    private var inviteAt: Instant?
+    private var invites = 0
+    private var tickAt: Instant?
+
+    private let card: [UInt8]
+    private let offer: CardOffer
+    private let token: [UInt8]
+    private let ident: [UInt8]
+    private let bondShare: [UInt8]
+    private var proof: [UInt8]?
+    private var sawPeerIdent = false
+    private var peerToken: [UInt8]?
+    private var peerInRange = false
+    private var peerConsent: ConsentDecision?
+    private var peerOffer: CardOffer?
+    private var peerChunks: [[UInt8]?] = []
+    private var verifiedPeerCard: [UInt8]?
+    private var peerReceipts: Receipts = []
+    private var ackedChunks: [Bool]
+    private var peerCommitment: [UInt8]?
+    private var nonce: [UInt8]?
+    private var peerRevealed: [UInt8]?
+    private var handshakeHash: [UInt8] = []
+    private var sawPeerBond = false
+    /// The slow transfer's next chunk.
+    private var slowChunk = 0
+    private var outbox: [OutgoingDatagram] = []
+
+    /// When the handshake completed.
+    private(set) var securedAt: Instant?
+    /// When the victim closed the session (we acknowledged), or we gave up the handshake.
+    private(set) var endedAt: Instant?
+    /// The verification code, once the victim revealed its nonce.
+    private(set) var code: String?
+    /// Datagrams we sent.
+    private(set) var sentDatagrams = 0
+
+    /// A peer that invites `target` at `targetAddress` at `inviteAt`, offering `card`, its every draw
+    /// from `seedMaterial`.
+    init(
+        behaviour: MaliciousBehaviour, target: DeviceID, targetAddress: PeerAddress, card: ProfileCard,
+        seedMaterial: [UInt8], inviteAt: Instant
+    ) {
+        self.behaviour = behaviour
+        self.target = target
+        self.targetAddress = targetAddress
+        self.inviteAt = inviteAt
+        var random = DeterministicRandom(seedMaterial: seedMaterial)
+        deviceID = DeviceID(rawValue: random.nextUInt64())
+        sessionID = random.nextUInt64()
+        let key = X25519.PrivateKey(using: &random)
+        token = random.bytes(WireConstants.tokenLength)
+        ident = random.bytes(WireConstants.identityFieldLength)
+        bondShare = random.bytes(WireConstants.identityFieldLength)
+        let honest = card.encoded()
+        switch behaviour {
+        case .slowTransfer:
+            // As large as the victim takes: random bytes, whose digest we offer.
+            self.card = random.bytes(Limits().maxCardBytes)
+        default:
+            self.card = honest
+        }
+        let length =
+            behaviour == .oversize ? UInt32(Limits().maxCardBytes + 1) : UInt32(self.card.count)
+        offer = CardOffer(
+            length: length, chunkSize: UInt16(WireConstants.chunkSize),
+            digest: BLAKE2b.hash(self.card, outputLength: WireConstants.digestLength))
+        ackedChunks = Array(repeating: false, count: offer.chunkCount)
+        self.random = random
+        var prologue = WireConstants.prologueLabel
+        prologue.append(WireConstants.version)
+        for value in [sessionID, deviceID.rawValue, target.rawValue] {
+            for shift in stride(from: 56, through: 0, by: -8) {
+                prologue.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+            }
+        }
+        do {
+            noise = try HandshakeState(
+                protocolName: WireConstants.noiseProtocolName, role: .initiator, prologue: prologue,
+                staticKey: key, remoteStaticKey: nil)
+        } catch {
+            preconditionFailure("XX with a static key is valid: \(error)")
+        }
+    }
+
+    var nextDeadline: Instant? {
+        guard endedAt == nil else { return nil }
+        switch (inviteAt, tickAt) {
+        case (let invite?, let tick?): return min(invite, tick)
+        case (let invite?, nil): return invite
+        case (nil, let tick?): return tick
+        case (nil, nil): return nil
+        }
+    }
+
+    mutating func handleTimeout(at time: Instant) {
+        guard endedAt == nil else { return }
+        if let due = inviteAt, time >= due { sendInvite(at: time) }
+        if let due = tickAt, time >= due { tick(at: time) }
+    }
+
+    mutating func pollTransmit() -> OutgoingDatagram? {
+        guard !outbox.isEmpty else { return nil }
+        sentDatagrams += 1
+        return outbox.removeFirst()
+    }
+
+    // MARK: - Handshake
+
+    private mutating func sendInvite(at time: Instant) {
+        guard transport == nil else {
+            inviteAt = nil
+            return
+        }
+        guard invites < 5 else {
+            // No ACCEPT: the victim is taken. Give up.
+            inviteAt = nil
+            endedAt = time
+            return
+        }
+        if invites == 0 {
+            guard let message = try? noise.writeMessage(payload: [], random: &random) else {
+                preconditionFailure("the first XX message needs nothing but randomness")
+            }
+            inviteDatagram = handshake(.invite, message)
+        }
+        invites += 1
+        if let inviteDatagram { queue(inviteDatagram) }
+        inviteAt = time + .milliseconds(250) * (1 << (invites - 1))
+    }
+
+    private var inviteDatagram: [UInt8]?
+
+    private func handshake(_ type: PacketType, _ message: [UInt8]) -> [UInt8] {
+        let packet = HandshakePacket(
+            sessionID: sessionID, sender: deviceID, receiver: target, noiseMessage: message)
+        switch type {
+        case .invite: return Packet.invite(packet).encoded()
+        case .confirm: return Packet.confirm(packet).encoded()
+        case .beacon, .query, .accept, .busy, .secure: preconditionFailure("we send no \(type)")
+        }
+    }
+
+    private mutating func queue(_ bytes: [UInt8]) {
+        outbox.append(OutgoingDatagram(destination: .unicast(targetAddress), bytes: bytes))
+    }
+
+    mutating func receive(_ bytes: [UInt8], from source: PeerAddress, at time: Instant) {
+        guard endedAt == nil, source == targetAddress, let packet = try? Packet(datagram: bytes) else {
+            return
+        }
+        switch packet {
+        case .accept(let accept) where accept.sessionID == sessionID && accept.sender == target:
+            if let confirmDatagram {
+                queue(confirmDatagram)
+                return
+            }
+            guard !noise.isComplete, !noise.isMyTurnToWrite,
+                let payload = try? noise.readMessage(accept.noiseMessage),
+                (try? HandshakeParameters(decoding: payload)) != nil
+            else { return }
+            let ours = HandshakeParameters(maxCardBytes: UInt32(Limits().maxCardBytes), receiveWindow: 64)
+            guard let message = try? noise.writeMessage(payload: ours.encoded(), random: &random) else {
+                return
+            }
+            let confirm = handshake(.confirm, message)
+            confirmDatagram = confirm
+            queue(confirm)
+            handshakeHash = noise.handshakeHash
+            transport = noise.split()
+            securedAt = time
+            inviteAt = nil
+            tickAt = time
+        case .busy(let busy) where busy.sessionID == sessionID:
+            // Taken: give up.
+            endedAt = time
+        case .secure(let secure) where secure.sessionID == sessionID:
+            guard let transport,
+                let plaintext = try? transport.receiver.decrypt(
+                    nonce: secure.packetNumber, ad: secure.header, ciphertext: secure.ciphertext),
+                let frames = try? Frame.decodeAll(plaintext)
+            else { return }
+            for frame in frames { absorb(frame, at: time) }
+        default:
+            break
+        }
+    }
+
+    /// Seals `frames` as our next SECURE packet and queues it.
+    private mutating func send(_ frames: [Frame]) {
+        guard let transport else { return }
+        let plaintext = Frame.encode(frames)
+        let number = nextPacketNumber
+        nextPacketNumber += 1
+        let header = SecurePacket.header(
+            sessionID: sessionID, packetNumber: number,
+            ciphertextLength: plaintext.count + WireConstants.tagSize)
+        guard let ciphertext = try? transport.sender.encrypt(nonce: number, ad: header, plaintext: plaintext)
+        else { return }
+        queue(header + ciphertext)
+    }
+
+    // MARK: - The secured session
+
+    private mutating func absorb(_ frame: Frame, at time: Instant) {
+        switch frame {
+        case .token(let token):
+            peerToken = token
+        case .inRange(let inRange):
+            if inRange { peerInRange = true }
+        case .consent(let decision, let offer):
+            peerConsent = decision
+            peerInRange = true
+            if let offer, peerOffer == nil {
+                peerOffer = offer
+                peerChunks = Array(repeating: nil, count: min(offer.chunkCount, 1024))
+            }
+        case .cardChunk(let index, let data):
+            guard peerOffer != nil, Int(index) < peerChunks.count else { return }
+            peerChunks[Int(index)] = data
+            if verifiedPeerCard == nil, peerChunks.allSatisfy({ $0 != nil }) {
+                verifiedPeerCard = BLAKE2b.hash(
+                    peerChunks.flatMap { $0 ?? [] }, outputLength: WireConstants.digestLength)
+            }
+        case .cardSack(let sack):
+            for index in ackedChunks.indices where sack.covers(index) { ackedChunks[index] = true }
+        case .close:
+            // The victim ended the session: acknowledge, and we are done.
+            send([.closeAck])
+            endedAt = time
+        case .receipt(let receipts):
+            peerReceipts = receipts
+        case .ident:
+            sawPeerIdent = true
+            // A stranger's PROOF: we recognise nobody.
+            if proof == nil { proof = random.bytes(WireConstants.identityFieldLength) }
+        case .commit(let commitment):
+            peerCommitment = commitment
+            peerInRange = true
+            if nonce == nil { nonce = random.bytes(VerificationCode.nonceLength) }
+        case .reveal(let revealed):
+            guard let nonce, peerRevealed == nil else { return }
+            peerRevealed = revealed
+            code = VerificationCode.code(
+                handshakeHash: handshakeHash, initiatorNonce: nonce, responderNonce: revealed)
+        case .bond:
+            sawPeerBond = true
+        case .ranging, .cardAck, .closeAck, .proof, .nonce:
+            break
+        }
+    }
+
+    private mutating func tick(at time: Instant) {
+        ticks += 1
+        tickAt = time + Self.tick
+        switch behaviour {
+        case .slowloris:
+            tickAt = time + Self.slowInterval
+            rangingSequence += 1
+            send([.ranging(RangingFrame(sequence: rangingSequence, pose: pose, token: token))])
+            return
+        case .slowTransfer where transferring:
+            // Only what keeps the session alive: one packet every few seconds, with one chunk and
+            // our outstanding facts.
+            tickAt = time + Self.slowInterval
+            send(facts())
+            if let chunk = chunk(slowChunk) {
+                send([chunk])
+                slowChunk += 1
+            }
+            return
+        default:
+            break
+        }
+        rangingSequence += 1
+        send(facts() + [.ranging(RangingFrame(sequence: rangingSequence, pose: pose, token: token))])
+        guard transferring else { return }
+        switch behaviour {
+        case .oversize:
+            // The offer was a lie: there is no such card to send.
+            return
+        case .badIndex:
+            // A chunk past the end of our own offer.
+            let bogus = UInt16(clamping: offer.chunkCount + 3)
+            send([.cardChunk(index: bogus, data: Array(card.prefix(Int(offer.chunkSize))))])
+            return
+        default:
+            break
+        }
+        for index in 0..<offer.chunkCount where !ackedChunks[index] {
+            guard case .cardChunk(let number, let data)? = chunk(index) else { continue }
+            // For the bad digest, the offered length with other bytes.
+            send([.cardChunk(index: number, data: behaviour == .badDigest ? data.map { $0 ^ 0x5A } : data)])
+        }
+    }
+
+    /// Chunk `index` of our card, if the card has it.
+    private func chunk(_ index: Int) -> Frame? {
+        let start = index * Int(offer.chunkSize)
+        guard index < offer.chunkCount, start < card.count else { return nil }
+        let end = min(card.count, start + Int(offer.chunkSize))
+        return .cardChunk(index: UInt16(index), data: Array(card[start..<end]))
+    }
+
+    /// Whether both of us agreed: cards move.
+    private var transferring: Bool {
+        decided && peerConsent != nil && peerConsent != .decline
+    }
+
+    /// Whether we send our decision: once the code is known and both are in range (never, for the
+    /// consent stall).
+    private var decided: Bool {
+        behaviour != .consentStall && ticks >= 4 && peerInRange && code != nil
+    }
+
+    /// Our facts the victim does not yet hold, and our receipts, as an honest initiator sends them.
+    private func facts() -> [Frame] {
+        var frames: [Frame] = []
+        if !peerReceipts.contains(.token) { frames.append(.token(token)) }
+        if !peerReceipts.contains(.ident) { frames.append(.ident(ident)) }
+        if let proof, !peerReceipts.contains(.proof) { frames.append(.proof(proof)) }
+        let inRange = ticks >= 4
+        if inRange && !peerReceipts.contains(.consent) { frames.append(.inRange(true)) }
+        if inRange, let nonce, peerRevealed == nil, !peerReceipts.contains(.verification) {
+            frames.append(.nonce(nonce))
+        }
+        if decided && !peerReceipts.contains(.consent) { frames.append(.consent(.share, offer)) }
+        if transferring && !peerReceipts.contains(.bond) {
+            frames.append(.bond(resolvingKey: ident, share: bondShare))
+        }
+        switch behaviour {
+        case .fakeAck:
+            // The digest of the victim's offer, repeated from its CONSENT: no chunk needed.
+            if transferring, let peerOffer, !peerReceipts.contains(.cardAck) {
+                frames.append(.cardAck(digest: peerOffer.digest))
+            }
+        case .neverAck:
+            break
+        default:
+            if let verifiedPeerCard, !peerReceipts.contains(.cardAck) {
+                frames.append(.cardAck(digest: verifiedPeerCard))
+            }
+        }
+        if let peerOffer, behaviour != .fakeAck {
+            frames.append(.cardSack(sack(of: peerOffer)))
+        }
+        var receipts: Receipts = []
+        if peerToken != nil { receipts.insert(.token) }
+        if peerConsent != nil { receipts.insert(.consent) }
+        if sawPeerIdent { receipts.insert(.ident) }
+        if peerRevealed != nil { receipts.insert(.verification) }
+        if sawPeerBond { receipts.insert(.bond) }
+        frames.append(.receipt(receipts))
+        return frames
+    }
+
+    private func sack(of offer: CardOffer) -> CardSack {
+        let held = peerChunks.prefix { $0 != nil }.count
+        var bitmap: [UInt8] = []
+        var index = held
+        while index < peerChunks.count && bitmap.count < WireConstants.maxSackBitmap {
+            var byte: UInt8 = 0
+            for bit in 0..<8 where index + bit < peerChunks.count && peerChunks[index + bit] != nil {
+                byte |= 0x80 >> UInt8(bit)
+            }
+            bitmap.append(byte)
+            index += 8
+        }
+        while bitmap.last == 0 { bitmap.removeLast() }
+        return CardSack(cumulative: UInt16(clamping: held), bitmap: bitmap)
+    }
+}
