@@ -242,7 +242,7 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
         }
         // With the availability kinds only, a run's kind comes from its seed among them.
         let kinds = AttackKind.allCases.filter(\.isAvailability)
-        let seeds = Attacks.runSeeds(seed: 4, count: 26, kinds: kinds)
+        let seeds = Attacks.runSeeds(seed: 4, count: kinds.count * 2, kinds: kinds)
         for kind in kinds {
             #expect(seeds.filter { Attacks.cell(of: $0, kinds: kinds).kind == kind }.count == 2)
         }
@@ -355,6 +355,17 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
         }
     }
 
+    @Test func aPeerThatComesBackDoesNotKeepTheVictimFromTheHonestDevice() {
+        for runSeed in maliciousSeeds(late: false, count: 2) {
+            let outcome = Attacks.runOne(runSeed: runSeed, kind: .reinviter, users: .careless)
+            #expect(outcome.availability?.attackSessionEnd == "error: card-too-large")
+            #expect((outcome.availability?.peakRate ?? 99) <= Availability.budget)
+            unlessPending(.reinviter) {
+                #expect(outcome.breaches.isEmpty, "\(outcome.summary) \(outcome.breaches)")
+            }
+        }
+    }
+
     @Test func theFakeAcknowledgerGetsAnExchangeTheVictimCannotTellFromARealOne() {
         // PROTOCOL.md 11.6 item 12: CARD_ACK repeats our own offer's digest, so it proves nothing
         // against a malicious peer; the victim's exchange with it completes, on time.
@@ -376,7 +387,7 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
 
     @Test func theAvailabilityTableHasOneRowPerKind() {
         let kinds = AttackKind.allCases.filter(\.isAvailability)
-        let report = Attacks.run(runs: 13, seed: 2, kinds: kinds) { runSeed in
+        let report = Attacks.run(runs: kinds.count, seed: 2, kinds: kinds) { runSeed in
             var outcome = AttackOutcome(
                 runSeed: runSeed, kind: Attacks.cell(of: runSeed, kinds: kinds).kind, users: .careless)
             var result = AvailabilityResult()
@@ -395,6 +406,6 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
             #expect(row?.contains("closed: A exchanged 1, B exchanged 1") == true, "\(kind)")
             if Attacks.pendingFixKinds.contains(kind) { #expect(row?.contains("pending fix:") == true) }
         }
-        #expect(report.lines.last == "attacks: 13 runs, 13 kinds, 0 breaches")
+        #expect(report.lines.last == "attacks: \(kinds.count) runs, \(kinds.count) kinds, 0 breaches")
     }
 }

@@ -38,6 +38,9 @@ public enum AttackKind: String, CaseIterable, Sendable {
     case consentStall = "consent-stall"
     /// Availability, malicious peer: one RANGING every few seconds, nothing else.
     case slowloris
+    /// Availability, malicious peer: offers a card above the limit, and invites again under the
+    /// same device id as soon as each session ends.
+    case reinviter = "re-inviter"
 
     /// Whether the kind attacks availability (its runs are measured against the same room without
     /// the attacker) rather than what the victims give away.
@@ -153,6 +156,7 @@ public enum Attacks {
     /// run, so that CI stays green. Each row's note names the fix it waits for.
     public static let pendingFixKinds: [AttackKind] = [
         .beaconHijack, .inviteSquatter, .phantomFlood, .beaconReplay, .neverAck, .slowTransfer, .consentStall,
+        .reinviter,
     ]
 
     /// The fixes a pending kind waits for (the branches that make it pass), nil for a kind that is
@@ -162,6 +166,7 @@ public enum Attacks {
         switch kind {
         case .beaconHijack, .phantomFlood, .beaconReplay: return "discovery-hardening, deadlines"
         case .inviteSquatter: return "handshake-hardening, deadlines"
+        case .reinviter: return "none yet (a peer that never beacons escapes the back-off)"
         default: return "deadlines"
         }
     }

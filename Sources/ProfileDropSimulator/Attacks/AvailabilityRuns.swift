@@ -40,6 +40,8 @@ public struct AvailabilityResult: Sendable {
     /// Whether the rule asked for an exchange (under attack, or after the malicious session with
     /// time left before the victim's deadline).
     public var exchangeRequired = false
+    /// Malicious peers: how many of its sessions the victim ended.
+    public var attackSessions = 0
 }
 
 /// The availability kinds of `simulate --attacks`: cleartext attackers with a budget in datagrams
@@ -99,6 +101,7 @@ enum Availability {
         case .slowTransfer: .slowTransfer
         case .consentStall: .consentStall
         case .slowloris: .slowloris
+        case .reinviter: .oversize
         default: nil
         }
     }
@@ -189,6 +192,7 @@ enum Availability {
             }
         }
         judge(&outcome, result: result, stage: stage)
+        outcome.interrupted = stage.victims.reduce(0) { $0 + $1.interrupted }
         outcome.availability = result
         return outcome
     }
@@ -253,7 +257,17 @@ enum Availability {
             seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/\(kind.rawValue)"),
             inviteAt: invitation)
         let attackerID = peer.deviceID
-        let attackerMember = stage.addSpeaker(peer)
+        let attackerMember: Int
+        if kind == .reinviter {
+            attackerMember = stage.addSpeaker(
+                ReinvitingPeer(
+                    behaviour: behaviour, target: victimID, targetAddress: stage.room.address(of: victim),
+                    card: AttackCards.card(runSeed: runSeed, role: "malicious"),
+                    seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/\(kind.rawValue)"),
+                    inviteAt: invitation))
+        } else {
+            attackerMember = stage.addSpeaker(peer)
+        }
         // The fake acknowledger's victim ends its run with that exchange: nobody else to meet.
         var honestAdded = behaviour == .fakeAck
         var meter = Meter(attacker: attackerMember)
@@ -278,13 +292,16 @@ enum Availability {
         result.attackSessionEnd = end.map { label($0.reason) }
         let expected = expectedCause(behaviour)
         let deadline = victimScreen.startedAt + overall
-        if let end {
+        if end != nil {
             // A session still live at the deadline ends however the deadline ends it (judged as an
-            // overrun if late).
-            if end.at < deadline && label(end.reason) != expected {
+            // overrun if late). A peer that comes back has every session judged.
+            for other in victimScreen.ended where other.peer == attackerID && other.at < deadline {
+                guard label(other.reason) != expected else { continue }
                 outcome.breaches.append(
-                    "V ended the malicious session with \(label(end.reason)), not \(expected)")
+                    "V ended a malicious session at \(other.at) with \(label(other.reason)), not \(expected)")
+                break
             }
+            result.attackSessions = victimScreen.ended.filter { $0.peer == attackerID }.count
         } else if victimScreen.secured.contains(where: { $0.peer == attackerID }) {
             outcome.breaches.append("V never ended the malicious session")
         } else {
@@ -315,6 +332,7 @@ enum Availability {
             }
         }
         judge(&outcome, result: result, stage: stage)
+        outcome.interrupted = stage.victims.reduce(0) { $0 + $1.interrupted }
         outcome.availability = result
         return outcome
     }

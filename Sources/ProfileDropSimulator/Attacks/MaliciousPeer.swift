@@ -83,6 +83,9 @@ struct MaliciousPeer: DatagramSpeaker {
     private(set) var securedAt: Instant?
     /// When the victim closed the session (we acknowledged), or we gave up the handshake.
     private(set) var endedAt: Instant?
+    /// Whether the session ended with the victim's CLOSE (else it never started: BUSY, or no
+    /// ACCEPT).
+    private(set) var endedByClose = false
     /// The verification code, once the victim revealed its nonce.
     private(set) var code: String?
     /// Datagrams we sent.
@@ -90,16 +93,19 @@ struct MaliciousPeer: DatagramSpeaker {
 
     /// A peer that invites `target` at `targetAddress` at `inviteAt`, offering `card`, its every draw
     /// from `seedMaterial`.
+    ///
+    /// With `deviceID`, it uses that id instead of drawing one (a peer that comes back).
     init(
         behaviour: MaliciousBehaviour, target: DeviceID, targetAddress: PeerAddress, card: ProfileCard,
-        seedMaterial: [UInt8], inviteAt: Instant
+        seedMaterial: [UInt8], inviteAt: Instant, deviceID: DeviceID? = nil
     ) {
         self.behaviour = behaviour
         self.target = target
         self.targetAddress = targetAddress
         self.inviteAt = inviteAt
         var random = DeterministicRandom(seedMaterial: seedMaterial)
-        deviceID = DeviceID(rawValue: random.nextUInt64())
+        let drawn = DeviceID(rawValue: random.nextUInt64())
+        self.deviceID = deviceID ?? drawn
         sessionID = random.nextUInt64()
         let key = X25519.PrivateKey(using: &random)
         token = random.bytes(WireConstants.tokenLength)
@@ -122,7 +128,7 @@ struct MaliciousPeer: DatagramSpeaker {
         self.random = random
         var prologue = WireConstants.prologueLabel
         prologue.append(WireConstants.version)
-        for value in [sessionID, deviceID.rawValue, target.rawValue] {
+        for value in [sessionID, self.deviceID.rawValue, target.rawValue] {
             for shift in stride(from: 56, through: 0, by: -8) {
                 prologue.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
             }
@@ -281,6 +287,7 @@ struct MaliciousPeer: DatagramSpeaker {
             // The victim ended the session: acknowledge, and we are done.
             send([.closeAck])
             endedAt = time
+            endedByClose = true
         case .receipt(let receipts):
             peerReceipts = receipts
         case .ident:
@@ -421,5 +428,67 @@ struct MaliciousPeer: DatagramSpeaker {
         }
         while bitmap.last == 0 { bitmap.removeLast() }
         return CardSack(cumulative: UInt16(clamping: held), bitmap: bitmap)
+    }
+}
+
+/// A malicious peer that comes back: as soon as one session ends it invites the victim again under
+/// the same device id, with a fresh session, ephemeral and static key, after ``delay`` (after
+/// ``busyDelay`` if the victim answered BUSY or did not answer, which keeps it within the cleartext
+/// attackers' budget).
+struct ReinvitingPeer: DatagramSpeaker {
+    /// How long after a session ended it invites again: less than the victim's own delay before it
+    /// invites someone (``Timeouts/inviteDelay``).
+    static let delay: Duration = .milliseconds(10)
+    /// How long after BUSY, or an INVITE left unanswered, it tries again.
+    static let busyDelay: Duration = .milliseconds(100)
+
+    private var current: MaliciousPeer
+    private let card: ProfileCard
+    private let seedMaterial: [UInt8]
+    private var reinviteAt: Instant?
+    /// Sessions it started (invitations with a fresh session id).
+    private(set) var sessions = 1
+
+    /// A peer that behaves as `behaviour` in every session, the first invited at `inviteAt`.
+    init(
+        behaviour: MaliciousBehaviour, target: DeviceID, targetAddress: PeerAddress, card: ProfileCard,
+        seedMaterial: [UInt8], inviteAt: Instant
+    ) {
+        self.card = card
+        self.seedMaterial = seedMaterial
+        current = MaliciousPeer(
+            behaviour: behaviour, target: target, targetAddress: targetAddress, card: card,
+            seedMaterial: seedMaterial, inviteAt: inviteAt)
+    }
+
+    /// The device id it keeps.
+    var deviceID: DeviceID { current.deviceID }
+
+    var nextDeadline: Instant? { current.nextDeadline ?? reinviteAt }
+
+    mutating func receive(_ bytes: [UInt8], from source: PeerAddress, at time: Instant) {
+        current.receive(bytes, from: source, at: time)
+        noteEnd()
+    }
+
+    mutating func handleTimeout(at time: Instant) {
+        if let due = reinviteAt, time >= due {
+            reinviteAt = nil
+            sessions += 1
+            current = MaliciousPeer(
+                behaviour: current.behaviour, target: current.target, targetAddress: current.targetAddress,
+                card: card, seedMaterial: seedMaterial + Array("/session/\(sessions)".utf8), inviteAt: time,
+                deviceID: current.deviceID)
+        }
+        current.handleTimeout(at: time)
+        noteEnd()
+    }
+
+    mutating func pollTransmit() -> OutgoingDatagram? { current.pollTransmit() }
+
+    private mutating func noteEnd() {
+        if reinviteAt == nil, let ended = current.endedAt {
+            reinviteAt = ended + (current.endedByClose ? Self.delay : Self.busyDelay)
+        }
     }
 }
