@@ -22,6 +22,10 @@ public struct ScriptedPeer {
     var noise: HandshakeState
     var random: DeterministicRandom
     var transport: NoiseTransport?
+    /// Noise message 1, written once: every INVITE we send carries it.
+    var inviteMessage: [UInt8]?
+    /// The cookie of the device's last BUSY(retry), echoed in our INVITEs.
+    var cookie: [UInt8] = []
     var confirmDatagram: [UInt8]?
     /// The next SECURE packet number we use.
     public var nextPacketNumber: UInt64 = 0
@@ -98,19 +102,28 @@ public struct ScriptedPeer {
     /// verified and acknowledged its card, or someone closed).
     public var isFinished: Bool { peerClosed || closeAcked }
 
-    /// Queues INVITE with Noise message 1.
+    /// Queues INVITE with Noise message 1, and the same INVITE again (with the latest cookie) on
+    /// later calls until ACCEPT arrives: the device answers each INVITE once and never repeats its
+    /// ACCEPT by itself.
     public mutating func invite() {
-        guard !noise.isComplete, noise.isMyTurnToWrite,
-            let message = try? noise.writeMessage(payload: [], random: &random)
-        else { return }
-        outbox.append(handshake(.invite, message))
+        guard transport == nil else { return }
+        if inviteMessage == nil {
+            guard !noise.isComplete, noise.isMyTurnToWrite,
+                let message = try? noise.writeMessage(payload: [], random: &random)
+            else { return }
+            inviteMessage = message
+        }
+        guard let inviteMessage else { return }
+        outbox.append(handshake(.invite, inviteMessage))
     }
 
     private func handshake(_ type: PacketType, _ message: [UInt8]) -> [UInt8] {
-        let packet = HandshakePacket(
+        var packet = HandshakePacket(
             sessionID: sessionID, sender: deviceID, receiver: target, noiseMessage: message)
         switch type {
-        case .invite: return Packet.invite(packet).encoded()
+        case .invite:
+            packet.cookie = cookie
+            return Packet.invite(packet).encoded()
         case .accept: return Packet.accept(packet).encoded()
         case .confirm: return Packet.confirm(packet).encoded()
         case .beacon, .query, .busy, .secure: preconditionFailure("\(type) is not a handshake packet")
@@ -165,6 +178,14 @@ public struct ScriptedPeer {
                 transport = noise.split()
             } catch {
                 findings.fail("the device's ACCEPT did not verify: \(error)")
+            }
+        case .busy(let busy) where busy.sessionID == sessionID && busy.receiver == deviceID:
+            // The device is under load (the fuzzer's INVITEs left half-open handshakes): answer
+            // BUSY(retry) with the INVITE again, carrying its cookie. (A BUSY to another receiver
+            // answers an INVITE the fuzzer forged in our session's name.)
+            if busy.reason == .retry, busy.sender == target, transport == nil, busy.cookie != cookie {
+                cookie = busy.cookie.allSatisfy { $0 == 0 } ? [] : busy.cookie
+                invite()
             }
         case .secure(let secure) where secure.sessionID == sessionID:
             guard let transport else {

@@ -30,8 +30,11 @@ public struct Device {
     var context: SessionContext
     let startedAt: Instant
     var discovery: DiscoverySession
-    /// The live exchange session, if any (at most one at a time).
+    /// The live exchange session, if any (at most one at a time): our invitation, or a session
+    /// secured either way.
     var exchange: ExchangeSession?
+    /// INVITEs we accepted whose CONFIRM has not arrived, side by side (PROTOCOL.md 5).
+    var halfOpen = HalfOpenHandshakes()
     /// Sessions that ended and are still closing or draining; bounded.
     var lingering: [ExchangeSession] = []
     var closeReason: CloseReason?
@@ -139,8 +142,10 @@ public struct Device {
         }
         if closeReason == nil {
             consider(discovery.nextDeadline)
+            consider(halfOpen.nextDeadline(now: context.now))
             if exchange == nil {
-                consider(discovery.nextInviteCandidateAt)
+                // A fresh half-open handshake holds invitations back; its end is a deadline above.
+                if !halfOpen.isFresh(at: context.now) { consider(discovery.nextInviteCandidateAt) }
                 consider(startedAt + configuration.timeouts.overall)
             }
         }

@@ -59,9 +59,13 @@ public enum DeviceEvent: Sendable, Equatable {
     case advertising
     /// A beacon from a new device was seen.
     case peerFound(DeviceID)
-    /// `peer` answered our invitation with BUSY; we try it again after a short back-off.
+    /// `peer` refused our invitation with BUSY(1) or BUSY(2); we try it again after a short
+    /// back-off. (BUSY(retry) is not reported: the invitation goes on with a cookie.)
     case peerBusy(DeviceID)
-    /// An exchange session with `peer` started; `initiator` tells whether we invited.
+    /// An exchange session with `peer` started; `initiator` tells whether we invited. We report
+    /// our invitation when we send INVITE, and an accepted INVITE only once its CONFIRM verified
+    /// (right before ``secured(peer:)``): until then it is a half-open handshake that anyone could
+    /// have started (PROTOCOL.md 5).
     case connecting(peer: DeviceID, initiator: Bool)
     /// The Noise handshake completed: the peer holds this session's keys. Who it is, and the code,
     /// come with ``verified(_:)`` once both devices are in range.
