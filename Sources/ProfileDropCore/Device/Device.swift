@@ -37,6 +37,9 @@ public struct Device {
     var closeReason: CloseReason?
     var lastPeer: DeviceID?
     var lastFailure: CloseReason?
+    /// The latest error a session of this run ended with: what the device reports if its overall
+    /// limit passes without an exchange.
+    var lastError: CloseReason?
     var rateLimiter: RateLimiter
     /// Devices of another protocol version already reported, oldest first; bounded.
     var incompatiblePeers: [DeviceID] = []
@@ -139,10 +142,9 @@ public struct Device {
         }
         if closeReason == nil {
             consider(discovery.nextDeadline)
-            if exchange == nil {
-                consider(discovery.nextInviteCandidateAt)
-                consider(startedAt + configuration.timeouts.overall)
-            }
+            // The overall limit ends the device whatever its session is doing.
+            consider(startedAt + configuration.timeouts.overall)
+            if exchange == nil { consider(discovery.nextInviteCandidateAt) }
         }
         consider(exchange?.nextDeadline)
         for session in lingering { consider(session.nextDeadline) }
