@@ -1,6 +1,8 @@
 import Foundation
 import Glibc
 import ProfileDropCore
+import ProfileDropCrypto
+import ProfileDropTransport
 import Synchronization
 import Testing
 
@@ -203,6 +205,40 @@ import Testing
         #expect(second.code == 0, "\(second.output.suffix(3)) \(second.errors.suffix(3))")
         #expect(elapsed < 15, "the pair took \(elapsed) s")
     }
+
+    /// `--timeout` bounds the process whatever its session is doing: a peer that pairs and then
+    /// stalls (its user never answers) keeps the session alive, yet `share --timeout 5` closes it
+    /// with CLOSE(timeout) at 5 s and exits within 6 s, as a timeout (3) that names the wait.
+    @Test func aPeerThatPairsAndStallsCannotHoldShareBeyondItsTimeout() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        let card = directory.appendingPathComponent("bori.json").path
+        try ShareCommandTests.bori.write(toFile: card, atomically: true, encoding: .utf8)
+        let port = freeUDPPort()
+        let peer = StallingPeer(port: port, seconds: 7)
+        let started = Date()
+        let share = try ToolProcess([
+            "share", "--profile", card, "--interface", "lo", "--port", String(port), "--json", "--yes",
+            "--pose", "0,0,0", "--still", "--timeout", "5",
+            "--key-file", directory.appendingPathComponent("key").path,
+            "--known-peers", directory.appendingPathComponent("peers").path,
+        ])
+        let result = share.finish()
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(elapsed < 6, "share --timeout 5 ran \(elapsed) s")
+        #expect(result.code == ExitCode.timeout.rawValue, "\(result.output.suffix(3)) \(result.errors)")
+        let closed = try #require(
+            result.output.last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) }
+                as? [String: Any])
+        #expect(closed["event"] as? String == "closed")
+        #expect(closed["reason"] as? String == "timeout")
+        #expect(closed["detail"] as? String == "timeout: peer consent")
+        // The session was live: the peer was asked, and heard our CLOSE(timeout).
+        let events = peer.finish()
+        #expect(events.contains { if case .consentRequested = $0 { true } else { false } }, "\(events)")
+        #expect(
+            events.contains { if case .sessionEnded(_, .timeout(.peerGaveUp)) = $0 { true } else { false } },
+            "\(events)")
+    }
 }
 
 /// A flag one thread sets and another reads.
@@ -210,4 +246,71 @@ final class StopFlag: Sendable {
     private let flag = Atomic(false)
     var isSet: Bool { flag.load(ordering: .relaxed) }
     func set() { flag.store(true, ordering: .relaxed) }
+}
+
+/// A peer that pairs and then stalls: a real device on loopback, 7 cm in front of the origin and
+/// facing it, whose user is asked and never answers. Its own overall limit ends it; it runs on its
+/// own thread, and sends only what the protocol sends (a few datagrams per ranging interval).
+final class StallingPeer: @unchecked Sendable {  // `events`, `done` and `failure` are guarded by `condition`.
+    private let condition = NSCondition()
+    private var events: [DeviceEvent] = []
+    private var done = false
+    private var failure: String?
+
+    init(port: UInt16, seconds: Int) {
+        Thread.detachNewThread { [self] in
+            do {
+                try run(port: port, seconds: seconds)
+            } catch {
+                condition.lock()
+                failure = "\(error)"
+                condition.unlock()
+            }
+            condition.lock()
+            done = true
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+
+    private func run(port: UInt16, seconds: Int) throws {
+        var random = SystemRandom()
+        var timeouts = Timeouts()
+        timeouts.overall = .seconds(seconds)
+        let configuration = DeviceConfiguration(
+            card: nil, consent: .askUser, staticKey: X25519.PrivateKey(using: &random), timeouts: timeouts)
+        var endpoint = DiscoveryEndpoint()
+        endpoint.port = port
+        let clock = MonotonicClock()
+        let host = try UDPHost(
+            interfaces: NetworkInterface.select(names: ["lo"], from: NetworkInterface.all()),
+            endpoint: endpoint,
+            clock: clock)
+        var driver = DeviceDriver(
+            device: Device(
+                configuration: configuration, random: SystemRandom(), now: clock.now,
+                localAddress: host.localAddress),
+            sockets: host)
+        driver.device.updatePose(Pose(x: 7, y: 0, heading: 180), at: clock.now)
+        let record = { (event: DeviceEvent, _: Device) in
+            self.condition.lock()
+            self.events.append(event)
+            self.condition.unlock()
+        }
+        try driver.flush(onEvent: record)
+        // Bounded whatever the device does: its limit, and a second more for its last CLOSE.
+        let end = clock.now + .seconds(seconds + 1)
+        while clock.now < end && driver.device.nextDeadline != nil {
+            _ = try driver.turn(wakingBy: clock.now + .milliseconds(100), onEvent: record)
+        }
+    }
+
+    /// Waits for the peer to stop and returns its events.
+    func finish() -> [DeviceEvent] {
+        condition.lock()
+        defer { condition.unlock() }
+        while !done { condition.wait() }
+        if let failure { Issue.record("the stalling peer failed: \(failure)") }
+        return events
+    }
 }

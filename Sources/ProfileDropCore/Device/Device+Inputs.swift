@@ -1,6 +1,9 @@
 extension Device {
+    /// Moves the clock to `time`, then applies the overall limit if it passed: before the input is
+    /// handled, so that nothing new starts past it.
     mutating func advanceClock(to time: Instant) {
         if time > context.now { context.now = time }
+        enforceOverallLimit()
     }
 
     /// Parses and routes one datagram.
@@ -207,15 +210,36 @@ extension Device {
         for index in lingering.indices { lingering[index].handleTimeout(context: &context) }
     }
 
-    /// Closes the device once the overall limit passed with no live session.
-    private mutating func checkOverallLimit() {
-        if closeReason == nil, exchange == nil, context.now >= startedAt + configuration.timeouts.overall {
-            closeDevice(lastFailure == .outOfRange ? .outOfRange : .timeout(.noExchange))
+    /// Closes the device once its overall limit passed, whatever its session is doing: a live
+    /// session is closed first, with the reason of the wait it was in
+    /// (``ExchangeSession/closeAtDeviceLimit(context:)``), and the device closes with
+    /// ``reasonAtLimit(cut:)``, unless that session's own outcome ends it (an unanswered request
+    /// declines).
+    mutating func enforceOverallLimit() {
+        guard closeReason == nil, context.now >= startedAt + configuration.timeouts.overall else { return }
+        var cut: CloseReason?
+        if let sessionID = exchange?.sessionID {
+            exchange?.closeAtDeviceLimit(context: &context)
+            cut = takeOutcomes(cutting: sessionID)
         }
+        closeDevice(reasonAtLimit(cut: cut))
     }
 
-    /// Acts on a decided session outcome, then invites the next peer if the device is free.
-    mutating func afterInput() {
+    /// Why the device closes at its overall limit, most informative first: the latest error a
+    /// session of the run ended with (a peer broke a rule, which trying again will not mend); else
+    /// the reason the live session was closed with at the limit (`cut`); else `out of range` if the
+    /// last session ended so; else `timeout: no exchange`.
+    func reasonAtLimit(cut: CloseReason?) -> CloseReason {
+        if let lastError { return lastError }
+        if let cut { return cut }
+        return lastFailure == .outOfRange ? .outOfRange : .timeout(.noExchange)
+    }
+
+    /// Acts on decided session outcomes: an outcome that ends the device closes it; any other is
+    /// reported as a session's end, and the device backs off from that peer. The outcome of the
+    /// session `cutting` (closed at the device's limit) is only returned: the device closes next.
+    private mutating func takeOutcomes(cutting: UInt64? = nil) -> CloseReason? {
+        var cut: CloseReason?
         while let outcome = context.outcomes.pop() {
             // Only the live exchange decides: lingering sessions already did.
             guard let session = exchange, session.sessionID == outcome.sessionID else {
@@ -223,8 +247,11 @@ extension Device {
             }
             exchange = nil
             lastPeer = outcome.peer
+            if case .error = outcome.reason { lastError = outcome.reason }
             if outcome.endsDevice {
                 closeDevice(outcome.reason)
+            } else if outcome.sessionID == cutting {
+                cut = outcome.reason
             } else {
                 lastFailure = outcome.reason
                 context.emit(.sessionEnded(peer: outcome.peer, reason: outcome.reason))
@@ -232,10 +259,16 @@ extension Device {
             }
             if session.nextDeadline != nil { lingering.append(session) }
         }
+        return cut
+    }
+
+    /// Acts on a decided session outcome, then invites the next peer if the device is free.
+    mutating func afterInput() {
+        _ = takeOutcomes()
         // A secured session refuses every INVITE: no half-open handshake waits beside it.
         if exchange?.isAwaitingAccept == false { halfOpen.removeAll() }
         // After a session ended, so that a limit that passed during it applies now, not one call later.
-        checkOverallLimit()
+        enforceOverallLimit()
         lingering.removeAll { $0.nextDeadline == nil }
         if lingering.count > Self.maxLingering { lingering.removeFirst(lingering.count - Self.maxLingering) }
         if closeReason == nil, exchange == nil, !halfOpen.isFresh(at: context.now),

@@ -40,6 +40,9 @@ public struct Device {
     var closeReason: CloseReason?
     var lastPeer: DeviceID?
     var lastFailure: CloseReason?
+    /// The latest error a session of this run ended with: what the device reports if its overall
+    /// limit passes without an exchange.
+    var lastError: CloseReason?
     var rateLimiter: RateLimiter
     /// Devices of another protocol version already reported, oldest first; bounded.
     var incompatiblePeers: [DeviceID] = []
@@ -143,10 +146,11 @@ public struct Device {
         if closeReason == nil {
             consider(discovery.nextDeadline)
             consider(halfOpen.nextDeadline(now: context.now))
-            if exchange == nil {
-                // A fresh half-open handshake holds invitations back; its end is a deadline above.
-                if !halfOpen.isFresh(at: context.now) { consider(discovery.nextInviteCandidateAt) }
-                consider(startedAt + configuration.timeouts.overall)
+            // The overall limit ends the device whatever its session is doing.
+            consider(startedAt + configuration.timeouts.overall)
+            // A fresh half-open handshake holds invitations back; its end is a deadline above.
+            if exchange == nil, !halfOpen.isFresh(at: context.now) {
+                consider(discovery.nextInviteCandidateAt)
             }
         }
         consider(exchange?.nextDeadline)

@@ -40,10 +40,16 @@ public enum TimeoutKind: String, CaseIterable, Sendable, Equatable, CustomString
     case peerSilent = "peer silent"
     /// Our user did not answer the consent request.
     case consent
+    /// The verification code could not be computed in time: the peer withheld its part of it (or
+    /// its PROOF).
+    case verification
     /// The peer's decision did not arrive.
     case peerConsent = "peer consent"
     /// The card transfer did not complete.
     case transfer
+    /// The card transfer made no progress for ``Timeouts/stall``: nothing new acknowledged or
+    /// received, or a finished exchange whose confirmation hold could not decide.
+    case transferStalled = "transfer stalled"
     /// The peer closed because one of its own waits ran out.
     case peerGaveUp = "peer gave up waiting"
     /// The device's overall time ran out without an exchange.

@@ -203,6 +203,23 @@ struct ExchangeSession {
         advance(context: &context)
     }
 
+    /// Ends a live session because the device's overall limit passed, with the reason of the wait
+    /// it was in: the handshake, the ranging window (`out of range`: the gates have not both
+    /// opened), the code, our user's answer (declined, as when its own deadline passes), the
+    /// peer's decision, or the cards. Sends CLOSE as that wait's own expiry would. Does nothing to
+    /// a session already closing or draining.
+    mutating func closeAtDeviceLimit(context: inout SessionContext) {
+        let transition: Transition
+        switch state {
+        case .handshaking: transition = .timeout(.handshake)
+        case .ranging: transition = .outOfRange
+        case .consenting(let consenting): transition = consenting.closeAtDeviceLimit()
+        case .transferring: transition = .timeout(.transfer)
+        case .closing, .draining, .closed: return
+        }
+        apply(transition, context: &context)
+    }
+
     // MARK: - Progress
 
     /// Moves to the next state when the facts allow it.
