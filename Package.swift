@@ -96,6 +96,8 @@ let package = Package(
             name: "ProfileDropCLITests",
             dependencies: [
                 "ProfileDropCLI", "ProfileDropCardFile", "ProfileDropCore", "ProfileDropTestSupport",
+                // A real device on loopback sockets, as a misbehaving peer of `share`.
+                "ProfileDropCrypto", "ProfileDropTransport",
             ]),
     ]
 )

@@ -27,7 +27,10 @@ public enum Describe {
                     ("known", query.knownAnswers.map(\.description).joined(separator: ",")),
                 ]
             )
-        case .invite(let message): return ("INVITE", handshake(message))
+        case .invite(let message):
+            var fields = handshake(message)
+            fields.insert(("cookie", message.cookie.isEmpty ? "none" : hex(message.cookie)), at: 3)
+            return ("INVITE", fields)
         case .accept(let message): return ("ACCEPT", handshake(message))
         case .confirm(let message): return ("CONFIRM", handshake(message))
         case .busy(let busy):
@@ -35,14 +38,14 @@ public enum Describe {
             switch busy.reason {
             case .inSession: reason = "in-session"
             case .unavailable: reason = "unavailable"
+            case .retry: reason = "retry"
             }
-            return (
-                "BUSY",
-                [
-                    ("session", hex16(busy.sessionID)), ("sender", busy.sender.description),
-                    ("receiver", busy.receiver.description), ("reason", reason),
-                ]
-            )
+            var fields = [
+                ("session", hex16(busy.sessionID)), ("sender", busy.sender.description),
+                ("receiver", busy.receiver.description), ("reason", reason),
+            ]
+            if busy.reason == .retry { fields.append(("cookie", hex(busy.cookie))) }
+            return ("BUSY", fields)
         case .secure(let secure):
             return (
                 "SECURE",

@@ -560,12 +560,8 @@ public enum SyntheticPhoto {
 }
 
 extension Timeouts {
-    /// The latest a device can still be open, from its start: the overall limit, then one whole
-    /// session begun just before it (handshake retransmissions, ranging window, consent and the
-    /// peer's consent grace, transfer, an idle wait, close retransmissions).
-    public var closeBound: Duration {
-        let handshake = handshakeRetransmit * ((1 << min(handshakeAttempts, 16)) - 1)
-        let closing = closeRetransmit * ((1 << min(closeAttempts, 16)) - 1)
-        return overall + handshake + rangingWindow + consent + .seconds(10) + transfer + idle + closing
-    }
+    /// The latest a device can still be open, from its start: its overall limit, which closes it
+    /// whatever its session is doing (PROTOCOL.md 6.7). Its sessions may still be closing or
+    /// draining then; the device sends nothing else.
+    public var closeBound: Duration { overall }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ProfileDropCore
 import Testing
 
 @testable import ProfileDropCLI
@@ -67,6 +68,27 @@ import Testing
         for line in pair.first.output {
             let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
             #expect(object?["stage"] != nil && object?["progress"] != nil)
+        }
+    }
+
+    /// The exit codes and `--json` reasons the README lists: a request nobody answered declines
+    /// (4, `declined`), every other wait that ran out is a timeout (3), and a peer that broke the
+    /// protocol is an error (6), whichever way the run ended.
+    @Test func exitCodesAndReasonsFollowTheReadme() {
+        let cases: [(CloseReason, ExitCode, String)] = [
+            (.exchanged, .success, "exchanged"),
+            (.declined(by: .local), .declined, "declined"),
+            (.declined(by: .peer), .declined, "declined"),
+            (.timeout(.consent), .declined, "declined"),
+            (.timeout(.peerConsent), .timeout, "timeout"),
+            (.timeout(.transferStalled), .timeout, "timeout"),
+            (.timeout(.noExchange), .timeout, "timeout"),
+            (.outOfRange, .outOfRange, "out_of_range"),
+            (.error(ProtocolError(.cardTooLarge, "offer of 600000 bytes")), .runtimeError, "error"),
+        ]
+        for (reason, code, coarse) in cases {
+            #expect(ShareSession.exitCode(for: reason) == code, "\(reason)")
+            #expect(ShareDisplay.reasonCode(reason) == coarse, "\(reason)")
         }
     }
 
@@ -267,7 +289,8 @@ extension ShareCommandTests {
     }
 
     /// Bori answers share; Max's user never answers (standard input open and silent). Max's
-    /// `--timeout` declines the request, and no card moves either way.
+    /// `--timeout` declines the request, and no card moves either way. A request nobody answered
+    /// is a decline: exit 4 on both sides, `reason` `declined` with the wait in `detail`.
     @Test func anUnansweredRequestMovesNoCard() throws {
         let devices = try ConsentDevices()
         let (a, startB) = try devices.start(timeouts: (30, 15))
@@ -277,7 +300,8 @@ extension ShareCommandTests {
         a.send(#"{"decision":"share"}"#)
         let first = a.finish(within: 25)
         let second = b.finish(within: 25)
-        #expect(second.code == ExitCode.timeout.rawValue, "\(second.lines.suffix(2))")
+        #expect(second.code == ExitCode.declined.rawValue, "\(second.lines.suffix(2))")
+        #expect(second.last("closed")?["reason"] as? String == "declined")
         #expect(second.last("closed")?["detail"] as? String == "timeout: consent")
         #expect(first.code == ExitCode.declined.rawValue, "\(first.lines.suffix(2))")
         #expect(first.last("closed")?["detail"] as? String == "declined by peer")

@@ -77,8 +77,11 @@ final class ToolProcess: @unchecked Sendable {  // The collected data is read on
     }
 }
 
-/// A UDP port the kernel considers free right now, for one test's discovery group.
+/// A UDP port the kernel considers free right now, for one test's discovery group. With
+/// `PROFILEDROP_TEST_PORTS=LOW-HIGH` in the environment, a port from that range that no other test
+/// of this process was given, so that people sharing a machine can keep their runs apart.
 func freeUDPPort() -> UInt16 {
+    if let port = TestPortRange.shared?.next() { return port }
     let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
     defer { close(descriptor) }
     var address = sockaddr_in()
@@ -92,4 +95,51 @@ func freeUDPPort() -> UInt16 {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
     }
     return UInt16(bigEndian: address.sin_port)
+}
+
+/// The discovery ports `PROFILEDROP_TEST_PORTS` reserves for this test process, handed out in turn.
+final class TestPortRange: @unchecked Sendable {  // `next` is guarded by `lock`.
+    static let shared: TestPortRange? = {
+        guard let text = ProcessInfo.processInfo.environment["PROFILEDROP_TEST_PORTS"] else { return nil }
+        let bounds = text.split(separator: "-").compactMap { UInt16($0) }
+        guard bounds.count == 2, bounds[0] <= bounds[1] else { return nil }
+        return TestPortRange(bounds[0]...bounds[1])
+    }()
+
+    let range: ClosedRange<UInt16>
+    private let lock = NSLock()
+    private var nextPort: UInt16
+
+    init(_ range: ClosedRange<UInt16>) {
+        self.range = range
+        nextPort = range.lowerBound
+    }
+
+    /// The next port of the range that nothing on this machine holds, wrapping around.
+    func next() -> UInt16 {
+        lock.lock()
+        defer { lock.unlock() }
+        for _ in range {
+            let port = nextPort
+            nextPort = port == range.upperBound ? range.lowerBound : port + 1
+            if Self.isFree(port) { return port }
+        }
+        return nextPort
+    }
+
+    /// Whether a UDP socket can bind `port` on the loopback address now.
+    static func isFree(_ port: UInt16) -> Bool {
+        let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        return result == 0
+    }
 }

@@ -144,6 +144,58 @@ struct DissectorTests {
         #expect(lines.last?.contains("INVITE session=") == true, "\(lines)")
     }
 
+    /// The cookie of BUSY(retry) and of the INVITE that echoes it, and INVITE's zero padding, are
+    /// decoded without an expert note; padding that is not zero gets one.
+    @Test(.enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)"))
+    func decodesCookiesAndInvitePadding() throws {
+        let tshark = try #require(Self.tshark)
+        let cookie = Array(UInt8(0xC0)...UInt8(0xCF))
+        let invite = Packet.invite(
+            HandshakePacket(
+                sessionID: 7, sender: DeviceID(rawValue: 1), receiver: DeviceID(rawValue: 2),
+                noiseMessage: Array(repeating: 9, count: 32), cookie: cookie)
+        ).encoded()
+        let retry = Packet.busy(
+            Busy(
+                sessionID: 7, sender: DeviceID(rawValue: 2), receiver: DeviceID(rawValue: 1), reason: .retry,
+                cookie: cookie)
+        ).encoded()
+        var badPadding = invite
+        badPadding[badPadding.count - 1] = 1
+        let a = PeerAddress(10, 0, 0, 1, port: 5000)
+        let b = PeerAddress(10, 0, 0, 2, port: 5000)
+        var writer = PcapngWriter(userApplication: "profiledrop tests")
+        writer.append(.interface(PcapngInterface(name: "cookies")))
+        for (index, data) in [
+            IPv4UDP.frame(retry, from: b, to: a), IPv4UDP.frame(invite, from: a, to: b),
+            IPv4UDP.frame(badPadding, from: a, to: b),
+        ].enumerated() {
+            writer.append(
+                .packet(
+                    PcapngPacket(interfaceID: 0, timestamp: UInt64(index), data: data, direction: .outbound)))
+        }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "profiledrop-\(UUID().uuidString).pcapng"
+        ).path
+        try Data(writer.bytes).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let (status, lines) = try Self.run(
+            tshark,
+            [
+                "-r", path, "-Y", "profiledrop", "-T", "fields", "-E", "separator=,", "-e",
+                "profiledrop.type_name",
+                "-e", "profiledrop.busy_reason", "-e", "profiledrop.cookie", "-e", "profiledrop.padding",
+            ])
+        #expect(status == 0)
+        let hex = cookie.map { String(format: "%02x", $0) }.joined()
+        let zeros = String(repeating: "00", count: Packet.invitePadding(noiseLength: 32))
+        #expect(lines.count == 3)
+        #expect(lines.first == "BUSY,3,\(hex),", "\(lines)")
+        #expect(lines.dropFirst().first == "INVITE,,\(hex),\(zeros)", "\(lines)")
+        let (_, problems) = try Self.run(tshark, ["-r", path, "-Y", "_ws.expert"])
+        #expect(problems.count == 1, "only the bad padding: \(problems)")
+    }
+
     @Test(.enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)"))
     func heuristicFindsUnicastOnOtherPorts() throws {
         let tshark = try #require(Self.tshark)

@@ -10,7 +10,7 @@ import Testing
     static let ghostID = DeviceID(rawValue: 0xFFFF_0000_0000_0001)
 
     /// A device that heard the ghost's beacon and sent it an INVITE.
-    static func invited() throws -> (DiscoverySessionTests.Lone, HandshakePacket) {
+    static func invited(ghostID: DeviceID = ghostID) throws -> (DiscoverySessionTests.Lone, HandshakePacket) {
         var lone = DiscoverySessionTests.Lone()
         lone.deliver(.beacon(Beacon(deviceID: ghostID, port: 4000, busy: false)), from: ghost, at: .zero)
         lone.run(until: Instant.zero + .milliseconds(700))
@@ -76,5 +76,100 @@ import Testing
         // The genuine ACCEPT still completes it.
         lone.deliver(accept, from: Self.ghost, at: lone.device.now + .milliseconds(1))
         #expect(lone.device.stage == .ranging)
+    }
+
+    static func isBusyEvent(_ event: DeviceEvent) -> Bool {
+        if case .peerBusy = event { true } else { false }
+    }
+
+    /// BUSY is believed only from the address we invited: a forged one from anywhere else is
+    /// dropped and the invitation goes on; the invitee's own ends it.
+    @Test func busyFromAnotherAddressIsDropped() throws {
+        var (lone, invite) = try Self.invited()
+        let busy = Packet.busy(
+            Busy(
+                sessionID: invite.sessionID, sender: Self.ghostID, receiver: invite.sender, reason: .inSession
+            ))
+        lone.deliver(busy, from: PeerAddress(10, 0, 0, 66, port: 4000), at: lone.device.now)
+        #expect(lone.device.counters.rejected(.unexpectedMessage) == 1)
+        #expect(lone.device.stage == .connecting && !lone.events.contains(where: Self.isBusyEvent))
+        lone.deliver(busy, from: Self.ghost, at: lone.device.now + .milliseconds(1))
+        #expect(lone.events.contains(where: Self.isBusyEvent))
+        #expect(lone.device.stage == .discovering)
+    }
+
+    /// A crossing INVITE that names the peer we invite, but comes from another address, is no
+    /// tie-break: it gets BUSY(1), and our invitation goes on to secure. From the invitee's address
+    /// the tie-break holds: the higher id abandons its invitation and accepts.
+    @Test func aSpoofedCrossingInviteDoesNotCancelOurInvitation() throws {
+        // The lowest id, so the tie-break would make us give our invitation up.
+        let lowest = DeviceID(rawValue: 1)
+        var (lone, invite) = try Self.invited(ghostID: lowest)
+        var random = DeterministicRandom(seed: 41)
+        let crossing = Packet.invite(
+            HandshakePacket(
+                sessionID: random.nextUInt64(), sender: lowest, receiver: invite.sender,
+                noiseMessage: X25519.PrivateKey(using: &random).publicKey.rawRepresentation))
+        let spoofed = PeerAddress(10, 0, 0, 66, port: 4000)
+        lone.deliver(crossing, from: spoofed, at: lone.device.now)
+        guard case .busy(let busy) = lone.sent.last?.packet else {
+            Issue.record("no BUSY for the spoofed crossing INVITE")
+            return
+        }
+        #expect(busy.reason == .inSession && lone.device.stage == .connecting)
+        #expect(lone.device.exchange?.sessionID == invite.sessionID)
+        // Our INVITE is still retransmitted, and the real ACCEPT secures.
+        let invitesBefore = lone.sent.filter { $0.packet.type == .invite }.count
+        lone.run(until: lone.device.now + .milliseconds(600))
+        #expect(lone.sent.filter { $0.packet.type == .invite }.count > invitesBefore)
+        let (_, accept) = try Self.accept(invite, seed: 8)
+        lone.deliver(accept, from: Self.ghost, at: lone.device.now)
+        #expect(lone.events.contains { if case .secured(lowest) = $0 { true } else { false } })
+
+        // The same crossing INVITE from the invitee's address: we abandon ours and accept.
+        var (other, ours) = try Self.invited(ghostID: lowest)
+        other.deliver(crossing, from: Self.ghost, at: other.device.now)
+        #expect(other.sent.last?.packet.type == .accept)
+        #expect(other.device.exchange == nil && other.device.halfOpen.sessions.count == 1)
+        #expect(other.device.halfOpen.sessions.first?.sessionID != ours.sessionID)
+    }
+
+    /// BUSY(retry) from the invitee sends the INVITE again at once with the cookie, and every later
+    /// retransmission carries it; the same cookie again, or more than three, are dropped.
+    @Test func busyRetrySendsTheInviteAgainWithTheCookie() throws {
+        var (lone, invite) = try Self.invited()
+        func retry(_ fill: UInt8) -> Packet {
+            .busy(
+                Busy(
+                    sessionID: invite.sessionID, sender: Self.ghostID, receiver: invite.sender,
+                    reason: .retry,
+                    cookie: Array(repeating: fill, count: WireConstants.cookieLength)))
+        }
+        let before = lone.sent.count
+        lone.deliver(retry(7), from: Self.ghost, at: lone.device.now)
+        let again = lone.sent.dropFirst(before).compactMap {
+            if case .invite(let invite) = $0.packet { invite } else { nil }
+        }
+        #expect(again.count == 1)
+        #expect(again.first?.cookie == Array(repeating: 7, count: 16))
+        #expect(
+            again.first?.noiseMessage == invite.noiseMessage && again.first?.sessionID == invite.sessionID)
+        #expect(!lone.events.contains(where: Self.isBusyEvent) && lone.device.stage == .connecting)
+        // The same cookie: dropped, nothing sent.
+        let count = lone.sent.count
+        lone.deliver(retry(7), from: Self.ghost, at: lone.device.now)
+        #expect(lone.sent.count == count && lone.device.counters.rejected(.unexpectedMessage) == 1)
+        // Retransmissions carry the cookie.
+        lone.run(until: lone.device.now + .seconds(1))
+        let later = lone.sent.dropFirst(count).compactMap {
+            if case .invite(let invite) = $0.packet { invite } else { nil }
+        }
+        #expect(!later.isEmpty && later.allSatisfy { $0.cookie == Array(repeating: 7, count: 16) })
+        // At most three new cookies per invitation.
+        for fill: UInt8 in [8, 9, 10] { lone.deliver(retry(fill), from: Self.ghost, at: lone.device.now) }
+        #expect(lone.device.counters.rejected(.unexpectedMessage) == 2)
+        // A cookie from elsewhere is not believed.
+        lone.deliver(retry(11), from: PeerAddress(10, 0, 0, 66, port: 4000), at: lone.device.now)
+        #expect(lone.device.counters.rejected(.unexpectedMessage) == 3)
     }
 }

@@ -72,3 +72,249 @@ import Testing
         #expect(room.devices[0].nextDeadline == nil)
     }
 }
+
+/// The device under test against a ``ScriptedPeer`` that invites it, with datagrams handed over
+/// at once (no loss, no delay), in virtual time.
+struct ScriptedPeerRun {
+    var device: Device
+    var peer: ScriptedPeer
+    var findings = FuzzFindings()
+    /// Every event of the device, with when it came.
+    var events: [(time: Instant, event: DeviceEvent)] = []
+    /// How often the peer speaks: a ranging interval, as an honest peer; a slowloris speaks rarely.
+    var tickInterval: Duration = .milliseconds(125)
+    var nextTick = Instant.zero + .milliseconds(40)
+
+    /// The device with `configuration`, and a peer offering a card with a `peerPhotoBytes` photo.
+    init(configuration: DeviceConfiguration, peerPhotoBytes: Int = 1500) {
+        device = Device(
+            configuration: configuration, random: DeterministicRandom(seed: 0xF022), now: .zero,
+            localAddress: PeerAddress(10, 0, 0, 1, port: 5001))
+        peer = ScriptedPeer(
+            target: device.deviceID, card: DeviceFuzz.card("Kong", photoBytes: peerPhotoBytes), seed: 0x9EE2)
+        peer.invite()
+        deliver()
+    }
+
+    var now: Instant { device.now }
+
+    /// Hands each side what the other sent, until both are quiet.
+    mutating func deliver() {
+        for _ in 0..<64 {
+            var moved = false
+            while let datagram = device.pollTransmit() {
+                guard datagram.destination == .unicast(peer.address) else { continue }
+                peer.receive(datagram.bytes, &findings)
+                moved = true
+            }
+            let outbox = peer.outbox
+            peer.outbox = []
+            for bytes in outbox {
+                device.handleDatagram(bytes, from: peer.address, at: now)
+                moved = true
+            }
+            while let event = device.pollEvent() { events.append((now, event)) }
+            if !moved { return }
+        }
+    }
+
+    /// Runs the device's timers and the peer's rounds until `limit`, or until `stop` holds.
+    mutating func run(until limit: Instant, stop: (Self) -> Bool = { _ in false }) {
+        while now < limit && !stop(self) {
+            let next = min(device.nextDeadline ?? limit, nextTick, limit)
+            // Early calls are harmless; this one also moves the device's clock to the peer's round.
+            device.handleTimeout(at: next)
+            if next >= nextTick {
+                peer.tick()
+                nextTick = next + tickInterval
+            }
+            deliver()
+        }
+    }
+
+    /// When the first event matching `match` came.
+    func time(of match: (DeviceEvent) -> Bool) -> Instant? {
+        events.first { match($0.event) }?.time
+    }
+
+    /// Why sessions ended, and when, without closing the device.
+    var endedSessions: [(time: Instant, reason: CloseReason)] {
+        events.compactMap {
+            if case .sessionEnded(_, let reason) = $0.event { ($0.time, reason) } else { nil }
+        }
+    }
+
+    /// When the device closed, and why.
+    var closed: (time: Instant, reason: CloseReason)? {
+        events.lazy.compactMap { if case .closed(let reason) = $0.event { ($0.time, reason) } else { nil } }
+            .first
+    }
+
+    static func isInRange(_ event: DeviceEvent) -> Bool { if case .inRange = event { true } else { false } }
+    static func isVerified(_ event: DeviceEvent) -> Bool { if case .verified = event { true } else { false } }
+    static func isExchanging(_ event: DeviceEvent) -> Bool {
+        if case .exchanging = event { true } else { false }
+    }
+}
+
+/// Peers that keep a session alive without letting it finish: every live state ends within a
+/// bound the peer cannot move, and the device's overall limit ends it whatever the session does.
+@Suite struct StallingPeerTests {
+    /// A device with a card with a 3000-byte photo (three chunks), sharing by policy, with `timeouts`.
+    func configuration(consent: ConsentPolicy = .share, timeouts: Timeouts = Timeouts())
+        -> DeviceConfiguration
+    {
+        Fixtures.configuration("Bori", consent: consent, seed: 1, photoBytes: 3000, timeouts: timeouts)
+    }
+
+    enum Stall: String, CaseIterable, Sendable {
+        /// The peer never sends its NONCE: no code.
+        case verification
+        /// The peer never decides.
+        case consent
+        /// The peer sends no chunk and acknowledges none.
+        case transfer
+    }
+
+    /// A slowloris: honest until the stage it stalls, then one packet every 4 s (within the 5 s
+    /// idle time, so the session stays alive) withholding the next step. Each wait ends after its
+    /// own bound, not the overall limit's: verification 10 s after the gates opened, the peer's
+    /// decision its user's time plus 10 s after our code, the transfer 10 s after its last step.
+    @Test(arguments: Stall.allCases)
+    func aSlowlorisPeerIsCutWhereverItStalls(stall: Stall) throws {
+        var timeouts = Timeouts()
+        timeouts.consent = .seconds(20)
+        var run = ScriptedPeerRun(configuration: configuration(timeouts: timeouts))
+        let withheld: ScriptedPeer.Withheld
+        let startsAt: (DeviceEvent) -> Bool
+        let expected: TimeoutKind
+        let bound: Duration
+        switch stall {
+        case .verification:
+            (withheld, startsAt, expected, bound) = (
+                .nonce, ScriptedPeerRun.isInRange, .verification, .seconds(10)
+            )
+        case .consent:
+            (withheld, startsAt, expected, bound) = (
+                .consent, ScriptedPeerRun.isVerified, .peerConsent, .seconds(30)
+            )
+        case .transfer:
+            (withheld, startsAt, expected, bound) =
+                ([.chunks, .acknowledgements], ScriptedPeerRun.isExchanging, .transferStalled, .seconds(10))
+        }
+        // The peer withholds from the start; it slows down once the device reaches the stage.
+        run.peer.withheld = withheld
+        run.run(until: .zero + .seconds(20)) { $0.time(of: startsAt) != nil }
+        let start = try #require(run.time(of: startsAt), "\(run.events.map(\.event))")
+        run.tickInterval = .seconds(4)
+        run.run(until: .zero + .seconds(100)) { !$0.endedSessions.isEmpty }
+        let ended = try #require(run.endedSessions.first, "\(run.events.suffix(5).map(\.event))")
+        #expect(ended.reason == .timeout(expected))
+        let waited = ended.time - start
+        #expect(waited > bound - .milliseconds(500) && waited <= bound, "ended \(waited) after \(start)")
+        #expect(run.peer.receivedClose?.code == .timeout)
+        #expect(run.findings.violations.isEmpty, "\(run.findings.violations)")
+    }
+
+    /// The peer receives our whole card but never says so: the transfer is cut 10 s after its last
+    /// step forward (the peer's card verified), not after the 90 s transfer limit.
+    @Test func aPeerThatNeverAcknowledgesIsCutAsStalled() throws {
+        var run = ScriptedPeerRun(configuration: configuration())
+        run.peer.withheld = .acknowledgements
+        run.run(until: .zero + .seconds(60)) { !$0.endedSessions.isEmpty }
+        let verified = try #require(run.time { if case .cardVerified = $0 { true } else { false } })
+        let ended = try #require(run.endedSessions.first)
+        #expect(ended.reason == .timeout(.transferStalled))
+        #expect(ended.time == verified + .seconds(10), "verified at \(verified), ended at \(ended.time)")
+        // The peer did get every chunk: only its acknowledgements were missing.
+        #expect(run.peer.verifiedPeerCard != nil)
+        #expect(!run.events.contains { if case .cardReceived = $0.event { true } else { false } })
+    }
+
+    /// The overall limit ends the device with a live session: the session is closed with CLOSE as
+    /// its own wait would (CLOSE(timeout) for a peer's missing decision; our user's unanswered
+    /// request declines), and the device closes with that reason at exactly the limit.
+    @Test(arguments: [ConsentPolicy.share, .askUser])
+    func theOverallLimitEndsALiveSession(policy: ConsentPolicy) throws {
+        var timeouts = Timeouts()
+        timeouts.overall = .seconds(8)
+        var run = ScriptedPeerRun(configuration: configuration(consent: policy, timeouts: timeouts))
+        run.peer.withheld = .consent
+        run.run(until: .zero + .seconds(30))
+        #expect(run.time(of: ScriptedPeerRun.isVerified) != nil)
+        let closed = try #require(run.closed, "\(run.events.suffix(5).map(\.event))")
+        #expect(closed.time == .zero + .seconds(8))
+        #expect(run.endedSessions.isEmpty, "the cut session is the device's end, not a session's")
+        switch policy {
+        case .askUser:
+            #expect(closed.reason == .timeout(.consent))
+            #expect(run.peer.receivedClose?.code == .declined)
+        default:
+            #expect(closed.reason == .timeout(.peerConsent))
+            #expect(run.peer.receivedClose?.code == .timeout)
+        }
+        // Closing, then draining: the session's own timers still end, and nothing else starts.
+        #expect(run.device.nextDeadline == nil)
+        #expect(run.findings.violations.isEmpty, "\(run.findings.violations)")
+    }
+
+    enum Fault: String, CaseIterable, Sendable {
+        /// An offer over our card limit.
+        case oversizeOffer
+        /// A chunk whose index is past the offer's last chunk.
+        case badChunkIndex
+        /// Chunks whose bytes do not match the offered digest.
+        case badDigest
+    }
+
+    /// A session that ended with the peer's error is what the device reports when its limit
+    /// passes with no exchange, rather than `timeout: no exchange`: the same reason, with its
+    /// diagnostic.
+    @Test(arguments: Fault.allCases)
+    func theDeviceReportsTheErrorThatEndedItsSession(fault: Fault) throws {
+        var timeouts = Timeouts()
+        timeouts.overall = .seconds(15)
+        var configuration = configuration(timeouts: timeouts)
+        let expected: ProtocolError.Code
+        switch fault {
+        case .oversizeOffer:
+            configuration.limits.maxCardBytes = 1000
+            expected = .cardTooLarge
+        case .badChunkIndex: expected = .malformed
+        case .badDigest: expected = .cardDigestMismatch
+        }
+        var run = ScriptedPeerRun(configuration: configuration)
+        if fault != .oversizeOffer { run.peer.withheld = .chunks }
+        run.run(until: .zero + .seconds(10)) {
+            $0.time(of: ScriptedPeerRun.isExchanging) != nil || $0.peer.isFinished
+        }
+        switch fault {
+        case .oversizeOffer: break
+        case .badChunkIndex:
+            run.peer.send([.cardChunk(index: 40, data: [1, 2, 3])])
+        case .badDigest:
+            let card = DeviceFuzz.card("Kong", photoBytes: 1500).encoded()
+            var forged = card
+            forged[forged.count - 1] ^= 0xFF
+            for start in stride(from: 0, to: forged.count, by: WireConstants.chunkSize) {
+                let end = min(start + WireConstants.chunkSize, forged.count)
+                run.peer.send([
+                    .cardChunk(
+                        index: UInt16(start / WireConstants.chunkSize), data: Array(forged[start..<end]))
+                ])
+            }
+        }
+        run.deliver()
+        run.run(until: .zero + .seconds(30))
+        let ended = try #require(run.endedSessions.first)
+        guard case .error(let error) = ended.reason else {
+            Issue.record("the session ended with \(ended.reason)")
+            return
+        }
+        #expect(error.code == expected)
+        #expect(run.peer.receivedClose?.code == .error)
+        let closed = try #require(run.closed)
+        #expect(closed.time == .zero + .seconds(15))
+        #expect(closed.reason == ended.reason, "\(closed.reason)")
+    }
+}

@@ -36,6 +36,19 @@ import Testing
         .secure(
             SecurePacket(sessionID: 77, packetNumber: 1 << 40, ciphertext: Array(repeating: 1, count: 16))),
         .secure(SecurePacket(sessionID: 77, packetNumber: 0, ciphertext: Array(repeating: 2, count: 1178))),
+        .invite(
+            HandshakePacket(
+                sessionID: 43, sender: DeviceID(rawValue: 1), receiver: DeviceID(rawValue: 2),
+                noiseMessage: Array(repeating: 9, count: 32), cookie: Array(1...16))),
+        // A Noise message long enough that the INVITE needs no padding.
+        .invite(
+            HandshakePacket(
+                sessionID: 44, sender: DeviceID(rawValue: 1), receiver: DeviceID(rawValue: 2),
+                noiseMessage: Array(repeating: 7, count: 120))),
+        .busy(
+            Busy(
+                sessionID: 5, sender: DeviceID(rawValue: 3), receiver: DeviceID(rawValue: 4), reason: .retry,
+                cookie: Array(repeating: 0xC0, count: 16))),
     ]
 
     static let frames: [Frame] = [
@@ -199,6 +212,29 @@ import Testing
             #expect(streamed == packet)
         }
         #expect(accepted > 1000)
+    }
+
+    /// INVITE is padded to 144 bytes, so that no answer to it (ACCEPT 133, BUSY 29, BUSY(retry) 45)
+    /// is larger; its padding must be zero, and its cookie field of zeros means no cookie.
+    @Test func inviteIsPaddedAndNoAnswerIsLarger() throws {
+        let invite = Self.packets[4].encoded()
+        #expect(invite.count == WireConstants.inviteMinimumSize)
+        #expect(Self.packets[5].encoded().count == 133)  // ACCEPT carrying XX message 2
+        #expect(Self.packets[7].encoded().count == 29 && Self.packets[13].encoded().count == 45)
+        #expect(Self.packets[12].encoded().count == 4 + 24 + 16 + 2 + 120)
+        for answer in [5, 7, 8, 13] { #expect(Self.packets[answer].encoded().count <= invite.count) }
+        // Session, sender, receiver, then the cookie at offset 28: zeros when there is none.
+        #expect(invite[28..<44].allSatisfy { $0 == 0 })
+        #expect(Array(Self.packets[11].encoded()[28..<44]) == Array(1...16))
+        var padded = invite
+        padded[padded.count - 1] = 1
+        #expect(caught(ProtocolError.self) { _ = try Packet(datagram: padded) }?.code == .malformed)
+        #expect(caught(ProtocolError.self) { _ = try Packet(datagram: invite + [0]) }?.code == .trailingBytes)
+        // BUSY(retry) without its cookie is cut short.
+        let retry = Self.packets[13].encoded()
+        #expect(
+            caught(ProtocolError.self) { _ = try Packet(datagram: Array(retry.prefix(29))) }?.code
+                == .truncated)
     }
 
     /// The streaming reader takes packets from a longer buffer, so it must not accept a QUERY that

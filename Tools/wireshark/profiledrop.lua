@@ -36,7 +36,11 @@ local type_names = {
 local busy_reasons = {
     [1] = "in session",
     [2] = "unavailable",
+    [3] = "retry",
 }
+
+-- INVITE is padded with zero bytes to at least this length (PROTOCOL.md section 3).
+local INVITE_MINIMUM = 144
 
 local f = {
     magic = ProtoField.uint16("profiledrop.magic", "Magic", base.HEX),
@@ -56,6 +60,8 @@ local f = {
     noise = ProtoField.bytes("profiledrop.noise", "Noise message"),
     noise_e = ProtoField.bytes("profiledrop.noise.e", "Ephemeral public key (e)"),
     reason = ProtoField.uint8("profiledrop.busy_reason", "Busy reason", base.DEC, busy_reasons),
+    cookie = ProtoField.bytes("profiledrop.cookie", "Cookie"),
+    padding = ProtoField.bytes("profiledrop.padding", "Padding"),
     packet_number = ProtoField.uint64("profiledrop.packet_number", "Packet number", base.DEC),
     ciphertext_length = ProtoField.uint16("profiledrop.ciphertext_length", "Ciphertext length", base.DEC),
     ciphertext = ProtoField.bytes("profiledrop.ciphertext", "Ciphertext (frames and tag)"),
@@ -64,7 +70,7 @@ local f = {
 profiledrop.fields = {
     f.magic, f.version, f.type, f.type_name, f.device_id, f.port, f.flags, f.busy_flag, f.known_count,
     f.known_answer, f.session_id, f.sender, f.receiver, f.noise_length, f.noise, f.noise_e, f.reason,
-    f.packet_number, f.ciphertext_length, f.ciphertext, f.tag,
+    f.cookie, f.padding, f.packet_number, f.ciphertext_length, f.ciphertext, f.tag,
 }
 
 local e_truncated = ProtoExpert.new(
@@ -175,7 +181,18 @@ function profiledrop.dissector(buffer, pinfo, tree)
         local session = take(f.session_id, 8)
         local sender = session and take(f.sender, 8)
         local receiver = sender and take(f.receiver, 8)
-        local noise_length = receiver and take(f.noise_length, 2)
+        -- INVITE only: the cookie of the invitee's BUSY(retry), sixteen zero bytes for none.
+        local cookie = receiver
+        local has_cookie = false
+        if receiver and type == 3 then
+            cookie = take(f.cookie, 16)
+            if cookie then
+                for index = 0, 15 do
+                    if cookie(index, 1):uint() ~= 0 then has_cookie = true end
+                end
+            end
+        end
+        local noise_length = cookie and take(f.noise_length, 2)
         if noise_length then
             local count = noise_length:uint()
             local noise = take_announced(f.noise, count, "Noise message")
@@ -185,6 +202,22 @@ function profiledrop.dissector(buffer, pinfo, tree)
             end
             info = string.format("%s session=%s %s -> %s noise=%dB", name, hex64(session), hex64(sender),
                 hex64(receiver), count)
+            if type == 3 then
+                if has_cookie then info = info .. " cookie" end
+                -- Zero bytes up to the minimum INVITE length.
+                local padding = INVITE_MINIMUM - offset
+                if noise and padding > 0 then
+                    local range = take(f.padding, padding)
+                    if range then
+                        for index = 0, padding - 1 do
+                            if range(index, 1):uint() ~= 0 then
+                                subtree:add_proto_expert_info(e_reserved, "Padding is not zero")
+                                break
+                            end
+                        end
+                    end
+                end
+            end
         end
     elseif type == 6 then
         local session = take(f.session_id, 8)
@@ -193,6 +226,8 @@ function profiledrop.dissector(buffer, pinfo, tree)
         local reason = receiver and take(f.reason, 1)
         if reason then
             if busy_reasons[reason:uint()] == nil then subtree:add_proto_expert_info(e_reserved) end
+            -- Reason 3 (retry) carries the cookie to echo in the INVITE.
+            if reason:uint() == 3 then take(f.cookie, 16) end
             info = string.format("%s session=%s reason=%s", name, hex64(session),
                 busy_reasons[reason:uint()] or tostring(reason:uint()))
         end

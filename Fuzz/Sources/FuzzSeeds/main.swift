@@ -90,7 +90,27 @@ let frames: [[UInt8]] =
         Frame.encode([.consent(.receiveOnly, nil), .consent(.decline, nil)]),
         HandshakeParameters(maxCardBytes: 524_288, receiveWindow: 64).encoded(),
     ]
-write(honest + captured + frames, to: output.appendingPathComponent("wire"))
+/// Handshake datagrams honest runs rarely produce: BUSY(retry), the INVITE that echoes its cookie,
+/// and an INVITE whose Noise message is long enough to need no padding.
+let cookie = Array(UInt8(0xC0)...UInt8(0xCF))
+let handshakes: [[UInt8]] = [
+    Packet.busy(
+        Busy(
+            sessionID: 7, sender: DeviceID(rawValue: 2), receiver: DeviceID(rawValue: 1), reason: .retry,
+            cookie: cookie)
+    ).encoded(),
+    Packet.invite(
+        HandshakePacket(
+            sessionID: 7, sender: DeviceID(rawValue: 1), receiver: DeviceID(rawValue: 2),
+            noiseMessage: Array(repeating: 9, count: 32), cookie: cookie)
+    ).encoded(),
+    Packet.invite(
+        HandshakePacket(
+            sessionID: 8, sender: DeviceID(rawValue: 1), receiver: DeviceID(rawValue: 2),
+            noiseMessage: Array(repeating: 5, count: 140))
+    ).encoded(),
+]
+write(honest + captured + frames + handshakes, to: output.appendingPathComponent("wire"))
 write(
     (0..<16).map { [UInt8($0), UInt8($0 / 2)] + Array(repeating: UInt8($0 % 6), count: 8) },
     to: output.appendingPathComponent("noise"))

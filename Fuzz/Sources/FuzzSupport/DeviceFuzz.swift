@@ -366,10 +366,12 @@ public struct DeviceFuzz {
             let known = (0..<Int(input.byte() % 40)).map { _ in id(&input) }
             packet = .query(Query(deviceID: id(&input), knownAnswers: known))
         case .invite:
+            let cookie = input.byte() & 1 == 0 ? [] : input.take(WireConstants.cookieLength)
             packet = .invite(
                 HandshakePacket(
                     sessionID: session, sender: id(&input), receiver: id(&input),
-                    noiseMessage: input.take(Int(input.byte()))))
+                    noiseMessage: input.take(Int(input.byte())),
+                    cookie: cookie.count == WireConstants.cookieLength ? cookie : []))
         case .accept:
             packet = .accept(
                 HandshakePacket(
@@ -381,10 +383,16 @@ public struct DeviceFuzz {
                     sessionID: session, sender: id(&input), receiver: id(&input),
                     noiseMessage: input.take(Int(input.byte()))))
         case .busy:
+            let reasons: [BusyReason] = [.inSession, .unavailable, .retry]
+            let reason = reasons[Int(input.byte()) % reasons.count]
+            var cookie = reason == .retry ? input.take(WireConstants.cookieLength) : []
+            if reason == .retry {
+                cookie += Array(repeating: 0, count: WireConstants.cookieLength - cookie.count)
+            }
             packet = .busy(
                 Busy(
-                    sessionID: session, sender: id(&input), receiver: id(&input),
-                    reason: input.byte() & 1 == 0 ? .inSession : .unavailable))
+                    sessionID: session, sender: id(&input), receiver: id(&input), reason: reason,
+                    cookie: cookie))
         }
         deliver(packet.encoded(), from: sourceAddress(&input))
     }
@@ -464,6 +472,15 @@ public struct DeviceFuzz {
         let accepted = counters.datagramsAccepted - countersBefore.datagramsAccepted
         findings.check(
             rejected + accepted == 1, "a datagram counted \(accepted) accepted, \(rejected) rejected")
+        if source != peer.address {
+            // A forged source never proves it receives at its address: at most one answer, no
+            // larger than what came from it (PROTOCOL.md 5, "Amplification").
+            let answers = room.lastSent.filter { $0.destination == .unicast(source) }
+            findings.check(
+                answers.count <= 1 && answers.allSatisfy { $0.bytes.count <= bytes.count },
+                "\(answers.count) answers (\(answers.map(\.bytes.count)) bytes) to \(bytes.count) bytes "
+                    + "from an unverified source")
+        }
         let events = collect()
         let rejections = events.compactMap { event -> ProtocolError? in
             if case .datagramRejected(let error) = event { error } else { nil }

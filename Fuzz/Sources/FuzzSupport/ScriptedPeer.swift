@@ -22,6 +22,10 @@ public struct ScriptedPeer {
     var noise: HandshakeState
     var random: DeterministicRandom
     var transport: NoiseTransport?
+    /// Noise message 1, written once: every INVITE we send carries it.
+    var inviteMessage: [UInt8]?
+    /// The cookie of the device's last BUSY(retry), echoed in our INVITEs.
+    var cookie: [UInt8] = []
     var confirmDatagram: [UInt8]?
     /// The next SECURE packet number we use.
     public var nextPacketNumber: UInt64 = 0
@@ -59,6 +63,28 @@ public struct ScriptedPeer {
     /// Whether the fuzzer sealed frames in our name, so the device may rightly act on claims we
     /// never made honestly.
     public var isMisled = false
+
+    /// Steps of an honest peer that a stalling one withholds, while its rounds keep the session
+    /// alive (every ``tick()`` still sends RANGING and the facts it does not withhold).
+    public struct Withheld: OptionSet, Sendable {
+        /// The set's bits.
+        public let rawValue: Int
+        /// The set with these bits.
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        /// NONCE: the device, as responder, never learns the code.
+        public static let nonce = Withheld(rawValue: 1)
+        /// CONSENT (so BOND too): the device never learns our decision.
+        public static let consent = Withheld(rawValue: 2)
+        /// CARD_CHUNK: our card never comes.
+        public static let chunks = Withheld(rawValue: 4)
+        /// CARD_SACK and CARD_ACK: the device never learns that its card arrived.
+        public static let acknowledgements = Withheld(rawValue: 8)
+    }
+
+    /// What this peer withholds; nothing for an honest peer.
+    public var withheld: Withheld = []
+    /// The first CLOSE the device sent us, if any.
+    public private(set) var receivedClose: CloseFrame?
 
     /// Datagrams ready for the device, in order. The fuzzer may drop, corrupt or reorder them.
     public var outbox: [[UInt8]] = []
@@ -98,19 +124,28 @@ public struct ScriptedPeer {
     /// verified and acknowledged its card, or someone closed).
     public var isFinished: Bool { peerClosed || closeAcked }
 
-    /// Queues INVITE with Noise message 1.
+    /// Queues INVITE with Noise message 1, and the same INVITE again (with the latest cookie) on
+    /// later calls until ACCEPT arrives: the device answers each INVITE once and never repeats its
+    /// ACCEPT by itself.
     public mutating func invite() {
-        guard !noise.isComplete, noise.isMyTurnToWrite,
-            let message = try? noise.writeMessage(payload: [], random: &random)
-        else { return }
-        outbox.append(handshake(.invite, message))
+        guard transport == nil else { return }
+        if inviteMessage == nil {
+            guard !noise.isComplete, noise.isMyTurnToWrite,
+                let message = try? noise.writeMessage(payload: [], random: &random)
+            else { return }
+            inviteMessage = message
+        }
+        guard let inviteMessage else { return }
+        outbox.append(handshake(.invite, inviteMessage))
     }
 
     private func handshake(_ type: PacketType, _ message: [UInt8]) -> [UInt8] {
-        let packet = HandshakePacket(
+        var packet = HandshakePacket(
             sessionID: sessionID, sender: deviceID, receiver: target, noiseMessage: message)
         switch type {
-        case .invite: return Packet.invite(packet).encoded()
+        case .invite:
+            packet.cookie = cookie
+            return Packet.invite(packet).encoded()
         case .accept: return Packet.accept(packet).encoded()
         case .confirm: return Packet.confirm(packet).encoded()
         case .beacon, .query, .busy, .secure: preconditionFailure("\(type) is not a handshake packet")
@@ -165,6 +200,14 @@ public struct ScriptedPeer {
                 transport = noise.split()
             } catch {
                 findings.fail("the device's ACCEPT did not verify: \(error)")
+            }
+        case .busy(let busy) where busy.sessionID == sessionID && busy.receiver == deviceID:
+            // The device is under load (the fuzzer's INVITEs left half-open handshakes): answer
+            // BUSY(retry) with the INVITE again, carrying its cookie. (A BUSY to another receiver
+            // answers an INVITE the fuzzer forged in our session's name.)
+            if busy.reason == .retry, busy.sender == target, transport == nil, busy.cookie != cookie {
+                cookie = busy.cookie.allSatisfy { $0 == 0 } ? [] : busy.cookie
+                invite()
             }
         case .secure(let secure) where secure.sessionID == sessionID:
             guard let transport else {
@@ -227,7 +270,8 @@ public struct ScriptedPeer {
             for index in 0..<offer.chunkCount where sack.covers(index) { ackedChunks.insert(index) }
         case .cardAck(let digest):
             findings.check(digest == offer.digest, "the device acknowledged a card we did not send")
-        case .close:
+        case .close(let close):
+            if receivedClose == nil { receivedClose = close }
             peerClosed = true
             outbox.append(contentsOf: seal(Frame.encode([.closeAck])).map { [$0] } ?? [])
         case .closeAck:
@@ -294,16 +338,19 @@ public struct ScriptedPeer {
         frames.append(.ranging(RangingFrame(sequence: rangingSequence, pose: pose, token: token)))
         let inRange = ticks >= 4
         if inRange && !peerReceipts.contains(.consent) { frames.append(.inRange(true)) }
-        if inRange, let nonce, peerRevealed == nil, !peerReceipts.contains(.verification) {
+        if inRange, let nonce, peerRevealed == nil, !peerReceipts.contains(.verification),
+            !withheld.contains(.nonce)
+        {
             frames.append(.nonce(nonce))
         }
-        let consenting = inRange && peerInRange && code != nil
+        let consenting = inRange && peerInRange && code != nil && !withheld.contains(.consent)
         if consenting && !peerReceipts.contains(.consent) { frames.append(.consent(.share, offer)) }
         if consenting, let peerConsent, peerConsent != .decline, !peerReceipts.contains(.bond) {
             frames.append(.bond(resolvingKey: ident, share: bondShare))
         }
-        if let verifiedPeerCard { frames.append(.cardAck(digest: verifiedPeerCard)) }
-        if peerOffer != nil {
+        let acknowledges = !withheld.contains(.acknowledgements)
+        if acknowledges, let verifiedPeerCard { frames.append(.cardAck(digest: verifiedPeerCard)) }
+        if acknowledges, peerOffer != nil {
             let held = peerChunks.prefix { $0 != nil }.count
             var bitmap: [UInt8] = []
             var index = held
@@ -324,10 +371,11 @@ public struct ScriptedPeer {
         if peerRevealed != nil { receipts.insert(.verification) }
         if sawPeerBond { receipts.insert(.bond) }
         frames.append(.receipt(receipts))
-        let done = verifiedPeerCard != nil && ackedChunks.count == offer.chunkCount
+        // A peer that withholds a step is never done (an honest one closes once it is).
+        let done = verifiedPeerCard != nil && ackedChunks.count == offer.chunkCount && withheld.isEmpty
         if done { frames.append(.close(CloseFrame(code: .exchanged))) }
         send(frames)
-        if consenting, peerConsent != nil, peerConsent != .decline {
+        if consenting, peerConsent != nil, peerConsent != .decline, !withheld.contains(.chunks) {
             for index in 0..<offer.chunkCount where !ackedChunks.contains(index) {
                 let start = index * Int(offer.chunkSize)
                 let end = min(card.count, start + Int(offer.chunkSize))

@@ -42,8 +42,8 @@ enum ShareCommand: Subcommand {
         )
         static let confirm = Flag(
             "confirm",
-            help: "ask before sharing, showing the code to compare; declines by itself after 60 s "
-                + "(the default; kept for scripts)")
+            help: "ask before sharing, showing the code to compare; declines by itself after 60 s or at "
+                + "--timeout (the default; kept for scripts)")
         static let timeout = Option.integer(
             "timeout", valueName: "SECONDS", in: 1...3600,
             help: "give up after this long, an unanswered question included (default 120)")

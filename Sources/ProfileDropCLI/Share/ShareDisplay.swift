@@ -217,11 +217,12 @@ struct ShareDisplay {
         }
     }
 
-    /// No answer came before `--timeout`: the request was declined.
-    mutating func declinedAtDeadline(snapshot current: DeviceSnapshot) {
+    /// No answer came in time (within the request's wait, or before `--timeout`): the request was
+    /// declined.
+    mutating func declinedUnanswered(snapshot current: DeviceSnapshot) {
         let snapshot = remember(current)
         awaitingAnswer = false
-        if mode != .json { printLine("no answer before --timeout: declined", snapshot: snapshot) }
+        if mode != .json { printLine("no answer in time: declined", snapshot: snapshot) }
     }
 
     /// A peer the exchange completed with, kept (or not: `stored`) in the known-peers file.
@@ -425,10 +426,12 @@ struct ShareDisplay {
         return .object(members)
     }
 
+    /// The coarse `reason` of `--json` (PROTOCOL.md section 9): a request nobody answered was
+    /// declined (its `detail` says `timeout: consent`).
     static func reasonCode(_ reason: CloseReason) -> String {
         switch reason {
         case .exchanged: return "exchanged"
-        case .declined: return "declined"
+        case .declined, .timeout(.consent): return "declined"
         case .outOfRange: return "out_of_range"
         case .timeout: return "timeout"
         case .error: return "error"

@@ -18,9 +18,10 @@ final class ShareSession {
     static let motionTick: Duration = .milliseconds(50)
     /// Interactive steps: one arrow press moves 1 cm or turns 5 degrees.
     static let keyStep = (distance: 1.0, degrees: 5.0)
-    /// How long past `--timeout` a session still live may take to close (an unanswered request is
-    /// declined at `--timeout`, which closes it within a round trip) before the process stops
-    /// without it.
+    /// How long past `--timeout` the process may run, in any state. The core's overall limit is
+    /// `--timeout`: it closes a live session then (an unanswered request is declined) and the
+    /// device with it, and the process lingers at most ``exitLinger`` after that; this bound only
+    /// stops a process whose device, against that rule, did not close.
     static let deadlineGrace: Duration = .seconds(1)
 
     private let options: ShareOptions
@@ -39,8 +40,6 @@ final class ShareSession {
     private var stdinOpen = true
     /// When `--timeout` runs out, from the start of the run.
     private var deadline = Instant.zero
-    /// Whether a request was declined because `--timeout` ran out before an answer.
-    private var declinedAtDeadline = false
     /// Why the last session that did not end the device ended.
     private var lastSessionFailure: CloseReason?
 
@@ -128,6 +127,8 @@ final class ShareSession {
         while stopped == nil {
             var wake = clock.now + .milliseconds(250)
             if movement.isMoving { wake = min(wake, clock.now + Self.motionTick) }
+            // Woken at the end of the linger, or at the hard bound, so that neither is overrun.
+            wake = min(wake, closedAt.map { $0 + Self.exitLinger } ?? deadline + Self.deadlineGrace)
             // Datagrams, timeout, and every reply and event they cause, all within this one turn.
             // Standard input is watched until it ends: a closed one is always readable.
             let stdinReadable = try driver.turn(
@@ -138,14 +139,6 @@ final class ShareSession {
             }
             let now = clock.now
             advanceMotion(&driver.device, at: now)
-            if !driver.device.isClosed && now >= deadline && pendingConsent {
-                // --timeout bounds the whole run: an unanswered request is declined now, which
-                // tells the peer at once, rather than at the core's consent timeout.
-                pendingConsent = false
-                declinedAtDeadline = true
-                driver.device.decide(.decline, at: now)
-                display.declinedAtDeadline(snapshot: driver.device[keyPath: state].snapshot)
-            }
             try driver.flush(onEvent: onEvent)
 
             if driver.device.isClosed {
@@ -154,11 +147,14 @@ final class ShareSession {
                     closedAt = now
                     try reportOutcome(driver.device[keyPath: state])
                 }
-                if driver.device.nextDeadline == nil || now >= (closedAt ?? now) + Self.exitLinger { break }
+                if driver.device.nextDeadline == nil || now >= (closedAt ?? now) + Self.exitLinger
+                    || now >= deadline + Self.deadlineGrace
+                {
+                    break
+                }
             } else if now >= deadline + Self.deadlineGrace {
-                // A session still live past --timeout (ranging, a transfer, a peer that does not
-                // answer) is left behind: the peer's own timers close its side. The reason is the
-                // one the core gives when its overall limit passes between sessions.
+                // Not reached while the core keeps its overall limit (`--timeout`), which closes the
+                // device in every state; kept so that the process ends on time all the same.
                 let reason: CloseReason =
                     lastSessionFailure == .outOfRange ? .outOfRange : .timeout(.noExchange)
                 display.finish(reason: reason, snapshot: driver.device[keyPath: state].snapshot, card: nil)
@@ -168,13 +164,7 @@ final class ShareSession {
 
         let core = driver.device[keyPath: state]
         if options.verbose { console.error(Self.countersLine(core.counters, host: host.statistics)) }
-        return Self.exitCode(for: stopped ?? reportedReason(core.closedReason ?? .timeout(.noExchange)))
-    }
-
-    /// The reason shown and turned into the exit code: a request declined because `--timeout` ran
-    /// out before an answer is a consent timeout, as the core's own would be.
-    private func reportedReason(_ reason: CloseReason) -> CloseReason {
-        declinedAtDeadline && reason == .declined(by: .local) ? .timeout(.consent) : reason
+        return Self.exitCode(for: stopped ?? core.closedReason ?? .timeout(.noExchange))
     }
 
     /// One line of traffic counters for `--verbose`: what was dropped, by reason, and what was resent.
@@ -191,16 +181,20 @@ final class ShareSession {
     }
 
     private func reportOutcome(_ device: Device) throws {
-        let reason = reportedReason(device.closedReason ?? .timeout(.noExchange))
+        let reason = device.closedReason ?? .timeout(.noExchange)
         if case .exchanged = reason, let card = receivedCard, let directory = options.saveDirectory {
             try CardSaver.save(card, in: directory)
         }
         display.finish(reason: reason, snapshot: device.snapshot, card: receivedCard)
     }
 
+    /// The exit code of a run that ended with `reason`, as the README lists them. It follows the
+    /// coarse `reason` of `--json` (``ShareDisplay/reasonCode(_:)``): a request nobody answered
+    /// declines (4), as it does on the wire; a peer that broke the protocol is an error (6).
     static func exitCode(for reason: CloseReason) -> ExitCode {
         switch reason {
         case .exchanged: return .success
+        case .timeout(.consent): return .declined
         case .timeout: return .timeout
         case .declined: return .declined
         case .outOfRange: return .outOfRange
@@ -229,7 +223,11 @@ final class ShareSession {
         case .sessionEnded(_, let reason):
             pendingConsent = false
             lastSessionFailure = reason
-        case .closed:
+        case .closed(let reason):
+            // The request was declined for want of an answer: before --timeout, or at it.
+            if pendingConsent && reason == .timeout(.consent) {
+                display.declinedUnanswered(snapshot: state.snapshot)
+            }
             pendingConsent = false
         case .advertising, .peerFound, .peerBusy, .ranging, .inRange, .exchanging, .cardVerified,
             .acknowledged, .datagramRejected, .verified, .pairingInterrupted, .knownPeerMismatch,

@@ -6,12 +6,15 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     case failure = 1
     /// Usage or input error: unknown flag, missing or malformed file. Nothing was attempted.
     case usage = 2
-    /// `share`: a wait timed out (no peer, handshake, ranging, consent or acknowledgement).
+    /// `share`: a wait timed out (no peer, the handshake, the code, the peer's decision, a transfer
+    /// that stalled, or `--timeout` during any of them).
     case timeout = 3
-    /// `share`: the exchange was declined, locally or by the peer.
+    /// `share`: the exchange was declined, locally (a consent request nobody answered included) or
+    /// by the peer.
     case declined = 4
     /// `share`: the devices never held the 5–10 cm, facing-each-other pose long enough.
     case outOfRange = 5
-    /// A runtime error outside the protocol's control: socket setup, permissions, I/O.
+    /// A runtime error outside the protocol's control (socket setup, permissions, I/O), or for
+    /// `share` a peer that broke the protocol (`error: …`).
     case runtimeError = 6
 }

@@ -1,6 +1,9 @@
 extension Device {
+    /// Moves the clock to `time`, then applies the overall limit if it passed: before the input is
+    /// handled, so that nothing new starts past it.
     mutating func advanceClock(to time: Instant) {
         if time > context.now { context.now = time }
+        enforceOverallLimit()
     }
 
     /// Parses and routes one datagram.
@@ -22,7 +25,7 @@ extension Device {
             try admit(source)
             discovery.receive(query, context: &context)
         case .invite(let invite):
-            if exchange?.sessionID == invite.sessionID
+            if exchange?.sessionID == invite.sessionID || halfOpen.index(of: invite.sessionID) != nil
                 || lingering.contains(where: { $0.sessionID == invite.sessionID })
             {
                 try routeToSession(packet, sessionID: invite.sessionID, source: source)
@@ -33,15 +36,7 @@ extension Device {
         case .accept(let message), .confirm(let message):
             try routeToSession(packet, sessionID: message.sessionID, source: source)
         case .busy(let busy):
-            guard let session = exchange, session.sessionID == busy.sessionID, session.isAwaitingAccept,
-                busy.sender == session.peer, busy.receiver == deviceID
-            else {
-                throw ProtocolError(
-                    .unknownSession, "BUSY for session \(busy.sessionID), which we are not inviting")
-            }
-            exchange = nil
-            context.emit(.peerBusy(busy.sender))
-            discovery.peerBusy(busy.sender, context: &context)
+            try handleBusy(busy, from: source)
         case .secure(let secure):
             try routeToSession(packet, sessionID: secure.sessionID, source: source)
         }
@@ -87,9 +82,12 @@ extension Device {
             case .invite, .accept, .confirm: true
             case .beacon, .query, .busy, .secure: false
             }
+        let halfOpenIndex = halfOpen.index(of: sessionID)
         let sessionAddress =
             exchange?.sessionID == sessionID
-            ? exchange?.peerAddress : lingering.first { $0.sessionID == sessionID }?.peerAddress
+            ? exchange?.peerAddress
+            : (halfOpenIndex.map { halfOpen.sessions[$0].peerAddress }
+                ?? lingering.first { $0.sessionID == sessionID }?.peerAddress)
         if isHandshake, let sessionAddress, sessionAddress != source {
             throw ProtocolError(.unexpectedMessage, "\(packet.type) for session \(sessionID) from \(source)")
         }
@@ -100,6 +98,20 @@ extension Device {
             try session.handle(packet, context: &context)
             return
         }
+        if let halfOpenIndex {
+            var session = halfOpen.sessions[halfOpenIndex]
+            try session.handle(packet, context: &context)
+            if session.isHalfOpen {
+                halfOpen.update(session, at: halfOpenIndex)
+            } else {
+                // Its CONFIRM verified: the first half-open handshake to complete becomes the
+                // exchange. An invitation of ours still awaiting ACCEPT is abandoned without an
+                // outcome, as in the tie-break; the other half-open handshakes are dropped.
+                halfOpen.removeAll()
+                exchange = session
+            }
+            return
+        }
         if let index = lingering.firstIndex(where: { $0.sessionID == sessionID }) {
             try lingering[index].handle(packet, context: &context)
             return
@@ -108,6 +120,8 @@ extension Device {
         throw ProtocolError(.unknownSession, "no session \(sessionID)")
     }
 
+    /// An INVITE of no existing session (PROTOCOL.md 5): refused, answered with a cookie, or
+    /// accepted as a half-open handshake.
     private mutating func handleInvite(_ invite: HandshakePacket, from source: PeerAddress)
         throws(ProtocolError)
     {
@@ -119,18 +133,66 @@ extension Device {
             refuse(invite, from: source, reason: .unavailable)
             return
         }
+        var crossing = false
         if let session = exchange {
-            if session.isAwaitingAccept && session.peer == invite.sender {
-                // Both invited each other: the lower device id stays initiator.
-                if deviceID < invite.sender { return }
-                exchange = nil
-            } else {
+            // Both invited each other (section 2): only the INVITE of the very peer we invite, from
+            // the address we invite it at, counts; the lower device id stays initiator.
+            guard session.isAwaitingAccept, session.peer == invite.sender, session.peerAddress == source
+            else {
                 refuse(invite, from: source, reason: .inSession)
                 discovery.refusedWhileBusy(invite.sender, context: context)
                 return
             }
+            if deviceID < invite.sender { return }
+            crossing = true
+        } else if halfOpen.isFresh(at: context.now) {
+            // A handshake that began alone completes within a round trip: let it.
+            refuse(invite, from: source, reason: .inSession)
+            discovery.refusedWhileBusy(invite.sender, context: context)
+            return
         }
-        exchange = try ExchangeSession.accept(invite, from: source, context: &context)
+        if halfOpen.isUnderLoad && !halfOpen.hasValidCookie(invite, from: source, context: &context) {
+            // Under load, no state and no key for a source that has not shown it receives there.
+            let cookie = halfOpen.cookie(for: invite, from: source, context: &context)
+            context.send(
+                .busy(
+                    Busy(
+                        sessionID: invite.sessionID, sender: deviceID, receiver: invite.sender,
+                        reason: .retry,
+                        cookie: cookie)),
+                to: .unicast(source))
+            return
+        }
+        let session = try ExchangeSession.accept(invite, from: source, context: &context)
+        // The higher id abandons its own invitation, silently, once the crossing one is accepted.
+        if crossing { exchange = nil }
+        halfOpen.admit(session, context: context)
+    }
+
+    /// BUSY for the invitation we are making: believed only from the address we invited. A
+    /// refusal ends the invitation; BUSY(retry) sends the INVITE again with its cookie.
+    private mutating func handleBusy(_ busy: Busy, from source: PeerAddress) throws(ProtocolError) {
+        guard var session = exchange, session.sessionID == busy.sessionID, session.isAwaitingAccept,
+            busy.sender == session.peer, busy.receiver == deviceID
+        else {
+            throw ProtocolError(
+                .unknownSession, "BUSY for session \(busy.sessionID), which we are not inviting")
+        }
+        guard session.peerAddress == source else {
+            throw ProtocolError(
+                .unexpectedMessage,
+                "BUSY for session \(busy.sessionID) from \(source), not the invited address")
+        }
+        switch busy.reason {
+        case .retry:
+            exchange = nil
+            defer { exchange = session }
+            try session.retry(with: busy.cookie, context: &context)
+        case .inSession, .unavailable:
+            exchange = nil
+            context.emit(.peerBusy(busy.sender))
+            discovery.peerBusy(busy.sender, context: &context)
+        }
     }
 
     private mutating func refuse(_ invite: HandshakePacket, from source: PeerAddress, reason: BusyReason) {
@@ -144,18 +206,40 @@ extension Device {
     mutating func runTimers() {
         discovery.runTimers(busy: exchange != nil, context: &context)
         exchange?.handleTimeout(context: &context)
+        halfOpen.runTimers(context: &context)
         for index in lingering.indices { lingering[index].handleTimeout(context: &context) }
     }
 
-    /// Closes the device once the overall limit passed with no live session.
-    private mutating func checkOverallLimit() {
-        if closeReason == nil, exchange == nil, context.now >= startedAt + configuration.timeouts.overall {
-            closeDevice(lastFailure == .outOfRange ? .outOfRange : .timeout(.noExchange))
+    /// Closes the device once its overall limit passed, whatever its session is doing: a live
+    /// session is closed first, with the reason of the wait it was in
+    /// (``ExchangeSession/closeAtDeviceLimit(context:)``), and the device closes with
+    /// ``reasonAtLimit(cut:)``, unless that session's own outcome ends it (an unanswered request
+    /// declines).
+    mutating func enforceOverallLimit() {
+        guard closeReason == nil, context.now >= startedAt + configuration.timeouts.overall else { return }
+        var cut: CloseReason?
+        if let sessionID = exchange?.sessionID {
+            exchange?.closeAtDeviceLimit(context: &context)
+            cut = takeOutcomes(cutting: sessionID)
         }
+        closeDevice(reasonAtLimit(cut: cut))
     }
 
-    /// Acts on a decided session outcome, then invites the next peer if the device is free.
-    mutating func afterInput() {
+    /// Why the device closes at its overall limit, most informative first: the latest error a
+    /// session of the run ended with (a peer broke a rule, which trying again will not mend); else
+    /// the reason the live session was closed with at the limit (`cut`); else `out of range` if the
+    /// last session ended so; else `timeout: no exchange`.
+    func reasonAtLimit(cut: CloseReason?) -> CloseReason {
+        if let lastError { return lastError }
+        if let cut { return cut }
+        return lastFailure == .outOfRange ? .outOfRange : .timeout(.noExchange)
+    }
+
+    /// Acts on decided session outcomes: an outcome that ends the device closes it; any other is
+    /// reported as a session's end, and the device backs off from that peer. The outcome of the
+    /// session `cutting` (closed at the device's limit) is only returned: the device closes next.
+    private mutating func takeOutcomes(cutting: UInt64? = nil) -> CloseReason? {
+        var cut: CloseReason?
         while let outcome = context.outcomes.pop() {
             // Only the live exchange decides: lingering sessions already did.
             guard let session = exchange, session.sessionID == outcome.sessionID else {
@@ -163,8 +247,11 @@ extension Device {
             }
             exchange = nil
             lastPeer = outcome.peer
+            if case .error = outcome.reason { lastError = outcome.reason }
             if outcome.endsDevice {
                 closeDevice(outcome.reason)
+            } else if outcome.sessionID == cutting {
+                cut = outcome.reason
             } else {
                 lastFailure = outcome.reason
                 context.emit(.sessionEnded(peer: outcome.peer, reason: outcome.reason))
@@ -172,11 +259,21 @@ extension Device {
             }
             if session.nextDeadline != nil { lingering.append(session) }
         }
+        return cut
+    }
+
+    /// Acts on a decided session outcome, then invites the next peer if the device is free.
+    mutating func afterInput() {
+        _ = takeOutcomes()
+        // A secured session refuses every INVITE: no half-open handshake waits beside it.
+        if exchange?.isAwaitingAccept == false { halfOpen.removeAll() }
         // After a session ended, so that a limit that passed during it applies now, not one call later.
-        checkOverallLimit()
+        enforceOverallLimit()
         lingering.removeAll { $0.nextDeadline == nil }
         if lingering.count > Self.maxLingering { lingering.removeFirst(lingering.count - Self.maxLingering) }
-        if closeReason == nil, exchange == nil, let invitee = discovery.nextInvitee(context: &context) {
+        if closeReason == nil, exchange == nil, !halfOpen.isFresh(at: context.now),
+            let invitee = discovery.nextInvitee(context: &context)
+        {
             exchange = ExchangeSession.initiate(to: invitee.id, at: invitee.address, context: &context)
         }
     }
@@ -185,6 +282,7 @@ extension Device {
         guard closeReason == nil else { return }
         closeReason = reason
         discovery.close()
+        halfOpen.removeAll()
         context.emit(.closed(reason))
     }
 }

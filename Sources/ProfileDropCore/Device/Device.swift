@@ -30,13 +30,19 @@ public struct Device {
     var context: SessionContext
     let startedAt: Instant
     var discovery: DiscoverySession
-    /// The live exchange session, if any (at most one at a time).
+    /// The live exchange session, if any (at most one at a time): our invitation, or a session
+    /// secured either way.
     var exchange: ExchangeSession?
+    /// INVITEs we accepted whose CONFIRM has not arrived, side by side (PROTOCOL.md 5).
+    var halfOpen = HalfOpenHandshakes()
     /// Sessions that ended and are still closing or draining; bounded.
     var lingering: [ExchangeSession] = []
     var closeReason: CloseReason?
     var lastPeer: DeviceID?
     var lastFailure: CloseReason?
+    /// The latest error a session of this run ended with: what the device reports if its overall
+    /// limit passes without an exchange.
+    var lastError: CloseReason?
     var rateLimiter: RateLimiter
     /// Devices of another protocol version already reported, oldest first; bounded.
     var incompatiblePeers: [DeviceID] = []
@@ -139,9 +145,12 @@ public struct Device {
         }
         if closeReason == nil {
             consider(discovery.nextDeadline)
-            if exchange == nil {
+            consider(halfOpen.nextDeadline(now: context.now))
+            // The overall limit ends the device whatever its session is doing.
+            consider(startedAt + configuration.timeouts.overall)
+            // A fresh half-open handshake holds invitations back; its end is a deadline above.
+            if exchange == nil, !halfOpen.isFresh(at: context.now) {
                 consider(discovery.nextInviteCandidateAt)
-                consider(startedAt + configuration.timeouts.overall)
             }
         }
         consider(exchange?.nextDeadline)

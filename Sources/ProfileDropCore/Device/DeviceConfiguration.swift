@@ -57,8 +57,15 @@ public struct Timeouts: Sendable, Equatable {
     public var busyBackoff: ClosedRange<Duration> = .milliseconds(500) ... .milliseconds(1500)
     /// Random delay before the first invitation, and between invitations.
     public var inviteDelay: ClosedRange<Duration> = .milliseconds(20) ... .milliseconds(150)
-    /// The device closes if no exchange completed within this time from start.
+    /// The device closes if no exchange completed within this time from start, ending a live session
+    /// if it has one.
     public var overall: Duration = .seconds(180)
+    // Progress deadlines: no step a peer must take can be put off longer than this.
+    /// A step only the peer can let us take must come within this: the verification code after
+    /// entering consenting, and in the card phase each step forward (a chunk of ours newly
+    /// acknowledged, a new chunk of the peer's card, its CARD_ACK or BOND, our side becoming done)
+    /// and then the confirmation hold's decision. Five times the largest chunk RTO.
+    public var stall: Duration = .seconds(10)
 
     /// The defaults.
     public init() {}
@@ -108,6 +115,8 @@ extension Timeouts {
             .durationRange("busy backoff", \.busyBackoff),
             .durationRange("invite delay", \.inviteDelay),
             .duration("overall", \.overall),
+            // Progress deadlines.
+            .duration("stall", \.stall),
         ]
     }
 }

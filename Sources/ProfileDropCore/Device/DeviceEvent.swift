@@ -40,10 +40,16 @@ public enum TimeoutKind: String, CaseIterable, Sendable, Equatable, CustomString
     case peerSilent = "peer silent"
     /// Our user did not answer the consent request.
     case consent
+    /// The verification code could not be computed in time: the peer withheld its part of it (or
+    /// its PROOF).
+    case verification
     /// The peer's decision did not arrive.
     case peerConsent = "peer consent"
     /// The card transfer did not complete.
     case transfer
+    /// The card transfer made no progress for ``Timeouts/stall``: nothing new acknowledged or
+    /// received, or a finished exchange whose confirmation hold could not decide.
+    case transferStalled = "transfer stalled"
     /// The peer closed because one of its own waits ran out.
     case peerGaveUp = "peer gave up waiting"
     /// The device's overall time ran out without an exchange.
@@ -59,9 +65,13 @@ public enum DeviceEvent: Sendable, Equatable {
     case advertising
     /// A beacon from a new device was seen.
     case peerFound(DeviceID)
-    /// `peer` answered our invitation with BUSY; we try it again after a short back-off.
+    /// `peer` refused our invitation with BUSY(1) or BUSY(2); we try it again after a short
+    /// back-off. (BUSY(retry) is not reported: the invitation goes on with a cookie.)
     case peerBusy(DeviceID)
-    /// An exchange session with `peer` started; `initiator` tells whether we invited.
+    /// An exchange session with `peer` started; `initiator` tells whether we invited. We report
+    /// our invitation when we send INVITE, and an accepted INVITE only once its CONFIRM verified
+    /// (right before ``secured(peer:)``): until then it is a half-open handshake that anyone could
+    /// have started (PROTOCOL.md 5).
     case connecting(peer: DeviceID, initiator: Bool)
     /// The Noise handshake completed: the peer holds this session's keys. Who it is, and the code,
     /// come with ``verified(_:)`` once both devices are in range.

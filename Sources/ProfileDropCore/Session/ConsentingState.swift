@@ -4,14 +4,23 @@ struct ConsentingState {
     var verified = false
     /// When an unanswered user request declines by itself.
     var userDeadline: Instant?
-    /// How long we wait for the peer's decision.
-    let peerDeadline: Instant
+    /// When the code must be known (``Timeouts/stall`` after entering consenting): until then the
+    /// peer's part of it, or its PROOF, may be on its way.
+    let verificationDeadline: Instant
+    /// When the peer's decision must have arrived, once our code is known: its user has as long as
+    /// ours (``Timeouts/consent``) from seeing the same code, plus ``peerConsentGrace``.
+    var peerDeadline: Instant?
+
+    /// What the peer's decision gets beyond its user's time: the two devices learn the code within
+    /// a round trip of each other, and its CONSENT, repeated at least every second, may be lost a
+    /// few times on the way.
+    static let peerConsentGrace: Duration = .seconds(10)
 }
 
 extension ConsentingState: LiveState {
     /// Enters consenting: starts verification (PROTOCOL.md 6.5). The decision waits for the code.
     init(link: inout Link, context: inout SessionContext) {
-        self.init(peerDeadline: context.now + context.timeouts.consent + .seconds(10))
+        self.init(verificationDeadline: context.now + context.timeouts.stall)
         link.pairing.beginVerification(random: &context.random)
         link.sendControl(backOff: false, context: &context)
     }
@@ -51,6 +60,7 @@ extension ConsentingState: LiveState {
             }
             guard link.pairing.isReadyForConsent, let code = link.pairing.code else { return .stay }
             verified = true
+            peerDeadline = context.now + context.timeouts.consent + Self.peerConsentGrace
             let known: KnownPeer? =
                 switch link.pairing.recognition {
                 case .known(let peer): peer
@@ -86,15 +96,25 @@ extension ConsentingState: LiveState {
         }
     }
 
+    /// Our user did not answer: decline, and say why locally.
+    static let unanswered = Transition.close(
+        .timeout(.consent), frames: [.consent(.decline, nil), .close(CloseFrame(code: .declined))],
+        endsDevice: true)
+
     func expiry(link: Link, context: SessionContext) -> Transition? {
-        if let userDeadline, context.now >= userDeadline {
-            // Nobody answered: decline, and say why locally.
-            return .close(
-                .timeout(.consent),
-                frames: [.consent(.decline, nil), .close(CloseFrame(code: .declined))],
-                endsDevice: true)
+        if let userDeadline, context.now >= userDeadline { return Self.unanswered }
+        if !verified && context.now >= verificationDeadline { return .timeout(.verification) }
+        if let peerDeadline, context.now >= peerDeadline, link.peerConsent == nil {
+            return .timeout(.peerConsent)
         }
-        return context.now >= peerDeadline ? .timeout(.peerConsent) : nil
+        return nil
+    }
+
+    /// How the session ends when the device's overall limit passes during consent: a request still
+    /// unanswered declines, as at its own deadline; otherwise the wait still open times out.
+    func closeAtDeviceLimit() -> Transition {
+        if userDeadline != nil { return Self.unanswered }
+        return verified ? .timeout(.peerConsent) : .timeout(.verification)
     }
 
     func rangingRound(link: inout Link, context: inout SessionContext) {
@@ -107,6 +127,8 @@ extension ConsentingState: LiveState {
     }
 
     func nextDeadline(link: Link) -> Instant {
-        min(link.controlAt, peerDeadline, userDeadline ?? peerDeadline)
+        var due = min(link.controlAt, verified ? (peerDeadline ?? link.controlAt) : verificationDeadline)
+        if let userDeadline { due = min(due, userDeadline) }
+        return due
     }
 }

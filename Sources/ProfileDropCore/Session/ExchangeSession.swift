@@ -58,6 +58,14 @@ struct ExchangeSession {
         }
     }
 
+    /// Whether we accepted an INVITE and still wait for CONFIRM (a half-open handshake, PROTOCOL.md 5).
+    var isHalfOpen: Bool {
+        switch state {
+        case .handshaking: !isInitiator
+        case .ranging, .consenting, .transferring, .closing, .draining, .closed: false
+        }
+    }
+
     /// Whether the session still has a live exchange (not closing, draining or closed): its outcome
     /// is not yet decided.
     var isActive: Bool {
@@ -108,7 +116,10 @@ struct ExchangeSession {
             }
             switch state {
             case .handshaking(var handshaking):
-                apply(try handshaking.handleConfirm(confirm), context: &context)
+                let transition = try handshaking.handleConfirm(confirm)
+                // A half-open handshake becomes a session with a peer only now.
+                context.emit(.connecting(peer: peer, initiator: false))
+                apply(transition, context: &context)
             case .ranging, .consenting, .transferring, .closing, .draining, .closed:
                 break  // A retransmitted CONFIRM after we were already secured.
             }
@@ -117,6 +128,16 @@ struct ExchangeSession {
         case .beacon, .query, .busy:
             throw ProtocolError(.unexpectedMessage, "\(packet.type) is not a session message")
         }
+    }
+
+    /// BUSY(retry) from the invitee while we wait for ACCEPT: send the INVITE again with its cookie.
+    mutating func retry(with cookie: [UInt8], context: inout SessionContext) throws(ProtocolError) {
+        guard case .handshaking(var handshaking) = state, isInitiator else {
+            throw ProtocolError(
+                .unexpectedMessage, "BUSY(retry) for session \(sessionID), which is past its INVITE")
+        }
+        try handshaking.retry(with: cookie, to: peerAddress, context: &context)
+        state = .handshaking(handshaking)
     }
 
     mutating func handleSecure(_ packet: SecurePacket, context: inout SessionContext)
@@ -180,6 +201,23 @@ struct ExchangeSession {
         consenting.decide(decision, link: &securedLink, localCard: localCard, context: &context)
         state = .consenting(consenting)
         advance(context: &context)
+    }
+
+    /// Ends a live session because the device's overall limit passed, with the reason of the wait
+    /// it was in: the handshake, the ranging window (`out of range`: the gates have not both
+    /// opened), the code, our user's answer (declined, as when its own deadline passes), the
+    /// peer's decision, or the cards. Sends CLOSE as that wait's own expiry would. Does nothing to
+    /// a session already closing or draining.
+    mutating func closeAtDeviceLimit(context: inout SessionContext) {
+        let transition: Transition
+        switch state {
+        case .handshaking: transition = .timeout(.handshake)
+        case .ranging: transition = .outOfRange
+        case .consenting(let consenting): transition = consenting.closeAtDeviceLimit()
+        case .transferring: transition = .timeout(.transfer)
+        case .closing, .draining, .closed: return
+        }
+        apply(transition, context: &context)
     }
 
     // MARK: - Progress

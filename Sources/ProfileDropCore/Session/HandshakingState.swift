@@ -2,18 +2,58 @@ import ProfileDropCrypto
 import ProfileDropNoise
 
 /// A handshake in progress.
+///
+/// The initiator retransmits its INVITE until ACCEPT arrives. The responder (a half-open handshake,
+/// PROTOCOL.md 5) never repeats its ACCEPT on its own timer: it answers each repeated INVITE with
+/// one ACCEPT, so it never sends an unverified address more than it received from it, and it gives
+/// the handshake up silently when ``retransmitAt`` passes.
 struct HandshakingState {
     var noise: HandshakeState
-    /// The last handshake datagram we sent (INVITE or ACCEPT), retransmitted until answered.
+    /// The last handshake datagram we sent (INVITE or ACCEPT): the INVITE is retransmitted until
+    /// answered, the ACCEPT sent again for each duplicate INVITE.
     var lastDatagram: [UInt8]
+    /// Initiator only: the INVITE as last sent, whose cookie a BUSY(retry) may change; nil for the
+    /// responder.
+    var invite: HandshakePacket?
     var transmissions = 1
+    /// BUSY(retry) answers followed so far (initiator).
+    var cookieRetries = 0
+    /// Initiator: the next INVITE retransmission. Responder: when the half-open handshake expires.
     var retransmitAt: Instant
 }
 
 extension HandshakingState {
-    /// A duplicate INVITE: our ACCEPT was lost, so answer again, without counting an attempt.
+    /// A duplicate INVITE: our ACCEPT was lost, so answer again, once per INVITE received.
     func handleDuplicateInvite(to peerAddress: PeerAddress, context: inout SessionContext) {
         context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: lastDatagram))
+    }
+
+    /// BUSY(retry) from the invitee (initiator): send the INVITE again at once carrying `cookie`, and
+    /// keep it in every later retransmission. The same cookie again, or more than
+    /// ``HalfOpenHandshakes/cookieRetries`` new ones in one invitation, are dropped, so forged
+    /// BUSY(retry)s cannot make us send more than a few extra INVITEs.
+    mutating func retry(with cookie: [UInt8], to peerAddress: PeerAddress, context: inout SessionContext)
+        throws(ProtocolError)
+    {
+        // Sixteen zero bytes are no cookie on the wire.
+        let cookie = cookie.allSatisfy { $0 == 0 } ? [] : cookie
+        guard var invite else {
+            throw ProtocolError(.unexpectedMessage, "BUSY(retry) for a session we accepted")
+        }
+        guard cookie != invite.cookie else {
+            throw ProtocolError(.unexpectedMessage, "BUSY(retry) repeats the cookie our INVITE carries")
+        }
+        guard cookieRetries < HalfOpenHandshakes.cookieRetries else {
+            throw ProtocolError(
+                .unexpectedMessage,
+                "more than \(HalfOpenHandshakes.cookieRetries) BUSY(retry) in one invitation")
+        }
+        cookieRetries += 1
+        invite.cookie = cookie
+        self.invite = invite
+        lastDatagram = Packet.invite(invite).encoded()
+        context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: lastDatagram))
+        context.counters.handshakeRetransmissions += 1
     }
 
     /// ACCEPT (initiator): reads Noise message 2 and writes message 3 for CONFIRM, which the first
@@ -54,9 +94,11 @@ extension HandshakingState {
         return .secured(noise.split(), peerParameters: parameters, confirm: nil)
     }
 
-    /// Retransmits our last handshake message with back-off, and gives up after the attempts.
+    /// Retransmits our INVITE with back-off, and gives up after the attempts. A responder's half-open
+    /// handshake only expires, with no outcome: its sender proved nothing, so nobody is blamed.
     mutating func handleTimeout(to peerAddress: PeerAddress, context: inout SessionContext) -> Transition {
         guard context.now >= retransmitAt else { return .stay }
+        guard invite != nil else { return .closed(outcome: nil) }
         guard transmissions < context.timeouts.handshakeAttempts else {
             return .closed(outcome: .timeout(.handshake))
         }
@@ -96,14 +138,13 @@ extension ExchangeSession {
         } catch {
             preconditionFailure("the first XX message has no DH to fail: \(error)")
         }
-        let datagram = Packet.invite(
-            HandshakePacket(
-                sessionID: sessionID, sender: context.deviceID, receiver: peer, noiseMessage: message)
-        ).encoded()
+        let invite = HandshakePacket(
+            sessionID: sessionID, sender: context.deviceID, receiver: peer, noiseMessage: message)
+        let datagram = Packet.invite(invite).encoded()
         context.outbox.push(OutgoingDatagram(destination: .unicast(address), bytes: datagram))
         context.emit(.connecting(peer: peer, initiator: true))
         let state = HandshakingState(
-            noise: noise, lastDatagram: datagram,
+            noise: noise, lastDatagram: datagram, invite: invite,
             retransmitAt: context.now + context.timeouts.handshakeRetransmit)
         return ExchangeSession(
             sessionID: sessionID, peer: peer, peerAddress: address, isInitiator: true,
@@ -111,7 +152,10 @@ extension ExchangeSession {
             context: context)
     }
 
-    /// Accepts an INVITE: reads Noise message 1 and answers ACCEPT with message 2.
+    /// Accepts an INVITE: reads Noise message 1 and answers ACCEPT with message 2, once. The session
+    /// is a half-open handshake until CONFIRM verifies (PROTOCOL.md 5); it reports
+    /// ``DeviceEvent/connecting(peer:initiator:)`` only then, so INVITEs that never complete show
+    /// nothing.
     /// - Throws: `.handshakeFailed` or `.malformed` when the invitation cannot be read.
     static func accept(
         _ invite: HandshakePacket, from source: PeerAddress, context: inout SessionContext
@@ -136,10 +180,9 @@ extension ExchangeSession {
                 noiseMessage: message)
         ).encoded()
         context.outbox.push(OutgoingDatagram(destination: .unicast(source), bytes: datagram))
-        context.emit(.connecting(peer: invite.sender, initiator: false))
         let state = HandshakingState(
             noise: noise, lastDatagram: datagram,
-            retransmitAt: context.now + context.timeouts.handshakeRetransmit)
+            retransmitAt: context.now + HalfOpenHandshakes.lifetime(context.timeouts))
         return ExchangeSession(
             sessionID: invite.sessionID, peer: invite.sender, peerAddress: source, isInitiator: false,
             state: .handshaking(state), context: context)

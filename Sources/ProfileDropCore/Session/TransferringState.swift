@@ -10,6 +10,10 @@ struct TransferringState {
     /// When every offered card was verified and acknowledged; the confirmation hold starts here.
     var completedAt: Instant?
     let deadline: Instant
+    /// When the transfer is cut as stalled: ``Timeouts/stall`` after its last step forward.
+    var stallDeadline: Instant
+    /// Steps forward so far, as ``progress(link:)`` counts them.
+    var progressMark = 0
     /// Acknowledged chunks last reported as progress.
     var reportedProgress = 0
     /// When the sender can next send a chunk or must declare one lost.
@@ -26,7 +30,10 @@ extension TransferringState: LiveState {
                 bytes: localCard, offer: offer, window: window, timeouts: context.timeouts, now: context.now)
         }
         let receiver = link.peerConsent == .share ? link.peerOffer.map(CardReceiver.init(offer:)) : nil
-        self.init(sender: sender, receiver: receiver, deadline: context.now + context.timeouts.transfer)
+        self.init(
+            sender: sender, receiver: receiver, deadline: context.now + context.timeouts.transfer,
+            stallDeadline: context.now + context.timeouts.stall)
+        progressMark = progress(link: link)
         // Both users agreed: a new peer becomes known once the exchange completes.
         link.pairing.beginBond(identity: context.configuration.identity, random: &context.random)
         link.sendControl(backOff: false, context: &context)
@@ -55,7 +62,26 @@ extension TransferringState: LiveState {
             sendChunks(link: &link, context: &context)
         }
         try afterChunks(link: &link, context: &context)
+        noteProgress(link: link, context: context)
         return .stay
+    }
+
+    /// Steps forward so far; it only grows: chunks of ours acknowledged, chunks of the peer's card
+    /// held, the peer's CARD_ACK and BOND, and our side done (the confirmation hold began).
+    func progress(link: Link) -> Int {
+        (sender?.ackedCount ?? 0) + (receiver?.haveCount ?? 0) + (link.peerAckedOurCard ? 1 : 0)
+            + (link.pairing.isBondSettled ? 1 : 0) + (completedAt != nil ? 1 : 0)
+    }
+
+    /// Moves the stall deadline on after a step forward. A peer that only keeps the session alive
+    /// (a RANGING now and then, repeated control packets) moves nothing: the transfer is cut
+    /// ``Timeouts/stall`` after its last step, and the hold, which a done side enters as its last
+    /// step, must decide within that time too.
+    mutating func noteProgress(link: Link, context: SessionContext) {
+        let mark = progress(link: link)
+        guard mark > progressMark else { return }
+        progressMark = mark
+        stallDeadline = context.now + context.timeouts.stall
     }
 
     /// Closes as exchanged once complete and confirmed in range.
@@ -70,6 +96,7 @@ extension TransferringState: LiveState {
         // to a peer cut off since, which could no longer learn the outcome (section 6.7).
         let completedAt = completedAt ?? context.now
         self.completedAt = completedAt
+        noteProgress(link: link, context: context)
         guard link.gate.isOpen, link.measuredAt == context.now,
             context.now >= completedAt + context.configuration.gate.window
         else { return .stay }
@@ -88,7 +115,8 @@ extension TransferringState: LiveState {
     }
 
     func expiry(link: Link, context: SessionContext) -> Transition? {
-        context.now >= deadline ? .timeout(.transfer) : nil
+        if context.now >= deadline { return .timeout(.transfer) }
+        return context.now >= stallDeadline ? .timeout(.transferStalled) : nil
     }
 
     func rangingRound(link: inout Link, context: inout SessionContext) {
@@ -111,7 +139,7 @@ extension TransferringState: LiveState {
     }
 
     func nextDeadline(link: Link) -> Instant {
-        var due = min(link.controlAt, deadline)
+        var due = min(link.controlAt, deadline, stallDeadline)
         if let sackAt = receiver?.sackAt { due = min(due, sackAt) }
         if let sendAt { due = min(due, sendAt) }
         return due

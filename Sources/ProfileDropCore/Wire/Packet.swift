@@ -44,13 +44,21 @@ public struct HandshakePacket: Equatable, Sendable {
     public var receiver: DeviceID
     /// The Noise message.
     public var noiseMessage: [UInt8]
+    /// INVITE only: the cookie the invitee's BUSY(retry) handed us, echoed to prove that we receive
+    /// at our address (PROTOCOL.md 5); empty for none (sixteen zero bytes on the wire). ACCEPT and
+    /// CONFIRM carry no cookie, so it is empty for them.
+    public var cookie: [UInt8]
 
-    /// Creates a handshake packet.
-    public init(sessionID: UInt64, sender: DeviceID, receiver: DeviceID, noiseMessage: [UInt8]) {
+    /// Creates a handshake packet; `cookie` must be empty or ``WireConstants/cookieLength`` bytes,
+    /// and empty except in an INVITE.
+    public init(
+        sessionID: UInt64, sender: DeviceID, receiver: DeviceID, noiseMessage: [UInt8], cookie: [UInt8] = []
+    ) {
         self.sessionID = sessionID
         self.sender = sender
         self.receiver = receiver
         self.noiseMessage = noiseMessage
+        self.cookie = cookie
     }
 }
 
@@ -60,6 +68,9 @@ public enum BusyReason: UInt8, Sendable, Equatable {
     case inSession = 1
     /// The receiver has finished or is backing off from the sender.
     case unavailable = 2
+    /// The receiver is under load: it keeps no state for the invitation, and asks for the INVITE
+    /// again carrying the cookie of this BUSY (PROTOCOL.md 5). Not a refusal.
+    case retry = 3
 }
 
 /// A refusal of an invitation.
@@ -72,13 +83,20 @@ public struct Busy: Equatable, Sendable {
     public var receiver: DeviceID
     /// Why.
     public var reason: BusyReason
+    /// With ``BusyReason/retry`` only: the cookie to echo in the INVITE
+    /// (``WireConstants/cookieLength`` bytes); empty with the other reasons.
+    public var cookie: [UInt8]
 
-    /// Creates a refusal.
-    public init(sessionID: UInt64, sender: DeviceID, receiver: DeviceID, reason: BusyReason) {
+    /// Creates a refusal; `cookie` must be ``WireConstants/cookieLength`` bytes with
+    /// ``BusyReason/retry`` and empty otherwise.
+    public init(
+        sessionID: UInt64, sender: DeviceID, receiver: DeviceID, reason: BusyReason, cookie: [UInt8] = []
+    ) {
         self.sessionID = sessionID
         self.sender = sender
         self.receiver = receiver
         self.reason = reason
+        self.cookie = cookie
     }
 }
 
@@ -163,18 +181,38 @@ public enum Packet: Equatable, Sendable {
             writer.writeInteger(query.deviceID.rawValue)
             writer.writeInteger(UInt8(query.knownAnswers.count))
             for known in query.knownAnswers { writer.writeInteger(known.rawValue) }
-        case .invite(let message), .accept(let message), .confirm(let message):
+        case .invite(let message):
+            precondition(message.noiseMessage.count <= Packet.maxInviteNoiseMessage, "Noise message too long")
+            precondition(
+                message.cookie.isEmpty || message.cookie.count == WireConstants.cookieLength,
+                "a cookie is \(WireConstants.cookieLength) bytes")
+            writer.writeInteger(message.sessionID)
+            writer.writeInteger(message.sender.rawValue)
+            writer.writeInteger(message.receiver.rawValue)
+            writer.writeBytes(
+                message.cookie.isEmpty
+                    ? Array(repeating: 0, count: WireConstants.cookieLength) : message.cookie)
+            writer.writeInteger(UInt16(message.noiseMessage.count))
+            writer.writeBytes(message.noiseMessage)
+            writer.writeBytes(
+                repeatElement(0, count: Packet.invitePadding(noiseLength: message.noiseMessage.count)))
+        case .accept(let message), .confirm(let message):
             precondition(message.noiseMessage.count <= Packet.maxNoiseMessage, "Noise message too long")
+            precondition(message.cookie.isEmpty, "only INVITE carries a cookie")
             writer.writeInteger(message.sessionID)
             writer.writeInteger(message.sender.rawValue)
             writer.writeInteger(message.receiver.rawValue)
             writer.writeInteger(UInt16(message.noiseMessage.count))
             writer.writeBytes(message.noiseMessage)
         case .busy(let busy):
+            precondition(
+                busy.cookie.count == (busy.reason == .retry ? WireConstants.cookieLength : 0),
+                "BUSY(retry), and only it, carries a cookie")
             writer.writeInteger(busy.sessionID)
             writer.writeInteger(busy.sender.rawValue)
             writer.writeInteger(busy.receiver.rawValue)
             writer.writeInteger(busy.reason.rawValue)
+            writer.writeBytes(busy.cookie)
         case .secure(let packet):
             writer.writeBytes(packet.header.dropFirst(WireConstants.headerSize))
             writer.writeBytes(packet.ciphertext)
@@ -183,8 +221,21 @@ public enum Packet: Equatable, Sendable {
         return writer.bytes
     }
 
-    /// Longest Noise message that fits a handshake datagram.
+    /// Longest Noise message that fits an ACCEPT or CONFIRM datagram.
     public static let maxNoiseMessage = WireConstants.maxDatagramSize - WireConstants.headerSize - 26
+
+    /// Longest Noise message that fits an INVITE, whose cookie takes room.
+    public static let maxInviteNoiseMessage = maxNoiseMessage - WireConstants.cookieLength
+
+    /// INVITE fields before the Noise message: header, session id, sender and receiver ids, cookie
+    /// and Noise length.
+    static let inviteFixedSize = WireConstants.headerSize + 26 + WireConstants.cookieLength
+
+    /// Zero bytes after an INVITE's Noise message of `noiseLength` bytes, which bring the datagram
+    /// up to ``WireConstants/inviteMinimumSize`` (none when it is already that long).
+    public static func invitePadding(noiseLength: Int) -> Int {
+        max(0, WireConstants.inviteMinimumSize - inviteFixedSize - noiseLength)
+    }
 
     /// Parses one whole datagram.
     /// - Throws: ``ProtocolError`` for anything but exactly one well-formed packet.
@@ -223,19 +274,31 @@ extension ByteReader {
         }
     }
 
-    private mutating func parseHandshake() throws(ProtocolError) -> HandshakePacket {
+    private mutating func parseHandshake(invite: Bool) throws(ProtocolError) -> HandshakePacket {
         let sessionID = try require("session id", as: UInt64.self)
         let sender = try require("sender id", as: UInt64.self)
         let receiver = try require("receiver id", as: UInt64.self)
+        var cookie: [UInt8] = []
+        if invite {
+            cookie = try requireBytes("cookie", count: WireConstants.cookieLength)
+            // Sixteen zero bytes: no cookie.
+            if cookie.allSatisfy({ $0 == 0 }) { cookie = [] }
+        }
         let length = Int(try require("noise length", as: UInt16.self))
-        guard length <= Packet.maxNoiseMessage else {
-            throw ProtocolError(
-                .oversized, "noise message length \(length) exceeds \(Packet.maxNoiseMessage)")
+        let limit = invite ? Packet.maxInviteNoiseMessage : Packet.maxNoiseMessage
+        guard length <= limit else {
+            throw ProtocolError(.oversized, "noise message length \(length) exceeds \(limit)")
         }
         let message = try requireBytes("noise message", count: length)
+        if invite {
+            let padding = try requireBytes("INVITE padding", count: Packet.invitePadding(noiseLength: length))
+            guard padding.allSatisfy({ $0 == 0 }) else {
+                throw ProtocolError(.malformed, "INVITE padding is not zero")
+            }
+        }
         return HandshakePacket(
             sessionID: sessionID, sender: DeviceID(rawValue: sender), receiver: DeviceID(rawValue: receiver),
-            noiseMessage: message)
+            noiseMessage: message, cookie: cookie)
     }
 
     /// Parses one packet; a shortage of bytes throws ``ProtocolError/Code/truncated``.
@@ -277,9 +340,9 @@ extension ByteReader {
                 known.append(DeviceID(rawValue: try require("query known answer", as: UInt64.self)))
             }
             return .query(Query(deviceID: DeviceID(rawValue: id), knownAnswers: known))
-        case .invite: return .invite(try parseHandshake())
-        case .accept: return .accept(try parseHandshake())
-        case .confirm: return .confirm(try parseHandshake())
+        case .invite: return .invite(try parseHandshake(invite: true))
+        case .accept: return .accept(try parseHandshake(invite: false))
+        case .confirm: return .confirm(try parseHandshake(invite: false))
         case .busy:
             let sessionID = try require("session id", as: UInt64.self)
             let sender = try require("sender id", as: UInt64.self)
@@ -288,11 +351,12 @@ extension ByteReader {
             guard let reason = BusyReason(rawValue: rawReason) else {
                 throw ProtocolError(.malformed, "busy reason \(rawReason) is not defined")
             }
+            let cookie = reason == .retry ? try requireBytes("cookie", count: WireConstants.cookieLength) : []
             return .busy(
                 Busy(
                     sessionID: sessionID, sender: DeviceID(rawValue: sender),
                     receiver: DeviceID(rawValue: receiver),
-                    reason: reason))
+                    reason: reason, cookie: cookie))
         case .secure:
             let sessionID = try require("session id", as: UInt64.self)
             let packetNumber = try require("packet number", as: UInt64.self)

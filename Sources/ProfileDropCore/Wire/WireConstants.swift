@@ -28,6 +28,11 @@ public enum WireConstants {
     public static let chunkSize = 1120
     /// Longest CARD_SACK bitmap in bytes (256 chunks past the cumulative point).
     public static let maxSackBitmap = 32
+    /// The cookie of BUSY(retry) and INVITE (PROTOCOL.md 5).
+    public static let cookieLength = 16
+    /// An INVITE is padded with zero bytes to at least this length, so that no answer to it
+    /// (ACCEPT, 133 bytes; BUSY, at most 45) is larger than the INVITE itself (PROTOCOL.md 3).
+    public static let inviteMinimumSize = 144
     /// The Noise protocol used for every exchange session.
     public static let noiseProtocolName = "Noise_XX_25519_ChaChaPoly_BLAKE2b"
     /// The ASCII label that starts the Noise prologue.
