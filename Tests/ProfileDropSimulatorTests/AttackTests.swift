@@ -249,31 +249,41 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
     }
 
     @Test func cleartextAttackersForgeWhatTheySayAtTheirBudget() {
-        let targets = [0, 1].map {
-            CleartextAttacker.Target(
-                member: $0, address: Simulation.address(ofNode: $0), id: DeviceID(rawValue: 100 + UInt64($0)))
-        }
-        func forged(_ behaviour: CleartextBehaviour) -> [CleartextAttacker.Forged] {
+        /// An attacker of `behaviour` that heard the victims' first BEACONs, and what it forged in
+        /// the second after.
+        func forged(_ behaviour: CleartextBehaviour) -> (
+            targets: [CleartextAttacker.Target], forged: [CleartextAttacker.Forged]
+        ) {
+            var stage = AttackStage(users: .careless, victimsKnown: false)
+            VictimPair(runSeed: 1).addVictims(to: &stage, phase: "forging")
             let attacker = CleartextAttacker(
-                behaviour: behaviour, budget: 50, targets: targets, ownAddress: Simulation.address(ofNode: 2),
-                seedMaterial: Array("test".utf8), startAt: .zero)
-            attacker.fire(at: Instant.zero + .milliseconds(999))
-            return attacker.pending
+                behaviour: behaviour, budget: 50,
+                targets: stage.victims.map {
+                    CleartextAttacker.Target(member: $0.member, address: stage.room.address(of: $0.member))
+                },
+                ownAddress: stage.nextAddress, seedMaterial: Array("test".utf8), startAt: .zero)
+            stage.addSpeaker(AttackerSpeaker(attacker: attacker))
+            stage.run(until: Instant.zero + .milliseconds(300)) { _ in false }
+            attacker.pending.removeAll()
+            attacker.fire(at: Instant.zero + .milliseconds(1_319))
+            return (attacker.targets, attacker.pending)
         }
-        let hijack = forged(.hijack)
+        let (targets, hijack) = forged(.hijack)
+        #expect(targets.allSatisfy { $0.id != nil && $0.beacon != nil })
         #expect(hijack.count == 50)
         for datagram in hijack {
             guard case .beacon(let beacon)? = try? Packet(datagram: datagram.bytes) else {
                 Issue.record("not a BEACON")
                 continue
             }
-            // The other victim's id, from its IP address, with a port nobody listens on.
+            // The other victim's id, from its IP address and the port it names, nobody's port.
             let other = targets[1 - datagram.recipient]
             #expect(beacon.deviceID == other.id)
             #expect(datagram.source.ipv4 == other.address.ipv4)
+            #expect(datagram.source.port == beacon.port)
             #expect(beacon.port != DeviceContext.simulatedPort)
         }
-        let squat = forged(.squat)
+        let squat = forged(.squat).forged
         #expect(squat.count == 50)
         for datagram in squat {
             guard case .invite(let invite)? = try? Packet(datagram: datagram.bytes) else {
@@ -283,8 +293,9 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
             #expect(invite.receiver == targets[datagram.recipient].id)
             #expect(invite.noiseMessage.count == 32)
         }
-        let phantoms = forged(.phantoms).compactMap { datagram -> DeviceID? in
+        let phantoms = forged(.phantoms).forged.compactMap { datagram -> DeviceID? in
             guard case .beacon(let beacon)? = try? Packet(datagram: datagram.bytes) else { return nil }
+            #expect(datagram.source.port == beacon.port)
             return beacon.deviceID
         }
         #expect(Set(phantoms).count == 50)

@@ -113,7 +113,8 @@ enum Availability {
         case .badIndex: "error: malformed"
         case .badDigest: "error: card-digest-mismatch"
         case .fakeAck: "exchanged"
-        case .neverAck, .slowTransfer: "timeout: transfer"
+        case .neverAck: "timeout: transfer stalled"
+        case .slowTransfer: "timeout: transfer"
         case .consentStall: "timeout: peer consent"
         case .slowloris: "out of range"
         }
@@ -288,21 +289,27 @@ enum Availability {
             ["malicious peer invites at \(invitation)" + (late ? " (late)" : "")]
             + stage.victims.map(describe)
         let victimScreen = stage.victims[0]
-        let end = victimScreen.ended.first { $0.peer == attackerID }
+        // The attacker's sessions: under its id, or (for the re-inviter, which comes back under
+        // fresh ids) under any id but the honest device's.
+        let honestID = stage.victims.count > 1 ? stage.room.device(stage.victims[1].member)?.deviceID : nil
+        func attacker(_ peer: DeviceID?) -> Bool {
+            kind == .reinviter ? peer != nil && peer != honestID : peer == attackerID
+        }
+        let end = victimScreen.ended.first { attacker($0.peer) }
         result.attackSessionEnd = end.map { label($0.reason) }
         let expected = expectedCause(behaviour)
         let deadline = victimScreen.startedAt + overall
         if end != nil {
             // A session still live at the deadline ends however the deadline ends it (judged as an
             // overrun if late). A peer that comes back has every session judged.
-            for other in victimScreen.ended where other.peer == attackerID && other.at < deadline {
+            for other in victimScreen.ended where attacker(other.peer) && other.at < deadline {
                 guard label(other.reason) != expected else { continue }
                 outcome.breaches.append(
                     "V ended a malicious session at \(other.at) with \(label(other.reason)), not \(expected)")
                 break
             }
-            result.attackSessions = victimScreen.ended.filter { $0.peer == attackerID }.count
-        } else if victimScreen.secured.contains(where: { $0.peer == attackerID }) {
+            result.attackSessions = victimScreen.ended.filter { attacker($0.peer) }.count
+        } else if victimScreen.secured.contains(where: { attacker($0.peer) }) {
             outcome.breaches.append("V never ended the malicious session")
         } else {
             outcome.problems.append("the malicious peer got no session with V")

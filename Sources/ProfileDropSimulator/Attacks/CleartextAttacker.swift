@@ -29,6 +29,8 @@ final class CleartextAttacker {
         let member: Int
         let address: PeerAddress
         var id: DeviceID?
+        /// Its latest BEACON heard, as sent.
+        var beacon: [UInt8]?
     }
 
     /// A recorded BEACON: its bytes, its source and when it was heard.
@@ -86,8 +88,9 @@ final class CleartextAttacker {
     /// A datagram that reached the attacker (multicast, or unicast to its own address).
     func heard(_ bytes: [UInt8], from source: PeerAddress, at time: Instant) {
         guard case .beacon(let beacon)? = try? Packet(datagram: bytes) else { return }
-        if let index = targets.firstIndex(where: { $0.address == source }), targets[index].id == nil {
-            targets[index].id = beacon.deviceID
+        if let index = targets.firstIndex(where: { $0.address == source }) {
+            if targets[index].id == nil { targets[index].id = beacon.deviceID }
+            targets[index].beacon = bytes
         }
         if behaviour == .replay && heard.count < 256 {
             heard.append(Recorded(bytes: bytes, source: source, at: time))
@@ -115,12 +118,13 @@ final class CleartextAttacker {
         turn += 1
         switch behaviour {
         case .hijack:
-            // The other victim's id, a dead port, from the other victim's own IP address.
-            guard let id = other.id, victim.id != nil else { return nil }
-            let beacon = Beacon(deviceID: id, port: deadPort(), busy: false)
+            // The other victim's BEACON with a dead port (the source port too), from the other
+            // victim's own IP address, its sequence number (where the layout has one) ahead.
+            guard let heard = other.beacon, victim.id != nil else { return nil }
+            let port = deadPort()
             return Forged(
-                bytes: Packet.beacon(beacon).encoded(),
-                source: PeerAddress(ipv4: other.address.ipv4, port: deadPort()), recipient: victim.member)
+                bytes: forgedBeacon(from: heard, port: port, ahead: true),
+                source: PeerAddress(ipv4: other.address.ipv4, port: port), recipient: victim.member)
         case .squat:
             guard let id = victim.id else { return nil }
             let invite = HandshakePacket(
@@ -128,9 +132,12 @@ final class CleartextAttacker {
                 noiseMessage: random.bytes(X25519.keyLength))
             return Forged(bytes: Packet.invite(invite).encoded(), source: spoofed(), recipient: victim.member)
         case .phantoms:
-            let beacon = Beacon(
-                deviceID: DeviceID(rawValue: random.nextUInt64()), port: deadPort(), busy: false)
-            return Forged(bytes: Packet.beacon(beacon).encoded(), source: spoofed(), recipient: victim.member)
+            // A fresh id, from the port it names, as a real device's BEACON comes.
+            guard let heard = targets.lazy.compactMap(\.beacon).first else { return nil }
+            let port = deadPort()
+            return Forged(
+                bytes: forgedBeacon(from: heard, id: DeviceID(rawValue: random.nextUInt64()), port: port),
+                source: spoofed(port: port), recipient: victim.member)
         case .flood:
             let source = PeerAddress(
                 ipv4: Self.spoofedBase + 0x100 + UInt32(sentDatagrams / 256 % 4),
@@ -154,10 +161,42 @@ final class CleartextAttacker {
     /// 10.0.200.0/22: addresses nobody in the room holds.
     static let spoofedBase: UInt32 = 0x0A00_C800
 
-    private func spoofed() -> PeerAddress {
-        PeerAddress(
-            ipv4: Self.spoofedBase + UInt32(random.uniform(below: 256)),
-            port: 1024 + UInt16(random.uniform(below: 60_000)))
+    /// A random address of ``spoofedBase``'s range, with `port` or a random one.
+    private func spoofed(port: UInt16? = nil) -> PeerAddress {
+        let ipv4 = Self.spoofedBase + UInt32(random.uniform(below: 256))
+        return PeerAddress(ipv4: ipv4, port: port ?? 1024 + UInt16(random.uniform(below: 60_000)))
+    }
+
+    /// A BEACON made from one a victim sent, on the wire: the header, then the device id (8 bytes),
+    /// the port (2) and the flags (1), then whatever the layout adds (a sequence number of 4 bytes
+    /// once BEACONs carry one). Forging from what was heard fits whichever layout the victims
+    /// speak. With `id` the id is replaced; with `ahead` a sequence number is moved ahead of the
+    /// heard one by 1 to 64, else it is drawn at random.
+    private func forgedBeacon(from heard: [UInt8], id: DeviceID? = nil, port: UInt16, ahead: Bool = false)
+        -> [UInt8]
+    {
+        var bytes = heard
+        let idAt = WireConstants.headerSize
+        if let id {
+            for index in 0..<8 {
+                bytes[idAt + index] = UInt8(truncatingIfNeeded: id.rawValue >> (56 - 8 * index))
+            }
+        }
+        bytes[idAt + 8] = UInt8(port >> 8)
+        bytes[idAt + 9] = UInt8(truncatingIfNeeded: port)
+        bytes[idAt + 10] = 0  // not busy
+        let sequenceAt = idAt + 11
+        if bytes.count >= sequenceAt + 4 {
+            var sequence: UInt32 = 0
+            for byte in bytes[sequenceAt..<(sequenceAt + 4)] { sequence = sequence << 8 | UInt32(byte) }
+            sequence =
+                ahead
+                ? sequence &+ 1 &+ UInt32(random.uniform(below: 64)) : UInt32(random.uniform(below: 1 << 31))
+            for index in 0..<4 {
+                bytes[sequenceAt + index] = UInt8(truncatingIfNeeded: sequence >> (24 - 8 * index))
+            }
+        }
+        return bytes
     }
 
     /// A port nobody listens on: the room's devices all use ``DeviceContext/simulatedPort``.
@@ -177,9 +216,10 @@ final class CleartextAttacker {
             let type = UInt8(1 + random.uniform(below: 7))
             return [0x50, 0x44, WireConstants.version, type] + random.bytes(Int(random.uniform(below: 12)))
         case 2:
-            var beacon = Packet.beacon(
-                Beacon(deviceID: DeviceID(rawValue: random.nextUInt64()), port: deadPort(), busy: false)
-            ).encoded()
+            // Another version's BEACON (a fresh id), where a victim's BEACON gives the layout.
+            guard let heard = targets.lazy.compactMap(\.beacon).first else { return random.bytes(19) }
+            var beacon = forgedBeacon(
+                from: heard, id: DeviceID(rawValue: random.nextUInt64()), port: deadPort())
             beacon[2] = random.uniform(below: 2) == 0 ? 1 : 3
             return beacon
         case 3:

@@ -431,10 +431,10 @@ struct MaliciousPeer: DatagramSpeaker {
     }
 }
 
-/// A malicious peer that comes back: as soon as one session ends it invites the victim again under
-/// the same device id, with a fresh session, ephemeral and static key, after ``delay`` (after
-/// ``busyDelay`` if the victim answered BUSY or did not answer, which keeps it within the cleartext
-/// attackers' budget).
+/// A malicious peer that comes back: as soon as one session ends it invites the victim again, under
+/// a fresh device id (so no back-off kept by id applies), with a fresh session, ephemeral and
+/// static key, after ``delay`` (after ``busyDelay`` if the victim answered BUSY or did not answer,
+/// which keeps it within the cleartext attackers' budget).
 struct ReinvitingPeer: DatagramSpeaker {
     /// How long after a session ended it invites again: less than the victim's own delay before it
     /// invites someone (``Timeouts/inviteDelay``).
@@ -461,7 +461,7 @@ struct ReinvitingPeer: DatagramSpeaker {
             seedMaterial: seedMaterial, inviteAt: inviteAt)
     }
 
-    /// The device id it keeps.
+    /// The device id of its current session.
     var deviceID: DeviceID { current.deviceID }
 
     var nextDeadline: Instant? { current.nextDeadline ?? reinviteAt }
@@ -477,8 +477,7 @@ struct ReinvitingPeer: DatagramSpeaker {
             sessions += 1
             current = MaliciousPeer(
                 behaviour: current.behaviour, target: current.target, targetAddress: current.targetAddress,
-                card: card, seedMaterial: seedMaterial + Array("/session/\(sessions)".utf8), inviteAt: time,
-                deviceID: current.deviceID)
+                card: card, seedMaterial: seedMaterial + Array("/session/\(sessions)".utf8), inviteAt: time)
         }
         current.handleTimeout(at: time)
         noteEnd()
