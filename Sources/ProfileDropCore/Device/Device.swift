@@ -37,7 +37,8 @@ public struct Device {
     var closeReason: CloseReason?
     var lastPeer: DeviceID?
     var lastFailure: CloseReason?
-    var rateLimiter: RateLimiter
+    /// Budgets of unsolicited datagrams (PROTOCOL.md section 7).
+    var admission: Admission
     /// Devices of another protocol version already reported, oldest first; bounded.
     var incompatiblePeers: [DeviceID] = []
 
@@ -67,9 +68,8 @@ public struct Device {
         self.discovery = DiscoverySession(deviceID: deviceID, port: localAddress.port, context: &context)
         context.emit(.advertising)
         self.context = context
-        self.rateLimiter = RateLimiter(
-            perSecond: configuration.limits.unsolicitedPerSecond,
-            capacity: configuration.limits.rateLimitedSources)
+        self.admission = Admission(
+            limits: configuration.limits, knownSources: configuration.limits.maxPeers + Self.maxLingering + 1)
         runTimers()
     }
 
