@@ -37,11 +37,14 @@ import Testing
         return report
     }
 
-    /// A room of six at 28 % loss with corruption: the close pair invite each other while still
-    /// walking in, the far abort ends that session out of range, and bystanders (one a phantom id
-    /// from a corrupted beacon) stay untried or busy. The pair must still meet and exchange.
+    /// A room of six at 13.5 % loss with corruption: the close pair invite each other while still
+    /// walking in, the far abort ends that session out of range, and bystanders stay untried or
+    /// busy. The pair must still meet and exchange. (Found at 28 % loss with seed
+    /// 17731604043324887944, which since BEACON's sequence number no longer fails the pair's first
+    /// session; it still exchanges, and is kept for that.)
     @Test func aPairThatFailedWhileWalkingInStillExchanges() {
-        let report = Self.pairExchanges(runSeed: 17_731_604_043_324_887_944, devices: 6)
+        _ = Self.pairExchanges(runSeed: 17_731_604_043_324_887_944, devices: 6)
+        let report = Self.pairExchanges(runSeed: 16_202_963_947_867_114_748, devices: 6)
         // The scenario is the one described: the first session between the pair fails early.
         let transcript = report.lines.joined(separator: "\n")
         #expect(transcript.contains("dev0 -> session with dev1 ended: out of range"))
