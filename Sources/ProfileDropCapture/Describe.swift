@@ -16,7 +16,7 @@ public enum Describe {
                 "BEACON",
                 [
                     ("device", beacon.deviceID.description), ("port", String(beacon.port)),
-                    ("busy", String(beacon.busy)),
+                    ("busy", String(beacon.busy)), ("sequence", String(beacon.sequence)),
                 ]
             )
         case .query(let query):

@@ -237,7 +237,9 @@ public final class UDPHost {
 extension UDPHost: DatagramSocketLayer {}
 
 /// Stand-in IPv4 addresses for IPv6 peers, so that the core can name them. Aliases live in
-/// 0.0.0.0/8, which never appears as a real source.
+/// 0.0.0.0/8, which never appears as a real source. One alias stands for one IPv6 address (with its
+/// scope) whatever the port, which the core address keeps: the core limits unsolicited traffic per
+/// source address, so a sender must not get a fresh address from each of its ports.
 ///
 /// The table is bounded so that a flood of spoofed sources cannot grow it, and it never evicts a
 /// peer heard within ``protectedFor``: a flood cannot push out a live session's peer. A new source
@@ -249,7 +251,7 @@ struct IPv6AliasTable {
 
     private struct Entry {
         var alias: UInt32
-        var address: SocketAddress
+        var address: IPv6Address
         var lastHeard: Instant
     }
 
@@ -260,10 +262,11 @@ struct IPv6AliasTable {
 
     /// The alias of `address` heard at `now`, creating one when it is new; nil when the table is
     /// full of peers heard recently.
-    mutating func alias(for address: SocketAddress, at now: Instant) -> PeerAddress? {
+    mutating func alias(for source: SocketAddress, at now: Instant) -> PeerAddress? {
+        guard case .ipv6(let address, let port) = source else { return nil }
         if let index = entries.firstIndex(where: { $0.address == address }) {
             entries[index].lastHeard = now
-            return PeerAddress(ipv4: entries[index].alias, port: address.port)
+            return PeerAddress(ipv4: entries[index].alias, port: port)
         }
         if entries.count >= Self.capacity {
             guard let oldest = entries.indices.min(by: { entries[$0].lastHeard < entries[$1].lastHeard }),
@@ -276,14 +279,12 @@ struct IPv6AliasTable {
         while entries.contains(where: { $0.alias == alias }) { alias = alias >= 0x00FF_FFFF ? 1 : alias + 1 }
         nextAlias = alias >= 0x00FF_FFFF ? 1 : alias + 1
         entries.append(Entry(alias: alias, address: address, lastHeard: now))
-        return PeerAddress(ipv4: alias, port: address.port)
+        return PeerAddress(ipv4: alias, port: port)
     }
 
     /// The IPv6 address behind `peer`, if it is a known alias.
     func address(for peer: PeerAddress) -> SocketAddress? {
-        guard let entry = entries.first(where: { $0.alias == peer.ipv4 }),
-            case .ipv6(let address, _) = entry.address
-        else { return nil }
-        return .ipv6(address, port: peer.port)
+        guard let entry = entries.first(where: { $0.alias == peer.ipv4 }) else { return nil }
+        return .ipv6(entry.address, port: peer.port)
     }
 }

@@ -194,7 +194,8 @@ struct CaptureRecorderTests {
         #expect(
             labels(Limits()) == [
                 "maxPeers", "maxCardBytes", "sendWindow", "maxKnownAnswers", "farAbortDistance",
-                "unsolicitedPerSecond", "rateLimitedSources",
+                "unsolicitedPerSecond", "rateLimitedSources", "maxUnverifiedPeers",
+                "globalUnsolicitedPerSecond",
             ])
         #expect(
             labels(ProximityGate.Configuration.default) == [

@@ -35,6 +35,8 @@ struct CaptureRecordsTests {
         limits.farAbortDistance = -0.0
         limits.unsolicitedPerSecond = Int(UInt32.max)
         limits.rateLimitedSources = 1 << 20
+        limits.maxUnverifiedPeers = 0
+        limits.globalUnsolicitedPerSecond = Int(UInt32.max)
         return limits
     }
 

@@ -79,6 +79,31 @@ struct DissectorTests {
         #expect(lines.contains(expected), "\(lines.prefix(2)) vs \(expected)")
     }
 
+    /// BEACON's fields, the sequence number last (PROTOCOL.md 3), as the core reads them.
+    @Test(.enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)"))
+    func decodesTheBeaconFields() throws {
+        let tshark = try #require(Self.tshark)
+        let path = GoldenCaptures.all[0].capturePath
+        let capture = try CaptureFile.read(path: path)
+        let beacons: [Beacon] = capture.devices.flatMap(\.outbound).compactMap {
+            if case .beacon(let beacon) = try? Packet(datagram: $0.payload) { beacon } else { nil }
+        }
+        #expect(beacons.count >= 2)
+        let (_, lines) = try Self.run(
+            tshark,
+            [
+                "-r", path, "-Y", "profiledrop.type == 1", "-T", "fields", "-E", "separator=,",
+                "-e", "profiledrop.device_id", "-e", "profiledrop.port", "-e", "profiledrop.flags.busy",
+                "-e", "profiledrop.beacon_sequence",
+            ])
+        let expected = beacons.map { beacon in
+            let hex = String(beacon.deviceID.rawValue, radix: 16)
+            return "0x" + String(repeating: "0", count: 16 - hex.count) + hex
+                + ",\(beacon.port),\(beacon.busy ? 1 : 0),\(beacon.sequence)"
+        }
+        #expect(Set(lines) == Set(expected), "\(lines.prefix(2)) vs \(expected.prefix(2))")
+    }
+
     @Test(.enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)"))
     func labelsTheReplayRecords() throws {
         let tshark = try #require(Self.tshark)

@@ -9,7 +9,7 @@ import Testing
     /// and datagrams put in flight to it from any address.
     struct Lone {
         var room = Room(keepsEventLog: true)
-        var sent: [(time: Instant, packet: Packet)] = []
+        var sent: [(time: Instant, packet: Packet, destination: Destination)] = []
 
         var device: Device {
             guard let device = room.device(0) as? Device else { preconditionFailure("the lone device") }
@@ -17,9 +17,13 @@ import Testing
         }
         var events: [DeviceEvent] { room.eventLog[0] }
 
-        init(timeouts: Timeouts = Timeouts(), seed: UInt64 = 3, unsolicitedPerSecond: Int = 1000) {
+        init(
+            timeouts: Timeouts = Timeouts(), seed: UInt64 = 3, unsolicitedPerSecond: Int = 1000,
+            globalUnsolicitedPerSecond: Int = 100_000
+        ) {
             var configuration = Fixtures.configuration("Bori", seed: seed, timeouts: timeouts)
             configuration.limits.unsolicitedPerSecond = unsolicitedPerSecond
+            configuration.limits.globalUnsolicitedPerSecond = globalUnsolicitedPerSecond
             let address = PeerAddress(10, 0, 0, 1, port: 4000)
             room.add(
                 Device(
@@ -33,7 +37,9 @@ import Testing
         /// Keeps what the device sent in the room's last step, stamped with the device's clock.
         mutating func recordSent() {
             for datagram in room.lastSent {
-                if let packet = try? Packet(datagram: datagram.bytes) { sent.append((device.now, packet)) }
+                if let packet = try? Packet(datagram: datagram.bytes) {
+                    sent.append((device.now, packet, datagram.destination))
+                }
             }
         }
 
@@ -57,6 +63,11 @@ import Testing
 
         var beaconTimes: [Instant] {
             sent.compactMap { if case .beacon = $0.packet { $0.time } else { nil } }
+        }
+
+        /// Where each INVITE went, in order.
+        var inviteDestinations: [Destination] {
+            sent.compactMap { if case .invite = $0.packet { $0.destination } else { nil } }
         }
     }
 
@@ -115,15 +126,39 @@ import Testing
 
     @Test func peerTableIsBoundedAndForgetsSilentPeers() {
         var lone = Lone()
+        // 100 devices heard once each: only 8 unverified entries are kept.
         for index in 0..<100 {
-            let beacon = Beacon(deviceID: DeviceID(rawValue: 1000 + UInt64(index)), port: 4000, busy: true)
+            let beacon = Beacon(
+                deviceID: DeviceID(rawValue: 1000 + UInt64(index)), port: 4000, busy: true, sequence: 1)
             lone.deliver(
                 .beacon(beacon), from: PeerAddress(10, 0, 1, UInt8(index), port: 4000),
                 at: Instant.zero + .milliseconds(index))
         }
-        #expect(lone.device.snapshot.peersSeen == 32)
+        #expect(lone.device.snapshot.peersSeen == 8)
         #expect(lone.events.filter { if case .peerFound = $0 { true } else { false } }.count == 100)
-        lone.run(until: Instant.zero + .seconds(16))
+        // 40 devices starting up, each heard twice at once: the first 8 push out the devices heard
+        // once, and hold their places against the other 32, which find no room.
+        func startUp(_ index: Int, round: Int, at time: Instant) {
+            for copy in 0..<2 {
+                let beacon = Beacon(
+                    deviceID: DeviceID(rawValue: 2000 + UInt64(index)), port: 4000, busy: true,
+                    sequence: UInt32(2 * round + copy + 1))
+                lone.deliver(.beacon(beacon), from: PeerAddress(10, 0, 2, UInt8(index), port: 4000), at: time)
+            }
+        }
+        for index in 0..<40 {
+            startUp(index, round: 0, at: Instant.zero + .seconds(1) + .milliseconds(index))
+        }
+        let firstEight = (0..<8).map { DeviceID(rawValue: 2000 + UInt64($0)) }
+        #expect(lone.device.discovery.peers.map(\.id) == firstEight)
+        #expect(lone.device.counters.rejected(.tableFull) == 64)
+        // 2 s later they are heard again: established, which frees the unverified places for 8 more.
+        for index in 0..<40 {
+            startUp(index, round: 1, at: Instant.zero + .seconds(3) + .milliseconds(index))
+        }
+        #expect(lone.device.discovery.peers.filter(\.isEstablished).map(\.id) == firstEight)
+        #expect(lone.device.snapshot.peersSeen == 16)
+        lone.run(until: Instant.zero + .seconds(20))
         #expect(lone.device.snapshot.peersSeen == 0)
     }
 
@@ -143,7 +178,9 @@ import Testing
         var lone = Lone()
         let ghost = PeerAddress(10, 0, 0, 7, port: 4000)
         lone.deliver(
-            .beacon(Beacon(deviceID: DeviceID(rawValue: 5), port: 4000, busy: false)), from: ghost, at: .zero)
+            .beacon(Beacon(deviceID: DeviceID(rawValue: 5), port: 4000, busy: false, sequence: 1)),
+            from: ghost,
+            at: .zero)
         // 0.25 + 0.5 + 1 + 2 s of retransmissions, then 4 s for the last: over by about 8.1 s, and the
         // back-off (4 s ± 20 %) keeps the next attempt beyond 11 s.
         lone.run(until: Instant.zero + .seconds(11))
@@ -165,7 +202,8 @@ import Testing
         lone.act { device in
             for index in 0..<2000 {
                 let time = Instant.zero + .milliseconds(index / 4)
-                let beacon = Beacon(deviceID: DeviceID(rawValue: random.nextUInt64()), port: 9, busy: false)
+                let beacon = Beacon(
+                    deviceID: DeviceID(rawValue: random.nextUInt64()), port: 9, busy: false, sequence: 1)
                 device.handleDatagram(beacon.encodedPacket, from: attacker, at: time)
                 device.handleDatagram(random.bytes(Int(random.uniform(below: 300))), from: attacker, at: time)
             }
@@ -176,7 +214,7 @@ import Testing
         #expect(lone.device.counters.datagramsRejected + lone.device.counters.datagramsAccepted == 4000)
         // A genuine peer from another address is still heard.
         lone.deliver(
-            .beacon(Beacon(deviceID: DeviceID(rawValue: 1), port: 4000, busy: true)),
+            .beacon(Beacon(deviceID: DeviceID(rawValue: 1), port: 4000, busy: true, sequence: 1)),
             from: PeerAddress(10, 0, 0, 2, port: 4000),
             at: Instant.zero + .milliseconds(600))
         #expect(lone.events.contains(.peerFound(DeviceID(rawValue: 1))))
@@ -194,10 +232,12 @@ import Testing
         let partner = DeviceID(rawValue: 1)
         let bystander = DeviceID(rawValue: 2)
         let phantom = DeviceID(rawValue: 3)
+        var sequence: UInt32 = 0
         func hear(_ id: DeviceID, busy: Bool, at time: Instant) {
             context.now = time
-            discovery.receive(
-                Beacon(deviceID: id, port: 4000, busy: busy),
+            sequence += 1
+            try? discovery.receive(
+                Beacon(deviceID: id, port: 4000, busy: busy, sequence: sequence),
                 from: PeerAddress(10, 0, 0, UInt8(id.rawValue), port: 4000), context: &context)
         }
         hear(partner, busy: false, at: .zero)
@@ -219,11 +259,12 @@ import Testing
         discovery.peerBusy(bystander, context: &context)
         #expect(!discovery.prefersNotToAccept(partner, now: later))
         #expect(discovery.prefersNotToAccept(partner, now: later + .seconds(2)))
-        // A phantom id that never answers counts only until its handshake timed out once.
+        // A phantom id heard once is not established, so it never counts (nor, once established,
+        // after its handshake timed out once).
         hear(phantom, busy: false, at: later + .seconds(2))
         context.now = later + .seconds(2)
         discovery.sessionFailed(with: bystander, context: &context)
-        #expect(discovery.prefersNotToAccept(partner, now: context.now))
+        #expect(!discovery.prefersNotToAccept(partner, now: context.now))
         context.now = later + .seconds(10)
         discovery.sessionFailed(with: phantom, context: &context)
         #expect(!discovery.prefersNotToAccept(partner, now: context.now))
@@ -233,6 +274,306 @@ import Testing
         hear(bystander, busy: false, at: context.now)
         hear(partner, busy: false, at: context.now)
         #expect(discovery.prefersNotToAccept(partner, now: context.now))
+    }
+
+    // MARK: Forged, replayed and flooding beacons (PROTOCOL.md 4, 7, 11.6 items 6, 9 and 11)
+
+    /// A discovery session driven directly, its clock set by each call.
+    struct Table {
+        var context = SessionContext(
+            configuration: Fixtures.configuration("Bori", seed: 3), deviceID: DeviceID(rawValue: 99),
+            random: DeterministicRandom(seed: 3), now: .zero, pose: Pose(x: 0, y: 0, heading: 0))
+        var discovery: DiscoverySession
+
+        init() {
+            discovery = DiscoverySession(deviceID: DeviceID(rawValue: 99), port: 4000, context: &context)
+        }
+
+        static func address(_ id: UInt64) -> PeerAddress {
+            PeerAddress(ipv4: 0x0A00_0000 | UInt32(truncatingIfNeeded: id & 0xFFFF), port: 4000)
+        }
+
+        /// Hears `id`'s beacon number `sequence` from `source` (its own address by default).
+        @discardableResult
+        mutating func hear(
+            _ id: UInt64, sequence: UInt32, at time: Instant, from source: PeerAddress? = nil
+        ) -> ProtocolError.Code? {
+            context.now = time
+            let from = source ?? Self.address(id)
+            do {
+                try discovery.receive(
+                    Beacon(
+                        deviceID: DeviceID(rawValue: id), port: from.port, busy: false, sequence: sequence),
+                    from: from, context: &context)
+                return nil
+            } catch { return error.code }
+        }
+
+        /// The next invitee at `time`, marked busy for a while so the following call picks another.
+        mutating func invite(at time: Instant) -> UInt64? {
+            context.now = time
+            discovery.inviteAt = .zero
+            guard let peer = discovery.nextInvitee(context: &context) else { return nil }
+            discovery.peerBusy(peer.id, context: &context)
+            return peer.id.rawValue
+        }
+
+        func entry(_ id: UInt64) -> DiscoveredPeer? {
+            discovery.peers.first { $0.id.rawValue == id }
+        }
+    }
+
+    /// One id heard from two addresses is a conflict: the address first heard stays, and the
+    /// other's beacons (or a beacon naming a port it did not come from) are counted and change
+    /// nothing, not its busy flag, not its lifetime.
+    @Test func aBeaconNeverMovesAKnownPeer() {
+        var lone = Lone()
+        let real = PeerAddress(10, 0, 0, 2, port: 4000)
+        let id = DeviceID(rawValue: 1)
+        lone.deliver(
+            .beacon(Beacon(deviceID: id, port: 4000, busy: false, sequence: 10)), from: real, at: .zero)
+        // The forger has seen that beacon and now claims the id for a dead port, ten times a second,
+        // with a sequence number far ahead and the busy flag set.
+        for index in 0..<30 {
+            let forged = Beacon(deviceID: id, port: 9, busy: true, sequence: 1_000 + UInt32(index))
+            lone.deliver(
+                .beacon(forged), from: PeerAddress(10, 0, 0, 66, port: 9),
+                at: Instant.zero + .milliseconds(10 + 100 * index))
+        }
+        // Spoofing the real IP address, but from another port than the beacon names.
+        lone.deliver(
+            .beacon(Beacon(deviceID: id, port: 4000, busy: true, sequence: 2_000)),
+            from: PeerAddress(10, 0, 0, 2, port: 5555), at: Instant.zero + .milliseconds(3_050))
+        #expect(lone.device.counters.rejected(.conflict) == 31)
+        let entry = lone.device.discovery.peers.first { $0.id == id }
+        #expect(entry?.address == real && entry?.busy == false && entry?.sequence == 10)
+        #expect(entry?.conflictAt == Instant.zero + .milliseconds(2_910))
+        #expect(lone.device.snapshot.peersSeen == 1)
+        // Every INVITE for the id went to the address first heard.
+        #expect(!lone.inviteDestinations.isEmpty)
+        #expect(lone.inviteDestinations.allSatisfy { $0 == .unicast(real) })
+        // Conflicts do not refresh it: with only the forger talking, it is forgotten after 15 s.
+        for index in 30..<170 {
+            let forged = Beacon(deviceID: id, port: 9, busy: true, sequence: 1_000 + UInt32(index))
+            lone.deliver(
+                .beacon(forged), from: PeerAddress(10, 0, 0, 66, port: 9),
+                at: Instant.zero + .milliseconds(10 + 100 * index))
+        }
+        let later = lone.device.discovery.peers.first { $0.id == id }
+        #expect(later?.address == PeerAddress(10, 0, 0, 66, port: 9), "the first address went quiet for 15 s")
+    }
+
+    /// A device's first query goes out after its first beacon, so no datagram names its id before
+    /// a beacon says where it is.
+    @Test func theFirstQueryFollowsTheFirstBeacon() {
+        for seed in UInt64(1)...20 {
+            var lone = Lone(seed: seed)
+            lone.run(until: Instant.zero + .milliseconds(300))
+            let first = lone.sent.first { if case .beacon = $0.packet { false } else { true } }
+            let beacon = lone.beaconTimes.first
+            #expect(beacon != nil && first.map { $0.time > (beacon ?? .zero) } ?? false, "seed \(seed)")
+        }
+    }
+
+    /// Beacons carry a per-run sequence number: a replay of a live peer's beacon, old or recent, is
+    /// dropped as `replayed` and changes neither its busy flag nor its lifetime; a device's own
+    /// beacons count up by one.
+    @Test func aReplayedBeaconIsRejected() throws {
+        var lone = Lone()
+        let source = PeerAddress(10, 0, 0, 2, port: 4000)
+        let id = DeviceID(rawValue: 1)
+        let old = Beacon(deviceID: id, port: 4000, busy: true, sequence: 41)
+        let recent = Beacon(deviceID: id, port: 4000, busy: false, sequence: 42)
+        lone.deliver(.beacon(old), from: source, at: .zero)
+        lone.deliver(.beacon(recent), from: source, at: Instant.zero + .milliseconds(10))
+        lone.deliver(.beacon(recent), from: source, at: Instant.zero + .milliseconds(20))
+        lone.deliver(.beacon(old), from: source, at: Instant.zero + .milliseconds(30))
+        #expect(lone.device.counters.rejected(.replayed) == 2)
+        let entry = try #require(lone.device.discovery.peers.first { $0.id == id })
+        #expect(!entry.busy && entry.sequence == 42 && entry.hearings == 2)
+        #expect(entry.lastSeen == Instant.zero + .milliseconds(10))
+        lone.deliver(
+            .beacon(Beacon(deviceID: id, port: 4000, busy: true, sequence: 43)), from: source,
+            at: Instant.zero + .milliseconds(40))
+        #expect(lone.device.discovery.peers.first { $0.id == id }?.busy == true)
+        lone.run(until: Instant.zero + .seconds(10))
+        let sequences = lone.sent.compactMap {
+            if case .beacon(let beacon) = $0.packet { beacon.sequence } else { nil }
+        }
+        #expect(sequences.count >= 5)
+        #expect(sequences == Array(sequences[0]..<(sequences[0] + UInt32(sequences.count))))
+        #expect(sequences[0] < 1 << 31)
+    }
+
+    /// A recording of a departed device, played back with its timing, comes back as a new peer:
+    /// without authentication nothing tells it from the real one. It gets one invitation; once
+    /// that goes unanswered it is no longer established, ranks after every established peer, and
+    /// is refused nothing in their favour.
+    @Test func replaysOfADepartedDeviceGetOneInvitationAndRankLast() throws {
+        var table = Table()
+        // A real peer, heard long enough.
+        table.hear(1, sequence: 5, at: .zero)
+        table.hear(1, sequence: 6, at: Instant.zero + .seconds(2))
+        // The recording: beacons 100...103 of a device gone for a minute, 2 s of them.
+        for (offset, sequence) in (UInt32(100)...103).enumerated() {
+            table.hear(2, sequence: sequence, at: Instant.zero + .milliseconds(100 + 700 * offset))
+        }
+        #expect(table.entry(2)?.isEstablished == true)
+        // It is invited like any peer heard that long, and nobody answers.
+        table.context.now = Instant.zero + .seconds(3)
+        table.discovery.invitationUnanswered(
+            to: DeviceID(rawValue: 2), at: Table.address(2), context: &table.context)
+        let replayed = try #require(table.entry(2))
+        #expect(!replayed.isEstablished && replayed.failures == 1)
+        // More of the recording does not make it established again.
+        table.hear(2, sequence: 104, at: Instant.zero + .seconds(30))
+        table.hear(1, sequence: 7, at: Instant.zero + .seconds(30))
+        #expect(table.entry(2)?.isEstablished == false)
+        // The real peer comes first, and only then the replay.
+        #expect(table.invite(at: Instant.zero + .seconds(30)) == 1)
+        #expect(table.invite(at: Instant.zero + .seconds(30)) == 2)
+        // Even once the real peer has failed more often.
+        for _ in 0..<3 { table.discovery.sessionFailed(with: DeviceID(rawValue: 1), context: &table.context) }
+        table.hear(1, sequence: 8, at: Instant.zero + .seconds(90))
+        table.hear(2, sequence: 105, at: Instant.zero + .seconds(90))
+        #expect(table.invite(at: Instant.zero + .seconds(90)) == 1)
+    }
+
+    /// 1000 phantom ids, each heard once, fill only the 8 unverified places: verified and
+    /// long-heard peers stay, are invited first, and BUSY(2) never prefers a phantom to them.
+    @Test func phantomsNeitherEvictNorPrecedeEstablishedPeers() {
+        var table = Table()
+        for id in UInt64(1)...3 {
+            table.hear(id, sequence: 1, at: .zero)
+            table.hear(id, sequence: 2, at: Instant.zero + .seconds(2))
+        }
+        table.discovery.handshakeCompleted(
+            with: DeviceID(rawValue: 4), at: Table.address(4), context: table.context)
+        var random = DeterministicRandom(seed: 5)
+        for index in 0..<1000 {
+            let id = 0x1_0000 + random.uniform(below: 1 << 40)
+            let source = PeerAddress(ipv4: 0x0B00_0000 | UInt32(index), port: 9)
+            table.hear(id, sequence: 1, at: Instant.zero + .seconds(3) + .milliseconds(index), from: source)
+        }
+        let ids = table.discovery.peers.map(\.id.rawValue)
+        #expect(ids.count == 4 + 8)
+        #expect([1, 2, 3, 4].allSatisfy { ids.contains($0) })
+        #expect(table.discovery.peers.filter(\.isEstablished).count == 4)
+        let now = Instant.zero + .seconds(5)
+        let invited = (0..<5).compactMap { _ in table.invite(at: now) }
+        #expect(Set(invited.prefix(4)) == [1, 2, 3, 4])
+        #expect(invited.count == 5 && invited[4] > 4, "a phantom only when no established peer is free")
+        // Once every established peer failed once, a partner that failed once is not refused in
+        // favour of untried phantoms.
+        let partner = DeviceID(rawValue: 1)
+        table.context.now = now + .seconds(30)
+        for id in UInt64(1)...4 {
+            table.discovery.sessionFailed(with: DeviceID(rawValue: id), context: &table.context)
+        }
+        #expect(!table.discovery.prefersNotToAccept(partner, now: now + .seconds(60)))
+    }
+
+    /// The per-source limit keys on the IP address: 2000 datagrams from 500 ports of one address in
+    /// one second get the address's 40-datagram burst and 20 a second, no more, and another address
+    /// is still heard.
+    @Test func floodFromManyPortsOfOneAddressIsLimited() {
+        var lone = Lone(unsolicitedPerSecond: 20, globalUnsolicitedPerSecond: 200)
+        var random = DeterministicRandom(seed: 9)
+        lone.act { device in
+            for index in 0..<2000 {
+                let port = UInt16(1000 + index % 500)
+                let beacon = Beacon(
+                    deviceID: DeviceID(rawValue: random.nextUInt64()), port: port, busy: false, sequence: 1)
+                device.handleDatagram(
+                    beacon.encodedPacket, from: PeerAddress(10, 0, 0, 66, port: port),
+                    at: Instant.zero + .microseconds(Int64(500 * index)))
+            }
+        }
+        let limited = lone.device.counters.rejected(.rateLimited)
+        // The bucket refills while the burst is taken, so one more may pass.
+        #expect(limited >= 2000 - 40 - 21 && limited < 2000 - 40, "\(lone.device.counters)")
+        #expect(lone.device.snapshot.peersSeen <= 8)
+        lone.deliver(
+            .beacon(Beacon(deviceID: DeviceID(rawValue: 1), port: 4000, busy: true, sequence: 1)),
+            from: PeerAddress(10, 0, 0, 2, port: 4000), at: Instant.zero + .milliseconds(1_100))
+        #expect(lone.events.contains(.peerFound(DeviceID(rawValue: 1))))
+    }
+
+    /// A sender spoofing 1000 addresses, each within its own budget, meets the global one (200 a
+    /// second): most of its 16,000 datagrams are dropped, and the pair that found each other before
+    /// still exchanges through it, its datagrams charged on their own budgets.
+    @Test func floodFromManyAddressesMeetsTheGlobalCapWhileAPairExchanges() {
+        var room = VirtualRoom()
+        // Kong starts 3 m away: the pair finds each other and fails out of range first.
+        room.addBoriAndKong(distance: 300)
+        room.run(until: Instant.zero + .seconds(3))
+        #expect(room.devices.allSatisfy { $0.discovery.peers.contains { $0.isEstablished } })
+        var random = DeterministicRandom(seed: 21)
+        let start = room.now
+        for index in 0..<16_000 {
+            let source = PeerAddress(ipv4: 0x0A01_0000 | UInt32(index % 1000), port: 7000)
+            let beacon = Beacon(
+                deviceID: DeviceID(rawValue: random.nextUInt64()), port: 7000, busy: false,
+                sequence: UInt32(index / 1000))
+            room.room.inject(
+                beacon.encodedPacket, from: source, to: index % 2,
+                after: .microseconds(Int64(index) * 500) + (start - room.now))
+        }
+        room.run(until: Instant.zero + .seconds(4))
+        room.room.updatePose(Pose(x: 7, y: 0, heading: 180), of: 1)
+        room.run(until: Instant.zero + .seconds(40))
+        #expect(room.boriAndKongSwappedCards)
+        for device in room.devices {
+            // 8000 each over 8 s; the global budget admits at most 400 + 200 × 8.
+            #expect(device.counters.rejected(.rateLimited) >= 8000 - 2100, "\(device.counters)")
+            #expect(device.discovery.peers.filter(\.isUnverified).count <= 8)
+        }
+    }
+
+    /// The race a forger can win: it claims an id before its device's first beacon reaches us (here,
+    /// to Kong for the id of Bori, which starts a second later, from a dead port, ten times a
+    /// second). Kong invites the dead address at most once. When that goes unanswered while Bori's
+    /// own beacons conflict with it, Kong counts no failure against Bori, stops inviting the dead
+    /// address and takes Bori's invitation; the handshake completed with Bori moves the entry to
+    /// Bori's real address. With the seeds swapped the ids' order flips, and with it the tie-break
+    /// when Bori's INVITE meets Kong's own invitation of the dead address: Kong either gives its
+    /// invitation up at once, or keeps it (the lower id stays initiator) until it goes unanswered.
+    @Test(arguments: [(UInt64(11), UInt64(12)), (12, 11)])
+    func aForgerFirstToAnnounceAnIdCostsOneInvitation(seeds: (kong: UInt64, bori: UInt64)) {
+        var room = VirtualRoom()
+        room.add(
+            Fixtures.configuration("Kong", seed: 2), pose: Pose(x: 7, y: 0, heading: 180), seed: seeds.kong)
+        var boriRandom = DeterministicRandom(seed: seeds.bori)
+        let bori = DeviceID(rawValue: boriRandom.nextUInt64())
+        let dead = PeerAddress(10, 0, 0, 99, port: 9)
+        for index in 0..<400 {
+            let forged = Beacon(deviceID: bori, port: 9, busy: false, sequence: UInt32(index))
+            room.room.inject(forged.encodedPacket, from: dead, to: 0, after: .milliseconds(100 * index))
+        }
+        var deadInvites = 0
+        func run(until end: Instant) {
+            while room.room.step(notAfter: end) != nil {
+                deadInvites += room.room.lastSent.filter { $0.destination == .unicast(dead) }.count
+            }
+        }
+        run(until: Instant.zero + .seconds(1))
+        room.add(
+            Fixtures.configuration("Bori", seed: 1), pose: Pose(x: 0, y: 0, heading: 0), seed: seeds.bori)
+        #expect(room.devices[1].deviceID == bori)
+        run(until: Instant.zero + .seconds(40))
+        #expect(room.closeReason(0) == .exchanged && room.closeReason(1) == .exchanged)
+        #expect(room.cards(0) == [Fixtures.card("Bori")] && room.cards(1) == [Fixtures.card("Kong")])
+        #expect(deadInvites <= 5, "one invitation of the dead address at most")
+        let kong = room.devices[0]
+        #expect(kong.counters.rejected(.conflict) > 0)
+        if kong.deviceID < bori {
+            let entry = kong.discovery.peers.first { $0.id == bori }
+            #expect(entry?.address == VirtualRoom.address(1) && entry?.verified == true)
+            let ended = room.events[0].compactMap {
+                if case .sessionEnded(_, let reason) = $0 { reason } else { nil }
+            }
+            #expect(ended == [.timeout(.handshake)])
+        }
     }
 }
 

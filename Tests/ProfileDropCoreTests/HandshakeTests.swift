@@ -12,7 +12,8 @@ import Testing
     /// A device that heard the ghost's beacon and sent it an INVITE.
     static func invited(ghostID: DeviceID = ghostID) throws -> (DiscoverySessionTests.Lone, HandshakePacket) {
         var lone = DiscoverySessionTests.Lone()
-        lone.deliver(.beacon(Beacon(deviceID: ghostID, port: 4000, busy: false)), from: ghost, at: .zero)
+        lone.deliver(
+            .beacon(Beacon(deviceID: ghostID, port: 4000, busy: false, sequence: 7)), from: ghost, at: .zero)
         lone.run(until: Instant.zero + .milliseconds(700))
         let invites = lone.sent.compactMap { if case .invite(let invite) = $0.packet { invite } else { nil } }
         guard let invite = invites.first else { throw ProtocolError(.unexpectedMessage, "no INVITE") }

@@ -196,7 +196,9 @@ import Testing
 
     @Test func aDeviceOfAnotherVersionIsReportedOnce() {
         var room = Self.room()
-        var beacon = Packet.beacon(Beacon(deviceID: DeviceID(rawValue: 0xAB), port: 9, busy: false)).encoded()
+        var beacon = Packet.beacon(
+            Beacon(deviceID: DeviceID(rawValue: 0xAB), port: 9, busy: false, sequence: 1)
+        ).encoded()
         beacon[2] = 1
         for _ in 0..<3 {
             room.act(0) { device, now in

@@ -9,8 +9,11 @@ import Testing
     static let token = (0..<16).map { UInt8(0xA0 + $0) }
 
     static let packets: [Packet] = [
-        .beacon(Beacon(deviceID: DeviceID(rawValue: 0x0102_0304_0506_0708), port: 5353, busy: false)),
-        .beacon(Beacon(deviceID: DeviceID(rawValue: .max), port: 1, busy: true)),
+        .beacon(
+            Beacon(
+                deviceID: DeviceID(rawValue: 0x0102_0304_0506_0708), port: 5353, busy: false,
+                sequence: 0x0A0B_0C0D)),
+        .beacon(Beacon(deviceID: DeviceID(rawValue: .max), port: 1, busy: true, sequence: .max)),
         .query(Query(deviceID: DeviceID(rawValue: 7), knownAnswers: [])),
         .query(Query(deviceID: DeviceID(rawValue: 7), knownAnswers: (1...32).map { DeviceID(rawValue: $0) })),
         .invite(
@@ -87,6 +90,17 @@ import Testing
             var reader = ByteReader(bytes)
             #expect(try reader.readPacket() == packet)
         }
+    }
+
+    /// BEACON is 19 bytes: header, device id, port, flags, then the sequence number (PROTOCOL.md 3).
+    @Test func beaconLayoutIsExact() throws {
+        let beacon = Beacon(
+            deviceID: DeviceID(rawValue: 0x0102_0304_0506_0708), port: 5353, busy: true, sequence: 0x0A0B_0C0D
+        )
+        let bytes = Packet.beacon(beacon).encoded()
+        #expect(
+            bytes == [0x50, 0x44, 2, 1, 1, 2, 3, 4, 5, 6, 7, 8, 0x14, 0xE9, 0x01, 0x0A, 0x0B, 0x0C, 0x0D])
+        #expect(try Packet(datagram: bytes) == .beacon(beacon))
     }
 
     @Test func everyFrameTypeRoundTrips() throws {
@@ -327,8 +341,13 @@ import Testing
         #expect(code(beacon + [0]) == .trailingBytes)
         #expect(code(Array(repeating: 0x50, count: 1201)) == .oversized)
         var badFlags = beacon
-        badFlags[beacon.count - 1] = 2
+        badFlags[14] = 2
         #expect(code(badFlags) == .malformed)
+        var noPort = beacon
+        noPort[12] = 0
+        noPort[13] = 0
+        #expect(code(noPort) == .malformed)
+        #expect(code(Array(beacon.dropLast())) == .truncated)
         var badBusy = Self.packets[7].encoded()
         badBusy[badBusy.count - 1] = 9
         #expect(code(badBusy) == .malformed)

@@ -187,7 +187,7 @@ private func heard(_ room: Room, _ member: Int) -> [(
                 localAddress: deviceAddress),
             at: deviceAddress)
         // The speaker announces itself as an idle peer at 100 ms.
-        let beacon = Packet.beacon(Beacon(deviceID: fakeID, port: 4000, busy: false)).encoded()
+        let beacon = Packet.beacon(Beacon(deviceID: fakeID, port: 4000, busy: false, sequence: 1)).encoded()
         let speaker = room.add(
             speaker: ScriptSpeaker(
                 script: [

@@ -37,16 +37,27 @@ import Testing
         return report
     }
 
-    /// A room of six at 28 % loss with corruption: the close pair invite each other while still
-    /// walking in, the far abort ends that session out of range, and bystanders (one a phantom id
-    /// from a corrupted beacon) stay untried or busy. The pair must still meet and exchange.
+    /// A room whose close pair invite each other while still walking in: the far abort ends that
+    /// session out of range, and bystanders stay untried or busy. The pair must still meet and
+    /// exchange. (Found at 28 % loss with seed 17731604043324887944, which since BEACON's sequence
+    /// number no longer fails the pair's first session; it still exchanges, and is kept for that.)
+    /// Protocol changes move every run's timing, so the scenario is searched for among the runs of
+    /// a fixed swarm seed rather than pinned to one run.
     @Test func aPairThatFailedWhileWalkingInStillExchanges() {
-        let report = Self.pairExchanges(runSeed: 17_731_604_043_324_887_944, devices: 6)
-        // The scenario is the one described: the first session between the pair fails early.
-        let transcript = report.lines.joined(separator: "\n")
-        #expect(transcript.contains("dev0 -> session with dev1 ended: out of range"))
-        #expect(transcript.contains("dev0 -> closed: exchanged"))
-        #expect(transcript.contains("dev1 -> closed: exchanged"))
+        _ = Self.pairExchanges(runSeed: 17_731_604_043_324_887_944, devices: 6)
+        var found = 0
+        for runSeed in Swarm.runSeeds(seed: 16_202_963_947_867_114_748, count: 150) {
+            let plan = SwarmPlan(runSeed: runSeed, timeouts: Swarm.timeouts)
+            guard plan.expectsExchange, plan.scenario.devices.count >= 3 else { continue }
+            let report = Swarm.run(runs: 1, seed: runSeed, transcripts: true)
+            let transcript = report.lines.joined(separator: "\n")
+            guard transcript.contains("dev0 -> session with dev1 ended: out of range") else { continue }
+            found += 1
+            #expect(report.violations == [], "seed \(runSeed)")
+            #expect(report.runs.first?.pairExchanged == true, "seed \(runSeed)")
+            if found == 2 { break }
+        }
+        #expect(found > 0)
     }
 
     @Test func aRunReplaysFromItsSeedAlone() {

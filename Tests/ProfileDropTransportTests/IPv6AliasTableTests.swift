@@ -26,6 +26,18 @@ import Testing
         #expect(table.address(for: PeerAddress(ipv4: 0x00_00_99_99, port: 5000)) == nil)
     }
 
+    /// The core limits unsolicited datagrams per source address: every port of one IPv6 address
+    /// must come to it as one address, with the port kept.
+    @Test func everyPortOfOneAddressSharesItsAlias() throws {
+        var table = IPv6AliasTable()
+        let aliases = (1...300).compactMap { table.alias(for: address(1, port: UInt16($0)), at: .zero) }
+        #expect(aliases.count == 300)
+        #expect(Set(aliases.map(\.ipv4)).count == 1)
+        #expect(aliases.map(\.port) == (1...300).map { UInt16($0) })
+        #expect(table.address(for: aliases[41]) == address(1, port: 42))
+        #expect(table.alias(for: .ipv4(IPv4Address(0x7F00_0001), port: 1), at: .zero) == nil)
+    }
+
     @Test func aFloodOfNewSourcesCannotEvictARecentPeer() throws {
         var table = IPv6AliasTable()
         let liveAlias = table.alias(for: address(0), at: .zero)

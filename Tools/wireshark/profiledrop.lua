@@ -51,6 +51,7 @@ local f = {
     port = ProtoField.uint16("profiledrop.port", "Unicast port", base.DEC),
     flags = ProtoField.uint8("profiledrop.flags", "Flags", base.HEX),
     busy_flag = ProtoField.bool("profiledrop.flags.busy", "Busy", 8, nil, 0x01),
+    beacon_sequence = ProtoField.uint32("profiledrop.beacon_sequence", "Beacon sequence", base.DEC),
     known_count = ProtoField.uint8("profiledrop.known_count", "Known-answer count", base.DEC),
     known_answer = ProtoField.uint64("profiledrop.known_answer", "Known answer", base.HEX),
     session_id = ProtoField.uint64("profiledrop.session_id", "Session ID", base.HEX),
@@ -68,7 +69,8 @@ local f = {
     tag = ProtoField.bytes("profiledrop.tag", "Poly1305 tag"),
 }
 profiledrop.fields = {
-    f.magic, f.version, f.type, f.type_name, f.device_id, f.port, f.flags, f.busy_flag, f.known_count,
+    f.magic, f.version, f.type, f.type_name, f.device_id, f.port, f.flags, f.busy_flag, f.beacon_sequence,
+    f.known_count,
     f.known_answer, f.session_id, f.sender, f.receiver, f.noise_length, f.noise, f.noise_e, f.reason,
     f.cookie, f.padding, f.packet_number, f.ciphertext_length, f.ciphertext, f.tag,
 }
@@ -164,8 +166,11 @@ function profiledrop.dissector(buffer, pinfo, tree)
             if flags_range then
                 subtree:add(f.busy_flag, flags_range)
                 if bit.band(flags_range:uint(), 0xFE) ~= 0 then subtree:add_proto_expert_info(e_reserved) end
-                info = string.format("%s device=%s port=%d busy=%s", name, hex64(id), port:uint(),
-                    tostring(bit.band(flags_range:uint(), 1) == 1))
+                local sequence = take(f.beacon_sequence, 4)
+                if sequence then
+                    info = string.format("%s device=%s port=%d busy=%s seq=%d", name, hex64(id), port:uint(),
+                        tostring(bit.band(flags_range:uint(), 1) == 1), sequence:uint())
+                end
             end
         end
     elseif type == 2 then

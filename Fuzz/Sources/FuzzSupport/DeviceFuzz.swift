@@ -361,7 +361,9 @@ public struct DeviceFuzz {
             preconditionFailure("SECURE is not a cleartext type")
         case .beacon:
             packet = .beacon(
-                Beacon(deviceID: id(&input), port: 1 + input.uint16() % 65535, busy: input.byte() & 1 == 1))
+                Beacon(
+                    deviceID: id(&input), port: 1 + input.uint16() % 65535, busy: input.byte() & 1 == 1,
+                    sequence: UInt32(truncatingIfNeeded: input.uint64())))
         case .query:
             let known = (0..<Int(input.byte() % 40)).map { _ in id(&input) }
             packet = .query(Query(deviceID: id(&input), knownAnswers: known))

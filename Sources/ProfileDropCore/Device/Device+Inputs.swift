@@ -19,7 +19,7 @@ extension Device {
         case .beacon(let beacon):
             guard beacon.deviceID != deviceID else { throw ProtocolError(.ownDatagram, "our own beacon") }
             try admit(source)
-            discovery.receive(beacon, from: source, context: &context)
+            try discovery.receive(beacon, from: source, context: &context)
         case .query(let query):
             guard query.deviceID != deviceID else { throw ProtocolError(.ownDatagram, "our own query") }
             try admit(source)
@@ -65,10 +65,26 @@ extension Device {
         context.emit(.incompatiblePeer(sender, version: bytes[2]))
     }
 
+    /// Charges an unsolicited datagram from `source` (section 7): an established peer's address or
+    /// a session's address on its own budget, any other source on its IP address's budget and
+    /// then on the budget all of them share.
     private mutating func admit(_ source: PeerAddress) throws(ProtocolError) {
-        guard rateLimiter.admit(source, now: context.now) else {
+        let known =
+            exchange?.peerAddress == source || lingering.contains { $0.peerAddress == source }
+            || discovery.isEstablished(source)
+        let limits = configuration.limits
+        switch admission.admit(source, known: known, now: context.now) {
+        case nil: return
+        case .knownPeer:
             throw ProtocolError(
-                .rateLimited, "\(source) exceeds \(configuration.limits.unsolicitedPerSecond) datagrams/s")
+                .rateLimited, "known peer \(source) exceeds \(limits.unsolicitedPerSecond) datagrams/s")
+        case .address:
+            throw ProtocolError(
+                .rateLimited, "address of \(source) exceeds \(limits.unsolicitedPerSecond) datagrams/s")
+        case .global:
+            throw ProtocolError(
+                .rateLimited,
+                "\(source): unknown sources together exceed \(limits.globalUnsolicitedPerSecond) datagrams/s")
         }
     }
 
@@ -255,7 +271,13 @@ extension Device {
             } else {
                 lastFailure = outcome.reason
                 context.emit(.sessionEnded(peer: outcome.peer, reason: outcome.reason))
-                discovery.sessionFailed(with: outcome.peer, context: &context)
+                if session.isInitiator, outcome.reason == .timeout(.handshake) {
+                    // Neither ACCEPT nor BUSY came from the address we invited.
+                    discovery.invitationUnanswered(
+                        to: outcome.peer, at: session.peerAddress, context: &context)
+                } else {
+                    discovery.sessionFailed(with: outcome.peer, context: &context)
+                }
             }
             if session.nextDeadline != nil { lingering.append(session) }
         }
@@ -264,6 +286,9 @@ extension Device {
 
     /// Acts on a decided session outcome, then invites the next peer if the device is free.
     mutating func afterInput() {
+        if let session = exchange, session.link != nil {
+            discovery.handshakeCompleted(with: session.peer, at: session.peerAddress, context: context)
+        }
         _ = takeOutcomes()
         // A secured session refuses every INVITE: no half-open handshake waits beside it.
         if exchange?.isAwaitingAccept == false { halfOpen.removeAll() }

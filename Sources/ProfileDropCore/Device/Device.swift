@@ -43,7 +43,8 @@ public struct Device {
     /// The latest error a session of this run ended with: what the device reports if its overall
     /// limit passes without an exchange.
     var lastError: CloseReason?
-    var rateLimiter: RateLimiter
+    /// Budgets of unsolicited datagrams (PROTOCOL.md section 7).
+    var admission: Admission
     /// Devices of another protocol version already reported, oldest first; bounded.
     var incompatiblePeers: [DeviceID] = []
 
@@ -73,9 +74,8 @@ public struct Device {
         self.discovery = DiscoverySession(deviceID: deviceID, port: localAddress.port, context: &context)
         context.emit(.advertising)
         self.context = context
-        self.rateLimiter = RateLimiter(
-            perSecond: configuration.limits.unsolicitedPerSecond,
-            capacity: configuration.limits.rateLimitedSources)
+        self.admission = Admission(
+            limits: configuration.limits, knownSources: configuration.limits.maxPeers + Self.maxLingering + 1)
         runTimers()
     }
 

@@ -134,10 +134,19 @@ public struct Limits: Sendable, Equatable {
     /// A peer measured farther than this (centimetres) after ``Timeouts/rangingFarAbort`` ends the
     /// ranging window early.
     public var farAbortDistance: Double = 50
-    /// Datagrams per second accepted from one source that has no session with us.
+    /// Unsolicited datagrams (BEACON, QUERY, INVITE of no session, datagrams of unknown sessions)
+    /// per second accepted from one source IP address, whatever its ports; a peer we know is
+    /// charged on its own budget of the same size instead (PROTOCOL.md section 7).
     public var unsolicitedPerSecond: Int = 20
-    /// Sources tracked by the rate limiter; the oldest is forgotten.
+    /// Source addresses tracked by the rate limiter; the one refreshed longest ago is forgotten.
     public var rateLimitedSources: Int = 64
+    /// Peers in the table that are neither verified (a handshake with them completed) nor heard
+    /// long enough (PROTOCOL.md section 4); a new device id makes room among these only, so
+    /// phantom ids never evict an established peer.
+    public var maxUnverifiedPeers: Int = 8
+    /// Unsolicited datagrams per second accepted from all sources together that are not known
+    /// peers, so that a sender spoofing many addresses meets one budget.
+    public var globalUnsolicitedPerSecond: Int = 200
 
     /// The defaults.
     public init() {}
@@ -165,6 +174,8 @@ extension Limits {
             .number("far abort distance", \.farAbortDistance),
             .count("unsolicited per second", \.unsolicitedPerSecond),
             .count("rate-limited sources", \.rateLimitedSources),
+            .count("max unverified peers", \.maxUnverifiedPeers),
+            .count("global unsolicited per second", \.globalUnsolicitedPerSecond),
         ]
     }
 }

@@ -1,10 +1,30 @@
 /// A device the discovery session has heard a beacon from.
 struct DiscoveredPeer {
     let id: DeviceID
+    /// Where it is reached: the source address of the first beacon heard for its id (whose port
+    /// field names that same port). Beacons for the id from anywhere else never move it; only a
+    /// handshake completed with the id elsewhere, after an invitation here went unanswered while
+    /// another address claimed the id, does (PROTOCOL.md section 4, "Conflicts").
     var address: PeerAddress
+    /// When its first beacon at ``address`` was heard.
+    var firstHeard: Instant
     var lastSeen: Instant
+    /// The sequence number of its latest beacon taken; nil right after the address moved.
+    var sequence: UInt32?
+    /// Beacons taken from it (fresh sequence numbers at ``address``).
+    var hearings = 1
     /// The peer's beacon said it is in an exchange.
     var busy: Bool
+    /// A handshake with it completed in this run, at ``address``.
+    var verified = false
+    /// An invitation to ``address`` went unanswered (neither ACCEPT nor BUSY) before it was
+    /// verified: it is not long-heard any more, whatever its beacons say.
+    var unanswered = false
+    /// Unanswered while another address claimed its id: we no longer invite it (its INVITE is still
+    /// accepted, and a handshake completed from the claimant moves the entry there).
+    var suspended = false
+    /// When a beacon for its id last came from another address.
+    var conflictAt: Instant?
     /// After a session with it failed, we neither invite it nor accept its invitations before
     /// this time.
     var retryAt: Instant
@@ -15,10 +35,27 @@ struct DiscoveredPeer {
     /// When we last refused its invitation because we were busy: it wanted us, so once free we
     /// invite it first.
     var wantedAt: Instant?
+    /// Promoted to long-heard (kept so while it stays answered).
+    var longHeard = false
+
+    /// Verified, or heard long enough at one address: invited before any other peer, never
+    /// evicted by a new device id, and its datagrams are charged on its own budget.
+    var isEstablished: Bool { verified || (longHeard && !unanswered) }
+
+    /// Neither established nor suspended: the tier capped at ``Limits/maxUnverifiedPeers``.
+    /// Suspended entries are kept apart, so that a disputed id stays remembered (and uninvited)
+    /// without taking room from newcomers; there is at most one per unanswered invitation.
+    var isUnverified: Bool { !isEstablished && !suspended }
 }
 
 /// The multicast half of a device: announces our beacon, browses with queries, answers queries
 /// with mDNS-like etiquette, and keeps a bounded table of peers to invite.
+///
+/// The table has two tiers (PROTOCOL.md section 4). **Established** peers were verified by a
+/// handshake or heard at one address for at least ``longHeard``; at most `maxPeers -
+/// maxUnverifiedPeers` become established by hearing alone. **Unverified** peers, everything
+/// else, are at most ``Limits/maxUnverifiedPeers``; a new device id only ever evicts one of these,
+/// and they are invited only when no established peer is a candidate.
 struct DiscoverySession {
     private let deviceID: DeviceID
     private let port: UInt16
@@ -30,18 +67,28 @@ struct DiscoverySession {
     private var queryCount = 0
     private var answerAt: Instant?
     private var lastBeaconAt: Instant?
+    /// The sequence number of our next beacon.
+    private var sequence: UInt32
     /// Earliest time for our next invitation.
     var inviteAt: Instant
+
+    /// How long a peer must be heard at one address (first to latest beacon) to be established.
+    /// A device's own beacons 0.25, 0.5 and 1 s apart after its start (±10 %) reach it within
+    /// about 1.9 s.
+    static let longHeard: Duration = .milliseconds(1500)
 
     init(deviceID: DeviceID, port: UInt16, context: inout SessionContext) {
         self.deviceID = deviceID
         self.port = port
         let now = context.now
-        // Spread the first beacons and queries of devices switched on together.
+        // Spread the first beacons and queries of devices switched on together. The first query
+        // follows the first beacon, so that no datagram tells our id before a beacon tells where
+        // we are (a forger learning it from the query could otherwise announce it first).
         announceAt = now + context.randomDuration(in: .zero ... .milliseconds(100))
-        queryAt = now + context.randomDuration(in: context.timeouts.queryResponseDelay)
+        queryAt = announceAt + context.randomDuration(in: context.timeouts.queryResponseDelay)
         inviteAt =
             now + context.timeouts.announceInitial + context.randomDuration(in: context.timeouts.inviteDelay)
+        sequence = UInt32(truncatingIfNeeded: context.random.nextUInt64() >> 33)
     }
 
     var peerCount: Int { peers.count }
@@ -92,33 +139,160 @@ struct DiscoverySession {
     }
 
     private mutating func sendBeacon(busy: Bool, context: inout SessionContext) {
-        context.send(.beacon(Beacon(deviceID: deviceID, port: port, busy: busy)), to: .multicast)
+        context.send(
+            .beacon(Beacon(deviceID: deviceID, port: port, busy: busy, sequence: sequence)), to: .multicast)
+        // Drawn below 2^31 and one more per beacon: 2^31 beacons, decades of them, before it wraps.
+        sequence &+= 1
         lastBeaconAt = context.now
     }
 
-    /// Records a peer's beacon. New peers are reported; when the table is full the peer heard
-    /// from longest ago makes room.
-    mutating func receive(_ beacon: Beacon, from source: PeerAddress, context: inout SessionContext) {
+    /// Records a peer's beacon. New peers are reported; room for them is made among the
+    /// unverified peers only.
+    /// - Throws: `.conflict` when the beacon's port is not its source port, or its id is held at
+    ///   another address; `.replayed` when its sequence number is not above the last one taken
+    ///   from that peer; `.tableFull` when every entry is established and none can make room.
+    ///   Nothing changes then but the note of a conflict.
+    mutating func receive(_ beacon: Beacon, from source: PeerAddress, context: inout SessionContext)
+        throws(ProtocolError)
+    {
         guard !isClosed else { return }
-        let address = PeerAddress(ipv4: source.ipv4, port: beacon.port)
+        guard beacon.port == source.port else {
+            throw ProtocolError(
+                .conflict, "beacon of \(beacon.deviceID) names port \(beacon.port) from \(source)")
+        }
+        let now = context.now
         if let index = peers.firstIndex(where: { $0.id == beacon.deviceID }) {
-            peers[index].address = address
-            peers[index].lastSeen = context.now
+            guard peers[index].address == source else {
+                peers[index].conflictAt = now
+                throw ProtocolError(
+                    .conflict, "beacon of \(beacon.deviceID) from \(source); it is at \(peers[index].address)"
+                )
+            }
+            if let last = peers[index].sequence, beacon.sequence <= last {
+                throw ProtocolError(
+                    .replayed, "beacon \(beacon.sequence) of \(beacon.deviceID), after \(last)")
+            }
+            peers[index].sequence = beacon.sequence
+            peers[index].lastSeen = now
             peers[index].busy = beacon.busy
+            peers[index].hearings = peers[index].hearings < Int.max ? peers[index].hearings + 1 : Int.max
+            if !peers[index].longHeard, now - peers[index].firstHeard >= Self.longHeard,
+                establishedCount < establishedRoom(context.limits)
+            {
+                peers[index].longHeard = true
+            }
             return
         }
-        if peers.count >= context.limits.maxPeers {
-            guard let stalest = peers.indices.min(by: { peers[$0].lastSeen < peers[$1].lastSeen }) else {
-                return
-            }
-            peers.remove(at: stalest)
+        guard makeRoomForNewcomer(context.limits) else {
+            throw ProtocolError(
+                .tableFull, "no room for \(beacon.deviceID): every unverified peer was heard more than once")
         }
         let peer = DiscoveredPeer(
-            id: beacon.deviceID, address: address, lastSeen: context.now, busy: beacon.busy,
-            retryAt: context.now, busyUntil: context.now)
+            id: beacon.deviceID, address: source, firstHeard: now, lastSeen: now, sequence: beacon.sequence,
+            busy: beacon.busy, retryAt: now, busyUntil: now)
         let position = peers.firstIndex { $0.id > beacon.deviceID } ?? peers.endIndex
         peers.insert(peer, at: position)
         context.emit(.peerFound(beacon.deviceID))
+    }
+
+    private var unverifiedCount: Int { peers.reduce(0) { $0 + ($1.isUnverified ? 1 : 0) } }
+    private var establishedCount: Int { peers.reduce(0) { $0 + ($1.isEstablished ? 1 : 0) } }
+
+    /// At least one, at most the table.
+    private func unverifiedCap(_ limits: Limits) -> Int {
+        min(max(limits.maxUnverifiedPeers, 1), max(limits.maxPeers, 1))
+    }
+
+    /// How many peers may be established by hearing alone.
+    private func establishedRoom(_ limits: Limits) -> Int { max(limits.maxPeers, 1) - unverifiedCap(limits) }
+
+    /// The unverified peer heard fewest times, then longest ago, then of the lowest id.
+    private var weakestUnverified: Int? {
+        peers.indices.filter { peers[$0].isUnverified }.min {
+            (peers[$0].hearings, peers[$0].lastSeen, peers[$0].id)
+                < (peers[$1].hearings, peers[$1].lastSeen, peers[$1].id)
+        }
+    }
+
+    /// Makes room for a new entry if the unverified tier or the table is full, by evicting the
+    /// unverified peer heard once longest ago; false when there is none. A peer heard twice is
+    /// not evicted by a newcomer, so it can stay until it is heard long enough to be established,
+    /// and a flood of fresh ids churns only among entries heard once.
+    /// A verified newcomer needs no unverified slot, only room in the table.
+    private mutating func makeRoomForNewcomer(_ limits: Limits, verified: Bool = false) -> Bool {
+        let tierFull = !verified && unverifiedCount >= unverifiedCap(limits)
+        guard tierFull || peers.count >= max(limits.maxPeers, 1) else { return true }
+        guard let weakest = weakestUnverified, peers[weakest].hearings <= 1 else { return false }
+        peers.remove(at: weakest)
+        return true
+    }
+
+    /// Evicts the weakest unverified peers while there are more than the cap (after a demotion).
+    private mutating func enforceUnverifiedCap(_ limits: Limits) {
+        while unverifiedCount > unverifiedCap(limits), let weakest = weakestUnverified {
+            peers.remove(at: weakest)
+        }
+    }
+
+    /// Whether `source` is the address of an established peer (its datagrams are charged on its own
+    /// budget, section 7).
+    func isEstablished(_ source: PeerAddress) -> Bool {
+        peers.contains { $0.address == source && $0.isEstablished }
+    }
+
+    /// Notes a completed handshake with `peer`, whose session address is `address`. At the peer's
+    /// table address it verifies the peer. Elsewhere it moves a suspended entry there (the
+    /// address first heard never answered, and this one did); any other entry stays as it is.
+    mutating func handshakeCompleted(with peer: DeviceID, at address: PeerAddress, context: SessionContext) {
+        guard let index = peers.firstIndex(where: { $0.id == peer }) else {
+            // A peer we never heard, or lost to churn, that completed a handshake with us: it is
+            // live at that address, so it gets a verified entry if an unverified one heard once can
+            // make room.
+            guard !isClosed, makeRoomForNewcomer(context.limits, verified: true) else { return }
+            var entry = DiscoveredPeer(
+                id: peer, address: address, firstHeard: context.now, lastSeen: context.now, sequence: nil,
+                busy: false, retryAt: context.now, busyUntil: context.now)
+            entry.verified = true
+            peers.insert(entry, at: peers.firstIndex { $0.id > peer } ?? peers.endIndex)
+            return
+        }
+        if peers[index].address == address {
+            guard !peers[index].verified else { return }
+        } else {
+            guard peers[index].suspended, !peers[index].verified else { return }
+            peers[index].address = address
+            peers[index].sequence = nil
+            peers[index].conflictAt = nil
+            peers[index].lastSeen = context.now
+        }
+        peers[index].verified = true
+        peers[index].unanswered = false
+        peers[index].suspended = false
+    }
+
+    /// Notes that our invitation of `peer` at `address` was never answered: the handshake gave up
+    /// without an ACCEPT or a BUSY. An unverified peer loses its long-heard standing (a replayed or
+    /// forged beacon stream gets one invitation). If another address claimed its id within the
+    /// peer lifetime, the address we hold may be a forger's: no failure is counted against the id
+    /// (so we do not refuse the real device), and we stop inviting it.
+    mutating func invitationUnanswered(
+        to peer: DeviceID, at address: PeerAddress, context: inout SessionContext
+    ) {
+        if let index = peers.firstIndex(where: { $0.id == peer }), peers[index].address == address,
+            !peers[index].verified
+        {
+            peers[index].unanswered = true
+            let disputed =
+                peers[index].conflictAt.map { context.now - $0 < context.timeouts.peerLifetime } ?? false
+            if disputed {
+                peers[index].suspended = true
+                enforceUnverifiedCap(context.limits)
+                inviteAt = context.now + context.randomDuration(in: context.timeouts.inviteDelay)
+                return
+            }
+        }
+        sessionFailed(with: peer, context: &context)
+        enforceUnverifiedCap(context.limits)
     }
 
     /// Schedules a delayed beacon in answer to a query that does not already list us.
@@ -129,14 +303,21 @@ struct DiscoverySession {
     }
 
     /// Picks the next peer to invite, or nil. Candidates are peers not known to be busy whose
-    /// back-offs expired; among those with the fewest failed sessions one is drawn at random, so
-    /// that many devices do not all invite the same peer and every peer is tried before any is
-    /// retried. BUSY answers do not count as failures: a busy peer is retried soon.
+    /// back-offs expired; established ones come first, and unverified ones only when no established
+    /// peer is a candidate (then those heard most often first). Among those with the fewest failed
+    /// sessions one is drawn at random, so that many devices do not all invite the same peer and
+    /// every peer is tried before any is retried. BUSY answers do not count as failures: a busy
+    /// peer is retried soon.
     mutating func nextInvitee(context: inout SessionContext) -> DiscoveredPeer? {
         guard !isClosed, context.now >= inviteAt else { return nil }
         let candidates = peers.filter { isCandidate($0, now: context.now) }
-        guard let fewest = candidates.map(\.failures).min() else { return nil }
-        let least = candidates.filter { $0.failures == fewest }
+        let established = candidates.filter(\.isEstablished)
+        let pool = established.isEmpty ? candidates : established
+        guard let fewest = pool.map(\.failures).min() else { return nil }
+        var least = pool.filter { $0.failures == fewest }
+        if established.isEmpty, let most = least.map(\.hearings).max() {
+            least = least.filter { $0.hearings == most }
+        }
         let wanting = least.filter { peer in
             peer.wantedAt.map { context.now - $0 <= context.timeouts.busyBackoff.upperBound * 2 } ?? false
         }
@@ -153,7 +334,7 @@ struct DiscoverySession {
     }
 
     private func isCandidate(_ peer: DiscoveredPeer, now: Instant) -> Bool {
-        !peer.busy && peer.retryAt <= now && peer.busyUntil <= now
+        !peer.busy && !peer.suspended && peer.retryAt <= now && peer.busyUntil <= now
     }
 
     /// Whether we refuse an invitation from `peer`: while we back off from it after a failed
@@ -162,11 +343,12 @@ struct DiscoverySession {
     /// together that have tried everyone else are free for each other. Only candidates count:
     /// a peer that is busy, backing off or answered BUSY is not one we would try instead, and
     /// counting it (or a phantom id from a corrupted beacon, which never answers) kept a close
-    /// pair refusing each other while neither had anyone else to try.
+    /// pair refusing each other while neither had anyone else to try. For the same reason only
+    /// established peers count: unverified ones may be phantoms a forger keeps coming.
     func prefersNotToAccept(_ peer: DeviceID, now: Instant) -> Bool {
         guard let entry = peers.first(where: { $0.id == peer }) else { return false }
         if entry.retryAt > now { return true }
-        let others = peers.filter { $0.id != peer && isCandidate($0, now: now) }
+        let others = peers.filter { $0.id != peer && $0.isEstablished && isCandidate($0, now: now) }
         guard let fewest = others.map(\.failures).min() else { return false }
         return entry.failures > fewest
     }
@@ -174,7 +356,10 @@ struct DiscoverySession {
     /// The earliest time a peer becomes available for an invitation (for the device's deadline).
     var nextInviteCandidateAt: Instant? {
         guard !isClosed else { return nil }
-        guard let earliest = peers.filter({ !$0.busy }).map({ max($0.retryAt, $0.busyUntil) }).min() else {
+        guard
+            let earliest = peers.filter({ !$0.busy && !$0.suspended }).map({ max($0.retryAt, $0.busyUntil) })
+                .min()
+        else {
             return nil
         }
         return max(earliest, inviteAt)

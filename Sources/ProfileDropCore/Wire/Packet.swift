@@ -7,12 +7,17 @@ public struct Beacon: Equatable, Sendable {
     public var port: UInt16
     /// Whether the sender is in an exchange session now (bit 0 of the flags byte).
     public var busy: Bool
+    /// The sender's beacon sequence number: drawn at random below 2^31 at start and increased by
+    /// one for every beacon it sends, so a receiver can tell a replayed beacon from a fresh one
+    /// (PROTOCOL.md section 4).
+    public var sequence: UInt32
 
     /// Creates a beacon.
-    public init(deviceID: DeviceID, port: UInt16, busy: Bool) {
+    public init(deviceID: DeviceID, port: UInt16, busy: Bool, sequence: UInt32) {
         self.deviceID = deviceID
         self.port = port
         self.busy = busy
+        self.sequence = sequence
     }
 }
 
@@ -176,6 +181,7 @@ public enum Packet: Equatable, Sendable {
             writer.writeInteger(beacon.deviceID.rawValue)
             writer.writeInteger(beacon.port)
             writer.writeInteger(UInt8(beacon.busy ? 1 : 0))
+            writer.writeInteger(beacon.sequence)
         case .query(let query):
             precondition(query.knownAnswers.count <= Query.maxKnownAnswers, "too many known answers")
             writer.writeInteger(query.deviceID.rawValue)
@@ -326,7 +332,10 @@ extension ByteReader {
                 throw ProtocolError(.malformed, "beacon flags \(flags) has reserved bits")
             }
             guard port != 0 else { throw ProtocolError(.malformed, "beacon port 0") }
-            return .beacon(Beacon(deviceID: DeviceID(rawValue: id), port: port, busy: flags & 1 == 1))
+            let sequence = try require("beacon sequence", as: UInt32.self)
+            return .beacon(
+                Beacon(deviceID: DeviceID(rawValue: id), port: port, busy: flags & 1 == 1, sequence: sequence)
+            )
         case .query:
             let id = try require("query device id", as: UInt64.self)
             let count = try require("query known-answer count", as: UInt8.self)

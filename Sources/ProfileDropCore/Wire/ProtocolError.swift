@@ -24,7 +24,8 @@ public struct ProtocolError: Error, Equatable, Hashable, Sendable, CustomStringC
         case unknownSession = 8
         /// AEAD authentication failed: spoofed, corrupted or tampered.
         case authenticationFailed = 9
-        /// The packet number was already received.
+        /// The packet number was already received, or a BEACON's sequence number is not above the
+        /// last one heard from its device.
         case replayed = 10
         /// The packet number is older than the replay window.
         case tooOld = 11
@@ -50,6 +51,9 @@ public struct ProtocolError: Error, Equatable, Hashable, Sendable, CustomStringC
         case commitmentMismatch = 21
         /// The peer presented the identity of a known peer but could not prove the bond.
         case identityProofFailed = 22
+        /// A BEACON names a device id the peer table holds at another address, or names a port
+        /// other than the one it came from: the address first heard for an id stays.
+        case conflict = 23
 
         /// The value sent in CLOSE frames.
         public var wireValue: UInt16 { rawValue }
@@ -79,6 +83,7 @@ public struct ProtocolError: Error, Equatable, Hashable, Sendable, CustomStringC
             case .ownDatagram: "own-datagram"
             case .commitmentMismatch: "commitment-mismatch"
             case .identityProofFailed: "identity-proof-failed"
+            case .conflict: "conflict"
             }
         }
     }
