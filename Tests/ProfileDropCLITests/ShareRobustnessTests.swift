@@ -52,24 +52,11 @@ import Testing
     }
 
     @Test func garbageIsDroppedAndCountedWhileThePairExchanges() throws {
-        let directory = try TestPaths.temporaryDirectory()
-        let cards = [ShareCommandTests.bori, ShareCommandTests.max].enumerated().map { index, text in
-            let path = directory.appendingPathComponent("card\(index).json").path
-            try? text.write(toFile: path, atomically: true, encoding: .utf8)
-            return path
-        }
         let port = freeUDPPort()
-        func arguments(_ index: Int) -> [String] {
-            [
-                "share", "--profile", cards[index], "--interface", "lo", "--port", String(port), "--verbose",
-                "--timeout", "20", "--yes", "--key-file",
-                directory.appendingPathComponent("key\(index)").path,
-                "--known-peers", directory.appendingPathComponent("peers\(index)").path,
-            ]
-        }
-        let a = try ToolProcess(arguments(0))
+        let pair = try SharingPair(port: port, timeout: 20)
+        let a = try ToolProcess(pair.arguments(0))
         flood(port: port)
-        let b = try ToolProcess(arguments(1))
+        let b = try ToolProcess(pair.arguments(1))
         let first = a.finish()
         let second = b.finish()
         #expect(first.code == 0, "\(first.output.suffix(3)) \(first.errors)")
@@ -164,22 +151,9 @@ import Testing
     /// A real `share --yes` process squatted with random INVITEs at about 10 per second while it
     /// pairs with another: the pair still exchanges, well within its timeout.
     @Test func randomInvitesDoNotKeepThePairFromExchanging() throws {
-        let directory = try TestPaths.temporaryDirectory()
-        let cards = [ShareCommandTests.bori, ShareCommandTests.max].enumerated().map { index, text in
-            let path = directory.appendingPathComponent("card\(index).json").path
-            try? text.write(toFile: path, atomically: true, encoding: .utf8)
-            return path
-        }
         let port = freeUDPPort()
-        func arguments(_ index: Int) -> [String] {
-            [
-                "share", "--profile", cards[index], "--interface", "lo", "--port", String(port), "--verbose",
-                "--timeout", "20", "--yes", "--key-file",
-                directory.appendingPathComponent("key\(index)").path,
-                "--known-peers", directory.appendingPathComponent("peers\(index)").path,
-            ]
-        }
-        let a = try ToolProcess(arguments(0))
+        let pair = try SharingPair(port: port, timeout: 20)
+        let a = try ToolProcess(pair.arguments(0))
         guard let victim = firstBeacon(port: port) else {
             _ = a.finish()
             Issue.record("no BEACON from the first device")
@@ -195,7 +169,7 @@ import Testing
         // Squatted for two seconds before its peer even starts.
         usleep(2_000_000)
         let started = Date()
-        let b = try ToolProcess(arguments(1))
+        let b = try ToolProcess(pair.arguments(1))
         let first = a.finish()
         let second = b.finish()
         let elapsed = Date().timeIntervalSince(started)
@@ -240,50 +214,16 @@ import Testing
             "\(events)")
     }
 
-    /// A free port in the range kept for these tests, 47900–47999, so that the discovery group of
-    /// one test never mixes with another's.
-    static func privatePort() -> UInt16 {
-        var generator = SystemRandomNumberGenerator()
-        for _ in 0..<100 {
-            let candidate = UInt16.random(in: 47900...47999, using: &generator)
-            let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-            defer { close(descriptor) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = candidate.bigEndian
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-            if bound == 0 { return candidate }
-        }
-        return freeUDPPort()
-    }
-
     /// The hijack of PROTOCOL.md 11.6 item 6: while two processes pair, a forger announces each of
     /// their ids, as soon as it has heard it, for a dead port, ten times a second (version 2 before
     /// this rule let a BEACON for a known id move its address, and 9 a second stopped all pairing).
     /// The address first heard for an id stays, so they still exchange; the forgeries are counted as
     /// conflicts. The forger sends at most 200 datagrams over at most 20 s.
     @Test func forgedBeaconsForTheirIdsDoNotStopAPairing() throws {
-        let directory = try TestPaths.temporaryDirectory()
-        let cards = [ShareCommandTests.bori, ShareCommandTests.max].enumerated().map { index, text in
-            let path = directory.appendingPathComponent("card\(index).json").path
-            try? text.write(toFile: path, atomically: true, encoding: .utf8)
-            return path
-        }
-        let port = Self.privatePort()
+        let port = freeUDPPort()
         let forger = try Forger(port: port)
-        func arguments(_ index: Int) -> [String] {
-            [
-                "share", "--profile", cards[index], "--interface", "lo", "--port", String(port), "--verbose",
-                "--timeout", "40", "--yes", "--key-file",
-                directory.appendingPathComponent("key\(index)").path,
-                "--known-peers", directory.appendingPathComponent("peers\(index)").path,
-            ]
-        }
-        let a = try ToolProcess(arguments(0))
+        let pair = try SharingPair(port: port, timeout: 40)
+        let a = try ToolProcess(pair.arguments(0))
         // The forger learns the first device's id from its first beacon, and starts at once: the
         // second device, started now, may hear a forgery for it before the real thing.
         for _ in 0..<50 where forger.ids.isEmpty {
@@ -291,7 +231,7 @@ import Testing
             usleep(20_000)
         }
         #expect(forger.ids.count == 1)
-        let b = try ToolProcess(arguments(1))
+        let b = try ToolProcess(pair.arguments(1))
         let started = Date()
         while forger.sent < 200, Date().timeIntervalSince(started) < 20,
             a.process.isRunning || b.process.isRunning
@@ -484,5 +424,36 @@ private final class Forger {
             }
         }
         sent += 1
+    }
+}
+
+/// Two `share --yes --verbose` processes on loopback, with the example cards and each its own key
+/// and known-peers files: the honest pair every robustness test attacks.
+struct SharingPair {
+    let directory: URL
+    let cards: [String]
+    let port: UInt16
+    let timeout: Int
+
+    init(port: UInt16, timeout: Int) throws {
+        directory = try TestPaths.temporaryDirectory()
+        let directory = directory
+        cards = [ShareCommandTests.bori, ShareCommandTests.max].enumerated().map { index, text in
+            let path = directory.appendingPathComponent("card\(index).json").path
+            try? text.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        self.port = port
+        self.timeout = timeout
+    }
+
+    /// The arguments of device `index` (0 or 1).
+    func arguments(_ index: Int) -> [String] {
+        [
+            "share", "--profile", cards[index], "--interface", "lo", "--port", String(port), "--verbose",
+            "--timeout", String(timeout), "--yes", "--key-file",
+            directory.appendingPathComponent("key\(index)").path,
+            "--known-peers", directory.appendingPathComponent("peers\(index)").path,
+        ]
     }
 }

@@ -251,7 +251,8 @@ import Testing
         let realPeer = DeviceID(rawValue: 0x1234)
         let realAddress = PeerAddress(10, 0, 0, 7, port: 4000)
         lone.deliver(
-            .beacon(Beacon(deviceID: realPeer, port: 4000, busy: true, sequence: 1)), from: realAddress, at: .zero)
+            .beacon(Beacon(deviceID: realPeer, port: 4000, busy: true, sequence: 1)), from: realAddress,
+            at: .zero)
         var attacker = DeterministicRandom(seed: 9)
         let victim = lone.device.deviceID
         // The first INVITE, naming the real peer, is accepted; the fresh period refuses the next.
