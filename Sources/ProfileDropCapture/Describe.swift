@@ -39,6 +39,7 @@ public enum Describe {
             case .inSession: reason = "in-session"
             case .unavailable: reason = "unavailable"
             case .retry: reason = "retry"
+            case .staleID: reason = "stale-id"
             }
             var fields = [
                 ("session", hex16(busy.sessionID)), ("sender", busy.sender.description),

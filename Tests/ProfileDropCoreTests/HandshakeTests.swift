@@ -99,6 +99,32 @@ import Testing
         #expect(lone.device.stage == .discovering)
     }
 
+    /// An id whose device has gone (or a replayed BEACON) costs one round trip, not a handshake
+    /// timeout: the device now at that address answers BUSY(stale id) naming the invited id, and
+    /// the inviter forgets the id at once. A device invited under another id answers exactly so.
+    @Test func aStaleIdIsForgottenOnTheDeviceNowAtItsAddress() throws {
+        var (lone, invite) = try Self.invited()
+        #expect(lone.device.snapshot.peersSeen == 1)
+        // The device at the ghost's address now: invited under an id that is not its own.
+        var other = DiscoverySessionTests.Lone(seed: 8)
+        other.deliver(
+            .invite(invite), from: PeerAddress(10, 0, 0, 1, port: 4000), at: .zero + .milliseconds(700))
+        guard case .busy(let answer) = other.sent.last?.packet else {
+            Issue.record("no answer to an INVITE for another id")
+            return
+        }
+        #expect(
+            answer
+                == Busy(
+                    sessionID: invite.sessionID, sender: Self.ghostID, receiver: invite.sender,
+                    reason: .staleID))
+        #expect(Packet.busy(answer).encoded().count < Packet.invite(invite).encoded().count)
+        lone.deliver(.busy(answer), from: Self.ghost, at: lone.device.now)
+        #expect(lone.device.stage == .discovering)
+        #expect(lone.device.snapshot.peersSeen == 0)
+        #expect(!lone.events.contains { if case .sessionEnded = $0 { true } else { false } })
+    }
+
     /// A crossing INVITE that names the peer we invite, but comes from another address, is no
     /// tie-break: it gets BUSY(1), and our invitation goes on to secure. From the invitee's address
     /// the tie-break holds: the higher id abandons its invitation and accepts.

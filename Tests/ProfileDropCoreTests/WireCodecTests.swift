@@ -52,6 +52,10 @@ import Testing
             Busy(
                 sessionID: 5, sender: DeviceID(rawValue: 3), receiver: DeviceID(rawValue: 4), reason: .retry,
                 cookie: Array(repeating: 0xC0, count: 16))),
+        .busy(
+            Busy(
+                sessionID: 5, sender: DeviceID(rawValue: 3), receiver: DeviceID(rawValue: 4),
+                reason: .staleID)),
     ]
 
     static let frames: [Frame] = [

@@ -37,6 +37,7 @@ local busy_reasons = {
     [1] = "in session",
     [2] = "unavailable",
     [3] = "retry",
+    [4] = "stale id",
 }
 
 -- INVITE is padded with zero bytes to at least this length (PROTOCOL.md section 3).

@@ -142,6 +142,14 @@ extension Device {
         throws(ProtocolError)
     {
         guard invite.receiver == deviceID else {
+            // Tell the inviter at once that the id it holds for this address is not ours, rather
+            // than leave it waiting out a handshake; the answer is smaller than the INVITE.
+            context.send(
+                .busy(
+                    Busy(
+                        sessionID: invite.sessionID, sender: invite.receiver, receiver: invite.sender,
+                        reason: .staleID)),
+                to: .unicast(source))
             throw ProtocolError(.unexpectedMessage, "INVITE addressed to \(invite.receiver)")
         }
         guard invite.sender != deviceID else { throw ProtocolError(.ownDatagram, "our own INVITE") }
@@ -208,6 +216,10 @@ extension Device {
             exchange = nil
             context.emit(.peerBusy(busy.sender))
             discovery.peerBusy(busy.sender, context: &context)
+        case .staleID:
+            // Another device answers at the address we hold for this id: forget the id.
+            exchange = nil
+            discovery.forget(busy.sender, at: source, context: &context)
         }
     }
 

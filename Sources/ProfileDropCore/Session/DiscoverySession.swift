@@ -376,6 +376,14 @@ struct DiscoverySession {
         inviteAt = context.now + context.randomDuration(in: context.timeouts.inviteDelay)
     }
 
+    /// Removes `peer` when the device at the address we hold for it says it has another id (BUSY
+    /// with reason stale id, from that very address): the entry came from a departed device or a
+    /// replayed BEACON. A later BEACON of the id, if it is alive elsewhere, adds it again.
+    mutating func forget(_ peer: DeviceID, at address: PeerAddress, context: inout SessionContext) {
+        peers.removeAll { $0.id == peer && $0.address == address }
+        inviteAt = context.now + context.randomDuration(in: context.timeouts.inviteDelay)
+    }
+
     /// Backs off briefly from `peer` after it answered BUSY.
     mutating func peerBusy(_ peer: DeviceID, context: inout SessionContext) {
         if let index = peers.firstIndex(where: { $0.id == peer }) {

@@ -76,6 +76,10 @@ public enum BusyReason: UInt8, Sendable, Equatable {
     /// The receiver is under load: it keeps no state for the invitation, and asks for the INVITE
     /// again carrying the cookie of this BUSY (PROTOCOL.md 5). Not a refusal.
     case retry = 3
+    /// The receiver holds another device id than the invited one: the id the inviter holds for this
+    /// address is stale (a departed device, or a replayed BEACON). BUSY then carries the invited id
+    /// as its sender, so the inviter can match it; the inviter forgets that id.
+    case staleID = 4
 }
 
 /// A refusal of an invitation.

@@ -154,17 +154,14 @@ public enum Attacks {
     /// Availability kinds that still breach on the core they were written against, waiting for a
     /// fix: kept in the runner (`--kinds all` or `--kinds NAME` runs them) but out of the default
     /// run, so that CI stays green. Each row's note names the fix it waits for.
-    public static let pendingFixKinds: [AttackKind] = [.phantomFlood, .beaconReplay, .reinviter]
+    public static let pendingFixKinds: [AttackKind] = [.phantomFlood, .reinviter]
 
     /// The fixes a pending kind waits for, nil for a kind that is not pending.
     static func pendingFix(_ kind: AttackKind) -> String? {
         guard pendingFixKinds.contains(kind) else { return nil }
         switch kind {
         case .phantomFlood:
-            return
-                "none yet (with discovery-hardening, unverified peers are invited while the real one looks busy)"
-        case .beaconReplay:
-            return "none yet (with discovery-hardening, an old id at a real address costs a 7.75 s handshake)"
+            return "none yet (unverified peers are invited while the real one looks busy, PROTOCOL.md 11.6)"
         case .reinviter: return "none yet (a peer that comes back under a fresh id is accepted again)"
         default: return "unknown"
         }
