@@ -326,6 +326,41 @@ import Testing
     /// One id heard from two addresses is a conflict: the address first heard stays, and the
     /// other's beacons (or a beacon naming a port it did not come from) are counted and change
     /// nothing, not its busy flag, not its lifetime.
+    /// An invitation of a peer heard only once (it may be a phantom) is tentative: the device does
+    /// not announce itself busy meanwhile, and as soon as an established peer is a candidate it
+    /// gives the tentative invitation up and invites that peer instead.
+    @Test func aTentativeInvitationYieldsToAnEstablishedPeer() throws {
+        var lone = Lone()
+        let phantom = DeviceID(rawValue: 0xDEAD)
+        let real = DeviceID(rawValue: 0xBEEF)
+        let realAddress = PeerAddress(10, 0, 0, 9, port: 4000)
+        lone.deliver(
+            .beacon(Beacon(deviceID: phantom, port: 4001, busy: false, sequence: 1)),
+            from: PeerAddress(10, 0, 0, 8, port: 4001), at: .zero)
+        lone.run(until: .zero + .milliseconds(700))
+        let first = lone.sent.compactMap {
+            if case .invite(let invite) = $0.packet { invite.receiver } else { nil }
+        }
+        #expect(!first.isEmpty && first.allSatisfy { $0 == phantom })
+        // Heard twice, 1.5 s apart: established.
+        lone.deliver(
+            .beacon(Beacon(deviceID: real, port: 4000, busy: false, sequence: 1)), from: realAddress,
+            at: .zero + .milliseconds(800))
+        lone.deliver(
+            .beacon(Beacon(deviceID: real, port: 4000, busy: false, sequence: 2)), from: realAddress,
+            at: .zero + .milliseconds(2400))
+        lone.run(until: .zero + .milliseconds(2800))
+        let invited = lone.sent.compactMap {
+            if case .invite(let invite) = $0.packet { invite.receiver } else { nil }
+        }
+        #expect(invited.last == real)
+        // While it waited on the phantom, its BEACONs did not say busy.
+        let beacons = lone.sent.filter { $0.time < .zero + .milliseconds(2400) }.compactMap {
+            if case .beacon(let beacon) = $0.packet { beacon } else { nil }
+        }
+        #expect(!beacons.isEmpty && beacons.allSatisfy { !$0.busy })
+    }
+
     @Test func aBeaconNeverMovesAKnownPeer() {
         var lone = Lone()
         let real = PeerAddress(10, 0, 0, 2, port: 4000)

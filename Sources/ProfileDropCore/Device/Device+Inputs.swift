@@ -161,14 +161,21 @@ extension Device {
         if let session = exchange {
             // Both invited each other (section 2): only the INVITE of the very peer we invite, from
             // the address we invite it at, counts; the lower device id stays initiator.
-            guard session.isAwaitingAccept, session.peer == invite.sender, session.peerAddress == source
-            else {
-                refuse(invite, from: source, reason: .inSession)
-                discovery.refusedWhileBusy(invite.sender, context: context)
-                return
+            if isInvitingTentatively, session.peer != invite.sender,
+                discovery.isEstablished(peer: invite.sender)
+            {
+                // An established peer invites us while we wait on a peer that may be a phantom.
+                abandonTentativeInvitation()
+            } else {
+                guard session.isAwaitingAccept, session.peer == invite.sender, session.peerAddress == source
+                else {
+                    refuse(invite, from: source, reason: .inSession)
+                    discovery.refusedWhileBusy(invite.sender, context: context)
+                    return
+                }
+                if deviceID < invite.sender { return }
+                crossing = true
             }
-            if deviceID < invite.sender { return }
-            crossing = true
         } else if halfOpen.isFresh(at: context.now) {
             // A handshake that began alone completes within a round trip: let it.
             refuse(invite, from: source, reason: .inSession)
@@ -223,6 +230,21 @@ extension Device {
         }
     }
 
+    /// Whether we wait for ACCEPT from a peer not yet established: a tentative invitation, which may
+    /// be a phantom's, keeps us neither busy to others nor from an established peer (PROTOCOL.md 5).
+    var isInvitingTentatively: Bool {
+        guard let session = exchange, session.isAwaitingAccept else { return false }
+        return !discovery.isEstablished(peer: session.peer)
+    }
+
+    /// Ends a tentative invitation without an outcome, as if unanswered: the peer it named ranks
+    /// last from now on.
+    mutating func abandonTentativeInvitation() {
+        guard let session = exchange else { return }
+        exchange = nil
+        discovery.invitationUnanswered(to: session.peer, at: session.peerAddress, context: &context)
+    }
+
     private mutating func refuse(_ invite: HandshakePacket, from source: PeerAddress, reason: BusyReason) {
         context.send(
             .busy(
@@ -232,7 +254,8 @@ extension Device {
 
     /// Runs due timers of the discovery session, the exchange session and lingering sessions.
     mutating func runTimers() {
-        discovery.runTimers(busy: exchange != nil, context: &context)
+        // A tentative invitation (of a peer not yet established) does not make us busy to others.
+        discovery.runTimers(busy: exchange != nil && !isInvitingTentatively, context: &context)
         exchange?.handleTimeout(context: &context)
         halfOpen.runTimers(context: &context)
         for index in lingering.indices { lingering[index].handleTimeout(context: &context) }
@@ -302,6 +325,10 @@ extension Device {
             discovery.handshakeCompleted(with: session.peer, at: session.peerAddress, context: context)
         }
         _ = takeOutcomes()
+        // A peer became established while we wait on one that may be a phantom: go to it.
+        if isInvitingTentatively, discovery.hasEstablishedCandidate(now: context.now) {
+            abandonTentativeInvitation()
+        }
         // A secured session refuses every INVITE: no half-open handshake waits beside it.
         if exchange?.isAwaitingAccept == false { halfOpen.removeAll() }
         // After a session ended, so that a limit that passed during it applies now, not one call later.

@@ -236,6 +236,16 @@ struct DiscoverySession {
 
     /// Whether `source` is the address of an established peer (its datagrams are charged on its own
     /// budget, section 7).
+    /// Whether `peer` is an established entry of the table (verified, or heard long enough).
+    func isEstablished(peer: DeviceID) -> Bool {
+        peers.contains { $0.id == peer && $0.isEstablished }
+    }
+
+    /// Whether some established peer could be invited right now.
+    func hasEstablishedCandidate(now: Instant) -> Bool {
+        !isClosed && peers.contains { $0.isEstablished && isCandidate($0, now: now) }
+    }
+
     func isEstablished(_ source: PeerAddress) -> Bool {
         peers.contains { $0.address == source && $0.isEstablished }
     }

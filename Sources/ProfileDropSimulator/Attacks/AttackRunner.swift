@@ -161,7 +161,7 @@ public enum Attacks {
         guard pendingFixKinds.contains(kind) else { return nil }
         switch kind {
         case .phantomFlood:
-            return "none yet (unverified peers are invited while the real one looks busy, PROTOCOL.md 11.6)"
+            return "partly: tentative invitations; 2 of 1,000 runs still exceed 2x (PROTOCOL.md 11.6 item 6)"
         case .reinviter: return "none yet (a peer that comes back under a fresh id is accepted again)"
         default: return "unknown"
         }
