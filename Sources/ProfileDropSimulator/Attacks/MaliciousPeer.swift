@@ -1,4 +1,4 @@
-import ProfileDropCore
+@_spi(Replay) import ProfileDropCore
 import ProfileDropCrypto
 import ProfileDropNoise
 
@@ -126,20 +126,9 @@ struct MaliciousPeer: DatagramSpeaker {
             digest: BLAKE2b.hash(self.card, outputLength: WireConstants.digestLength))
         ackedChunks = Array(repeating: false, count: offer.chunkCount)
         self.random = random
-        var prologue = WireConstants.prologueLabel
-        prologue.append(WireConstants.version)
-        for value in [sessionID, self.deviceID.rawValue, target.rawValue] {
-            for shift in stride(from: 56, through: 0, by: -8) {
-                prologue.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
-            }
-        }
-        do {
-            noise = try HandshakeState(
-                protocolName: WireConstants.noiseProtocolName, role: .initiator, prologue: prologue,
-                staticKey: key, remoteStaticKey: nil)
-        } catch {
-            preconditionFailure("XX with a static key is valid: \(error)")
-        }
+        noise = HandshakeRules.handshake(
+            role: .initiator, sessionID: sessionID, initiator: self.deviceID, responder: target,
+            staticKey: key)
     }
 
     var nextDeadline: Instant? {
