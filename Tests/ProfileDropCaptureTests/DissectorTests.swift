@@ -18,6 +18,23 @@ struct DissectorTests {
     }
 
     /// tshark's standard output, one line per packet, for `arguments` after the script option.
+    /// Writes `frames` (IPv4/UDP) as outbound packets of one interface to a temporary pcapng file.
+    /// - Returns: its path; the caller removes it.
+    static func writeCapture(interface: String, frames: [[UInt8]]) throws -> String {
+        var writer = PcapngWriter(userApplication: "profiledrop tests")
+        writer.append(.interface(PcapngInterface(name: interface)))
+        for (index, data) in frames.enumerated() {
+            writer.append(
+                .packet(
+                    PcapngPacket(interfaceID: 0, timestamp: UInt64(index), data: data, direction: .outbound)))
+        }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "profiledrop-\(UUID().uuidString).pcapng"
+        ).path
+        try Data(writer.bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
     static func run(_ tshark: String, _ arguments: [String]) throws -> (status: Int32, lines: [String]) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tshark)
@@ -141,20 +158,12 @@ struct DissectorTests {
             if let port { destination.port = port }
             return IPv4UDP.frame(payload, from: datagram.source, to: destination)
         }
-        var writer = PcapngWriter(userApplication: "profiledrop tests")
-        writer.append(.interface(PcapngInterface(name: "versions")))
-        for (index, data) in [
-            version(1, beacon), version(3, beacon), version(1, invite), version(1, invite, port: 5000),
-            version(2, invite, port: 5000),
-        ].enumerated() {
-            writer.append(
-                .packet(
-                    PcapngPacket(interfaceID: 0, timestamp: UInt64(index), data: data, direction: .outbound)))
-        }
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "profiledrop-\(UUID().uuidString).pcapng"
-        ).path
-        try Data(writer.bytes).write(to: URL(fileURLWithPath: path))
+        let path = try Self.writeCapture(
+            interface: "versions",
+            frames: [
+                version(1, beacon), version(3, beacon), version(1, invite), version(1, invite, port: 5000),
+                version(2, invite, port: 5000),
+            ])
         defer { try? FileManager.default.removeItem(atPath: path) }
         let (status, versions) = try Self.run(
             tshark, ["-r", path, "-Y", "profiledrop", "-T", "fields", "-e", "profiledrop.version"])
@@ -189,20 +198,12 @@ struct DissectorTests {
         badPadding[badPadding.count - 1] = 1
         let a = PeerAddress(10, 0, 0, 1, port: 5000)
         let b = PeerAddress(10, 0, 0, 2, port: 5000)
-        var writer = PcapngWriter(userApplication: "profiledrop tests")
-        writer.append(.interface(PcapngInterface(name: "cookies")))
-        for (index, data) in [
-            IPv4UDP.frame(retry, from: b, to: a), IPv4UDP.frame(invite, from: a, to: b),
-            IPv4UDP.frame(badPadding, from: a, to: b),
-        ].enumerated() {
-            writer.append(
-                .packet(
-                    PcapngPacket(interfaceID: 0, timestamp: UInt64(index), data: data, direction: .outbound)))
-        }
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "profiledrop-\(UUID().uuidString).pcapng"
-        ).path
-        try Data(writer.bytes).write(to: URL(fileURLWithPath: path))
+        let path = try Self.writeCapture(
+            interface: "cookies",
+            frames: [
+                IPv4UDP.frame(retry, from: b, to: a), IPv4UDP.frame(invite, from: a, to: b),
+                IPv4UDP.frame(badPadding, from: a, to: b),
+            ])
         defer { try? FileManager.default.removeItem(atPath: path) }
         let (status, lines) = try Self.run(
             tshark,
