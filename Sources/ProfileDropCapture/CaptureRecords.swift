@@ -4,8 +4,9 @@ import ProfileDropCrypto
 /// Numbers that identify our records inside pcapng (documented in Captures/FORMAT.md).
 public enum CaptureFormat {
     /// The version of the replay records this implementation writes and reads. Version 2 records
-    /// devices of protocol version 2: its keylog carries their identity and known peers.
-    public static let version: UInt16 = 2
+    /// devices of protocol version 2: its keylog carries their identity and known peers. Version 3
+    /// adds the fault back-off's timeout and limit to the device record.
+    public static let version: UInt16 = 3
     /// The Private Enterprise Number in our Custom Blocks: 32473, reserved for documentation by
     /// RFC 5612. The records are a project format, not one registered to an organisation.
     public static let enterpriseNumber: UInt32 = 32473
@@ -27,7 +28,7 @@ public enum CaptureFormat {
         }
         return CaptureError(
             .unsupportedVersion,
-            "\(what) of format version \(version), from before protocol version \(WireConstants.version); "
+            "\(what) of format version \(version), written by an earlier build; "
                 + "this build reads version \(self.version): capture the run again")
     }
 

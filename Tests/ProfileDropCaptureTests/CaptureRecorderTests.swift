@@ -189,13 +189,13 @@ struct CaptureRecorderTests {
                 "rangingWindow",
                 "rangingFarAbort", "consent", "controlCap", "idle", "chunkPacing", "initialRTO", "rtoRange",
                 "sackDelay", "transfer", "closeRetransmit", "closeAttempts", "drain", "retryBackoff",
-                "retryBackoffCap", "busyBackoff", "inviteDelay", "overall", "stall",
+                "retryBackoffCap", "busyBackoff", "inviteDelay", "overall", "stall", "faultBackoffCap",
             ])
         #expect(
             labels(Limits()) == [
                 "maxPeers", "maxCardBytes", "sendWindow", "maxKnownAnswers", "farAbortDistance",
                 "unsolicitedPerSecond", "rateLimitedSources", "maxUnverifiedPeers",
-                "globalUnsolicitedPerSecond",
+                "globalUnsolicitedPerSecond", "maxFaultyHosts",
             ])
         #expect(
             labels(ProximityGate.Configuration.default) == [
@@ -257,9 +257,10 @@ struct CaptureRecorderTests {
         #expect(Mirror(reflecting: rebuilt).children.count == 9)
     }
 
-    /// Records and keylogs of format version 1 (protocol version 1 captures) and of a later
-    /// version are refused in one line that says which.
-    @Test(arguments: [(1, true), (3, true), (1, false), (3, false)] as [(UInt8, Bool)])
+    /// Records and keylogs of an earlier format version (1: protocol version 1; 2: before the fault
+    /// back-off) and of a later one are refused in one line that says which.
+    @Test(
+        arguments: [(1, true), (2, true), (4, true), (1, false), (2, false), (4, false)] as [(UInt8, Bool)])
     func otherRecordVersionsAreRejectedClearly(version: UInt8, withKeylog: Bool) throws {
         var run = try TwoDeviceRun(options: CaptureOptions(keylog: withKeylog))
         run.run(until: Instant.zero + .seconds(1))
@@ -277,8 +278,8 @@ struct CaptureRecorderTests {
                 writer.append(block)
             }
         }
-        let older = version == 1 ? ", from before protocol version 2" : ""
-        let advice = version == 1 ? ": capture the run again" : ""
+        let older = version < 3 ? ", written by an earlier build" : ""
+        let advice = version < 3 ? ": capture the run again" : ""
         // The keylog comes first in the file, so its version is the first one read.
         let what = withKeylog ? "keylog" : "replay records"
         do {
@@ -288,7 +289,7 @@ struct CaptureRecorderTests {
             #expect(error.code == .unsupportedVersion)
             #expect(
                 error.diagnostic
-                    == "\(what) of format version \(version)\(older); this build reads version 2\(advice)")
+                    == "\(what) of format version \(version)\(older); this build reads version 3\(advice)")
         }
     }
 

@@ -233,47 +233,94 @@ import Testing
         let bystander = DeviceID(rawValue: 2)
         let phantom = DeviceID(rawValue: 3)
         var sequence: UInt32 = 0
+        func address(of id: DeviceID) -> PeerAddress { PeerAddress(10, 0, 0, UInt8(id.rawValue), port: 4000) }
         func hear(_ id: DeviceID, busy: Bool, at time: Instant) {
             context.now = time
             sequence += 1
             try? discovery.receive(
-                Beacon(deviceID: id, port: 4000, busy: busy, sequence: sequence),
-                from: PeerAddress(10, 0, 0, UInt8(id.rawValue), port: 4000), context: &context)
+                Beacon(deviceID: id, port: 4000, busy: busy, sequence: sequence), from: address(of: id),
+                context: &context)
         }
         hear(partner, busy: false, at: .zero)
         hear(bystander, busy: false, at: .zero)
         // The first session with the partner ended out of range (the far abort while walking in).
         context.now = Instant.zero + .milliseconds(700)
         discovery.sessionFailed(with: partner, context: &context)
-        #expect(discovery.prefersNotToAccept(partner, now: context.now), "backing off from it")
+        #expect(
+            discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now),
+            "backing off from it")
         // Back-off over: an untried bystander we could invite right now is preferred.
         let later = Instant.zero + .seconds(6)
         hear(bystander, busy: false, at: later)
-        #expect(discovery.prefersNotToAccept(partner, now: later))
+        #expect(discovery.prefersNotToAccept(partner, from: address(of: partner), now: later))
         // The bystander is busy with someone else: we would not invite it, so we take the partner.
         hear(bystander, busy: true, at: later)
-        #expect(!discovery.prefersNotToAccept(partner, now: later))
+        #expect(!discovery.prefersNotToAccept(partner, from: address(of: partner), now: later))
         // Likewise once it answered BUSY to us, until its short back-off ends.
         hear(bystander, busy: false, at: later)
         context.now = later
         discovery.peerBusy(bystander, context: &context)
-        #expect(!discovery.prefersNotToAccept(partner, now: later))
-        #expect(discovery.prefersNotToAccept(partner, now: later + .seconds(2)))
+        #expect(!discovery.prefersNotToAccept(partner, from: address(of: partner), now: later))
+        #expect(discovery.prefersNotToAccept(partner, from: address(of: partner), now: later + .seconds(2)))
         // A phantom id heard once is not established, so it never counts (nor, once established,
         // after its handshake timed out once).
         hear(phantom, busy: false, at: later + .seconds(2))
         context.now = later + .seconds(2)
         discovery.sessionFailed(with: bystander, context: &context)
-        #expect(!discovery.prefersNotToAccept(partner, now: context.now))
+        #expect(!discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now))
         context.now = later + .seconds(10)
         discovery.sessionFailed(with: phantom, context: &context)
-        #expect(!discovery.prefersNotToAccept(partner, now: context.now))
+        #expect(!discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now))
         // The partner with more failures than every candidate is still refused.
         discovery.sessionFailed(with: partner, context: &context)
         context.now = context.now + .seconds(30)
         hear(bystander, busy: false, at: context.now)
         hear(partner, busy: false, at: context.now)
-        #expect(discovery.prefersNotToAccept(partner, now: context.now))
+        #expect(discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now))
+    }
+
+    /// A peer that broke a rule comes back under a fresh id (ids and static keys are fresh every
+    /// run): its host is refused and not invited, for a back-off that doubles per fault, while
+    /// another host is not affected. Honest failures (out of range) blame no host.
+    @Test func backsOffFromAFaultyHostWhateverIdItComesBackUnder() {
+        var context = SessionContext(
+            configuration: Fixtures.configuration("Bori", seed: 3), deviceID: DeviceID(rawValue: 99),
+            random: DeterministicRandom(seed: 3), now: .zero, pose: Pose(x: 0, y: 0, heading: 0))
+        var discovery = DiscoverySession(deviceID: DeviceID(rawValue: 99), port: 4000, context: &context)
+        let faulty = PeerAddress(10, 0, 0, 7, port: 4000)
+        let honest = PeerAddress(10, 0, 0, 8, port: 4000)
+        let fresh = DeviceID(rawValue: 70)
+        context.now = Instant.zero + .seconds(1)
+        discovery.sessionFailed(with: DeviceID(rawValue: 8), context: &context)
+        #expect(!discovery.isBackingOff(fromHost: honest.ipv4, now: context.now), "a failure is no fault")
+        discovery.peerFaulted(at: faulty, context: &context)
+        let firstFault = context.now
+        // Another port of the same address is the same host; another address is not.
+        let samehost = PeerAddress(ipv4: faulty.ipv4, port: 5000)
+        #expect(discovery.prefersNotToAccept(fresh, from: samehost, now: firstFault))
+        #expect(!discovery.prefersNotToAccept(fresh, from: honest, now: firstFault))
+        // The first back-off is the retry back-off (±20 %); the second doubles it.
+        let base = context.timeouts.retryBackoff
+        #expect(discovery.prefersNotToAccept(fresh, from: faulty, now: firstFault + base * 0.79))
+        #expect(!discovery.prefersNotToAccept(fresh, from: faulty, now: firstFault + base * 1.21))
+        context.now = firstFault + base * 1.5
+        discovery.peerFaulted(at: samehost, context: &context)
+        #expect(discovery.faultyHosts.count == 1)
+        #expect(discovery.prefersNotToAccept(fresh, from: faulty, now: context.now + base * 1.59))
+        #expect(!discovery.prefersNotToAccept(fresh, from: faulty, now: context.now + base * 2.41))
+        // Its peers are not invited meanwhile: a beacon from the host makes no candidate.
+        try? discovery.receive(
+            Beacon(deviceID: fresh, port: 5000, busy: false, sequence: 1), from: samehost, context: &context)
+        discovery.inviteAt = context.now
+        #expect(discovery.nextInvitee(context: &context) == nil)
+        #expect(discovery.nextInviteCandidateAt.map { $0 > context.now + base } == true)
+        // The table is bounded: the host whose back-off ends first is forgotten.
+        for host in 1...(context.limits.maxFaultyHosts + 3) {
+            discovery.peerFaulted(at: PeerAddress(10, 1, 0, UInt8(host), port: 4000), context: &context)
+        }
+        #expect(discovery.faultyHosts.count == context.limits.maxFaultyHosts)
+        #expect(
+            discovery.isBackingOff(fromHost: faulty.ipv4, now: context.now), "its back-off is the longest")
     }
 
     // MARK: Forged, replayed and flooding beacons (PROTOCOL.md 4, 7, 11.6 items 6, 9 and 11)
@@ -505,7 +552,7 @@ import Testing
         for id in UInt64(1)...4 {
             table.discovery.sessionFailed(with: DeviceID(rawValue: id), context: &table.context)
         }
-        #expect(!table.discovery.prefersNotToAccept(partner, now: now + .seconds(60)))
+        #expect(!table.discovery.prefersNotToAccept(partner, from: Table.address(1), now: now + .seconds(60)))
     }
 
     /// The per-source limit keys on the IP address: 2000 datagrams from 500 ports of one address in

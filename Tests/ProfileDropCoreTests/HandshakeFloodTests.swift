@@ -281,6 +281,8 @@ import Testing
         #expect(lone.device.halfOpen.sessions.isEmpty)
         #expect(!lone.events.contains { if case .sessionEnded = $0 { true } else { false } })
         #expect(!lone.events.contains { if case .connecting = $0 { true } else { false } })
-        #expect(!lone.device.discovery.prefersNotToAccept(realPeer, now: lone.device.now))
+        #expect(
+            !lone.device.discovery.prefersNotToAccept(
+                realPeer, from: realAddress, now: lone.device.now))
     }
 }

@@ -186,26 +186,9 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
     return seeds
 }
 
-/// Runs `body`, which checks that a kind does not breach; for a kind still waiting for its fix the
-/// failures are a known issue (they may or may not happen), so the suite stays green until the
-/// kind leaves ``Attacks/pendingFixKinds`` and its checks count again.
-private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
-    if Attacks.pendingFixKinds.contains(kind) {
-        withKnownIssue(
-            "\(kind.rawValue) waits for \(Attacks.pendingFix(kind) ?? "a fix")", isIntermittent: true
-        ) {
-            body()
-        }
-    } else {
-        body()
-    }
-}
-
 @Suite struct AvailabilityAttackTests {
-    @Test func pendingKindsAreOutOfTheDefaultRunAndTheirBreachesReplayWithTheirKinds() {
-        #expect(Attacks.defaultKinds.allSatisfy { !Attacks.pendingFixKinds.contains($0) })
-        #expect(Attacks.defaultKinds.count + Attacks.pendingFixKinds.count == AttackKind.allCases.count)
-        #expect(Attacks.cells.allSatisfy { Attacks.defaultKinds.contains($0.kind) })
+    @Test func kindsAreChosenByNameAndTheirBreachesReplayWithTheirKinds() {
+        #expect(Attacks.defaultKinds == AttackKind.allCases)
         #expect(Attacks.kinds(named: "all") == AttackKind.allCases)
         #expect(Attacks.kinds(named: "slowloris,fake-ack") == [.fakeAck, .slowloris])
         #expect(Attacks.kinds(named: "nonsense") == nil)
@@ -222,13 +205,6 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
         #expect(
             report.lines.contains(
                 "  reproduce: profiledrop simulate --attacks --kinds slowloris --runs 1 --seed 3"))
-        if !Attacks.pendingFixKinds.isEmpty {
-            let plain = Attacks.run(runs: 0, seed: 1)
-            #expect(
-                plain.lines.contains {
-                    $0.hasPrefix("attacks: pending a fix, not run (--kinds all runs them): ")
-                })
-        }
     }
 
     @Test func everyAvailabilityRunReplaysAloneFromItsSeed() {
@@ -313,12 +289,24 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
         for runSeed: UInt64 in [1, 2, 3] {
             let outcome = Attacks.runOne(runSeed: runSeed, kind: .datagramFlood, users: .careless)
             let result = outcome.availability
-            #expect(result?.peakRate == Availability.budget)
-            unlessPending(.datagramFlood) {
-                #expect(outcome.breaches.isEmpty, "\(outcome.summary) \(outcome.breaches)")
-                #expect((result?.ratio ?? 99) <= Availability.maxRatio)
-            }
+            #expect(result?.peakRate == result?.budget)
+            #expect(outcome.breaches.isEmpty, "\(outcome.summary) \(outcome.breaches)")
+            #expect((result?.ratio ?? 99) <= Availability.maxRatio)
         }
+    }
+
+    @Test func cleartextBudgetsSpanOneToTheCeilingAndReplayFromTheSeed() {
+        let budgets = (UInt64(1)...200).map { Availability.budget(runSeed: $0) }
+        #expect(budgets.allSatisfy { (1...Availability.budget).contains($0) })
+        let atCeiling = budgets.filter { $0 == Availability.budget }.count
+        #expect((70...130).contains(atCeiling), "about half the runs at the ceiling: \(atCeiling)")
+        #expect(Set(budgets.filter { $0 < Availability.budget }).count > 30, "the rest spread below it")
+        #expect(budgets == (UInt64(1)...200).map { Availability.budget(runSeed: $0) })
+        let slow = (UInt64(1)...200).first { Availability.budget(runSeed: $0) < 10 } ?? 0
+        let outcome = Attacks.runOne(runSeed: slow, kind: .inviteSquatter, users: .careless)
+        #expect(outcome.availability?.budget == Availability.budget(runSeed: slow))
+        #expect((outcome.availability?.peakRate ?? 99) <= Availability.budget(runSeed: slow))
+        #expect(outcome.breaches.isEmpty, "\(outcome.breaches)")
     }
 
     @Test func cleartextAttackersWithinTheirBudgetDoNotKeepThePairApart() {
@@ -327,9 +315,7 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
                 let outcome = Attacks.runOne(runSeed: runSeed, kind: kind, users: .careless)
                 #expect((outcome.availability?.peakRate ?? 99) <= Availability.budget)
                 #expect(outcome.problems.isEmpty)
-                unlessPending(kind) {
-                    #expect(outcome.breaches.isEmpty, "\(kind) seed \(runSeed): \(outcome.breaches)")
-                }
+                #expect(outcome.breaches.isEmpty, "\(kind) seed \(runSeed): \(outcome.breaches)")
             }
         }
     }
@@ -358,10 +344,8 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
             for runSeed in maliciousSeeds(late: true, count: 2) {
                 let outcome = Attacks.runOne(runSeed: runSeed, kind: kind, users: .careless)
                 #expect(outcome.availability?.late == true)
-                unlessPending(kind) {
-                    #expect(outcome.availability?.overruns == 0, "\(kind): \(outcome.summary)")
-                    #expect(outcome.breaches.isEmpty, "\(kind): \(outcome.breaches)")
-                }
+                #expect(outcome.availability?.overruns == 0, "\(kind): \(outcome.summary)")
+                #expect(outcome.breaches.isEmpty, "\(kind): \(outcome.breaches)")
             }
         }
     }
@@ -371,9 +355,7 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
             let outcome = Attacks.runOne(runSeed: runSeed, kind: .reinviter, users: .careless)
             #expect(outcome.availability?.attackSessionEnd == "error: card-too-large")
             #expect((outcome.availability?.peakRate ?? 99) <= Availability.budget)
-            unlessPending(.reinviter) {
-                #expect(outcome.breaches.isEmpty, "\(outcome.summary) \(outcome.breaches)")
-            }
+            #expect(outcome.breaches.isEmpty, "\(outcome.summary) \(outcome.breaches)")
         }
     }
 
@@ -415,7 +397,6 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
             let row = report.lines.first { $0.hasPrefix(kind.rawValue + " ") }
             #expect(row?.contains("1.50/1.50") == true, "\(kind)")
             #expect(row?.contains("closed: A exchanged 1, B exchanged 1") == true, "\(kind)")
-            if Attacks.pendingFixKinds.contains(kind) { #expect(row?.contains("pending fix:") == true) }
         }
         #expect(report.lines.last == "attacks: \(kinds.count) runs, \(kinds.count) kinds, 0 breaches")
     }

@@ -268,7 +268,7 @@ end
 
 local records = Proto("profiledrop_record", "ProfileDrop replay record")
 local ENTERPRISE = 32473
-local RECORD_VERSION = 2
+local RECORD_VERSION = 3
 local record_kinds = { [1] = "DEVICE", [2] = "INPUT", [3] = "END" }
 local input_kinds = { [1] = "timer", [2] = "pose", [3] = "decision", [4] = "datagram" }
 local consent_policies = { [1] = "share", [2] = "receive-only", [3] = "decline", [4] = "ask user" }
@@ -336,7 +336,7 @@ function records.dissector(buffer, pinfo, tree)
     local kind = buffer(6, 1):uint()
     if version ~= RECORD_VERSION then
         pinfo.cols.info = string.format("record of format version %d%s", version,
-            version < RECORD_VERSION and " (protocol version 1)" or "")
+            version < RECORD_VERSION and " (an earlier build)" or "")
         return
     end
     local ok = pcall(function()

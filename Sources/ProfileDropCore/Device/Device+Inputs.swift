@@ -122,8 +122,10 @@ extension Device {
             } else {
                 // Its CONFIRM verified: the first half-open handshake to complete becomes the
                 // exchange. An invitation of ours still awaiting ACCEPT is abandoned without an
-                // outcome, as in the tie-break; the other half-open handshakes are dropped.
+                // outcome, as in the tie-break (a tentative one as if unanswered: its peer may be a
+                // phantom); the other half-open handshakes are dropped.
                 halfOpen.removeAll()
+                if isInvitingTentatively { abandonTentativeInvitation() }
                 exchange = session
             }
             return
@@ -153,7 +155,8 @@ extension Device {
             throw ProtocolError(.unexpectedMessage, "INVITE addressed to \(invite.receiver)")
         }
         guard invite.sender != deviceID else { throw ProtocolError(.ownDatagram, "our own INVITE") }
-        guard closeReason == nil, !discovery.prefersNotToAccept(invite.sender, now: context.now) else {
+        guard closeReason == nil, !discovery.prefersNotToAccept(invite.sender, from: source, now: context.now)
+        else {
             refuse(invite, from: source, reason: .unavailable)
             return
         }
@@ -161,11 +164,11 @@ extension Device {
         if let session = exchange {
             // Both invited each other (section 2): only the INVITE of the very peer we invite, from
             // the address we invite it at, counts; the lower device id stays initiator.
-            if isInvitingTentatively, session.peer != invite.sender,
-                discovery.isEstablished(peer: invite.sender)
-            {
-                // An established peer invites us while we wait on a peer that may be a phantom.
-                abandonTentativeInvitation()
+            if isInvitingTentatively, session.peer != invite.sender {
+                // Another peer invites us while we wait on one that may be a phantom: an
+                // established one replaces that invitation at once; any other runs beside it as a
+                // half-open handshake, and the first to complete wins (a phantom never does).
+                if discovery.isEstablished(peer: invite.sender) { abandonTentativeInvitation() }
             } else {
                 guard session.isAwaitingAccept, session.peer == invite.sender, session.peerAddress == source
                 else {
@@ -312,6 +315,9 @@ extension Device {
                         to: outcome.peer, at: session.peerAddress, context: &context)
                 } else {
                     discovery.sessionFailed(with: outcome.peer, context: &context)
+                    if outcome.reason.isPeerFault {
+                        discovery.peerFaulted(at: session.peerAddress, context: &context)
+                    }
                 }
             }
             if session.nextDeadline != nil { lingering.append(session) }

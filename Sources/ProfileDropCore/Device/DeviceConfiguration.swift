@@ -66,6 +66,9 @@ public struct Timeouts: Sendable, Equatable {
     /// acknowledged, a new chunk of the peer's card, its CARD_ACK or BOND, our side becoming done)
     /// and then the confirmation hold's decision. Five times the largest chunk RTO.
     public var stall: Duration = .seconds(10)
+    /// Longest back-off from a host (an IPv4 address, whatever its ports and device ids) whose peer
+    /// broke a rule or stalled a session; it starts at ``retryBackoff`` and doubles per such session.
+    public var faultBackoffCap: Duration = .seconds(60)
 
     /// The defaults.
     public init() {}
@@ -117,6 +120,7 @@ extension Timeouts {
             .duration("overall", \.overall),
             // Progress deadlines.
             .duration("stall", \.stall),
+            .duration("fault backoff cap", \.faultBackoffCap),
         ]
     }
 }
@@ -147,6 +151,9 @@ public struct Limits: Sendable, Equatable {
     /// Unsolicited datagrams per second accepted from all sources together that are not known
     /// peers, so that a sender spoofing many addresses meets one budget.
     public var globalUnsolicitedPerSecond: Int = 200
+    /// Hosts remembered for a peer's fault (``Timeouts/faultBackoffCap``); when full, the one whose
+    /// back-off ends first is forgotten.
+    public var maxFaultyHosts: Int = 16
 
     /// The defaults.
     public init() {}
@@ -176,6 +183,7 @@ extension Limits {
             .count("rate-limited sources", \.rateLimitedSources),
             .count("max unverified peers", \.maxUnverifiedPeers),
             .count("global unsolicited per second", \.globalUnsolicitedPerSecond),
+            .count("max faulty hosts", \.maxFaultyHosts),
         ]
     }
 }

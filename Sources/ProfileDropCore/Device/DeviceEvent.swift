@@ -32,6 +32,23 @@ public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+extension CloseReason {
+    /// Whether the session ended by its peer's fault: it broke a rule (any error), or withheld a step
+    /// only it could take (its verification part, its decision, the card's progress). A device
+    /// backs off from that peer's host, whatever id the peer comes back under.
+    var isPeerFault: Bool {
+        switch self {
+        case .error: true
+        case .timeout(let kind):
+            switch kind {
+            case .verification, .peerConsent, .transfer, .transferStalled: true
+            case .handshake, .peerSilent, .consent, .peerGaveUp, .noExchange: false
+            }
+        case .exchanged, .declined, .outOfRange: false
+        }
+    }
+}
+
 /// Which wait ran out when a session or the device closes with ``CloseReason/timeout(_:)``.
 public enum TimeoutKind: String, CaseIterable, Sendable, Equatable, CustomStringConvertible {
     /// The Noise handshake did not complete within its retransmissions.

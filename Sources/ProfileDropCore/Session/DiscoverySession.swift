@@ -48,6 +48,17 @@ struct DiscoveredPeer {
     var isUnverified: Bool { !isEstablished && !suspended }
 }
 
+/// A host (an IPv4 address, whatever its ports) whose peer broke a rule or stalled a session.
+/// Device ids and static keys are fresh every run, so only the address links a peer that comes
+/// back under a new id; and the host completed a handshake there, so it can receive there.
+struct FaultyHost {
+    let ipv4: UInt32
+    /// Sessions from this host that ended by the peer's fault.
+    var faults: Int
+    /// Until then its invitations are refused and its peers are not invited.
+    var until: Instant
+}
+
 /// The multicast half of a device: announces our beacon, browses with queries, answers queries
 /// with mDNS-like etiquette, and keeps a bounded table of peers to invite.
 ///
@@ -60,6 +71,8 @@ struct DiscoverySession {
     private let deviceID: DeviceID
     private let port: UInt16
     private(set) var peers: [DiscoveredPeer] = []  // sorted by id
+    /// At most ``Limits/maxFaultyHosts``, in the order they were first blamed.
+    private(set) var faultyHosts: [FaultyHost] = []
     private(set) var isClosed = false
     private var announceAt: Instant
     private var announceCount = 0
@@ -345,6 +358,36 @@ struct DiscoverySession {
 
     private func isCandidate(_ peer: DiscoveredPeer, now: Instant) -> Bool {
         !peer.busy && !peer.suspended && peer.retryAt <= now && peer.busyUntil <= now
+            && !isBackingOff(fromHost: peer.address.ipv4, now: now)
+    }
+
+    /// Whether a peer at host `ipv4` broke a rule or stalled a session recently enough that we still
+    /// back off from the host (PROTOCOL.md section 5, "Faulty hosts").
+    func isBackingOff(fromHost ipv4: UInt32, now: Instant) -> Bool {
+        faultyHosts.contains { $0.ipv4 == ipv4 && $0.until > now }
+    }
+
+    /// Backs off from the host of `address` after a session its peer ended by its fault: from
+    /// ``Timeouts/retryBackoff``, doubled per fault, up to ``Timeouts/faultBackoffCap``. A full
+    /// table forgets the host whose back-off ends first.
+    mutating func peerFaulted(at address: PeerAddress, context: inout SessionContext) {
+        let index: Int
+        if let found = faultyHosts.firstIndex(where: { $0.ipv4 == address.ipv4 }) {
+            index = found
+            faultyHosts[index].faults =
+                faultyHosts[index].faults < Int.max ? faultyHosts[index].faults + 1 : Int.max
+        } else {
+            if faultyHosts.count >= max(context.limits.maxFaultyHosts, 1),
+                let soonest = faultyHosts.indices.min(by: { faultyHosts[$0].until < faultyHosts[$1].until })
+            {
+                faultyHosts.remove(at: soonest)
+            }
+            faultyHosts.append(FaultyHost(ipv4: address.ipv4, faults: 1, until: context.now))
+            index = faultyHosts.endIndex - 1
+        }
+        let backoff = context.timeouts.retryBackoff.doubled(
+            faultyHosts[index].faults - 1, cap: context.timeouts.faultBackoffCap)
+        faultyHosts[index].until = context.now + context.jittered(backoff, spread: 0.2)
     }
 
     /// Whether we refuse an invitation from `peer`: while we back off from it after a failed
@@ -355,7 +398,8 @@ struct DiscoverySession {
     /// counting it (or a phantom id from a corrupted beacon, which never answers) kept a close
     /// pair refusing each other while neither had anyone else to try. For the same reason only
     /// established peers count: unverified ones may be phantoms a forger keeps coming.
-    func prefersNotToAccept(_ peer: DeviceID, now: Instant) -> Bool {
+    func prefersNotToAccept(_ peer: DeviceID, from source: PeerAddress, now: Instant) -> Bool {
+        if isBackingOff(fromHost: source.ipv4, now: now) { return true }
         guard let entry = peers.first(where: { $0.id == peer }) else { return false }
         if entry.retryAt > now { return true }
         let others = peers.filter { $0.id != peer && $0.isEstablished && isCandidate($0, now: now) }
@@ -367,12 +411,18 @@ struct DiscoverySession {
     var nextInviteCandidateAt: Instant? {
         guard !isClosed else { return nil }
         guard
-            let earliest = peers.filter({ !$0.busy && !$0.suspended }).map({ max($0.retryAt, $0.busyUntil) })
-                .min()
+            let earliest = peers.filter({ !$0.busy && !$0.suspended }).map({ peer in
+                max(peer.retryAt, peer.busyUntil, hostBackoffEnd(peer.address.ipv4))
+            }).min()
         else {
             return nil
         }
         return max(earliest, inviteAt)
+    }
+
+    /// When our back-off from host `ipv4` ends (`.zero` when there is none).
+    private func hostBackoffEnd(_ ipv4: UInt32) -> Instant {
+        faultyHosts.first { $0.ipv4 == ipv4 }?.until ?? .zero
     }
 
     /// Backs off from `peer` after a session that ended without an exchange.

@@ -151,26 +151,8 @@ public struct AttackReport: Sendable {
 /// identity reaching the prober at all). For the availability kinds, the rules of
 /// ``Availability``.
 public enum Attacks {
-    /// Availability kinds that still breach on the core they were written against, waiting for a
-    /// fix: kept in the runner (`--kinds all` or `--kinds NAME` runs them) but out of the default
-    /// run, so that CI stays green. Each row's note names the fix it waits for.
-    public static let pendingFixKinds: [AttackKind] = [.phantomFlood, .reinviter]
-
-    /// The fixes a pending kind waits for, nil for a kind that is not pending.
-    static func pendingFix(_ kind: AttackKind) -> String? {
-        guard pendingFixKinds.contains(kind) else { return nil }
-        switch kind {
-        case .phantomFlood:
-            return "partly: tentative invitations; 2 of 1,000 runs still exceed 2x (PROTOCOL.md 11.6 item 6)"
-        case .reinviter: return "none yet (a peer that comes back under a fresh id is accepted again)"
-        default: return "unknown"
-        }
-    }
-
-    /// The kinds a plain `--attacks` runs: every kind but the pending ones.
-    public static let defaultKinds: [AttackKind] = AttackKind.allCases.filter {
-        !pendingFixKinds.contains($0)
-    }
+    /// The kinds a plain `--attacks` runs: every kind.
+    public static let defaultKinds: [AttackKind] = AttackKind.allCases
 
     /// Every kind and user type of `kinds`, in the order of a run seed's residue modulo their count.
     public static func cells(of kinds: [AttackKind]) -> [(kind: AttackKind, users: AttackUsers)] {
@@ -252,12 +234,6 @@ public enum Attacks {
                 + "\(Instant.zero + AttackStage.timeouts.overall) overall, "
                 + "\(Instant.zero + AttackStage.timeouts.consent) consent",
         ]
-        let skipped = AttackKind.allCases.filter { !kinds.contains($0) && pendingFixKinds.contains($0) }
-        if !skipped.isEmpty {
-            lines.append(
-                "attacks: pending a fix, not run (--kinds all runs them): "
-                    + skipped.map(\.rawValue).joined(separator: ","))
-        }
         var breachLines: [String] = []
         for (index, runSeed) in runSeeds(seed: seed, count: runs, kinds: kinds).enumerated() {
             let outcome = perform(runSeed)
@@ -567,6 +543,14 @@ extension Attacks {
         let interrupted = cell.reduce(0) { $0 + $1.interrupted }
         if interrupted > 0 { notes.append("interrupted pairings shown \(interrupted)") }
         if Availability.cleartext(kind) != nil {
+            let budgets = results.compactMap(\.budget)
+            let slower = results.filter { ($0.budget ?? Availability.budget) < Availability.budget }
+            if let low = budgets.min(), let high = budgets.max() {
+                let worst = slower.compactMap(\.ratio).max().map(Availability.format) ?? "-"
+                notes.append(
+                    "budgets \(low)–\(high)/s; \(slower.count) runs below \(Availability.budget)/s, worst \(worst)×"
+                )
+            }
             let attacker = results.reduce(0) { $0 + $1.attackerBytes }
             let reflected = results.reduce(0) { $0 + $1.bytesToNowhere }
             if attacker > 0 {
@@ -577,7 +561,6 @@ extension Attacks {
         }
         let problems = cell.filter { !$0.problems.isEmpty }.count
         if problems > 0 { notes.append("no baseline in \(problems) runs") }
-        if let fix = pendingFix(kind) { notes.append("pending fix: \(fix)") }
         return notes.joined(separator: "; ")
     }
 }
@@ -593,6 +576,7 @@ extension Availability {
         } else {
             parts.append("no exchange (no-attack \(seconds(result.baseline)))")
         }
+        if let budget = result.budget { parts.append("budget \(budget) datagrams/s") }
         parts.append("attacker peak \(result.peakRate) datagrams/s")
         if let end = result.attackSessionEnd { parts.append("malicious session ended: \(end)") }
         parts.append("closed: \(result.closes.joined(separator: ", "))")

@@ -5,6 +5,9 @@ import ProfileDropCrypto
 /// against the same room without it, whether deadlines held, the victims' state, and what their
 /// users saw.
 public struct AvailabilityResult: Sendable {
+    /// The cleartext attacker's budget in datagrams a second (nil for a malicious peer, which sends
+    /// what its sessions need).
+    public var budget: Int?
     /// The attacker's datagrams in its busiest second of the run.
     public var peakRate = 0
     /// The honest pair's time to exchange in the same room (same seed) without the attacker.
@@ -48,7 +51,8 @@ public struct AvailabilityResult: Sendable {
 /// a second against an honest pair, and malicious authenticated peers against a victim that should
 /// then pair with an honest device nearby.
 ///
-/// Breach rules. Cleartext attackers (budget ``budget`` datagrams a second): the pair does not
+/// Breach rules. Cleartext attackers (a budget of at most ``budget`` datagrams a second, drawn per
+/// run by ``budget(runSeed:)``): the pair does not
 /// exchange within ``maxRatio`` times its time in the same room without the attacker; an honest
 /// device is not closed by its overall deadline plus ``deadlineSlack``; a victim's discovery table
 /// holds more than ``Limits/maxPeers`` peers. Malicious peers: the victim does not end the
@@ -62,6 +66,16 @@ public struct AvailabilityResult: Sendable {
 enum Availability {
     /// The cleartext attackers' budget: the breach rule's ceiling.
     static let budget = 50
+
+    /// The budget of the cleartext attacker of run `runSeed`: the ceiling in half the runs, any
+    /// rate from 1 a second below it in the others, since a slower attacker may stay under a
+    /// threshold (the cookie load, a rate limit) that a faster one trips.
+    static func budget(runSeed: UInt64) -> Int {
+        var draw = DeterministicRandom(
+            seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/budget"))
+        guard draw.uniform(below: 2) == 0 else { return budget }
+        return 1 + Int(draw.uniform(below: UInt64(budget - 1)))
+    }
     /// Most times the no-attack time the pair may take.
     static let maxRatio = 2.0
     /// How late after its overall deadline an honest device may close.
@@ -156,6 +170,8 @@ enum Availability {
 
         var stage = AttackStage(users: .careless, victimsKnown: false)
         pair.addVictims(to: &stage, phase: "availability")
+        let budget = budget(runSeed: runSeed)
+        result.budget = budget
         let attacker = CleartextAttacker(
             behaviour: behaviour, budget: budget,
             targets: stage.victims.map {

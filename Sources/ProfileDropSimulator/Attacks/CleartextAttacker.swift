@@ -97,10 +97,11 @@ final class CleartextAttacker {
         }
     }
 
-    /// Forges what is due at `time`, one datagram per 1/budget seconds.
+    /// Forges what is due at `time`, one datagram per 1/budget seconds (rounded up, so that no
+    /// second holds more than the budget).
     func fire(at time: Instant) {
         guard var due = nextSendAt else { return }
-        let interval = Duration.nanoseconds(1_000_000_000 / Int64(budget))
+        let interval = Duration.nanoseconds((1_000_000_000 + Int64(budget) - 1) / Int64(budget))
         while due <= time {
             if let forged = forge(at: time) {
                 pending.append(forged)
