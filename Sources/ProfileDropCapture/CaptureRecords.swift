@@ -5,7 +5,7 @@ import ProfileDropCrypto
 public enum CaptureFormat {
     /// The version of the replay records this implementation writes and reads. Version 2 records
     /// devices of protocol version 2: its keylog carries their identity and known peers. Version 3
-    /// adds the fault back-off's timeout and limit to the device record.
+    /// adds the faulty-host table's size to the device record.
     public static let version: UInt16 = 3
     /// The Private Enterprise Number in our Custom Blocks: 32473, reserved for documentation by
     /// RFC 5612. The records are a project format, not one registered to an organisation.

@@ -189,7 +189,7 @@ struct CaptureRecorderTests {
                 "rangingWindow",
                 "rangingFarAbort", "consent", "controlCap", "idle", "chunkPacing", "initialRTO", "rtoRange",
                 "sackDelay", "transfer", "closeRetransmit", "closeAttempts", "drain", "retryBackoff",
-                "retryBackoffCap", "busyBackoff", "inviteDelay", "overall", "stall", "faultBackoffCap",
+                "retryBackoffCap", "busyBackoff", "inviteDelay", "overall", "stall",
             ])
         #expect(
             labels(Limits()) == [

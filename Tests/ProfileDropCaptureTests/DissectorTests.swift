@@ -96,7 +96,8 @@ struct DissectorTests {
         #expect(lines.contains(expected), "\(lines.prefix(2)) vs \(expected)")
     }
 
-    /// BEACON's fields, the sequence number last (PROTOCOL.md 3), as the core reads them.
+    /// BEACON's fields, the sequence number and then the position hint last (PROTOCOL.md 3), as the
+    /// core reads them.
     @Test(.enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)"))
     func decodesTheBeaconFields() throws {
         let tshark = try #require(Self.tshark)
@@ -111,12 +112,15 @@ struct DissectorTests {
             [
                 "-r", path, "-Y", "profiledrop.type == 1", "-T", "fields", "-E", "separator=,",
                 "-e", "profiledrop.device_id", "-e", "profiledrop.port", "-e", "profiledrop.flags.busy",
-                "-e", "profiledrop.beacon_sequence",
+                "-e", "profiledrop.beacon_sequence", "-e", "profiledrop.position_x", "-e",
+                "profiledrop.position_y",
             ])
+        #expect(beacons.allSatisfy { $0.position != nil })
         let expected = beacons.map { beacon in
             let hex = String(beacon.deviceID.rawValue, radix: 16)
             return "0x" + String(repeating: "0", count: 16 - hex.count) + hex
                 + ",\(beacon.port),\(beacon.busy ? 1 : 0),\(beacon.sequence)"
+                + ",\(beacon.position?.x ?? 0),\(beacon.position?.y ?? 0)"
         }
         #expect(Set(lines) == Set(expected), "\(lines.prefix(2)) vs \(expected.prefix(2))")
     }

@@ -247,36 +247,41 @@ import Testing
         context.now = Instant.zero + .milliseconds(700)
         discovery.sessionFailed(with: partner, context: &context)
         #expect(
-            discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now),
+            discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now, reach: 50),
             "backing off from it")
         // Back-off over: an untried bystander we could invite right now is preferred.
         let later = Instant.zero + .seconds(6)
         hear(bystander, busy: false, at: later)
-        #expect(discovery.prefersNotToAccept(partner, from: address(of: partner), now: later))
+        #expect(discovery.prefersNotToAccept(partner, from: address(of: partner), now: later, reach: 50))
         // The bystander is busy with someone else: we would not invite it, so we take the partner.
         hear(bystander, busy: true, at: later)
-        #expect(!discovery.prefersNotToAccept(partner, from: address(of: partner), now: later))
+        #expect(!discovery.prefersNotToAccept(partner, from: address(of: partner), now: later, reach: 50))
         // Likewise once it answered BUSY to us, until its short back-off ends.
         hear(bystander, busy: false, at: later)
         context.now = later
         discovery.peerBusy(bystander, context: &context)
-        #expect(!discovery.prefersNotToAccept(partner, from: address(of: partner), now: later))
-        #expect(discovery.prefersNotToAccept(partner, from: address(of: partner), now: later + .seconds(2)))
+        #expect(!discovery.prefersNotToAccept(partner, from: address(of: partner), now: later, reach: 50))
+        #expect(
+            discovery.prefersNotToAccept(
+                partner, from: address(of: partner), now: later + .seconds(2), reach: 50))
         // A phantom id heard once is not established, so it never counts (nor, once established,
         // after its handshake timed out once).
         hear(phantom, busy: false, at: later + .seconds(2))
         context.now = later + .seconds(2)
         discovery.sessionFailed(with: bystander, context: &context)
-        #expect(!discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now))
+        #expect(
+            !discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now, reach: 50))
         context.now = later + .seconds(10)
         discovery.sessionFailed(with: phantom, context: &context)
-        #expect(!discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now))
+        #expect(
+            !discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now, reach: 50))
         // The partner with more failures than every candidate is still refused.
         discovery.sessionFailed(with: partner, context: &context)
         context.now = context.now + .seconds(30)
         hear(bystander, busy: false, at: context.now)
         hear(partner, busy: false, at: context.now)
-        #expect(discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now))
+        #expect(
+            discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now, reach: 50))
     }
 
     /// A peer that broke a rule comes back under a fresh id (ids and static keys are fresh every
@@ -297,23 +302,23 @@ import Testing
         let firstFault = context.now
         // Another port of the same address is the same host; another address is not.
         let samehost = PeerAddress(ipv4: faulty.ipv4, port: 5000)
-        #expect(discovery.prefersNotToAccept(fresh, from: samehost, now: firstFault))
-        #expect(!discovery.prefersNotToAccept(fresh, from: honest, now: firstFault))
+        #expect(discovery.prefersNotToAccept(fresh, from: samehost, now: firstFault, reach: 50))
+        #expect(!discovery.prefersNotToAccept(fresh, from: honest, now: firstFault, reach: 50))
         // The first back-off is the retry back-off (±20 %); the second doubles it.
         let base = context.timeouts.retryBackoff
-        #expect(discovery.prefersNotToAccept(fresh, from: faulty, now: firstFault + base * 0.79))
-        #expect(!discovery.prefersNotToAccept(fresh, from: faulty, now: firstFault + base * 1.21))
+        #expect(discovery.prefersNotToAccept(fresh, from: faulty, now: firstFault + base * 0.79, reach: 50))
+        #expect(!discovery.prefersNotToAccept(fresh, from: faulty, now: firstFault + base * 1.21, reach: 50))
         context.now = firstFault + base * 1.5
         discovery.peerFaulted(at: samehost, context: &context)
         #expect(discovery.faultyHosts.count == 1)
-        #expect(discovery.prefersNotToAccept(fresh, from: faulty, now: context.now + base * 1.59))
-        #expect(!discovery.prefersNotToAccept(fresh, from: faulty, now: context.now + base * 2.41))
+        #expect(discovery.prefersNotToAccept(fresh, from: faulty, now: context.now + base * 1.59, reach: 50))
+        #expect(!discovery.prefersNotToAccept(fresh, from: faulty, now: context.now + base * 2.41, reach: 50))
         // Its peers are not invited meanwhile: a beacon from the host makes no candidate.
         try? discovery.receive(
             Beacon(deviceID: fresh, port: 5000, busy: false, sequence: 1), from: samehost, context: &context)
         discovery.inviteAt = context.now
         #expect(discovery.nextInvitee(context: &context) == nil)
-        #expect(discovery.nextInviteCandidateAt.map { $0 > context.now + base } == true)
+        #expect(discovery.nextInviteCandidateAt(reach: 50).map { $0 > context.now + base } == true)
         // The table is bounded: the host whose back-off ends first is forgotten.
         for host in 1...(context.limits.maxFaultyHosts + 3) {
             discovery.peerFaulted(at: PeerAddress(10, 1, 0, UInt8(host), port: 4000), context: &context)
@@ -327,12 +332,15 @@ import Testing
 
     /// A discovery session driven directly, its clock set by each call.
     struct Table {
-        var context = SessionContext(
-            configuration: Fixtures.configuration("Bori", seed: 3), deviceID: DeviceID(rawValue: 99),
-            random: DeterministicRandom(seed: 3), now: .zero, pose: Pose(x: 0, y: 0, heading: 0))
+        var context: SessionContext
         var discovery: DiscoverySession
 
-        init() {
+        init(configure: (inout DeviceConfiguration) -> Void = { _ in }) {
+            var configuration = Fixtures.configuration("Bori", seed: 3)
+            configure(&configuration)
+            context = SessionContext(
+                configuration: configuration, deviceID: DeviceID(rawValue: 99),
+                random: DeterministicRandom(seed: 3), now: .zero, pose: Pose(x: 0, y: 0, heading: 0))
             discovery = DiscoverySession(deviceID: DeviceID(rawValue: 99), port: 4000, context: &context)
         }
 
@@ -343,14 +351,16 @@ import Testing
         /// Hears `id`'s beacon number `sequence` from `source` (its own address by default).
         @discardableResult
         mutating func hear(
-            _ id: UInt64, sequence: UInt32, at time: Instant, from source: PeerAddress? = nil
+            _ id: UInt64, sequence: UInt32, at time: Instant, from source: PeerAddress? = nil,
+            position: PositionHint? = nil
         ) -> ProtocolError.Code? {
             context.now = time
             let from = source ?? Self.address(id)
             do {
                 try discovery.receive(
                     Beacon(
-                        deviceID: DeviceID(rawValue: id), port: from.port, busy: false, sequence: sequence),
+                        deviceID: DeviceID(rawValue: id), port: from.port, busy: false, sequence: sequence,
+                        position: position),
                     from: from, context: &context)
                 return nil
             } catch { return error.code }
@@ -365,9 +375,135 @@ import Testing
             return peer.id.rawValue
         }
 
+        /// What the session sent since the last call.
+        mutating func sent() -> [OutgoingDatagram] {
+            var datagrams: [OutgoingDatagram] = []
+            while let datagram = context.outbox.pop() { datagrams.append(datagram) }
+            return datagrams
+        }
+
         func entry(_ id: UInt64) -> DiscoveredPeer? {
             discovery.peers.first { $0.id.rawValue == id }
         }
+    }
+
+    // MARK: Position hints: the crowded room (PROTOCOL.md 4 and 5)
+
+    /// Peers whose hints put them beyond reach (the far-abort distance) are not invited; those in
+    /// reach are invited nearest first, and a peer that gave no hint counts as at the edge of reach.
+    @Test func invitesNearestFirstAndNobodyOutOfReach() {
+        var table = Table()
+        let positions: [UInt64: PositionHint?] = [
+            1: PositionHint(x: 300, y: 0), 2: PositionHint(x: 0, y: 40), 3: PositionHint(x: 7, y: 0),
+            4: PositionHint(x: -51, y: 0), 5: nil,
+        ]
+        for id in UInt64(1)...5 {
+            table.hear(id, sequence: 1, at: .zero, position: positions[id] ?? nil)
+            table.hear(id, sequence: 2, at: Instant.zero + .seconds(2), position: positions[id] ?? nil)
+        }
+        let order = (0..<5).compactMap { _ in table.invite(at: Instant.zero + .seconds(2)) }
+        #expect(order == [3, 2, 5], "nearest first, the hintless one last, nobody beyond 50 cm")
+        #expect(table.discovery.nextInviteCandidateAt(reach: 50) != nil)
+        // Out of reach, a peer is no candidate even once every back-off ended: no wake-up for it.
+        var far = Table()
+        far.hear(1, sequence: 1, at: .zero, position: PositionHint(x: 300, y: 0))
+        #expect(far.discovery.nextInviteCandidateAt(reach: 50) == nil)
+        #expect(far.invite(at: Instant.zero + .seconds(5)) == nil)
+        // It walks in: its next beacon puts it in reach, and it is invited.
+        far.hear(1, sequence: 2, at: Instant.zero + .seconds(6), position: PositionHint(x: 30, y: 0))
+        #expect(far.invite(at: Instant.zero + .seconds(6)) == 1)
+    }
+
+    /// In a room of more devices than the table holds, a newcomer within reach takes the place of
+    /// a peer out of reach, even of one heard long enough to be established; a newcomer out of
+    /// reach displaces nobody in reach, and a verified peer stays whatever its hint.
+    @Test func nearNewcomersFindRoomInAFullTable() {
+        var table = Table()
+        let limits = table.context.limits
+        let farHint = { (id: UInt64) in PositionHint(x: 100 + Int32(id) * 10, y: 0) }
+        for id in UInt64(1)...UInt64(limits.maxPeers) {
+            table.hear(id, sequence: 1, at: .zero, position: farHint(id))
+            table.hear(id, sequence: 2, at: Instant.zero + .seconds(2), position: farHint(id))
+        }
+        table.discovery.handshakeCompleted(
+            with: DeviceID(rawValue: 32), at: Table.address(32), context: table.context)
+        #expect(table.discovery.peers.count == limits.maxPeers)
+        let now = Instant.zero + .seconds(3)
+        // Out of reach and nothing heard once to displace: refused.
+        #expect(table.hear(100, sequence: 1, at: now, position: PositionHint(x: 500, y: 0)) == .tableFull)
+        // In reach: the farthest entry not verified goes (31 is farthest but 32 is verified).
+        #expect(table.hear(101, sequence: 1, at: now, position: PositionHint(x: 7, y: 0)) == nil)
+        #expect(table.entry(101) != nil && table.entry(31) == nil && table.entry(32) != nil)
+        // A second near newcomer, then a far one: the far one cannot displace the near ones.
+        #expect(table.hear(102, sequence: 1, at: now, position: PositionHint(x: 0, y: 9)) == nil)
+        #expect(table.hear(103, sequence: 1, at: now, position: PositionHint(x: 900, y: 0)) == .tableFull)
+        #expect(table.entry(101) != nil && table.entry(102) != nil)
+        #expect(table.invite(at: now) == 101)
+    }
+
+    /// A QUERY is answered only by a device within reach of the asker's hint (no storm in a full
+    /// room); a hintless QUERY by anyone it does not list. Our own QUERY carries our position and
+    /// lists the nearest peers we know.
+    @Test func onlyDevicesNearTheAskerAnswerItsQuery() throws {
+        var table = Table()
+        table.discovery.moved(to: Pose(x: 1000, y: 0, heading: 0), context: table.context)
+        table.context.now = Instant.zero + .seconds(3)
+        table.discovery.receive(
+            Query(deviceID: DeviceID(rawValue: 5), position: PositionHint(x: 0, y: 0), knownAnswers: []),
+            context: &table.context)
+        #expect(table.discovery.answerAt == nil, "10 m away: no answer")
+        table.discovery.receive(
+            Query(deviceID: DeviceID(rawValue: 6), position: PositionHint(x: 1030, y: 0), knownAnswers: []),
+            context: &table.context)
+        #expect(table.discovery.answerAt != nil, "30 cm away: an answer")
+        var hintless = Table()
+        hintless.context.now = Instant.zero + .seconds(3)
+        hintless.discovery.receive(
+            Query(deviceID: DeviceID(rawValue: 5), knownAnswers: []), context: &hintless.context)
+        #expect(hintless.discovery.answerAt != nil)
+
+        var asker = Table(configure: { $0.limits.maxKnownAnswers = 3 })
+        for id in UInt64(1)...8 {
+            asker.hear(id, sequence: 1, at: .zero, position: PositionHint(x: Int32(9 - id) * 5, y: 0))
+        }
+        asker.context.now = Instant.zero + .milliseconds(300)
+        asker.discovery.runTimers(busy: false, context: &asker.context)
+        let queries = asker.sent().compactMap { datagram -> Query? in
+            guard case .query(let query)? = try? Packet(datagram: datagram.bytes) else { return nil }
+            return query
+        }
+        let query = try #require(queries.last)
+        #expect(query.position == PositionHint(x: 0, y: 0))
+        #expect(query.knownAnswers.map(\.rawValue) == [6, 7, 8], "the three nearest")
+    }
+
+    /// A device that moves announces again: once 5 cm from the position its latest beacon gave, an
+    /// extra beacon is due, no sooner than 500 ms after the previous one, carrying the new place.
+    @Test func movingFarEnoughAnnouncesTheNewPosition() throws {
+        var table = Table()
+        table.context.now = Instant.zero + .seconds(1)
+        table.discovery.runTimers(busy: false, context: &table.context)
+        let sentBeacons = table.sent().compactMap { datagram -> Beacon? in
+            guard case .beacon(let beacon)? = try? Packet(datagram: datagram.bytes) else { return nil }
+            return beacon
+        }
+        let lastBeacon = try #require(sentBeacons.last)
+        #expect(lastBeacon.position == PositionHint(x: 0, y: 0))
+        table.context.now = Instant.zero + .seconds(1) + .milliseconds(100)
+        table.discovery.moved(to: Pose(x: 4, y: 0, heading: 0), context: table.context)
+        #expect(table.discovery.motionAnnounceAt == nil, "4 cm: not yet")
+        table.discovery.moved(to: Pose(x: 6, y: 0, heading: 0), context: table.context)
+        let due = try #require(table.discovery.motionAnnounceAt)
+        #expect(
+            due > table.context.now && due <= Instant.zero + .seconds(1) + DiscoverySession.motionAnnounceGap)
+        table.context.now = due
+        table.discovery.runTimers(busy: false, context: &table.context)
+        let beacons = table.sent().compactMap { datagram -> Beacon? in
+            guard case .beacon(let beacon)? = try? Packet(datagram: datagram.bytes) else { return nil }
+            return beacon
+        }
+        #expect(beacons.last?.position == PositionHint(x: 6, y: 0))
+        #expect(table.discovery.motionAnnounceAt == nil)
     }
 
     /// One id heard from two addresses is a conflict: the address first heard stays, and the
@@ -552,7 +688,9 @@ import Testing
         for id in UInt64(1)...4 {
             table.discovery.sessionFailed(with: DeviceID(rawValue: id), context: &table.context)
         }
-        #expect(!table.discovery.prefersNotToAccept(partner, from: Table.address(1), now: now + .seconds(60)))
+        #expect(
+            !table.discovery.prefersNotToAccept(
+                partner, from: Table.address(1), now: now + .seconds(60), reach: 50))
     }
 
     /// The per-source limit keys on the IP address: 2000 datagrams from 500 ports of one address in

@@ -14,7 +14,15 @@ import Testing
                 deviceID: DeviceID(rawValue: 0x0102_0304_0506_0708), port: 5353, busy: false,
                 sequence: 0x0A0B_0C0D)),
         .beacon(Beacon(deviceID: DeviceID(rawValue: .max), port: 1, busy: true, sequence: .max)),
+        .beacon(
+            Beacon(
+                deviceID: DeviceID(rawValue: 3), port: 9, busy: false, sequence: 1,
+                position: PositionHint(x: -100_000, y: 100_000))),
         .query(Query(deviceID: DeviceID(rawValue: 7), knownAnswers: [])),
+        .query(
+            Query(
+                deviceID: DeviceID(rawValue: 7), position: PositionHint(x: 12, y: -7),
+                knownAnswers: [DeviceID(rawValue: 1)])),
         .query(Query(deviceID: DeviceID(rawValue: 7), knownAnswers: (1...32).map { DeviceID(rawValue: $0) })),
         .invite(
             HandshakePacket(
@@ -96,15 +104,50 @@ import Testing
         }
     }
 
-    /// BEACON is 19 bytes: header, device id, port, flags, then the sequence number (PROTOCOL.md 3).
+    /// BEACON is 19 bytes: header, device id, port, flags, then the sequence number; with flag bit 1
+    /// a position hint follows, x and y as signed 32-bit centimetres: 27 bytes (PROTOCOL.md 3).
     @Test func beaconLayoutIsExact() throws {
-        let beacon = Beacon(
+        var beacon = Beacon(
             deviceID: DeviceID(rawValue: 0x0102_0304_0506_0708), port: 5353, busy: true, sequence: 0x0A0B_0C0D
         )
         let bytes = Packet.beacon(beacon).encoded()
         #expect(
             bytes == [0x50, 0x44, 2, 1, 1, 2, 3, 4, 5, 6, 7, 8, 0x14, 0xE9, 0x01, 0x0A, 0x0B, 0x0C, 0x0D])
         #expect(try Packet(datagram: bytes) == .beacon(beacon))
+        beacon.position = PositionHint(Pose(x: 7.4, y: -2.6, heading: 180))
+        #expect(beacon.position == PositionHint(x: 7, y: -3))
+        let hinted = Packet.beacon(beacon).encoded()
+        #expect(
+            hinted == [
+                0x50, 0x44, 2, 1, 1, 2, 3, 4, 5, 6, 7, 8, 0x14, 0xE9, 0x03, 0x0A, 0x0B, 0x0C, 0x0D,
+                0, 0, 0, 7, 0xFF, 0xFF, 0xFF, 0xFD,
+            ])
+        #expect(try Packet(datagram: hinted) == .beacon(beacon))
+        // A position outside the room is malformed, not a trap in the distance arithmetic.
+        var outside = hinted
+        outside[19] = 0x7F
+        #expect(caught(ProtocolError.self) { _ = try Packet(datagram: outside) }?.code == .malformed)
+        #expect(
+            caught(ProtocolError.self) { _ = try Packet(datagram: Array(hinted.prefix(23))) }?.code
+                == .truncated)
+    }
+
+    /// QUERY: header, device id, flags (bit 0: a position hint follows), the hint, the count of
+    /// known answers and the answers (PROTOCOL.md 3).
+    @Test func queryLayoutIsExact() throws {
+        let query = Query(
+            deviceID: DeviceID(rawValue: 9), position: PositionHint(x: 1, y: 2),
+            knownAnswers: [DeviceID(rawValue: 5)])
+        let bytes = Packet.query(query).encoded()
+        #expect(
+            bytes == [
+                0x50, 0x44, 2, 2, 0, 0, 0, 0, 0, 0, 0, 9, 1, 0, 0, 0, 1, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0,
+                5,
+            ])
+        #expect(try Packet(datagram: bytes) == .query(query))
+        var reserved = bytes
+        reserved[12] = 3
+        #expect(caught(ProtocolError.self) { _ = try Packet(datagram: reserved) }?.code == .malformed)
     }
 
     @Test func everyFrameTypeRoundTrips() throws {
@@ -235,21 +278,21 @@ import Testing
     /// INVITE is padded to 144 bytes, so that no answer to it (ACCEPT 133, BUSY 29, BUSY(retry) 45)
     /// is larger; its padding must be zero, and its cookie field of zeros means no cookie.
     @Test func inviteIsPaddedAndNoAnswerIsLarger() throws {
-        let invite = Self.packets[4].encoded()
+        let invite = Self.packets[6].encoded()
         #expect(invite.count == WireConstants.inviteMinimumSize)
-        #expect(Self.packets[5].encoded().count == 133)  // ACCEPT carrying XX message 2
-        #expect(Self.packets[7].encoded().count == 29 && Self.packets[13].encoded().count == 45)
-        #expect(Self.packets[12].encoded().count == 4 + 24 + 16 + 2 + 120)
-        for answer in [5, 7, 8, 13] { #expect(Self.packets[answer].encoded().count <= invite.count) }
+        #expect(Self.packets[7].encoded().count == 133)  // ACCEPT carrying XX message 2
+        #expect(Self.packets[9].encoded().count == 29 && Self.packets[15].encoded().count == 45)
+        #expect(Self.packets[14].encoded().count == 4 + 24 + 16 + 2 + 120)
+        for answer in [7, 9, 10, 15] { #expect(Self.packets[answer].encoded().count <= invite.count) }
         // Session, sender, receiver, then the cookie at offset 28: zeros when there is none.
         #expect(invite[28..<44].allSatisfy { $0 == 0 })
-        #expect(Array(Self.packets[11].encoded()[28..<44]) == Array(1...16))
+        #expect(Array(Self.packets[13].encoded()[28..<44]) == Array(1...16))
         var padded = invite
         padded[padded.count - 1] = 1
         #expect(caught(ProtocolError.self) { _ = try Packet(datagram: padded) }?.code == .malformed)
         #expect(caught(ProtocolError.self) { _ = try Packet(datagram: invite + [0]) }?.code == .trailingBytes)
         // BUSY(retry) without its cookie is cut short.
-        let retry = Self.packets[13].encoded()
+        let retry = Self.packets[15].encoded()
         #expect(
             caught(ProtocolError.self) { _ = try Packet(datagram: Array(retry.prefix(29))) }?.code
                 == .truncated)
@@ -262,7 +305,8 @@ import Testing
         for count in [fits, fits + 1, 255] {
             let bytes: [UInt8] =
                 [0x50, 0x44, WireConstants.version, PacketType.query.rawValue] + Array(repeating: 0, count: 8)
-                + [UInt8(count)] + Array(repeating: 0x11, count: 8 * count)
+                + [1] + Array(repeating: 0, count: 8) + [UInt8(count)]
+                + Array(repeating: 0x11, count: 8 * count)
             var reader = ByteReader(bytes + [0x50])
             if count <= fits {
                 let packet = try #require(try reader.readPacket())
@@ -345,14 +389,14 @@ import Testing
         #expect(code(beacon + [0]) == .trailingBytes)
         #expect(code(Array(repeating: 0x50, count: 1201)) == .oversized)
         var badFlags = beacon
-        badFlags[14] = 2
+        badFlags[14] = 4
         #expect(code(badFlags) == .malformed)
         var noPort = beacon
         noPort[12] = 0
         noPort[13] = 0
         #expect(code(noPort) == .malformed)
         #expect(code(Array(beacon.dropLast())) == .truncated)
-        var badBusy = Self.packets[7].encoded()
+        var badBusy = Self.packets[9].encoded()
         badBusy[badBusy.count - 1] = 9
         #expect(code(badBusy) == .malformed)
         #expect(code([]) == .truncated)

@@ -52,6 +52,11 @@ local f = {
     port = ProtoField.uint16("profiledrop.port", "Unicast port", base.DEC),
     flags = ProtoField.uint8("profiledrop.flags", "Flags", base.HEX),
     busy_flag = ProtoField.bool("profiledrop.flags.busy", "Busy", 8, nil, 0x01),
+    position_flag = ProtoField.bool("profiledrop.flags.position", "Position hint follows", 8, nil, 0x02),
+    query_position_flag = ProtoField.bool("profiledrop.query_flags.position", "Position hint follows", 8, nil,
+        0x01),
+    position_x = ProtoField.int32("profiledrop.position_x", "Position x (cm)", base.DEC),
+    position_y = ProtoField.int32("profiledrop.position_y", "Position y (cm)", base.DEC),
     beacon_sequence = ProtoField.uint32("profiledrop.beacon_sequence", "Beacon sequence", base.DEC),
     known_count = ProtoField.uint8("profiledrop.known_count", "Known-answer count", base.DEC),
     known_answer = ProtoField.uint64("profiledrop.known_answer", "Known answer", base.HEX),
@@ -70,8 +75,8 @@ local f = {
     tag = ProtoField.bytes("profiledrop.tag", "Poly1305 tag"),
 }
 profiledrop.fields = {
-    f.magic, f.version, f.type, f.type_name, f.device_id, f.port, f.flags, f.busy_flag, f.beacon_sequence,
-    f.known_count,
+    f.magic, f.version, f.type, f.type_name, f.device_id, f.port, f.flags, f.busy_flag, f.position_flag,
+    f.query_position_flag, f.position_x, f.position_y, f.beacon_sequence, f.known_count,
     f.known_answer, f.session_id, f.sender, f.receiver, f.noise_length, f.noise, f.noise_e, f.reason,
     f.cookie, f.padding, f.packet_number, f.ciphertext_length, f.ciphertext, f.tag,
 }
@@ -166,22 +171,39 @@ function profiledrop.dissector(buffer, pinfo, tree)
             local flags_range = take(f.flags, 1)
             if flags_range then
                 subtree:add(f.busy_flag, flags_range)
-                if bit.band(flags_range:uint(), 0xFE) ~= 0 then subtree:add_proto_expert_info(e_reserved) end
+                subtree:add(f.position_flag, flags_range)
+                if bit.band(flags_range:uint(), 0xFC) ~= 0 then subtree:add_proto_expert_info(e_reserved) end
                 local sequence = take(f.beacon_sequence, 4)
                 if sequence then
                     info = string.format("%s device=%s port=%d busy=%s seq=%d", name, hex64(id), port:uint(),
                         tostring(bit.band(flags_range:uint(), 1) == 1), sequence:uint())
+                    if bit.band(flags_range:uint(), 2) == 2 then
+                        local x = take(f.position_x, 4)
+                        local y = x and take(f.position_y, 4)
+                        if y then info = info .. string.format(" at=(%d,%d)cm", x:int(), y:int()) end
+                    end
                 end
             end
         end
     elseif type == 2 then
         local id = take(f.device_id, 8)
-        local count = id and take(f.known_count, 1)
+        local flags_range = id and take(f.flags, 1)
+        local at = ""
+        if flags_range then
+            subtree:add(f.query_position_flag, flags_range)
+            if bit.band(flags_range:uint(), 0xFE) ~= 0 then subtree:add_proto_expert_info(e_reserved) end
+            if bit.band(flags_range:uint(), 1) == 1 then
+                local x = take(f.position_x, 4)
+                local y = x and take(f.position_y, 4)
+                if y then at = string.format(" at=(%d,%d)cm", x:int(), y:int()) else flags_range = nil end
+            end
+        end
+        local count = flags_range and take(f.known_count, 1)
         if count then
             for _ = 1, count:uint() do
                 if not take(f.known_answer, 8) then break end
             end
-            info = string.format("%s device=%s known=%d", name, hex64(id), count:uint())
+            info = string.format("%s device=%s known=%d%s", name, hex64(id), count:uint(), at)
         end
     elseif type >= 3 and type <= 5 then
         local session = take(f.session_id, 8)

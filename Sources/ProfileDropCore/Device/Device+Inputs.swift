@@ -155,7 +155,9 @@ extension Device {
             throw ProtocolError(.unexpectedMessage, "INVITE addressed to \(invite.receiver)")
         }
         guard invite.sender != deviceID else { throw ProtocolError(.ownDatagram, "our own INVITE") }
-        guard closeReason == nil, !discovery.prefersNotToAccept(invite.sender, from: source, now: context.now)
+        guard closeReason == nil,
+            !discovery.prefersNotToAccept(
+                invite.sender, from: source, now: context.now, reach: configuration.limits.farAbortDistance)
         else {
             refuse(invite, from: source, reason: .unavailable)
             return
@@ -240,13 +242,21 @@ extension Device {
         return !discovery.isEstablished(peer: session.peer)
     }
 
-    /// Ends a tentative invitation without an outcome, as if unanswered: the peer it named ranks
-    /// last from now on.
+    /// Ends a tentative invitation without an outcome. If the INVITE went out
+    /// ``unansweredTransmissions`` times without an answer, as an unanswered one (the peer it named
+    /// ranks last from now on, as a phantom should); sooner, silently: the peer has not failed to
+    /// answer yet, we only went elsewhere, and a real peer on a lossy link must not be blamed for it.
     mutating func abandonTentativeInvitation() {
         guard let session = exchange else { return }
         exchange = nil
-        discovery.invitationUnanswered(to: session.peer, at: session.peerAddress, context: &context)
+        if (session.inviteTransmissions ?? 0) >= Self.unansweredTransmissions {
+            discovery.invitationUnanswered(to: session.peer, at: session.peerAddress, context: &context)
+        }
     }
+
+    /// INVITE transmissions without an answer after which a tentative invitation given up counts as
+    /// unanswered: 750 ms with the default retransmission schedule.
+    static let unansweredTransmissions = 3
 
     private mutating func refuse(_ invite: HandshakePacket, from source: PeerAddress, reason: BusyReason) {
         context.send(
@@ -332,7 +342,9 @@ extension Device {
         }
         _ = takeOutcomes()
         // A peer became established while we wait on one that may be a phantom: go to it.
-        if isInvitingTentatively, discovery.hasEstablishedCandidate(now: context.now) {
+        if isInvitingTentatively,
+            discovery.hasEstablishedCandidate(now: context.now, reach: configuration.limits.farAbortDistance)
+        {
             abandonTentativeInvitation()
         }
         // A secured session refuses every INVITE: no half-open handshake waits beside it.

@@ -110,6 +110,7 @@ public struct Device {
     public mutating func updatePose(_ pose: Pose, at time: Instant) {
         advanceClock(to: time)
         context.pose = pose
+        discovery.moved(to: pose, context: context)
         afterInput()
     }
 
@@ -150,7 +151,7 @@ public struct Device {
             consider(startedAt + configuration.timeouts.overall)
             // A fresh half-open handshake holds invitations back; its end is a deadline above.
             if exchange == nil, !halfOpen.isFresh(at: context.now) {
-                consider(discovery.nextInviteCandidateAt)
+                consider(discovery.nextInviteCandidateAt(reach: configuration.limits.farAbortDistance))
             }
         }
         consider(exchange?.nextDeadline)

@@ -51,7 +51,7 @@ public struct Timeouts: Sendable, Equatable {
     public var drain: Duration = .seconds(3)
     /// Back-off before inviting a peer again after a session with it failed; doubles per failure.
     public var retryBackoff: Duration = .seconds(4)
-    /// Longest back-off for one peer.
+    /// Longest back-off for one peer, and for one faulty host.
     public var retryBackoffCap: Duration = .seconds(20)
     /// After BUSY, wait a random time in this range before inviting that peer again.
     public var busyBackoff: ClosedRange<Duration> = .milliseconds(500) ... .milliseconds(1500)
@@ -66,9 +66,6 @@ public struct Timeouts: Sendable, Equatable {
     /// acknowledged, a new chunk of the peer's card, its CARD_ACK or BOND, our side becoming done)
     /// and then the confirmation hold's decision. Five times the largest chunk RTO.
     public var stall: Duration = .seconds(10)
-    /// Longest back-off from a host (an IPv4 address, whatever its ports and device ids) whose peer
-    /// broke a rule or stalled a session; it starts at ``retryBackoff`` and doubles per such session.
-    public var faultBackoffCap: Duration = .seconds(60)
 
     /// The defaults.
     public init() {}
@@ -120,7 +117,6 @@ extension Timeouts {
             .duration("overall", \.overall),
             // Progress deadlines.
             .duration("stall", \.stall),
-            .duration("fault backoff cap", \.faultBackoffCap),
         ]
     }
 }
@@ -151,7 +147,7 @@ public struct Limits: Sendable, Equatable {
     /// Unsolicited datagrams per second accepted from all sources together that are not known
     /// peers, so that a sender spoofing many addresses meets one budget.
     public var globalUnsolicitedPerSecond: Int = 200
-    /// Hosts remembered for a peer's fault (``Timeouts/faultBackoffCap``); when full, the one whose
+    /// Hosts remembered for a peer's fault (PROTOCOL.md 5, "Faulty hosts"); when full, the one whose
     /// back-off ends first is forgotten.
     public var maxFaultyHosts: Int = 16
 

@@ -37,6 +37,8 @@ struct DiscoveredPeer {
     var wantedAt: Instant?
     /// Promoted to long-heard (kept so while it stays answered).
     var longHeard = false
+    /// Where its latest beacon said it is; nil when it said nothing (it may be anywhere).
+    var position: PositionHint?
 
     /// Verified, or heard long enough at one address: invited before any other peer, never
     /// evicted by a new device id, and its datagrams are charged on its own budget.
@@ -78,10 +80,16 @@ struct DiscoverySession {
     private var announceCount = 0
     private var queryAt: Instant
     private var queryCount = 0
-    private var answerAt: Instant?
+    private(set) var answerAt: Instant?
     private var lastBeaconAt: Instant?
     /// The sequence number of our next beacon.
     private var sequence: UInt32
+    /// Where we are, as the device last told us.
+    private var pose: Pose
+    /// The position our latest beacon gave.
+    private var announcedPosition: PositionHint?
+    /// An extra beacon, due because we moved since the latest one.
+    private(set) var motionAnnounceAt: Instant?
     /// Earliest time for our next invitation.
     var inviteAt: Instant
 
@@ -89,6 +97,11 @@ struct DiscoverySession {
     /// A device's own beacons 0.25, 0.5 and 1 s apart after its start (±10 %) reach it within
     /// about 1.9 s.
     static let longHeard: Duration = .milliseconds(1500)
+    /// How far we move from the position our latest beacon gave before we announce again, and how
+    /// soon after a beacon such an extra one may go: a peer's hint is never staler than this
+    /// distance for longer than this time (PROTOCOL.md section 4).
+    static let motionStep: Double = 5
+    static let motionAnnounceGap: Duration = .milliseconds(500)
 
     init(deviceID: DeviceID, port: UInt16, context: inout SessionContext) {
         self.deviceID = deviceID
@@ -102,6 +115,29 @@ struct DiscoverySession {
         inviteAt =
             now + context.timeouts.announceInitial + context.randomDuration(in: context.timeouts.inviteDelay)
         sequence = UInt32(truncatingIfNeeded: context.random.nextUInt64() >> 33)
+        pose = context.pose
+    }
+
+    /// Notes that we moved. Once we are ``motionStep`` from the position our latest beacon gave,
+    /// an extra beacon goes out, at most one per ``motionAnnounceGap``, so that peers do not judge
+    /// our reach on a stale position.
+    mutating func moved(to newPose: Pose, context: SessionContext) {
+        pose = newPose
+        guard !isClosed, motionAnnounceAt == nil, let announced = announcedPosition,
+            announced.distance(to: newPose) >= Self.motionStep
+        else { return }
+        motionAnnounceAt = max(context.now, (lastBeaconAt ?? context.now) + Self.motionAnnounceGap)
+    }
+
+    /// How far `peer` is by its hint, from where we are now; nil when it gave no position.
+    func hintDistance(_ peer: DiscoveredPeer) -> Double? {
+        peer.position.map { $0.distance(to: pose) }
+    }
+
+    /// Whether `peer` may be near enough to pair: its hint is within `reach` (``Limits/farAbortDistance``,
+    /// beyond which ranging ends early anyway), or it gave none.
+    private func isInReach(_ peer: DiscoveredPeer, reach: Double) -> Bool {
+        (hintDistance(peer) ?? 0) <= reach
     }
 
     var peerCount: Int { peers.count }
@@ -110,6 +146,7 @@ struct DiscoverySession {
         guard !isClosed else { return nil }
         var deadline = min(announceAt, queryAt)
         if let answerAt { deadline = min(deadline, answerAt) }
+        if let motionAnnounceAt { deadline = min(deadline, motionAnnounceAt) }
         if let expiry = peers.map(\.lastSeen).min() { deadline = min(deadline, expiry + lifetime) }
         return deadline
     }
@@ -133,6 +170,10 @@ struct DiscoverySession {
             announceCount += 1
             announceAt = now + context.jittered(interval)
         }
+        if let due = motionAnnounceAt, now >= due {
+            motionAnnounceAt = nil
+            sendBeacon(busy: busy, context: &context)
+        }
         if let due = answerAt, now >= due {
             answerAt = nil
             // Suppressed if a beacon went out meanwhile (the asker heard it).
@@ -141,9 +182,13 @@ struct DiscoverySession {
             }
         }
         if now >= queryAt {
-            let known = peers.sorted { $0.lastSeen > $1.lastSeen }.prefix(context.limits.maxKnownAnswers).map(
-                \.id)
-            context.send(.query(Query(deviceID: deviceID, knownAnswers: known.sorted())), to: .multicast)
+            // Only devices near us answer, so the known answers that matter are the nearest.
+            let known = peers.sorted {
+                (hintDistance($0) ?? 0, $1.lastSeen, $0.id) < (hintDistance($1) ?? 0, $0.lastSeen, $1.id)
+            }.prefix(min(context.limits.maxKnownAnswers, Query.maxKnownAnswers)).map(\.id)
+            context.send(
+                .query(Query(deviceID: deviceID, position: PositionHint(pose), knownAnswers: known.sorted())),
+                to: .multicast)
             let interval = context.timeouts.queryInitial.doubled(queryCount, cap: context.timeouts.queryCap)
             queryCount += 1
             queryAt = now + context.jittered(interval)
@@ -152,8 +197,13 @@ struct DiscoverySession {
     }
 
     private mutating func sendBeacon(busy: Bool, context: inout SessionContext) {
+        let position = PositionHint(pose)
         context.send(
-            .beacon(Beacon(deviceID: deviceID, port: port, busy: busy, sequence: sequence)), to: .multicast)
+            .beacon(
+                Beacon(deviceID: deviceID, port: port, busy: busy, sequence: sequence, position: position)),
+            to: .multicast)
+        announcedPosition = position
+        motionAnnounceAt = nil
         // Drawn below 2^31 and one more per beacon: 2^31 beacons, decades of them, before it wraps.
         sequence &+= 1
         lastBeaconAt = context.now
@@ -188,6 +238,7 @@ struct DiscoverySession {
             peers[index].sequence = beacon.sequence
             peers[index].lastSeen = now
             peers[index].busy = beacon.busy
+            peers[index].position = beacon.position
             peers[index].hearings = peers[index].hearings < Int.max ? peers[index].hearings + 1 : Int.max
             if !peers[index].longHeard, now - peers[index].firstHeard >= Self.longHeard,
                 establishedCount < establishedRoom(context.limits)
@@ -196,13 +247,19 @@ struct DiscoverySession {
             }
             return
         }
-        guard makeRoomForNewcomer(context.limits) else {
+        let near = (beacon.position?.distance(to: pose) ?? 0) <= context.limits.farAbortDistance
+        guard makeRoomForNewcomer(context.limits, near: near) else {
             throw ProtocolError(
-                .tableFull, "no room for \(beacon.deviceID): every unverified peer was heard more than once")
+                .tableFull,
+                near
+                    ? "no room for \(beacon.deviceID): every unverified peer was heard more than once, none out of reach"
+                    : "no room for \(beacon.deviceID), out of reach: no unverified peer heard once is out of reach too"
+            )
         }
-        let peer = DiscoveredPeer(
+        var peer = DiscoveredPeer(
             id: beacon.deviceID, address: source, firstHeard: now, lastSeen: now, sequence: beacon.sequence,
             busy: beacon.busy, retryAt: now, busyUntil: now)
+        peer.position = beacon.position
         let position = peers.firstIndex { $0.id > beacon.deviceID } ?? peers.endIndex
         peers.insert(peer, at: position)
         context.emit(.peerFound(beacon.deviceID))
@@ -219,30 +276,56 @@ struct DiscoverySession {
     /// How many peers may be established by hearing alone.
     private func establishedRoom(_ limits: Limits) -> Int { max(limits.maxPeers, 1) - unverifiedCap(limits) }
 
-    /// The unverified peer heard fewest times, then longest ago, then of the lowest id.
-    private var weakestUnverified: Int? {
+    /// The unverified peer to evict first: one out of reach before one in reach, then the one heard
+    /// fewest times, then longest ago, then of the lowest id.
+    private func weakestUnverified(_ limits: Limits) -> Int? {
         peers.indices.filter { peers[$0].isUnverified }.min {
-            (peers[$0].hearings, peers[$0].lastSeen, peers[$0].id)
-                < (peers[$1].hearings, peers[$1].lastSeen, peers[$1].id)
+            evictionRank($0, limits) < evictionRank($1, limits)
         }
     }
 
-    /// Makes room for a new entry if the unverified tier or the table is full, by evicting the
-    /// unverified peer heard once longest ago; false when there is none. A peer heard twice is
-    /// not evicted by a newcomer, so it can stay until it is heard long enough to be established,
-    /// and a flood of fresh ids churns only among entries heard once.
+    /// Orders entries for eviction: out of reach first, then fewest hearings, then farthest by hint,
+    /// then heard longest ago, then lowest id.
+    private func evictionRank(_ index: Int, _ limits: Limits) -> (Int, Int, Double, Instant, DeviceID) {
+        let peer = peers[index]
+        return (
+            isInReach(peer, reach: limits.farAbortDistance) ? 1 : 0, peer.hearings,
+            -(hintDistance(peer) ?? 0),
+            peer.lastSeen, peer.id
+        )
+    }
+
+    /// Makes room for a new entry if the unverified tier or the table is full; false when no entry
+    /// may go. What may go: an unverified entry heard once (so a flood of fresh ids churns only
+    /// among those, and a peer heard twice stays until it is heard long enough to be established),
+    /// and, for a newcomer within reach, any entry out of reach not verified by a handshake (from
+    /// the unverified tier when that is what is full): we would not invite it, and in a room of
+    /// more devices than the table holds the near ones must find a place. A newcomer out of reach
+    /// displaces only an entry out of reach. Entries out of reach go first (``evictionRank``).
     /// A verified newcomer needs no unverified slot, only room in the table.
-    private mutating func makeRoomForNewcomer(_ limits: Limits, verified: Bool = false) -> Bool {
+    private mutating func makeRoomForNewcomer(_ limits: Limits, verified: Bool = false, near: Bool = true)
+        -> Bool
+    {
         let tierFull = !verified && unverifiedCount >= unverifiedCap(limits)
         guard tierFull || peers.count >= max(limits.maxPeers, 1) else { return true }
-        guard let weakest = weakestUnverified, peers[weakest].hearings <= 1 else { return false }
+        let reach = limits.farAbortDistance
+        let evictable = peers.indices.filter { index in
+            let peer = peers[index]
+            guard !peer.verified, !peer.suspended, !tierFull || peer.isUnverified else { return false }
+            let far = !isInReach(peer, reach: reach)
+            let heardOnce = peer.isUnverified && peer.hearings <= 1
+            return near ? far || heardOnce : far && heardOnce
+        }
+        guard let weakest = evictable.min(by: { evictionRank($0, limits) < evictionRank($1, limits) }) else {
+            return false
+        }
         peers.remove(at: weakest)
         return true
     }
 
     /// Evicts the weakest unverified peers while there are more than the cap (after a demotion).
     private mutating func enforceUnverifiedCap(_ limits: Limits) {
-        while unverifiedCount > unverifiedCap(limits), let weakest = weakestUnverified {
+        while unverifiedCount > unverifiedCap(limits), let weakest = weakestUnverified(limits) {
             peers.remove(at: weakest)
         }
     }
@@ -255,8 +338,8 @@ struct DiscoverySession {
     }
 
     /// Whether some established peer could be invited right now.
-    func hasEstablishedCandidate(now: Instant) -> Bool {
-        !isClosed && peers.contains { $0.isEstablished && isCandidate($0, now: now) }
+    func hasEstablishedCandidate(now: Instant, reach: Double) -> Bool {
+        !isClosed && peers.contains { $0.isEstablished && isCandidate($0, now: now, reach: reach) }
     }
 
     func isEstablished(_ source: PeerAddress) -> Bool {
@@ -321,6 +404,11 @@ struct DiscoverySession {
     /// Schedules a delayed beacon in answer to a query that does not already list us.
     mutating func receive(_ query: Query, context: inout SessionContext) {
         guard !isClosed, answerAt == nil, !query.knownAnswers.contains(deviceID) else { return }
+        // Only a device that could pair with the asker answers: in a full room the rest would be a
+        // storm, and the asker hears them at their next beacon anyway.
+        if let position = query.position, position.distance(to: pose) > context.limits.farAbortDistance {
+            return
+        }
         if let last = lastBeaconAt, context.now - last < context.timeouts.answerSuppression { return }
         answerAt = context.now + context.randomDuration(in: context.timeouts.queryResponseDelay)
     }
@@ -333,7 +421,8 @@ struct DiscoverySession {
     /// peer is retried soon.
     mutating func nextInvitee(context: inout SessionContext) -> DiscoveredPeer? {
         guard !isClosed, context.now >= inviteAt else { return nil }
-        let candidates = peers.filter { isCandidate($0, now: context.now) }
+        let reach = context.limits.farAbortDistance
+        let candidates = peers.filter { isCandidate($0, now: context.now, reach: reach) }
         let established = candidates.filter(\.isEstablished)
         let pool = established.isEmpty ? candidates : established
         guard let fewest = pool.map(\.failures).min() else { return nil }
@@ -344,6 +433,10 @@ struct DiscoverySession {
         let wanting = least.filter { peer in
             peer.wantedAt.map { context.now - $0 <= context.timeouts.busyBackoff.upperBound * 2 } ?? false
         }
+        // Then the nearest by their hints (to the centimetre; a peer with none counts as at the edge
+        // of reach), so that two devices held together invite each other before anyone farther.
+        func rank(_ peer: DiscoveredPeer) -> Int { Int((hintDistance(peer) ?? reach).rounded()) }
+        if let nearest = least.map(rank).min() { least = least.filter { rank($0) == nearest } }
         let chosen =
             wanting.max { ($0.wantedAt ?? .zero, $0.id) < ($1.wantedAt ?? .zero, $1.id) }
             ?? least[Int(context.random.uniform(below: UInt64(least.count)))]
@@ -356,9 +449,9 @@ struct DiscoverySession {
         if let index = peers.firstIndex(where: { $0.id == peer }) { peers[index].wantedAt = context.now }
     }
 
-    private func isCandidate(_ peer: DiscoveredPeer, now: Instant) -> Bool {
+    private func isCandidate(_ peer: DiscoveredPeer, now: Instant, reach: Double) -> Bool {
         !peer.busy && !peer.suspended && peer.retryAt <= now && peer.busyUntil <= now
-            && !isBackingOff(fromHost: peer.address.ipv4, now: now)
+            && !isBackingOff(fromHost: peer.address.ipv4, now: now) && isInReach(peer, reach: reach)
     }
 
     /// Whether a peer at host `ipv4` broke a rule or stalled a session recently enough that we still
@@ -368,8 +461,9 @@ struct DiscoverySession {
     }
 
     /// Backs off from the host of `address` after a session its peer ended by its fault: from
-    /// ``Timeouts/retryBackoff``, doubled per fault, up to ``Timeouts/faultBackoffCap``. A full
-    /// table forgets the host whose back-off ends first.
+    /// ``Timeouts/retryBackoff``, doubled per fault, up to ``Timeouts/retryBackoffCap``: an honest
+    /// peer on a lossy link is never held off longer by its host than by its id. A full table
+    /// forgets the host whose back-off ends first.
     mutating func peerFaulted(at address: PeerAddress, context: inout SessionContext) {
         let index: Int
         if let found = faultyHosts.firstIndex(where: { $0.ipv4 == address.ipv4 }) {
@@ -386,7 +480,7 @@ struct DiscoverySession {
             index = faultyHosts.endIndex - 1
         }
         let backoff = context.timeouts.retryBackoff.doubled(
-            faultyHosts[index].faults - 1, cap: context.timeouts.faultBackoffCap)
+            faultyHosts[index].faults - 1, cap: context.timeouts.retryBackoffCap)
         faultyHosts[index].until = context.now + context.jittered(backoff, spread: 0.2)
     }
 
@@ -398,20 +492,25 @@ struct DiscoverySession {
     /// counting it (or a phantom id from a corrupted beacon, which never answers) kept a close
     /// pair refusing each other while neither had anyone else to try. For the same reason only
     /// established peers count: unverified ones may be phantoms a forger keeps coming.
-    func prefersNotToAccept(_ peer: DeviceID, from source: PeerAddress, now: Instant) -> Bool {
+    func prefersNotToAccept(_ peer: DeviceID, from source: PeerAddress, now: Instant, reach: Double) -> Bool {
         if isBackingOff(fromHost: source.ipv4, now: now) { return true }
         guard let entry = peers.first(where: { $0.id == peer }) else { return false }
         if entry.retryAt > now { return true }
-        let others = peers.filter { $0.id != peer && $0.isEstablished && isCandidate($0, now: now) }
+        let others = peers.filter {
+            $0.id != peer && $0.isEstablished && isCandidate($0, now: now, reach: reach)
+        }
         guard let fewest = others.map(\.failures).min() else { return false }
         return entry.failures > fewest
     }
 
     /// The earliest time a peer becomes available for an invitation (for the device's deadline).
-    var nextInviteCandidateAt: Instant? {
+    /// Peers out of reach are left out: only a move (ours, or theirs in a beacon) brings them in,
+    /// and both are inputs after which invitations are considered anyway.
+    func nextInviteCandidateAt(reach: Double) -> Instant? {
         guard !isClosed else { return nil }
         guard
-            let earliest = peers.filter({ !$0.busy && !$0.suspended }).map({ peer in
+            let earliest = peers.filter({ !$0.busy && !$0.suspended && isInReach($0, reach: reach) }).map({
+                peer in
                 max(peer.retryAt, peer.busyUntil, hostBackoffEnd(peer.address.ipv4))
             }).min()
         else {

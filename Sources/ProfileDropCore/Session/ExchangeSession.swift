@@ -58,6 +58,14 @@ struct ExchangeSession {
         }
     }
 
+    /// While we invite and wait for ACCEPT: how many times our INVITE went out; nil otherwise.
+    var inviteTransmissions: Int? {
+        switch state {
+        case .handshaking(let handshake): isInitiator ? handshake.transmissions : nil
+        case .ranging, .consenting, .transferring, .closing, .draining, .closed: nil
+        }
+    }
+
     /// Whether we accepted an INVITE and still wait for CONFIRM (a half-open handshake, PROTOCOL.md 5).
     var isHalfOpen: Bool {
         switch state {

@@ -11,30 +11,73 @@ public struct Beacon: Equatable, Sendable {
     /// one for every beacon it sends, so a receiver can tell a replayed beacon from a fresh one
     /// (PROTOCOL.md section 4).
     public var sequence: UInt32
+    /// Where the sender says it is (bit 1 of the flags byte says one follows): the simulated stand-in
+    /// for the signal strength a radio measures from an advertisement, used to invite near peers
+    /// first and far ones not at all (PROTOCOL.md section 5). Nil when the sender gives none.
+    public var position: PositionHint?
 
     /// Creates a beacon.
-    public init(deviceID: DeviceID, port: UInt16, busy: Bool, sequence: UInt32) {
+    public init(deviceID: DeviceID, port: UInt16, busy: Bool, sequence: UInt32, position: PositionHint? = nil)
+    {
         self.deviceID = deviceID
         self.port = port
         self.busy = busy
         self.sequence = sequence
+        self.position = position
     }
+}
+
+/// A position in the room frame, whole centimetres, as BEACON and QUERY carry it (PROTOCOL.md 3).
+public struct PositionHint: Equatable, Hashable, Sendable, CustomStringConvertible {
+    /// Centimetres along the room's x axis.
+    public var x: Int32
+    /// Centimetres along the room's y axis.
+    public var y: Int32
+
+    /// Creates a hint from whole centimetres.
+    public init(x: Int32, y: Int32) {
+        self.x = x
+        self.y = y
+    }
+
+    /// The position of `pose`, rounded to the centimetre (a pose's coordinates are within
+    /// ``Pose/roomLimit``, far inside 32 bits).
+    public init(_ pose: Pose) {
+        let limit = Pose.roomLimit
+        x = Int32(min(max(pose.x, -limit), limit).rounded())
+        y = Int32(min(max(pose.y, -limit), limit).rounded())
+    }
+
+    /// Straight-line distance to `pose`, in centimetres.
+    public func distance(to pose: Pose) -> Double {
+        let dx = pose.x - Double(x)
+        let dy = pose.y - Double(y)
+        return (dx * dx + dy * dy).squareRoot()
+    }
+
+    /// `(x, y) cm`.
+    public var description: String { "(\(x), \(y)) cm" }
 }
 
 /// A multicast browse query listing devices the asker already knows, which therefore do not answer.
 public struct Query: Equatable, Sendable {
     /// The asker's id.
     public var deviceID: DeviceID
+    /// Where the asker says it is (bit 0 of the flags byte says one follows): only devices near it
+    /// answer (PROTOCOL.md section 4). Nil when it gives none: every device that is not a known
+    /// answer may answer.
+    public var position: PositionHint?
     /// Devices that must not answer (known-answer suppression).
     public var knownAnswers: [DeviceID]
 
-    /// The most known answers a QUERY datagram can carry within the datagram size limit. A
-    /// streaming reader refuses more, so that everything it accepts encodes again.
-    public static let maxKnownAnswers = (WireConstants.maxDatagramSize - WireConstants.headerSize - 9) / 8
+    /// The most known answers a QUERY datagram can carry within the datagram size limit (with a
+    /// position). A streaming reader refuses more, so that everything it accepts encodes again.
+    public static let maxKnownAnswers = (WireConstants.maxDatagramSize - WireConstants.headerSize - 18) / 8
 
     /// Creates a query.
-    public init(deviceID: DeviceID, knownAnswers: [DeviceID]) {
+    public init(deviceID: DeviceID, position: PositionHint? = nil, knownAnswers: [DeviceID]) {
         self.deviceID = deviceID
+        self.position = position
         self.knownAnswers = knownAnswers
     }
 }
@@ -184,11 +227,20 @@ public enum Packet: Equatable, Sendable {
         case .beacon(let beacon):
             writer.writeInteger(beacon.deviceID.rawValue)
             writer.writeInteger(beacon.port)
-            writer.writeInteger(UInt8(beacon.busy ? 1 : 0))
+            writer.writeInteger(UInt8(beacon.busy ? 1 : 0) | UInt8(beacon.position == nil ? 0 : 2))
             writer.writeInteger(beacon.sequence)
+            if let position = beacon.position {
+                writer.writeInteger(UInt32(bitPattern: position.x))
+                writer.writeInteger(UInt32(bitPattern: position.y))
+            }
         case .query(let query):
             precondition(query.knownAnswers.count <= Query.maxKnownAnswers, "too many known answers")
             writer.writeInteger(query.deviceID.rawValue)
+            writer.writeInteger(UInt8(query.position == nil ? 0 : 1))
+            if let position = query.position {
+                writer.writeInteger(UInt32(bitPattern: position.x))
+                writer.writeInteger(UInt32(bitPattern: position.y))
+            }
             writer.writeInteger(UInt8(query.knownAnswers.count))
             for known in query.knownAnswers { writer.writeInteger(known.rawValue) }
         case .invite(let message):
@@ -311,6 +363,18 @@ extension ByteReader {
             noiseMessage: message, cookie: cookie)
     }
 
+    /// A position hint: x and y, signed centimetres, each within ``Pose/roomLimit``.
+    private mutating func parsePosition(_ what: String) throws(ProtocolError) -> PositionHint {
+        let x = Int32(bitPattern: try require("\(what) position x", as: UInt32.self))
+        let y = Int32(bitPattern: try require("\(what) position y", as: UInt32.self))
+        let limit = Int32(Pose.roomLimit)
+        guard (-limit...limit).contains(x), (-limit...limit).contains(y) else {
+            throw ProtocolError(
+                .malformed, "\(what) position (\(x), \(y)) cm is outside the room (±\(limit))")
+        }
+        return PositionHint(x: x, y: y)
+    }
+
     /// Parses one packet; a shortage of bytes throws ``ProtocolError/Code/truncated``.
     mutating func parsePacket() throws(ProtocolError) -> Packet {
         let magic0 = try require("magic", as: UInt8.self)
@@ -332,16 +396,23 @@ extension ByteReader {
             let id = try require("beacon device id", as: UInt64.self)
             let port = try require("beacon port", as: UInt16.self)
             let flags = try require("beacon flags", as: UInt8.self)
-            guard flags & 0xFE == 0 else {
+            guard flags & 0xFC == 0 else {
                 throw ProtocolError(.malformed, "beacon flags \(flags) has reserved bits")
             }
             guard port != 0 else { throw ProtocolError(.malformed, "beacon port 0") }
             let sequence = try require("beacon sequence", as: UInt32.self)
+            let position = flags & 2 == 0 ? nil : try parsePosition("beacon")
             return .beacon(
-                Beacon(deviceID: DeviceID(rawValue: id), port: port, busy: flags & 1 == 1, sequence: sequence)
-            )
+                Beacon(
+                    deviceID: DeviceID(rawValue: id), port: port, busy: flags & 1 == 1, sequence: sequence,
+                    position: position))
         case .query:
             let id = try require("query device id", as: UInt64.self)
+            let flags = try require("query flags", as: UInt8.self)
+            guard flags & 0xFE == 0 else {
+                throw ProtocolError(.malformed, "query flags \(flags) has reserved bits")
+            }
+            let position = flags & 1 == 0 ? nil : try parsePosition("query")
             let count = try require("query known-answer count", as: UInt8.self)
             guard count <= Query.maxKnownAnswers else {
                 throw ProtocolError(
@@ -352,7 +423,7 @@ extension ByteReader {
             for _ in 0..<count {
                 known.append(DeviceID(rawValue: try require("query known answer", as: UInt64.self)))
             }
-            return .query(Query(deviceID: DeviceID(rawValue: id), knownAnswers: known))
+            return .query(Query(deviceID: DeviceID(rawValue: id), position: position, knownAnswers: known))
         case .invite: return .invite(try parseHandshake(invite: true))
         case .accept: return .accept(try parseHandshake(invite: false))
         case .confirm: return .confirm(try parseHandshake(invite: false))

@@ -169,9 +169,10 @@ final class CleartextAttacker {
     }
 
     /// A BEACON made from one a victim sent, on the wire: the header, then the device id (8 bytes),
-    /// the port (2) and the flags (1), then whatever the layout adds (a sequence number of 4 bytes
-    /// once BEACONs carry one). Forging from what was heard fits whichever layout the victims
-    /// speak. With `id` the id is replaced; with `ahead` a sequence number is moved ahead of the
+    /// the port (2) and the flags (1), then whatever the layout adds (a sequence number of 4 bytes,
+    /// then the sender's position hint). Forging from what was heard fits whichever layout the
+    /// victims speak, and claims the victim's own position, near both victims, so that the forged
+    /// peers rank as near as they can. With `id` the id is replaced; with `ahead` a sequence number is moved ahead of the
     /// heard one by 1 to 64, else it is drawn at random.
     private func forgedBeacon(from heard: [UInt8], id: DeviceID? = nil, port: UInt16, ahead: Bool = false)
         -> [UInt8]
@@ -185,7 +186,7 @@ final class CleartextAttacker {
         }
         bytes[idAt + 8] = UInt8(port >> 8)
         bytes[idAt + 9] = UInt8(truncatingIfNeeded: port)
-        bytes[idAt + 10] = 0  // not busy
+        bytes[idAt + 10] &= 0xFE  // not busy; a position hint, if heard, stays: the forger claims to be there
         let sequenceAt = idAt + 11
         if bytes.count >= sequenceAt + 4 {
             var sequence: UInt32 = 0
