@@ -414,6 +414,35 @@ import Testing
         #expect(far.invite(at: Instant.zero + .seconds(6)) == 1)
     }
 
+    /// A spoofer sending BEACONs from a peer's own address, its sequence numbers ahead, saying busy
+    /// and far away, cannot hide the peer: the real BEACONs then arrive as replays, which marks the
+    /// address contested, and for the peer lifetime its busy flag and position are not believed.
+    @Test func aContestedAddressIsNeitherBusyNorFarAway() {
+        var table = Table()
+        table.hear(1, sequence: 10, at: .zero, position: PositionHint(x: 7, y: 0))
+        table.hear(1, sequence: 11, at: Instant.zero + .seconds(2), position: PositionHint(x: 7, y: 0))
+        // The spoofer jumps ahead: believed for now (it could be the device itself).
+        table.context.now = Instant.zero + .seconds(2) + .milliseconds(10)
+        try? table.discovery.receive(
+            Beacon(
+                deviceID: DeviceID(rawValue: 1), port: 4000, busy: true, sequence: 60,
+                position: PositionHint(x: 1007, y: 0)),
+            from: Table.address(1), context: &table.context)
+        #expect(table.invite(at: Instant.zero + .seconds(3)) == nil, "busy and 10 m away")
+        // The real device's next BEACON is below the spoofer's number: contested.
+        #expect(
+            table.hear(1, sequence: 12, at: Instant.zero + .seconds(4), position: PositionHint(x: 7, y: 0))
+                == .replayed)
+        #expect(table.entry(1)?.position == nil && table.entry(1)?.busy == false)
+        // The spoofer again: not believed while the contest is recent.
+        table.hear(1, sequence: 61, at: Instant.zero + .seconds(5), position: PositionHint(x: 1007, y: 0))
+        #expect(table.entry(1)?.position == nil)
+        #expect(table.invite(at: Instant.zero + .seconds(5)) == 1)
+        // A peer lifetime after the last contest its announcements count again.
+        table.hear(1, sequence: 62, at: Instant.zero + .seconds(20), position: PositionHint(x: 1007, y: 0))
+        #expect(table.entry(1)?.position == PositionHint(x: 1007, y: 0))
+    }
+
     /// In a room of more devices than the table holds, a newcomer within reach takes the place of
     /// a peer out of reach, even of one heard long enough to be established; a newcomer out of
     /// reach displaces nobody in reach, and a verified peer stays whatever its hint.
@@ -594,8 +623,9 @@ import Testing
     }
 
     /// Beacons carry a per-run sequence number: a replay of a live peer's beacon, old or recent, is
-    /// dropped as `replayed` and changes neither its busy flag nor its lifetime; a device's own
-    /// beacons count up by one.
+    /// dropped as `replayed` and changes neither its sequence nor its lifetime; it marks the address
+    /// contested, so a busy flag is not believed from it for a while. A device's own beacons count up
+    /// by one.
     @Test func aReplayedBeaconIsRejected() throws {
         var lone = Lone()
         let source = PeerAddress(10, 0, 0, 2, port: 4000)
@@ -613,7 +643,8 @@ import Testing
         lone.deliver(
             .beacon(Beacon(deviceID: id, port: 4000, busy: true, sequence: 43)), from: source,
             at: Instant.zero + .milliseconds(40))
-        #expect(lone.device.discovery.peers.first { $0.id == id }?.busy == true)
+        #expect(lone.device.discovery.peers.first { $0.id == id }?.busy == false, "contested")
+        #expect(lone.device.discovery.peers.first { $0.id == id }?.sequence == 43)
         lone.run(until: Instant.zero + .seconds(10))
         let sequences = lone.sent.compactMap {
             if case .beacon(let beacon) = $0.packet { beacon.sequence } else { nil }

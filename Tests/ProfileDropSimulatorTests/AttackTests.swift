@@ -310,7 +310,8 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
     }
 
     @Test func cleartextAttackersWithinTheirBudgetDoNotKeepThePairApart() {
-        for kind in [AttackKind.beaconHijack, .inviteSquatter, .phantomFlood, .beaconReplay] {
+        for kind in [AttackKind.beaconHijack, .inviteSquatter, .phantomFlood, .beaconReplay, .beaconDisplace]
+        {
             for runSeed: UInt64 in [1, 2] {
                 let outcome = Attacks.runOne(runSeed: runSeed, kind: kind, users: .careless)
                 #expect((outcome.availability?.peakRate ?? 99) <= Availability.budget)

@@ -37,8 +37,14 @@ struct DiscoveredPeer {
     var wantedAt: Instant?
     /// Promoted to long-heard (kept so while it stays answered).
     var longHeard = false
-    /// Where its latest beacon said it is; nil when it said nothing (it may be anywhere).
+    /// Where its latest beacon said it is; nil when it said nothing (it may be anywhere) or while
+    /// contested.
     var position: PositionHint?
+    /// When a beacon at its own address last came with a sequence number not above the last one
+    /// taken: someone else speaks for that address, ahead of it or replaying it. For the peer
+    /// lifetime after that, its beacons' busy flag and position are not believed (it counts as
+    /// free and within reach), so a spoofer cannot hide it by announcing it busy or far away.
+    var contestedAt: Instant?
 
     /// Verified, or heard long enough at one address: invited before any other peer, never
     /// evicted by a new device id, and its datagrams are charged on its own budget.
@@ -232,13 +238,17 @@ struct DiscoverySession {
                 )
             }
             if let last = peers[index].sequence, beacon.sequence <= last {
+                peers[index].contestedAt = now
+                peers[index].busy = false
+                peers[index].position = nil
                 throw ProtocolError(
                     .replayed, "beacon \(beacon.sequence) of \(beacon.deviceID), after \(last)")
             }
             peers[index].sequence = beacon.sequence
             peers[index].lastSeen = now
-            peers[index].busy = beacon.busy
-            peers[index].position = beacon.position
+            let contested = peers[index].contestedAt.map { now - $0 < context.timeouts.peerLifetime } ?? false
+            peers[index].busy = contested ? false : beacon.busy
+            peers[index].position = contested ? nil : beacon.position
             peers[index].hearings = peers[index].hearings < Int.max ? peers[index].hearings + 1 : Int.max
             if !peers[index].longHeard, now - peers[index].firstHeard >= Self.longHeard,
                 establishedCount < establishedRoom(context.limits)

@@ -22,6 +22,9 @@ public enum AttackKind: String, CaseIterable, Sendable {
     case datagramFlood = "datagram-flood"
     /// Availability, cleartext: BEACONs recorded in a previous run or earlier in this one.
     case beaconReplay = "beacon-replay"
+    /// Availability, cleartext: BEACONs of each victim's id from its own address, sequence ahead,
+    /// saying busy and far away.
+    case beaconDisplace = "beacon-displace"
     /// Availability, malicious peer: offers a card above the victim's limit.
     case oversizeOffer = "oversize-offer"
     /// Availability, malicious peer: sends a chunk outside its offer.

@@ -100,6 +100,7 @@ enum Availability {
         case .phantomFlood: .phantoms
         case .datagramFlood: .flood
         case .beaconReplay: .replay
+        case .beaconDisplace: .displace
         default: nil
         }
     }

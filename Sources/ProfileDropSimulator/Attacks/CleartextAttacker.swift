@@ -15,6 +15,10 @@ enum CleartextBehaviour: Sendable, Equatable {
     /// BEACONs recorded earlier: the victims' own from a previous run (their old ids, from their
     /// real addresses), and this run's from a second or more ago (from the attacker's address).
     case replay
+    /// BEACONs of each victim's id from that victim's exact address (IP and port), their sequence
+    /// numbers ahead of the latest heard, saying busy and 10 m away: the lies an attacker that can
+    /// spoof a neighbour's address can put in its announcements.
+    case displace
 }
 
 /// A cleartext attacker on the LAN: it hears every multicast datagram and sends, at a fixed budget
@@ -144,6 +148,16 @@ final class CleartextAttacker {
                 ipv4: Self.spoofedBase + 0x100 + UInt32(sentDatagrams / 256 % 4),
                 port: 40_000 + UInt16(sentDatagrams % 256))
             return Forged(bytes: junk(for: victim), source: source, recipient: victim.member)
+        case .displace:
+            guard let heard = other.beacon, victim.id != nil,
+                case .beacon(var beacon)? = try? Packet(datagram: heard)
+            else { return nil }
+            beacon.sequence = beacon.sequence &+ 1 &+ UInt32(random.uniform(below: 64))
+            beacon.busy = true
+            beacon.position = PositionHint(
+                x: (beacon.position?.x ?? 0) &+ 1_000, y: beacon.position?.y ?? 0)
+            return Forged(
+                bytes: Packet.beacon(beacon).encoded(), source: other.address, recipient: victim.member)
         case .replay:
             // Alternately an old run's BEACON from its real source, and one of this run's from our own
             // address.
