@@ -84,3 +84,103 @@ public struct EventQueue<Payload> {
         }
     }
 }
+
+/// The participants' deadlines in a heap indexed by participant: the earliest first, the lowest
+/// participant among equal times, so that a room learns the next deadline without asking every
+/// participant, and moves one participant's deadline in logarithmic time after that participant
+/// had an input.
+struct DeadlineQueue {
+    private struct Entry {
+        var time: Instant
+        var member: Int
+    }
+
+    private var heap: [Entry] = []
+    /// Each participant's index in `heap`, or nil while it has no deadline.
+    private var positions: [Int?] = []
+
+    /// The earliest deadline and its participant (the lowest participant among equal times).
+    var first: (member: Int, time: Instant)? { heap.first.map { ($0.member, $0.time) } }
+
+    /// Makes room for participant `positions.count`, without a deadline.
+    mutating func addMember() { positions.append(nil) }
+
+    /// Sets participant `member`'s deadline to `time`, or removes it when nil.
+    mutating func update(_ member: Int, to time: Instant?) {
+        if let position = positions[member] {
+            guard let time else {
+                remove(at: position)
+                return
+            }
+            guard heap[position].time != time else { return }
+            heap[position].time = time
+            siftUp(from: position)
+            if let moved = positions[member] { siftDown(from: moved) }
+        } else if let time {
+            heap.append(Entry(time: time, member: member))
+            positions[member] = heap.count - 1
+            siftUp(from: heap.count - 1)
+        }
+    }
+
+    /// The lowest participant whose deadline is at or before `time`, or nil if none is: visits only
+    /// the entries due by then, since a heap entry is never earlier than its parent.
+    func lowestMember(dueBy time: Instant) -> Int? {
+        var lowest: Int?
+        var pending = heap.isEmpty ? [] : [0]
+        while let index = pending.popLast() {
+            guard heap[index].time <= time else { continue }
+            lowest = min(lowest ?? .max, heap[index].member)
+            for child in [2 * index + 1, 2 * index + 2] where child < heap.count { pending.append(child) }
+        }
+        return lowest
+    }
+
+    private static func precedes(_ lhs: Entry, _ rhs: Entry) -> Bool {
+        lhs.time != rhs.time ? lhs.time < rhs.time : lhs.member < rhs.member
+    }
+
+    private mutating func remove(at position: Int) {
+        let last = heap.count - 1
+        positions[heap[position].member] = nil
+        if position != last {
+            heap[position] = heap[last]
+            positions[heap[position].member] = position
+        }
+        heap.removeLast()
+        guard position < heap.count else { return }
+        let moved = heap[position].member
+        siftUp(from: position)
+        if positions[moved] == position { siftDown(from: position) }
+    }
+
+    private mutating func swap(_ first: Int, _ second: Int) {
+        heap.swapAt(first, second)
+        positions[heap[first].member] = first
+        positions[heap[second].member] = second
+    }
+
+    private mutating func siftUp(from start: Int) {
+        var child = start
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard Self.precedes(heap[child], heap[parent]) else { return }
+            swap(child, parent)
+            child = parent
+        }
+    }
+
+    private mutating func siftDown(from start: Int) {
+        var parent = start
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var best = parent
+            if left < heap.count && Self.precedes(heap[left], heap[best]) { best = left }
+            if right < heap.count && Self.precedes(heap[right], heap[best]) { best = right }
+            if best == parent { return }
+            swap(parent, best)
+            parent = best
+        }
+    }
+}

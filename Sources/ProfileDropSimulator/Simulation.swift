@@ -246,9 +246,7 @@ private struct SimulationEngine {
         return finish(limit: limit)
     }
 
-    private var allClosed: Bool {
-        devices.indices.allSatisfy { room.device($0)?.isClosed ?? true }
-    }
+    private var allClosed: Bool { room.openDeviceCount == 0 }
 
     private mutating func handle(_ event: Scheduled) {
         switch event {
@@ -283,7 +281,7 @@ private struct SimulationEngine {
         transcript.append("t=\(now) \(scenario.devices[index].name) \(line)")
     }
 
-    private func isClosed(_ index: Int) -> Bool { room.device(index)?.isClosed ?? true }
+    private func isClosed(_ index: Int) -> Bool { room.isClosed(index) }
 
     /// Moves what device `index` sent and reported in the room's last step into the transcript
     /// and the checks.
