@@ -16,7 +16,18 @@ public struct EventQueue<Payload> {
         public let payload: Payload
     }
 
-    private var heap: [Entry] = []
+    /// What the heap orders: small, so that sifting moves a few words whatever the payload.
+    private struct Key {
+        var time: Instant
+        var sequence: UInt64
+        /// Where the payload waits in `payloads`.
+        var slot: Int
+    }
+
+    private var heap: [Key] = []
+    /// Payloads by slot; a popped event's slot is reused.
+    private var payloads: [Payload?] = []
+    private var freeSlots: [Int] = []
     private var nextSequence: UInt64 = 0
 
     /// Creates an empty queue.
@@ -32,11 +43,22 @@ public struct EventQueue<Payload> {
     public var nextTime: Instant? { heap.first?.time }
 
     /// The earliest pending event, without removing it.
-    public var first: Entry? { heap.first }
+    public var first: Entry? {
+        guard let key = heap.first, let payload = payloads[key.slot] else { return nil }
+        return Entry(time: key.time, sequence: key.sequence, payload: payload)
+    }
 
     /// Schedules `payload` at `time`.
     public mutating func schedule(_ payload: Payload, at time: Instant) {
-        heap.append(Entry(time: time, sequence: nextSequence, payload: payload))
+        let slot: Int
+        if let free = freeSlots.popLast() {
+            slot = free
+            payloads[slot] = payload
+        } else {
+            slot = payloads.count
+            payloads.append(payload)
+        }
+        heap.append(Key(time: time, sequence: nextSequence, slot: slot))
         nextSequence += 1
         siftUp(from: heap.count - 1)
     }
@@ -45,9 +67,11 @@ public struct EventQueue<Payload> {
     public mutating func pop() -> Entry? {
         guard !heap.isEmpty else { return nil }
         heap.swapAt(0, heap.count - 1)
-        let entry = heap.removeLast()
+        let key = heap.removeLast()
         if !heap.isEmpty { siftDown(from: 0) }
-        return entry
+        guard let payload = payloads[key.slot].take() else { preconditionFailure("an empty slot in the heap") }
+        freeSlots.append(key.slot)
+        return Entry(time: key.time, sequence: key.sequence, payload: payload)
     }
 
     /// Removes and returns the earliest event if it fires at or before `time`.
@@ -56,7 +80,7 @@ public struct EventQueue<Payload> {
         return pop()
     }
 
-    private static func precedes(_ lhs: Entry, _ rhs: Entry) -> Bool {
+    private static func precedes(_ lhs: Key, _ rhs: Key) -> Bool {
         lhs.time != rhs.time ? lhs.time < rhs.time : lhs.sequence < rhs.sequence
     }
 

@@ -12,6 +12,18 @@ public enum RoomBenchmark {
     /// Discovery traffic is counted from this virtual time on, when start-up bursts are over.
     public static let steadyStateStart = 10
 
+    /// The room's median time over the lone pair's.
+    public struct Ratio: Sendable, Equatable {
+        /// The ratio, or its lower bound.
+        public var value: Double
+        /// Whether the room's pair had not exchanged by the horizon in most runs, so that the
+        /// horizon stands in for its median and the ratio is at least `value`.
+        public var isLowerBound: Bool
+
+        /// `2.13`, or `>38.96` for a lower bound.
+        public var text: String { (isLowerBound ? ">" : "") + String(format: "%.2f", value) }
+    }
+
     /// What the close pair of one kind of run did over the seeds.
     public struct PairTimes: Sendable {
         /// Per seed, when both of the pair's devices had closed as exchanged; nil if they did not.
@@ -33,8 +45,8 @@ public enum RoomBenchmark {
         public var devices: Int
         /// The close pair's times in the room.
         public var pair: PairTimes
-        /// The room's median over the lone pair's, nil if either has none.
-        public var ratio: Double?
+        /// The room's median over the lone pair's; nil if the lone pair has no median.
+        public var ratio: Ratio?
         /// Multicast datagrams (BEACON, QUERY and answers alike) per second per device, from
         /// ``steadyStateStart`` to the end of each run, over all seeds.
         public var multicastPerDeviceSecond: Double
@@ -58,10 +70,10 @@ public enum RoomBenchmark {
         public var rooms: [RoomFigures]
 
         /// The largest room-over-lone-pair ratio; nil if some room has none.
-        public var worstRatio: Double? {
-            let ratios = rooms.map(\.ratio)
-            guard ratios.allSatisfy({ $0 != nil }) else { return nil }
-            return ratios.compactMap { $0 }.max()
+        public var worstRatio: Ratio? {
+            let ratios = rooms.compactMap(\.ratio)
+            guard ratios.count == rooms.count else { return nil }
+            return ratios.max { $0.value < $1.value }
         }
 
         /// Every violation of every run.
@@ -80,14 +92,14 @@ public enum RoomBenchmark {
                 lines.append(
                     "room \(room.devices): pair exchanged \(room.pair.exchanged)/\(seeds.count), median "
                         + "\(RoomBenchmark.text(room.pair.median)), p95 \(RoomBenchmark.text(room.pair.p95)), "
-                        + "ratio \(room.ratio.map { String(format: "%.2f", $0) } ?? "none"); "
+                        + "ratio \(room.ratio?.text ?? "none"); "
                         + String(format: "%.2f", room.multicastPerDeviceSecond)
                         + " multicast datagrams/s per device; "
                         + String(format: "%.2f", room.cpuSecondsPerSimulatedMinute)
                         + " CPU-s per simulated minute; \(room.violations.count) violations")
             }
             lines += violations.map { "violation: \($0)" }
-            lines.append("room/pair: \(worstRatio.map { String(format: "%.2f", $0) } ?? "none")")
+            lines.append("room/pair: \(worstRatio?.text ?? "none")")
             return lines
         }
     }
@@ -128,9 +140,11 @@ public enum RoomBenchmark {
                 violations += report.violations.map { "room \(devices) seed \(seed): \($0)" }
             }
             let pair = PairTimes(times: times)
-            var ratio: Double?
-            if let roomMedian = pair.median, let loneMedian = lone.median, loneMedian > .zero {
-                ratio = roomMedian.secondsDouble / loneMedian.secondsDouble
+            var ratio: Ratio?
+            if let loneMedian = lone.median, loneMedian > .zero {
+                ratio = Ratio(
+                    value: (pair.median ?? duration).secondsDouble / loneMedian.secondsDouble,
+                    isLowerBound: pair.median == nil)
             }
             let minutes = simulated.secondsDouble / 60
             rooms.append(
