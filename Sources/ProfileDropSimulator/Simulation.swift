@@ -161,6 +161,8 @@ private struct SimulationEngine {
     let seed: UInt64
     let options: SimulationOptions
     let scripts: [MotionScript]
+    /// Devices whose script moves them: a still one is told its pose once, at the start.
+    let movingDevices: [Int]
     let scanner: PlaintextScanner
     private var devices: [DeviceState] = []
     /// The pose each device was last told, so that a still device is not told again.
@@ -182,6 +184,7 @@ private struct SimulationEngine {
         self.seed = seed
         self.options = options
         scripts = scenario.devices.map(\.motionScript)
+        movingDevices = scenario.devices.indices.filter { !scenario.devices[$0].motion.isEmpty }
         scanner = PlaintextScanner(cards: scenario.devices.map(\.card), labels: scenario.devices.map(\.name))
         var faults = NetworkFaultHook(
             nodeCount: scenario.devices.count, faults: scenario.faults,
@@ -198,7 +201,9 @@ private struct SimulationEngine {
             directory.add(identity: device.deviceID.rawValue, node: index, name: spec.name)
             room.add(device, at: Simulation.address(ofNode: index))
             devices.append(
-                DeviceState(events: EventTranslator(directory: directory, verbose: options.verbose)))
+                DeviceState(
+                    events: EventTranslator(
+                        directory: directory, verbose: options.verbose, keepsText: options.keepsTranscript)))
         }
     }
 
@@ -251,7 +256,7 @@ private struct SimulationEngine {
     private mutating func handle(_ event: Scheduled) {
         switch event {
         case .poseTick:
-            for index in devices.indices where !isClosed(index) {
+            for index in movingDevices where !isClosed(index) {
                 let pose = scripts[index].pose(at: now)
                 guard pose != lastPoses[index] else { continue }
                 lastPoses[index] = pose
