@@ -39,7 +39,9 @@ struct EventTranslator {
         self.keepsText = keepsText
     }
 
-    private func reduced(_ kind: SimulatedDeviceEvent.Kind, text: @autoclosure () -> String) -> SimulatedDeviceEvent {
+    private func reduced(_ kind: SimulatedDeviceEvent.Kind, text: @autoclosure () -> String)
+        -> SimulatedDeviceEvent
+    {
         SimulatedDeviceEvent(kind, text: keepsText ? text() : "")
     }
 

@@ -36,7 +36,8 @@ public enum CrowdedRoom {
             let index = offset + 2
             specs.append(
                 Scenario.DeviceSpec(
-                    name: "dev\(index)", pose: pose, consent: .accept(after: Scenario.Consent.defaultReaction),
+                    name: "dev\(index)", pose: pose,
+                    consent: .accept(after: Scenario.Consent.defaultReaction),
                     card: card(&random, index: index)))
         }
         return scenario(specs, seed: seed, duration: duration)
@@ -135,14 +136,21 @@ public enum CrowdedRoom {
                 "faults",
                 .object([
                     ("delayMs", milliseconds(scenario.faults.delay)),
-                    ("jitterMs", milliseconds(scenario.faults.jitter)), ("loss", .number(scenario.faults.lossRate)),
+                    ("jitterMs", milliseconds(scenario.faults.jitter)),
+                    ("loss", .number(scenario.faults.lossRate)),
                 ])
             ))
         members.append(("timeouts", .object([("overall", seconds(scenario.timeouts.overall))])))
         let devices = scenario.devices.map { spec -> JSONValue in
             .object([
                 ("name", .string(spec.name)),
-                ("pose", .object([("x", .number(spec.pose.x)), ("y", .number(spec.pose.y)), ("heading", .number(spec.pose.heading))])),
+                (
+                    "pose",
+                    .object([
+                        ("x", .number(spec.pose.x)), ("y", .number(spec.pose.y)),
+                        ("heading", .number(spec.pose.heading)),
+                    ])
+                ),
                 ("consent", .string("accept")),
                 ("card", spec.card.json(photoFileName: nil)),
             ])

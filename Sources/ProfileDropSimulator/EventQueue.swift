@@ -69,7 +69,9 @@ public struct EventQueue<Payload> {
         heap.swapAt(0, heap.count - 1)
         let key = heap.removeLast()
         if !heap.isEmpty { siftDown(from: 0) }
-        guard let payload = payloads[key.slot].take() else { preconditionFailure("an empty slot in the heap") }
+        guard let payload = payloads[key.slot].take() else {
+            preconditionFailure("an empty slot in the heap")
+        }
         freeSlots.append(key.slot)
         return Entry(time: key.time, sequence: key.sequence, payload: payload)
     }

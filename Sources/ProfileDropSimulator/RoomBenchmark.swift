@@ -116,7 +116,9 @@ public enum RoomBenchmark {
         let options = SimulationOptions(keepsTranscript: false)
         let lone = PairTimes(
             times: seeds.map { seed in
-                pairTime(Simulation.run(scenario: CrowdedRoom.lonePair(seed: seed, duration: duration), options: options))
+                pairTime(
+                    Simulation.run(
+                        scenario: CrowdedRoom.lonePair(seed: seed, duration: duration), options: options))
             })
         var rooms: [RoomFigures] = []
         for devices in deviceCounts {

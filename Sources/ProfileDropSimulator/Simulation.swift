@@ -440,7 +440,8 @@ private struct SimulationEngine {
                 name: scenario.devices[index].name, close: state.close, closedAt: state.closedAt,
                 receivedCard: state.receivedCard,
                 receivedFrom: state.receivedFrom.map { scenario.devices[$0].name },
-                receivedAtDistance: state.receivedAtDistance, cardMatchesSender: state.cardMatches, sentDatagrams: statistics.sentDatagrams[index],
+                receivedAtDistance: state.receivedAtDistance, cardMatchesSender: state.cardMatches,
+                sentDatagrams: statistics.sentDatagrams[index],
                 sentBytes: statistics.sentBytes[index])
         }
         return SimulationReport(

@@ -81,7 +81,8 @@ import Testing
     }
 
     @Test func multicastIsCountedPerSecondOfVirtualTime() {
-        let report = Simulation.run(scenario: CrowdedRoom.scenario(devices: 4, seed: 2, duration: .seconds(15)))
+        let report = Simulation.run(
+            scenario: CrowdedRoom.scenario(devices: 4, seed: 2, duration: .seconds(15)))
         let perSecond = report.network.multicastPerSecond
         #expect(perSecond.count >= 15)
         #expect(report.network.multicastDatagrams(fromSecond: 0) == perSecond.reduce(0, +))
@@ -124,7 +125,9 @@ import Testing
         mutating func updatePose(_ pose: Pose, at time: Instant) {
             inner.updatePose(Pose(x: pose.x + offset, y: pose.y, heading: pose.heading), at: time)
         }
-        mutating func decide(_ decision: ConsentDecision, at time: Instant) { inner.decide(decision, at: time) }
+        mutating func decide(_ decision: ConsentDecision, at time: Instant) {
+            inner.decide(decision, at: time)
+        }
         mutating func pollTransmit() -> OutgoingDatagram? { inner.pollTransmit() }
         mutating func pollEvent() -> DeviceEvent? { inner.pollEvent() }
     }

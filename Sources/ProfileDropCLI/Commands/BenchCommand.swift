@@ -10,8 +10,10 @@ enum BenchCommand: Subcommand {
     static let summary =
         "benchmarks: 'handshake' (Noise XX vs the X25519 floor), 'simulate' (simulated exchanges), 'pairing' (two processes on loopback), 'room' (crowded rooms against a lone pair)"
     static let parser = ArgumentParser(
-        command: name, options: [
-            Options.rounds, Options.iterations, Options.runs, Options.devices, Options.seeds, Options.duration,
+        command: name,
+        options: [
+            Options.rounds, Options.iterations, Options.runs, Options.devices, Options.seeds,
+            Options.duration,
         ])
 
     /// Every option of `bench`, declared once. The ranges are checked per benchmark, since `--runs`
