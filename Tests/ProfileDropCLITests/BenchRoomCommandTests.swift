@@ -18,7 +18,8 @@ import Testing
         #expect(result.output.contains { $0.hasPrefix("lone pair: exchanged 1/1, median ") })
         #expect(
             result.output.contains {
-                $0.hasPrefix("room 3: pair exchanged 1/1") && $0.contains(" multicast datagrams/s per device; ")
+                $0.hasPrefix("room 3: pair exchanged 1/1")
+                    && $0.contains(" multicast datagrams/s per device; ")
                     && $0.contains(" CPU-s per simulated minute; 0 violations")
             })
         #expect(result.output.contains { $0.hasPrefix("peak RSS: ") })
