@@ -154,6 +154,8 @@ public struct SwarmPlan: Sendable {
     public static let crowdedFraction = 0.01
     /// The sizes of crowded rooms.
     public static let crowdedSizes = 10...30
+    /// The overall limit of a crowded room's devices, at most.
+    public static let crowdedOverall: Duration = .seconds(20)
 
     private static let dogNames = [
         "Bori", "Kong", "Maru", "Choco", "Dubu", "Hodu", "Nabi", "Haru", "Luna", "Coco",
@@ -166,8 +168,8 @@ public struct SwarmPlan: Sendable {
     /// What a run draws, for the swarm's header.
     public static let drawnOptions =
         "2-6 devices (a pair 6-9 cm apart facing within 15 deg, 40 % walking in; bystanders 80 cm or more "
-        + "away, 30 % wandering), or in 1 % of runs a crowded room of 10-30 (the pair still, the others on a "
-        + "grid 80 cm or more apart), consent accept 80 % / decline 10 % / ignore 10 % after 0.1-1.5 s, "
+        + "away, 30 % wandering), or in 1 % of runs a crowded room of 10-30 for 20 s (the pair still, the "
+        + "others on a grid 80 cm or more apart), consent accept 80 % / decline 10 % / ignore 10 % after 0.1-1.5 s, "
         + "delay 1-5 ms, jitter 0-10 ms, loss 0-30 %, dup 0-10 %, reorder 0-20 % in half the runs, "
         + "corruption 0-2 % in 30 %, a partition in 25 % (permanent in 5 %)"
 
@@ -308,10 +310,14 @@ public struct SwarmPlan: Sendable {
         // stands, a close pair among 26 devices at 26 % loss did not meet within 60 s
         // (run seed 10416785442523187655).
         expectsExchange = !crowded && bothConsent && faults.permanentCut(between: 0, 1) == nil
+        // A crowded room's devices give up sooner: its cost grows with every second all of them run,
+        // and the first seconds, when everyone finds everyone, are where a far exchange would come.
+        var runTimeouts = timeouts
+        if crowded { runTimeouts.overall = min(timeouts.overall, Self.crowdedOverall) }
         // Prompts are answered within 1.5 s of appearing; the session bound covers the rest.
-        closeBound = (lastScripted - .zero) + .milliseconds(1500) + timeouts.closeBound
+        closeBound = (lastScripted - .zero) + .milliseconds(1500) + runTimeouts.closeBound
         scenario = Scenario(
-            seed: runSeed, timeLimit: closeBound + .seconds(1), faults: faults, timeouts: timeouts,
+            seed: runSeed, timeLimit: closeBound + .seconds(1), faults: faults, timeouts: runTimeouts,
             devices: devices)
         let consentSummary = consents.map(\.summary).joined(separator: ",")
         summary =
