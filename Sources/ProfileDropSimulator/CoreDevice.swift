@@ -28,80 +28,89 @@ extension DeviceContext {
 struct EventTranslator {
     let directory: PeerDirectory
     let verbose: Bool
+    /// Whether events carry their transcript text; without a transcript, building it is waste.
+    let keepsText: Bool
     /// The peer of the current exchange session, whose card a `cardReceived` event carries.
     private var sessionPeer: DeviceID?
 
-    init(directory: PeerDirectory, verbose: Bool) {
+    init(directory: PeerDirectory, verbose: Bool, keepsText: Bool = true) {
         self.directory = directory
         self.verbose = verbose
+        self.keepsText = keepsText
+    }
+
+    private func reduced(_ kind: SimulatedDeviceEvent.Kind, text: @autoclosure () -> String)
+        -> SimulatedDeviceEvent
+    {
+        SimulatedDeviceEvent(kind, text: keepsText ? text() : "")
     }
 
     /// The event as the simulation sees it, or nil when the transcript leaves it out.
     mutating func translate(_ event: DeviceEvent) -> SimulatedDeviceEvent? {
         switch event {
         case .advertising:
-            return .init(.note, text: "advertising")
+            return reduced(.note, text: "advertising")
         case .peerFound(let peer):
-            return .init(.note, text: "found \(directory.name(of: peer.rawValue))")
+            return reduced(.note, text: "found \(directory.name(of: peer.rawValue))")
         case .peerBusy(let peer):
-            return .init(.note, text: "\(directory.name(of: peer.rawValue)) is busy")
+            return reduced(.note, text: "\(directory.name(of: peer.rawValue)) is busy")
         case .connecting(let peer, let initiator):
             sessionPeer = peer
             let verb = initiator ? "inviting" : "invited by"
-            return .init(.note, text: "\(verb) \(directory.name(of: peer.rawValue))")
+            return reduced(.note, text: "\(verb) \(directory.name(of: peer.rawValue))")
         case .secured(let peer):
             sessionPeer = peer
-            return .init(.note, text: "secured with \(directory.name(of: peer.rawValue))")
+            return reduced(.note, text: "secured with \(directory.name(of: peer.rawValue))")
         case .verified(let verification):
             let known = verification.knownPeer.map { ", known as \($0.name)" } ?? ", new"
-            return .init(
+            return reduced(
                 .verified(code: verification.code, known: verification.knownPeer != nil),
                 text:
                     "verified \(directory.name(of: verification.peer.rawValue)), code \(verification.code)\(known)"
             )
         case .pairingInterrupted(let peer, let code, let reason):
-            return .init(
+            return reduced(
                 .pairingInterrupted,
                 text:
                     "pairing with \(directory.name(of: peer.rawValue)) interrupted (code \(code ?? "none")): \(reason)"
             )
         case .knownPeerMismatch(let name):
-            return .init(
+            return reduced(
                 .note, text: "WARNING: a device claimed to be known peer \(name) but could not prove it")
         case .peerRemembered(let peer):
-            return .init(.peerRemembered(peer), text: "remembered \(peer.name)")
+            return reduced(.peerRemembered(peer), text: "remembered \(peer.name)")
         case .incompatiblePeer(let peer, let version):
-            return .init(
+            return reduced(
                 .note, text: "\(directory.name(of: peer.rawValue)) speaks protocol version \(version)")
         case .ranging(let distance, let bearing):
             guard verbose else { return nil }
-            return .init(.note, text: "ranging \(Self.format(distance)) cm \(Self.format(bearing))°")
+            return reduced(.note, text: "ranging \(Self.format(distance)) cm \(Self.format(bearing))°")
         case .inRange:
-            return .init(.note, text: "in range")
+            return reduced(.note, text: "in range")
         case .consentRequested(let peer):
             sessionPeer = peer
             let node = directory.node(of: peer.rawValue)
-            return .init(
+            return reduced(
                 .consentRequested(peer: node), text: "asks to share with \(directory.name(of: peer.rawValue))"
             )
         case .exchanging(let sent, let total):
             guard verbose || sent == 0 || sent == total else { return nil }
-            return .init(.note, text: "exchanging \(sent)/\(total) chunks")
+            return reduced(.note, text: "exchanging \(sent)/\(total) chunks")
         case .cardVerified(let card):
             let node = sessionPeer.flatMap { directory.node(of: $0.rawValue) }
-            return .init(.cardVerified(card, peer: node), text: "card verified: \(card.name)")
+            return reduced(.cardVerified(card, peer: node), text: "card verified: \(card.name)")
         case .cardReceived(let card):
             let node = sessionPeer.flatMap { directory.node(of: $0.rawValue) }
-            return .init(.cardReceived(card, peer: node), text: "card received: \(card.summary)")
+            return reduced(.cardReceived(card, peer: node), text: "card received: \(card.summary)")
         case .acknowledged:
-            return .init(.note, text: "card acknowledged")
+            return reduced(.note, text: "card acknowledged")
         case .sessionEnded(let peer, let reason):
-            return .init(.note, text: "session with \(directory.name(of: peer.rawValue)) ended: \(reason)")
+            return reduced(.note, text: "session with \(directory.name(of: peer.rawValue)) ended: \(reason)")
         case .closed(let reason):
-            return .init(.closed(reason), text: "closed: \(reason)")
+            return reduced(.closed(reason), text: "closed: \(reason)")
         case .datagramRejected(let reason):
             guard verbose else { return nil }
-            return .init(.note, text: "rejected datagram: \(reason)")
+            return reduced(.note, text: "rejected datagram: \(reason)")
         }
     }
 

@@ -16,7 +16,18 @@ public struct EventQueue<Payload> {
         public let payload: Payload
     }
 
-    private var heap: [Entry] = []
+    /// What the heap orders: small, so that sifting moves a few words whatever the payload.
+    private struct Key {
+        var time: Instant
+        var sequence: UInt64
+        /// Where the payload waits in `payloads`.
+        var slot: Int
+    }
+
+    private var heap: [Key] = []
+    /// Payloads by slot; a popped event's slot is reused.
+    private var payloads: [Payload?] = []
+    private var freeSlots: [Int] = []
     private var nextSequence: UInt64 = 0
 
     /// Creates an empty queue.
@@ -32,11 +43,22 @@ public struct EventQueue<Payload> {
     public var nextTime: Instant? { heap.first?.time }
 
     /// The earliest pending event, without removing it.
-    public var first: Entry? { heap.first }
+    public var first: Entry? {
+        guard let key = heap.first, let payload = payloads[key.slot] else { return nil }
+        return Entry(time: key.time, sequence: key.sequence, payload: payload)
+    }
 
     /// Schedules `payload` at `time`.
     public mutating func schedule(_ payload: Payload, at time: Instant) {
-        heap.append(Entry(time: time, sequence: nextSequence, payload: payload))
+        let slot: Int
+        if let free = freeSlots.popLast() {
+            slot = free
+            payloads[slot] = payload
+        } else {
+            slot = payloads.count
+            payloads.append(payload)
+        }
+        heap.append(Key(time: time, sequence: nextSequence, slot: slot))
         nextSequence += 1
         siftUp(from: heap.count - 1)
     }
@@ -45,9 +67,13 @@ public struct EventQueue<Payload> {
     public mutating func pop() -> Entry? {
         guard !heap.isEmpty else { return nil }
         heap.swapAt(0, heap.count - 1)
-        let entry = heap.removeLast()
+        let key = heap.removeLast()
         if !heap.isEmpty { siftDown(from: 0) }
-        return entry
+        guard let payload = payloads[key.slot].take() else {
+            preconditionFailure("an empty slot in the heap")
+        }
+        freeSlots.append(key.slot)
+        return Entry(time: key.time, sequence: key.sequence, payload: payload)
     }
 
     /// Removes and returns the earliest event if it fires at or before `time`.
@@ -56,7 +82,7 @@ public struct EventQueue<Payload> {
         return pop()
     }
 
-    private static func precedes(_ lhs: Entry, _ rhs: Entry) -> Bool {
+    private static func precedes(_ lhs: Key, _ rhs: Key) -> Bool {
         lhs.time != rhs.time ? lhs.time < rhs.time : lhs.sequence < rhs.sequence
     }
 
@@ -80,6 +106,106 @@ public struct EventQueue<Payload> {
             if right < heap.count && Self.precedes(heap[right], heap[best]) { best = right }
             if best == parent { return }
             heap.swapAt(parent, best)
+            parent = best
+        }
+    }
+}
+
+/// The participants' deadlines in a heap indexed by participant: the earliest first, the lowest
+/// participant among equal times, so that a room learns the next deadline without asking every
+/// participant, and moves one participant's deadline in logarithmic time after that participant
+/// had an input.
+struct DeadlineQueue {
+    private struct Entry {
+        var time: Instant
+        var member: Int
+    }
+
+    private var heap: [Entry] = []
+    /// Each participant's index in `heap`, or nil while it has no deadline.
+    private var positions: [Int?] = []
+
+    /// The earliest deadline and its participant (the lowest participant among equal times).
+    var first: (member: Int, time: Instant)? { heap.first.map { ($0.member, $0.time) } }
+
+    /// Makes room for participant `positions.count`, without a deadline.
+    mutating func addMember() { positions.append(nil) }
+
+    /// Sets participant `member`'s deadline to `time`, or removes it when nil.
+    mutating func update(_ member: Int, to time: Instant?) {
+        if let position = positions[member] {
+            guard let time else {
+                remove(at: position)
+                return
+            }
+            guard heap[position].time != time else { return }
+            heap[position].time = time
+            siftUp(from: position)
+            if let moved = positions[member] { siftDown(from: moved) }
+        } else if let time {
+            heap.append(Entry(time: time, member: member))
+            positions[member] = heap.count - 1
+            siftUp(from: heap.count - 1)
+        }
+    }
+
+    /// The lowest participant whose deadline is at or before `time`, or nil if none is: visits only
+    /// the entries due by then, since a heap entry is never earlier than its parent.
+    func lowestMember(dueBy time: Instant) -> Int? {
+        var lowest: Int?
+        var pending = heap.isEmpty ? [] : [0]
+        while let index = pending.popLast() {
+            guard heap[index].time <= time else { continue }
+            lowest = min(lowest ?? .max, heap[index].member)
+            for child in [2 * index + 1, 2 * index + 2] where child < heap.count { pending.append(child) }
+        }
+        return lowest
+    }
+
+    private static func precedes(_ lhs: Entry, _ rhs: Entry) -> Bool {
+        lhs.time != rhs.time ? lhs.time < rhs.time : lhs.member < rhs.member
+    }
+
+    private mutating func remove(at position: Int) {
+        let last = heap.count - 1
+        positions[heap[position].member] = nil
+        if position != last {
+            heap[position] = heap[last]
+            positions[heap[position].member] = position
+        }
+        heap.removeLast()
+        guard position < heap.count else { return }
+        let moved = heap[position].member
+        siftUp(from: position)
+        if positions[moved] == position { siftDown(from: position) }
+    }
+
+    private mutating func swap(_ first: Int, _ second: Int) {
+        heap.swapAt(first, second)
+        positions[heap[first].member] = first
+        positions[heap[second].member] = second
+    }
+
+    private mutating func siftUp(from start: Int) {
+        var child = start
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard Self.precedes(heap[child], heap[parent]) else { return }
+            swap(child, parent)
+            child = parent
+        }
+    }
+
+    private mutating func siftDown(from start: Int) {
+        var parent = start
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var best = parent
+            if left < heap.count && Self.precedes(heap[left], heap[best]) { best = left }
+            if right < heap.count && Self.precedes(heap[right], heap[best]) { best = right }
+            if best == parent { return }
+            swap(parent, best)
             parent = best
         }
     }

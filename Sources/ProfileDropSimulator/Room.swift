@@ -179,9 +179,13 @@ public struct Room {
     private var flights = EventQueue<InFlightDatagram>()
     private var alarms = EventQueue<Int>()
     private var datagramCount: UInt64 = 0
-    /// The earliest deadline as of the last ``nextTime()``, so that the step after it need not ask
-    /// every participant again; nil when stale.
-    private var deadlineCache: (member: Int, time: Instant)?? = nil
+    /// Every participant's deadline as of its last input: only an input changes a participant, so
+    /// nobody else need be asked after one.
+    private var deadlines = DeadlineQueue()
+    /// Whether each participant is a closed device, as of its last input; speakers count as closed.
+    private var closed: [Bool] = []
+    /// Devices not closed yet.
+    public private(set) var openDeviceCount = 0
 
     /// Creates an empty room at `now`.
     public init(
@@ -217,6 +221,7 @@ public struct Room {
     public mutating func add(_ device: any SansIODevice, at address: PeerAddress) -> Int {
         let member = register(address, slot: .device(devices.count))
         devices.append(device)
+        noteState(of: member)
         return member
     }
 
@@ -225,26 +230,35 @@ public struct Room {
     public mutating func add(speaker: any DatagramSpeaker, at address: PeerAddress) -> Int {
         let member = register(address, slot: .speaker(speakers.count))
         speakers.append(speaker)
+        noteState(of: member)
         return member
     }
 
     /// Drains participant `member` without an input (after it was added, say).
     public mutating func flush(_ member: Int) {
-        deadlineCache = nil
         clearLast()
         drain(member)
     }
 
     private mutating func register(_ address: PeerAddress, slot: Slot) -> Int {
-        deadlineCache = nil
         precondition(members[address] == nil, "two participants at \(address)")
         let member = slots.count
         slots.append(slot)
         addresses.append(address)
         members[address] = member
         eventLog.append([])
+        deadlines.addMember()
+        switch slot {
+        case .device:
+            closed.append(false)
+            openDeviceCount += 1
+        case .speaker: closed.append(true)
+        }
         return member
     }
+
+    /// Whether participant `member` is a closed device or a speaker, without copying it out.
+    public func isClosed(_ member: Int) -> Bool { closed[member] }
 
     /// The device that is participant `member`; nil for a speaker.
     public func device(_ member: Int) -> (any SansIODevice)? {
@@ -286,7 +300,6 @@ public struct Room {
     /// what ``lastSent`` and ``lastEvents`` show, and its deadline may have moved.
     private mutating func input<Result>(to member: Int, _ give: (inout Room, Instant) -> Result) -> Result {
         clearLast()
-        deadlineCache = nil
         let result = give(&self, now)
         drain(member)
         return result
@@ -324,7 +337,6 @@ public struct Room {
     /// Moves the clock forward to `time` without running anything due before it, for a driver that
     /// orders every input itself (a fuzzer); whatever was due then happens at `time`.
     public mutating func advanceClock(to time: Instant) {
-        deadlineCache = nil
         if time > now { now = time }
     }
 
@@ -341,12 +353,8 @@ public struct Room {
         Self.earliest(Self.earliest(flights.nextTime, alarms.nextTime), earliestDeadline()?.time)
     }
 
-    /// The time of the next thing to happen, like ``nextEventTime``, remembering the participants'
-    /// earliest deadline for the step that follows.
-    public mutating func nextTime() -> Instant? {
-        let deadline = currentDeadline()
-        return Self.earliest(Self.earliest(flights.nextTime, alarms.nextTime), deadline?.time)
-    }
+    /// The time of the next thing to happen, like ``nextEventTime``.
+    public mutating func nextTime() -> Instant? { nextEventTime }
 
     /// Does the next thing due at or before `limit`, moving the clock to it; nil if nothing is.
     public mutating func step(notAfter limit: Instant = Instant(nanoseconds: .max)) -> RoomStep? {
@@ -354,11 +362,9 @@ public struct Room {
         // A copy due now goes first whatever else is due (deadlines are never before now), so the
         // participants' deadlines need not be asked: in a crowded room most steps are such copies.
         if let due = flights.nextTime, due <= now, due <= limit {
-            deadlineCache = nil
             return deliverNextFlight()
         }
-        let deadline = currentDeadline()
-        deadlineCache = nil
+        let deadline = earliestDeadline()
         guard let next = Self.earliest(Self.earliest(flights.nextTime, alarms.nextTime), deadline?.time),
             next <= limit
         else { return nil }
@@ -412,32 +418,33 @@ public struct Room {
         return arrives
     }
 
-    private mutating func currentDeadline() -> (member: Int, time: Instant)? {
-        if let cached = deadlineCache { return cached }
-        let deadline = earliestDeadline()
-        deadlineCache = .some(deadline)
-        return deadline
-    }
-
     private static func earliest(_ first: Instant?, _ second: Instant?) -> Instant? {
         guard let first else { return second }
         guard let second else { return first }
         return min(first, second)
     }
 
+    /// The participant whose deadline comes first, and when; a deadline already past counts as
+    /// now, the lowest participant first among those due.
     private func earliestDeadline() -> (member: Int, time: Instant)? {
-        var best: (member: Int, time: Instant)?
-        for member in slots.indices {
-            let deadline: Instant?
-            switch slots[member] {
-            case .device(let slot): deadline = devices[slot].nextDeadline
-            case .speaker(let slot): deadline = speakers[slot].nextDeadline
+        guard let first = deadlines.first else { return nil }
+        if first.time >= now { return first }
+        guard let member = deadlines.lowestMember(dueBy: now) else { return nil }
+        return (member, now)
+    }
+
+    /// Reads participant `member`'s deadline and whether it closed, after an input.
+    private mutating func noteState(of member: Int) {
+        switch slots[member] {
+        case .device(let slot):
+            deadlines.update(member, to: devices[slot].nextDeadline)
+            if !closed[member] && devices[slot].isClosed {
+                closed[member] = true
+                openDeviceCount -= 1
             }
-            guard let deadline = deadline.map({ max($0, now) }) else { continue }
-            if let current = best, current.time <= deadline { continue }
-            best = (member, deadline)
+        case .speaker(let slot):
+            deadlines.update(member, to: speakers[slot].nextDeadline)
         }
-        return best
     }
 
     private mutating func clearLast() {
@@ -457,6 +464,7 @@ public struct Room {
         case .speaker(let slot):
             while let datagram = speakers[slot].pollTransmit() { send(datagram, from: member) }
         }
+        noteState(of: member)
     }
 
     private mutating func send(_ datagram: OutgoingDatagram, from source: Int) {

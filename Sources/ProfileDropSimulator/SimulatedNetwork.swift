@@ -65,6 +65,9 @@ public struct NetworkStatistics: Equatable, Sendable {
     public var impaired = 0
     /// Copies delivered with a flipped bit.
     public var corrupted = 0
+    /// Multicast datagrams transmitted by all nodes (one per send, not per copy), per whole second
+    /// of virtual time: entry `s` counts the sends in `[s, s + 1)` seconds.
+    public var multicastPerSecond: [Int] = []
 
     init(nodeCount: Int) {
         sentDatagrams = Array(repeating: 0, count: nodeCount)
@@ -78,6 +81,11 @@ public struct NetworkStatistics: Equatable, Sendable {
     public var totalSentBytes: Int { sentBytes.reduce(0, +) }
     /// Copies delivered to all nodes.
     public var totalDeliveredDatagrams: Int { deliveredDatagrams.reduce(0, +) }
+
+    /// Multicast datagrams transmitted by all nodes from whole second `start` on.
+    public func multicastDatagrams(fromSecond start: Int) -> Int {
+        multicastPerSecond.dropFirst(max(start, 0)).reduce(0, +)
+    }
 }
 
 /// The simulator's fault model as a room hook: delay, jitter, loss, duplication, reordering,
@@ -117,6 +125,14 @@ public struct NetworkFaultHook: DatagramHook {
     ) {
         statistics.sentDatagrams[source] += 1
         statistics.sentBytes[source] += datagram.bytes.count
+        if case .multicast = datagram.destination {
+            let second = Int(time.nanoseconds / 1_000_000_000)
+            if statistics.multicastPerSecond.count <= second {
+                statistics.multicastPerSecond.append(
+                    contentsOf: repeatElement(0, count: second + 1 - statistics.multicastPerSecond.count))
+            }
+            statistics.multicastPerSecond[second] += 1
+        }
     }
 
     /// Cuts, impairs, loses, delays, reorders, duplicates and corrupts one copy.

@@ -20,6 +20,9 @@ public struct SimulationOptions: Sendable {
     /// section 6.4). A side decides an exchange only at a round that measured the peer, so it heard
     /// the peer at most this long before deciding; the checker holds it to that.
     public var poseFreshness: Duration
+    /// Whether the report keeps a transcript at all; a benchmark of a large room needs only the
+    /// outcomes, and its transcript would hold hundreds of thousands of lines.
+    public var keepsTranscript: Bool
     /// Whether the transcript records every datagram sent.
     public var logDatagrams: Bool
     /// Whether the transcript also records ranging estimates, transfer progress and rejected
@@ -33,7 +36,7 @@ public struct SimulationOptions: Sendable {
         poseInterval: Duration = .milliseconds(50), closeBound: Duration? = nil,
         gate: ProximityGate.Configuration = .default, distanceTolerance: Double = 2,
         bearingTolerance: Double = 10, poseFreshness: Duration = MeasurementModel.default.sampleInterval * 3,
-        logDatagrams: Bool = false, verbose: Bool = false,
+        keepsTranscript: Bool = true, logDatagrams: Bool = false, verbose: Bool = false,
         impairment: (@Sendable (Int, Int, [UInt8], Instant) -> LinkImpairment)? = nil
     ) {
         self.poseInterval = poseInterval
@@ -42,6 +45,7 @@ public struct SimulationOptions: Sendable {
         self.distanceTolerance = distanceTolerance
         self.bearingTolerance = bearingTolerance
         self.poseFreshness = poseFreshness
+        self.keepsTranscript = keepsTranscript
         self.logDatagrams = logDatagrams
         self.verbose = verbose
         self.impairment = impairment
@@ -134,6 +138,8 @@ private struct SimulationEngine {
         var closedAt: Instant?
         var receivedCard: ProfileCard?
         var receivedFrom: Int?
+        /// The true distance (cm) between the device and the card's sender when the card arrived.
+        var receivedAtDistance: Double?
         var cardMatches: Bool?
         /// Cards the device verified (and acknowledged), with their senders, delivered or not.
         var verified: [(card: ProfileCard, from: Int?)] = []
@@ -155,6 +161,8 @@ private struct SimulationEngine {
     let seed: UInt64
     let options: SimulationOptions
     let scripts: [MotionScript]
+    /// Devices whose script moves them: a still one is told its pose once, at the start.
+    let movingDevices: [Int]
     let scanner: PlaintextScanner
     private var devices: [DeviceState] = []
     /// The pose each device was last told, so that a still device is not told again.
@@ -176,6 +184,7 @@ private struct SimulationEngine {
         self.seed = seed
         self.options = options
         scripts = scenario.devices.map(\.motionScript)
+        movingDevices = scenario.devices.indices.filter { !scenario.devices[$0].motion.isEmpty }
         scanner = PlaintextScanner(cards: scenario.devices.map(\.card), labels: scenario.devices.map(\.name))
         var faults = NetworkFaultHook(
             nodeCount: scenario.devices.count, faults: scenario.faults,
@@ -192,7 +201,9 @@ private struct SimulationEngine {
             directory.add(identity: device.deviceID.rawValue, node: index, name: spec.name)
             room.add(device, at: Simulation.address(ofNode: index))
             devices.append(
-                DeviceState(events: EventTranslator(directory: directory, verbose: options.verbose)))
+                DeviceState(
+                    events: EventTranslator(
+                        directory: directory, verbose: options.verbose, keepsText: options.keepsTranscript)))
         }
     }
 
@@ -240,14 +251,12 @@ private struct SimulationEngine {
         return finish(limit: limit)
     }
 
-    private var allClosed: Bool {
-        devices.indices.allSatisfy { room.device($0)?.isClosed ?? true }
-    }
+    private var allClosed: Bool { room.openDeviceCount == 0 }
 
     private mutating func handle(_ event: Scheduled) {
         switch event {
         case .poseTick:
-            for index in devices.indices where !isClosed(index) {
+            for index in movingDevices where !isClosed(index) {
                 let pose = scripts[index].pose(at: now)
                 guard pose != lastPoses[index] else { continue }
                 lastPoses[index] = pose
@@ -271,11 +280,13 @@ private struct SimulationEngine {
         }
     }
 
-    private mutating func record(_ index: Int, _ text: String) {
-        transcript.append("t=\(now) \(scenario.devices[index].name) \(text)")
+    private mutating func record(_ index: Int, _ text: @autoclosure () -> String) {
+        guard options.keepsTranscript else { return }
+        let line = text()
+        transcript.append("t=\(now) \(scenario.devices[index].name) \(line)")
     }
 
-    private func isClosed(_ index: Int) -> Bool { room.device(index)?.isClosed ?? true }
+    private func isClosed(_ index: Int) -> Bool { room.isClosed(index) }
 
     /// Moves what device `index` sent and reported in the room's last step into the transcript
     /// and the checks.
@@ -353,6 +364,7 @@ private struct SimulationEngine {
         }
         let receiverPose = scripts[index].pose(at: now)
         let senderPose = scripts[sender].pose(at: now)
+        devices[index].receivedAtDistance = receiverPose.distance(to: senderPose)
         if !options.allowsExchange(receiverPose, senderPose) {
             let distance = receiverPose.distance(to: senderPose)
             violate(
@@ -428,7 +440,8 @@ private struct SimulationEngine {
                 name: scenario.devices[index].name, close: state.close, closedAt: state.closedAt,
                 receivedCard: state.receivedCard,
                 receivedFrom: state.receivedFrom.map { scenario.devices[$0].name },
-                cardMatchesSender: state.cardMatches, sentDatagrams: statistics.sentDatagrams[index],
+                receivedAtDistance: state.receivedAtDistance, cardMatchesSender: state.cardMatches,
+                sentDatagrams: statistics.sentDatagrams[index],
                 sentBytes: statistics.sentBytes[index])
         }
         return SimulationReport(
@@ -457,6 +470,8 @@ public struct SimulationReport: Sendable {
         public var receivedCard: ProfileCard?
         /// The name of the device that sent it.
         public var receivedFrom: String?
+        /// The true distance (cm) between the device and that sender when the card arrived.
+        public var receivedAtDistance: Double?
         /// Whether the received card equals the one its sender offered.
         public var cardMatchesSender: Bool?
         /// Datagrams it sent.

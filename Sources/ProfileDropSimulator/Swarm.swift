@@ -26,6 +26,7 @@ public enum Swarm {
                 scenario: plan.scenario, seed: runSeed,
                 options: SimulationOptions(closeBound: plan.closeBound), makeDevice: makeDevice)
             var runViolations = report.violations
+            runViolations += farExchanges(in: report)
             let pairExchanged = report.devices[0].exchanged && report.devices[1].exchanged
             if plan.expectsExchange && !pairExchanged {
                 let reasons = report.devices[0...1].map {
@@ -59,6 +60,21 @@ public enum Swarm {
         let report = SwarmReport(seed: seed, runs: outcomes, violations: violations, lines: lines)
         return SwarmReport(
             seed: seed, runs: outcomes, violations: violations, lines: lines + [report.summaryLine])
+    }
+
+    /// A card is never received from a peer farther than this (cm) at that moment: well outside the
+    /// 5–10 cm band plus any slack the gate's noise and hysteresis may take.
+    public static let farDistance = 15.0
+
+    /// One violation per device that received a card from a peer standing farther than
+    /// ``farDistance`` away, by the room's true poses, when the card arrived.
+    public static func farExchanges(in report: SimulationReport) -> [String] {
+        report.devices.compactMap { outcome in
+            guard let distance = outcome.receivedAtDistance, distance > farDistance else { return nil }
+            let rounded = Double(Int((distance * 10).rounded())) / 10
+            return "far exchange: \(outcome.name) received \(outcome.receivedFrom ?? "?")'s card "
+                + "\(rounded) cm away (more than \(Int(farDistance)) cm)"
+        }
     }
 
     /// The command that replays the run with seed `runSeed` alone.
@@ -122,14 +138,24 @@ public struct SwarmPlan: Sendable {
     public let runSeed: UInt64
     /// The room: devices 0 and 1 are the close pair, the others stand far away.
     public let scenario: Scenario
-    /// Whether liveness demands that the pair exchanges: both consent and no partition that never
-    /// heals separates them. (Loss, temporary partitions and a bystander cut off for good only
+    /// Whether liveness demands that the pair exchanges: both consent, no partition that never
+    /// heals separates them, and the room is not crowded. (Loss, temporary partitions and a bystander cut off for good only
     /// delay the exchange.)
     public let expectsExchange: Bool
     /// Every device must be closed by this time.
     public let closeBound: Duration
     /// A one-line summary of the drawn conditions.
     public let summary: String
+    /// Whether this is a crowded run: 10–30 devices, the close pair and the rest on a grid.
+    public let crowded: Bool
+
+    /// The share of runs that are crowded: few, since a crowded run costs as much as dozens of
+    /// small ones.
+    public static let crowdedFraction = 0.01
+    /// The sizes of crowded rooms.
+    public static let crowdedSizes = 10...30
+    /// The overall limit of a crowded room's devices, at most.
+    public static let crowdedOverall: Duration = .seconds(20)
 
     private static let dogNames = [
         "Bori", "Kong", "Maru", "Choco", "Dubu", "Hodu", "Nabi", "Haru", "Luna", "Coco",
@@ -142,7 +168,8 @@ public struct SwarmPlan: Sendable {
     /// What a run draws, for the swarm's header.
     public static let drawnOptions =
         "2-6 devices (a pair 6-9 cm apart facing within 15 deg, 40 % walking in; bystanders 80 cm or more "
-        + "away, 30 % wandering), consent accept 80 % / decline 10 % / ignore 10 % after 0.1-1.5 s, "
+        + "away, 30 % wandering), or in 1 % of runs a crowded room of 10-30 for 20 s (the pair still, the "
+        + "others on a grid 80 cm or more apart), consent accept 80 % / decline 10 % / ignore 10 % after 0.1-1.5 s, "
         + "delay 1-5 ms, jitter 0-10 ms, loss 0-30 %, dup 0-10 %, reorder 0-20 % in half the runs, "
         + "corruption 0-2 % in 30 %, a partition in 25 % (permanent in 5 %)"
 
@@ -155,7 +182,14 @@ public struct SwarmPlan: Sendable {
     public init(runSeed: UInt64, timeouts: Timeouts) {
         self.runSeed = runSeed
         var random = DeterministicRandom(seedMaterial: Simulation.seedMaterial(runSeed, "swarm/plan"))
-        let deviceCount = 2 + Int(random.uniform(below: 5))
+        // Crowding draws from a stream of its own, so that the other runs keep the draws they had.
+        var crowding = DeterministicRandom(seedMaterial: Simulation.seedMaterial(runSeed, "swarm/crowded"))
+        crowded = crowding.unitDouble() < Self.crowdedFraction
+        let smallRoom = 2 + Int(random.uniform(below: 5))
+        let deviceCount =
+            crowded
+            ? Self.crowdedSizes.lowerBound
+                + Int(crowding.uniform(below: UInt64(Self.crowdedSizes.count))) : smallRoom
 
         // The close pair: 6–9 cm apart, each turned at most 15° off the line between them.
         let anchor = Pose(
@@ -170,7 +204,8 @@ public struct SwarmPlan: Sendable {
         var startB = poseB
         var motionB: [MotionScript.Step] = []
         var lastScripted = Instant.zero
-        if random.unitDouble() < 0.4 {
+        // In a crowded room B stands still: a walk would cross the grid.
+        if random.unitDouble() < 0.4 && !crowded {
             // B walks in from 50–100 cm away.
             let from = Self.uniform(&random, 0, 360) * Double.pi / 180
             let reach = Self.uniform(&random, 50, 100)
@@ -185,6 +220,13 @@ public struct SwarmPlan: Sendable {
 
         // Bystanders: at least 80 cm from the pair, B's path, and each other.
         var bystanders: [Pose] = []
+        if crowded {
+            // The grid around the pair's cell: 100 cm cells jittered by up to 10 cm keep 80 cm between
+            // bystanders and 81 cm from a pair at most 9 cm long.
+            bystanders = CrowdedRoom.bystanderPoses(count: deviceCount - 2, random: &crowding).map {
+                Pose(x: anchor.x + $0.x, y: anchor.y + $0.y, heading: $0.heading)
+            }
+        }
         while bystanders.count < deviceCount - 2 {
             let candidate = Pose(
                 x: Self.uniform(&random, -300, 300), y: Self.uniform(&random, -300, 300),
@@ -199,7 +241,7 @@ public struct SwarmPlan: Sendable {
         var bystanderMotion: [[MotionScript.Step]] = []
         for start in bystanders {
             var steps: [MotionScript.Step] = []
-            if random.unitDouble() < 0.3 {
+            if !crowded && random.unitDouble() < 0.3 {
                 for _ in 0..<20 {
                     let target = Pose(
                         x: Self.uniform(&random, -300, 300), y: Self.uniform(&random, -300, 300),
@@ -264,15 +306,23 @@ public struct SwarmPlan: Sendable {
             case .decline, .ignore: return false
             }
         }
-        expectsExchange = bothConsent && faults.permanentCut(between: 0, 1) == nil
+        // A crowded run checks safety (no card from a far peer), not liveness: with discovery as it
+        // stands, a close pair among 26 devices at 26 % loss did not meet within 60 s
+        // (run seed 10416785442523187655).
+        expectsExchange = !crowded && bothConsent && faults.permanentCut(between: 0, 1) == nil
+        // A crowded room's devices give up sooner: its cost grows with every second all of them run,
+        // and the first seconds, when everyone finds everyone, are where a far exchange would come.
+        var runTimeouts = timeouts
+        if crowded { runTimeouts.overall = min(timeouts.overall, Self.crowdedOverall) }
         // Prompts are answered within 1.5 s of appearing; the session bound covers the rest.
-        closeBound = (lastScripted - .zero) + .milliseconds(1500) + timeouts.closeBound
+        closeBound = (lastScripted - .zero) + .milliseconds(1500) + runTimeouts.closeBound
         scenario = Scenario(
-            seed: runSeed, timeLimit: closeBound + .seconds(1), faults: faults, timeouts: timeouts,
+            seed: runSeed, timeLimit: closeBound + .seconds(1), faults: faults, timeouts: runTimeouts,
             devices: devices)
         let consentSummary = consents.map(\.summary).joined(separator: ",")
         summary =
-            "\(faults.summary) pair=\(Self.format(separation))cm\(motionB.isEmpty ? "" : " walk-in") "
+            "\(faults.summary) pair=\(Self.format(separation))cm\(motionB.isEmpty ? "" : " walk-in")"
+            + "\(crowded ? " crowded" : "") "
             + "wanderers=\(bystanderMotion.filter { !$0.isEmpty }.count) consent=\(consentSummary)"
     }
 

@@ -60,4 +60,30 @@ import Testing
         #expect(queue.pop(notAfter: Instant(nanoseconds: 50)) == nil)
         #expect(queue.pop(notAfter: Instant(nanoseconds: 100))?.payload == "late")
     }
+
+    /// Random updates and removals against a plain array of deadlines: the queue's first entry is
+    /// always the earliest (lowest participant among equal times), and the lowest participant due
+    /// by a time is the one a scan finds.
+    @Test func deadlinesAgreeWithAScan() {
+        var random = DeterministicRandom(seed: 11)
+        var queue = DeadlineQueue()
+        var plain: [Instant?] = []
+        for _ in 0..<40 {
+            queue.addMember()
+            plain.append(nil)
+        }
+        for _ in 0..<5000 {
+            let member = Int(random.uniform(below: 40))
+            let time = random.uniform(below: 5) == 0 ? nil : Instant(nanoseconds: random.uniform(below: 50))
+            queue.update(member, to: time)
+            plain[member] = time
+            let expected = plain.indices.compactMap { index in plain[index].map { (member: index, time: $0) }
+            }
+            .min { $0.time != $1.time ? $0.time < $1.time : $0.member < $1.member }
+            #expect(queue.first?.member == expected?.member && queue.first?.time == expected?.time)
+            let limit = Instant(nanoseconds: random.uniform(below: 50))
+            let due = plain.indices.first { plain[$0].map { $0 <= limit } ?? false }
+            #expect(queue.lowestMember(dueBy: limit) == due)
+        }
+    }
 }

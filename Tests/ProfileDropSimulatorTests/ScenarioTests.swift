@@ -199,7 +199,7 @@ private func parseError(_ text: String) -> String? {
     @Test func shippedScenariosParse() throws {
         let names = [
             "happy-pair", "lossy-30", "out-of-range", "too-close", "misaligned", "crowded-room-20",
-            "simultaneous-invite", "declined", "walk-in-photo", "walk-away",
+            "simultaneous-invite", "declined", "walk-in-photo", "walk-away", "crowded-room-200",
         ]
         for name in names {
             let scenario = try Scenario.load(contentsOf: scenariosDirectory + "/\(name).json")
@@ -218,8 +218,9 @@ private func parseError(_ text: String) -> String? {
     }
 }
 
-/// Scenario files have a reader and no writer (nor has ``SwarmPlan``): nothing encodes a scenario,
-/// so there is no round trip to check. Each inline card goes to the card reader as the parsed
+/// Scenario files have a reader; the one writer, ``CrowdedRoom/fileText(_:)``, covers only the
+/// generator's rooms (still devices, inline cards without photos), and `CrowdedRoomTests` reads its
+/// 200-device room back. Each inline card goes to the card reader as the parsed
 /// object; it must read as the same card file would.
 @Suite struct ScenarioCardTests {
     static let trickyCard =

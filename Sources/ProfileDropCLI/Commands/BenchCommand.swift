@@ -8,9 +8,13 @@ import ProfileDropNoise
 enum BenchCommand: Subcommand {
     static let name = "bench"
     static let summary =
-        "benchmarks: 'handshake' (Noise XX vs the X25519 floor), 'simulate' (simulated exchanges), 'pairing' (two processes on loopback)"
+        "benchmarks: 'handshake' (Noise XX vs the X25519 floor), 'simulate' (simulated exchanges), 'pairing' (two processes on loopback), 'room' (crowded rooms against a lone pair)"
     static let parser = ArgumentParser(
-        command: name, options: [Options.rounds, Options.iterations, Options.runs])
+        command: name,
+        options: [
+            Options.rounds, Options.iterations, Options.runs, Options.devices, Options.seeds,
+            Options.duration,
+        ])
 
     /// Every option of `bench`, declared once. The ranges are checked per benchmark, since `--runs`
     /// means runs of different cost.
@@ -22,11 +26,23 @@ enum BenchCommand: Subcommand {
         static let runs = Option.integer(
             "runs", in: 1...100_000,
             help: "pairing runs per card (default 20, at most 1000); simulated exchanges (default 200)")
+        static let devices = Option.text(
+            "devices", valueName: "N,N", help: "room: room sizes, 2 to 500 devices (default 20,50,200)")
+        static let seeds = Option.integer(
+            "seeds", valueName: "K", in: 1...100, help: "room: seeds 1 to K for every room (default 5)")
+        static let duration = Option.integer(
+            "duration", valueName: "S", in: 15...600,
+            help: "room: the devices' overall limit, the virtual time a room runs (default 120)")
     }
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
         if arguments.positionals == ["simulate"] {
             return try SimulationFigures.run(
                 exchanges: arguments.value(Options.runs, default: 200), console: console)
+        }
+        if arguments.positionals == ["room"] {
+            return try RoomBenchmarkCommand.run(
+                devices: arguments.value(Options.devices), seeds: arguments.value(Options.seeds, default: 5),
+                duration: arguments.value(Options.duration, default: 120), console: console)
         }
         if arguments.positionals == ["pairing"] {
             let runs = arguments.value(Options.runs, default: 20)
@@ -37,7 +53,7 @@ enum BenchCommand: Subcommand {
         }
         guard arguments.positionals == ["handshake"] else {
             throw UsageError(
-                "usage: profiledrop bench handshake [--rounds N] [--iterations N] | bench simulate [--runs N] | bench pairing [--runs N]"
+                "usage: profiledrop bench handshake [--rounds N] [--iterations N] | bench simulate [--runs N] | bench pairing [--runs N] | bench room [--devices N,N] [--seeds K] [--duration S]"
             )
         }
         let rounds = arguments.value(Options.rounds, default: 15)

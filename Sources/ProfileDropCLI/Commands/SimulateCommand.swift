@@ -88,6 +88,9 @@ enum SimulateCommand: Subcommand {
             throw UsageError("\(error)")
         }
         let report: SimulationReport
+        // A quiet run prints no transcript, so it keeps none: a 200-device room's would take most
+        // of its memory.
+        let options = SimulationOptions(keepsTranscript: !arguments.has(Options.quiet))
         if let path = arguments.value(Options.capture) {
             let only = arguments.value(Options.captureDevice)
             if let only, !scenario.devices.contains(where: { $0.name == only }) {
@@ -95,7 +98,8 @@ enum SimulateCommand: Subcommand {
                 throw UsageError("--capture-device: the scenario has no device '\(only)' (it has \(names))")
             }
             let recorder = CaptureRecorder(options: CaptureOptions(keylog: arguments.has(Options.keylog)))
-            report = Simulation.run(scenario: scenario, seed: seed) { context -> any SansIODevice in
+            report = Simulation.run(scenario: scenario, seed: seed, options: options) {
+                context -> any SansIODevice in
                 let device = context.makeCoreDevice()
                 guard only == nil || context.spec.name == only else { return device }
                 return CapturingDevice(
@@ -108,7 +112,7 @@ enum SimulateCommand: Subcommand {
             guard !arguments.has(Options.captureDevice) && !arguments.has(Options.keylog) else {
                 throw UsageError("--capture-device and --keylog go with --capture FILE")
             }
-            report = Simulation.run(scenario: scenario, seed: seed)
+            report = Simulation.run(scenario: scenario, seed: seed, options: options)
         }
         let lines = arguments.has(Options.quiet) ? report.headerLines + report.outcomeLines : report.lines
         lines.forEach(console.output)
