@@ -421,6 +421,11 @@ import Testing
         var table = Table()
         table.hear(1, sequence: 10, at: .zero, position: PositionHint(x: 7, y: 0))
         table.hear(1, sequence: 11, at: Instant.zero + .seconds(2), position: PositionHint(x: 7, y: 0))
+        // The network repeats a BEACON: a duplicate is dropped, and contests nothing.
+        #expect(
+            table.hear(1, sequence: 11, at: Instant.zero + .seconds(2), position: PositionHint(x: 7, y: 0))
+                == .replayed)
+        #expect(table.entry(1)?.contestedAt == nil && table.entry(1)?.position == PositionHint(x: 7, y: 0))
         // The spoofer jumps ahead: believed for now (it could be the device itself).
         table.context.now = Instant.zero + .seconds(2) + .milliseconds(10)
         try? table.discovery.receive(

@@ -98,7 +98,13 @@ import Testing
         for plan in crowded {
             let devices = plan.scenario.devices
             #expect(SwarmPlan.crowdedSizes.contains(devices.count))
-            #expect(!plan.expectsExchange)
+            // Liveness is checked in crowded runs too, as in any run whose pair both consent.
+            let bothConsent = devices[0...1].allSatisfy {
+                if case .accept = $0.consent { true } else { false }
+            }
+            #expect(
+                plan.expectsExchange
+                    == (bothConsent && plan.scenario.faults.permanentCut(between: 0, 1) == nil))
             #expect(devices.allSatisfy { $0.motion.isEmpty })
             for first in devices.indices {
                 for second in devices.indices where second > first && !(first == 0 && second == 1) {

@@ -40,8 +40,12 @@ struct DiscoveredPeer {
     /// Where its latest beacon said it is; nil when it said nothing (it may be anywhere) or while
     /// contested.
     var position: PositionHint?
-    /// When a beacon at its own address last came with a sequence number not above the last one
-    /// taken: someone else speaks for that address, ahead of it or replaying it. For the peer
+    /// The latest beacon taken from it, to tell a duplicate (the network repeated it: harmless)
+    /// from another beacon under the same sequence number.
+    var lastTaken: Beacon?
+    /// When a beacon at its own address last came with a sequence number below the last one taken,
+    /// or equal to it with other contents: someone else speaks for that address, ahead of it or
+    /// replaying it. For the peer
     /// lifetime after that, its beacons' busy flag and position are not believed (it counts as
     /// free and within reach), so a spoofer cannot hide it by announcing it busy or far away.
     var contestedAt: Instant?
@@ -238,13 +242,16 @@ struct DiscoverySession {
                 )
             }
             if let last = peers[index].sequence, beacon.sequence <= last {
-                peers[index].contestedAt = now
-                peers[index].busy = false
-                peers[index].position = nil
+                if beacon.sequence < last || beacon != peers[index].lastTaken {
+                    peers[index].contestedAt = now
+                    peers[index].busy = false
+                    peers[index].position = nil
+                }
                 throw ProtocolError(
                     .replayed, "beacon \(beacon.sequence) of \(beacon.deviceID), after \(last)")
             }
             peers[index].sequence = beacon.sequence
+            peers[index].lastTaken = beacon
             peers[index].lastSeen = now
             let contested = peers[index].contestedAt.map { now - $0 < context.timeouts.peerLifetime } ?? false
             peers[index].busy = contested ? false : beacon.busy
@@ -270,6 +277,7 @@ struct DiscoverySession {
             id: beacon.deviceID, address: source, firstHeard: now, lastSeen: now, sequence: beacon.sequence,
             busy: beacon.busy, retryAt: now, busyUntil: now)
         peer.position = beacon.position
+        peer.lastTaken = beacon
         let position = peers.firstIndex { $0.id > beacon.deviceID } ?? peers.endIndex
         peers.insert(peer, at: position)
         context.emit(.peerFound(beacon.deviceID))
