@@ -87,27 +87,14 @@ public struct EventQueue<Payload> {
     }
 
     private mutating func siftUp(from start: Int) {
-        var child = start
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard Self.precedes(heap[child], heap[parent]) else { return }
-            heap.swapAt(child, parent)
-            child = parent
-        }
+        BinaryHeap.siftUp(
+            from: start, precedes: { Self.precedes(heap[$0], heap[$1]) }, swap: { heap.swapAt($0, $1) })
     }
 
     private mutating func siftDown(from start: Int) {
-        var parent = start
-        while true {
-            let left = 2 * parent + 1
-            let right = left + 1
-            var best = parent
-            if left < heap.count && Self.precedes(heap[left], heap[best]) { best = left }
-            if right < heap.count && Self.precedes(heap[right], heap[best]) { best = right }
-            if best == parent { return }
-            heap.swapAt(parent, best)
-            parent = best
-        }
+        BinaryHeap.siftDown(
+            from: start, count: heap.count, precedes: { Self.precedes(heap[$0], heap[$1]) },
+            swap: { heap.swapAt($0, $1) })
     }
 }
 
@@ -187,23 +174,44 @@ struct DeadlineQueue {
     }
 
     private mutating func siftUp(from start: Int) {
+        BinaryHeap.siftUp(
+            from: start, precedes: { Self.precedes(heap[$0], heap[$1]) }, swap: { swap($0, $1) })
+    }
+
+    private mutating func siftDown(from start: Int) {
+        BinaryHeap.siftDown(
+            from: start, count: heap.count, precedes: { Self.precedes(heap[$0], heap[$1]) },
+            swap: { swap($0, $1) })
+    }
+}
+
+/// The sift steps of a binary min-heap kept in an array, on indices, shared by the queues above:
+/// `precedes(i, j)` compares the entries at two indices and `swap(i, j)` exchanges them (a queue
+/// that indexes its entries keeps the index in step there).
+enum BinaryHeap {
+    /// Moves the entry at `start` up while it precedes its parent.
+    @inline(__always)
+    static func siftUp(from start: Int, precedes: (Int, Int) -> Bool, swap: (Int, Int) -> Void) {
         var child = start
         while child > 0 {
             let parent = (child - 1) / 2
-            guard Self.precedes(heap[child], heap[parent]) else { return }
+            guard precedes(child, parent) else { return }
             swap(child, parent)
             child = parent
         }
     }
 
-    private mutating func siftDown(from start: Int) {
+    /// Moves the entry at `start` down while a child of it precedes it.
+    @inline(__always)
+    static func siftDown(from start: Int, count: Int, precedes: (Int, Int) -> Bool, swap: (Int, Int) -> Void)
+    {
         var parent = start
         while true {
             let left = 2 * parent + 1
             let right = left + 1
             var best = parent
-            if left < heap.count && Self.precedes(heap[left], heap[best]) { best = left }
-            if right < heap.count && Self.precedes(heap[right], heap[best]) { best = right }
+            if left < count && precedes(left, best) { best = left }
+            if right < count && precedes(right, best) { best = right }
             if best == parent { return }
             swap(parent, best)
             parent = best
