@@ -7,20 +7,24 @@ import ProfileDropCrypto
 /// invariants. A failing run prints the one command that replays it alone.
 public enum Swarm {
     /// Runs `runs` simulations with devices built by `makeDevice` and given `timeouts`; every device
-    /// must close within `timeouts.closeBound` of the last scripted happening.
+    /// must close within `timeouts.closeBound` of the last scripted happening. With a `shard` other
+    /// than ``SwarmShard/whole`` only that shard's runs are simulated, with the seeds and run numbers
+    /// they have in the whole swarm, so that the shards together do exactly the whole swarm's runs.
     public static func run(
-        runs: Int, seed: UInt64, timeouts: Timeouts, transcripts: Bool? = nil,
+        runs: Int, seed: UInt64, shard: SwarmShard = .whole, timeouts: Timeouts, transcripts: Bool? = nil,
         makeDevice: (DeviceContext) -> any SansIODevice
     ) -> SwarmReport {
         precondition(runs >= 0, "run count must not be negative")
         let showTranscripts = transcripts ?? (runs == 1)
         var lines = [
-            "swarm: seed=\(seed) runs=\(runs) close-bound=\(Instant.zero + timeouts.closeBound)",
+            "swarm: seed=\(seed) runs=\(runs)\(shard == .whole ? "" : " shard=\(shard)") "
+                + "close-bound=\(Instant.zero + timeouts.closeBound)",
             "swarm: each run draws \(SwarmPlan.drawnOptions)",
         ]
+        if shard != .whole { lines.append("swarm: \(shard.holdingDescription(inSwarmOf: runs))") }
         var outcomes: [SwarmReport.RunOutcome] = []
         var violations: [String] = []
-        for (index, runSeed) in runSeeds(seed: seed, count: runs).enumerated() {
+        for (index, runSeed) in runSeeds(seed: seed, count: runs, shard: shard) {
             let plan = SwarmPlan(runSeed: runSeed, timeouts: timeouts)
             let report = Simulation.run(
                 scenario: plan.scenario, seed: runSeed,
@@ -57,9 +61,11 @@ public enum Swarm {
                 lines.append("  reproduce: \(reproduceCommand(runSeed: runSeed))")
             }
         }
-        let report = SwarmReport(seed: seed, runs: outcomes, violations: violations, lines: lines)
+        let report = SwarmReport(
+            seed: seed, totalRuns: runs, shard: shard, runs: outcomes, violations: violations, lines: lines)
         return SwarmReport(
-            seed: seed, runs: outcomes, violations: violations, lines: lines + [report.summaryLine])
+            seed: seed, totalRuns: runs, shard: shard, runs: outcomes, violations: violations,
+            lines: lines + [report.summaryLine])
     }
 
     /// A card is never received from a peer farther than this (cm) at that moment: well outside the
@@ -84,8 +90,23 @@ public enum Swarm {
 
     /// The seed of each run: `seed` first, then values drawn from a stream keyed by `seed`.
     public static func runSeeds(seed: UInt64, count: Int) -> [UInt64] {
+        runSeeds(seed: seed, count: count, shard: .whole).map(\.runSeed)
+    }
+
+    /// The 0-based index and seed of each run of a `count`-run swarm that `shard` holds, in run
+    /// order. Every shard walks the whole stream, since each seed is drawn after the one before it;
+    /// drawing is cheap beside a run, and only the shard's seeds are kept.
+    public static func runSeeds(seed: UInt64, count: Int, shard: SwarmShard) -> [(
+        index: Int, runSeed: UInt64
+    )] {
         var stream = DeterministicRandom(seedMaterial: Simulation.seedMaterial(seed, "swarm/runs"))
-        return (0..<count).map { $0 == 0 ? seed : stream.nextUInt64() }
+        var seeds: [(index: Int, runSeed: UInt64)] = []
+        seeds.reserveCapacity(shard.runCount(inSwarmOf: count))
+        for index in 0..<count {
+            let runSeed = index == 0 ? seed : stream.nextUInt64()
+            if shard.holds(runNumber: index + 1) { seeds.append((index, runSeed)) }
+        }
+        return seeds
     }
 }
 
@@ -113,12 +134,28 @@ public struct SwarmReport: Sendable {
 
     /// The swarm's seed.
     public let seed: UInt64
-    /// One outcome per run.
+    /// The runs of the whole swarm, of which ``shard`` holds ``runs``.
+    public let totalRuns: Int
+    /// The part of the swarm that ran: ``SwarmShard/whole`` unless it was sharded.
+    public let shard: SwarmShard
+    /// One outcome per run of the shard, in run order.
     public let runs: [RunOutcome]
     /// Every broken invariant, prefixed with its run's seed.
     public let violations: [String]
     /// The report for printing: seed and options first, the summary line last.
     public let lines: [String]
+
+    init(
+        seed: UInt64, totalRuns: Int, shard: SwarmShard, runs: [RunOutcome], violations: [String],
+        lines: [String]
+    ) {
+        self.seed = seed
+        self.totalRuns = totalRuns
+        self.shard = shard
+        self.runs = runs
+        self.violations = violations
+        self.lines = lines
+    }
 
     /// Runs whose close pair exchanged cards.
     public var exchangedRuns: Int { runs.filter(\.pairExchanged).count }

@@ -1,4 +1,5 @@
 import Foundation
+import ProfileDropSimulator
 import Testing
 
 @testable import ProfileDropCLI
@@ -59,11 +60,147 @@ import Testing
             ["simulate", Self.scenario, "--capture", "/tmp/x.pcapng", "--capture-device", "nobody"],
             ["simulate", "--swarm", "--runs", "0"],
             ["simulate", "--gate-trials", "ten"],
+            ["simulate", "--swarm", "--shard", "0/2"],
+            ["simulate", "--swarm", "--shard", "3/2"],
+            ["simulate", "--swarm", "--shard", "1/0"],
+            ["simulate", "--swarm", "--shard", "half"],
+            ["simulate", "--shard", "1/2", "--gate-trials", "10"],
+            ["simulate", Self.scenario, "--summary", "/tmp/summary.json"],
+            ["simulate", "--merge"],
+            ["simulate", "--merge", "--swarm", "/tmp/a.json"],
+            ["simulate", "--merge", "--seed", "1", "/tmp/a.json"],
+            ["simulate", "--merge", "/nonexistent/shard-1.json"],
         ]
         for arguments in cases {
             let result = run(arguments)
             #expect(result.code == 2, "\(arguments)")
             #expect(result.errors.count == 1, "\(arguments)")
         }
+    }
+
+    /// The done criterion of sharding, on the real command: `--shard 1/2` and `--shard 2/2` with
+    /// `--summary`, merged, print the whole swarm's summary line; between them the shards printed
+    /// every run line of the whole swarm exactly once.
+    @Test func twoShardsMergeIntoTheWholeSwarmsSummary() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        let swarm = ["simulate", "--swarm", "--runs", "40", "--seed", "31"]
+        let whole = run(swarm)
+        let paths = ["1", "2"].map { directory.appendingPathComponent("shard-\($0).json").path }
+        let first = run(swarm + ["--shard", "1/2", "--summary", paths[0]])
+        let second = run(swarm + ["--shard", "2/2", "--summary", paths[1]])
+        #expect(first.code == 0 && second.code == 0)
+        #expect(first.output.first?.hasPrefix("swarm: seed=31 runs=40 shard=1/2 close-bound=") == true)
+        #expect(first.output.contains("swarm: shard 1/2 holds 20 of the 40 runs: runs 1, 3, 5, …"))
+        #expect(second.output.contains("swarm: shard 2/2 holds 20 of the 40 runs: runs 2, 4, 6, …"))
+        let runLines = { (lines: [String]) in lines.filter { $0.hasPrefix("run ") } }
+        #expect(runLines(first.output).count == 20)
+        #expect(Set(runLines(first.output + second.output)) == Set(runLines(whole.output)))
+        #expect(runLines(whole.output).count == 40)
+
+        // The files are given in any order.
+        let merged = run(["simulate", "--merge", paths[1], paths[0]])
+        #expect(merged.code == whole.code)
+        #expect(merged.errors == [])
+        #expect(merged.output.first == "swarm: seed=31 runs=40 merged from 2 shard summaries")
+        #expect(merged.output.last == whole.output.last)
+        let failures = { (lines: [String]) in
+            lines.filter { $0.hasPrefix("  violation: ") || $0.hasPrefix("  reproduce: ") }
+        }
+        #expect(failures(merged.output) == failures(whole.output))
+
+        // Without one of them the merge names the missing shard.
+        let incomplete = run(["simulate", "--merge", paths[0]])
+        #expect(incomplete.code == 2)
+        #expect(
+            incomplete.errors == [
+                "profiledrop simulate: missing shard 2/2 (1 of 2) of the swarm seed=31 runs=40"
+            ])
+    }
+
+    /// A merge whose shards found violations lists each failing run with its violations and the
+    /// command that replays it, in run order, and exits 1.
+    @Test func aMergeWithViolationsListsTheFailingRunsAndExits1() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        func write(_ summary: SwarmSummary) throws -> String {
+            let path = directory.appendingPathComponent("shard-\(summary.shard.index).json").path
+            try summary.fileText.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        let shards = try (1...2).map { try #require(SwarmShard(index: $0, count: 2)) }
+        let first = try write(
+            SwarmSummary(
+                seed: 8, runs: 5, shard: shards[0], exchanged: 2, aborted: 1,
+                failingRuns: [.init(runNumber: 5, runSeed: 99, violations: ["liveness: late"])]))
+        let second = try write(
+            SwarmSummary(
+                seed: 8, runs: 5, shard: shards[1], exchanged: 1, aborted: 1,
+                failingRuns: [
+                    .init(runNumber: 2, runSeed: 12_345_678_901_234_567_890, violations: ["far exchange: x"])
+                ]))
+        let merged = run(["simulate", "--merge", first, second])
+        #expect(merged.code == 1)
+        #expect(
+            merged.output == [
+                "swarm: seed=8 runs=5 merged from 2 shard summaries",
+                "run 2/5 seed=12345678901234567890",
+                "  violation: far exchange: x",
+                "  reproduce: profiledrop simulate --swarm --runs 1 --seed 12345678901234567890",
+                "run 5/5 seed=99",
+                "  violation: liveness: late",
+                "  reproduce: profiledrop simulate --swarm --runs 1 --seed 99",
+                "swarm: 5 runs, 3 exchanged, 2 aborted, 2 violations",
+            ])
+    }
+
+    /// `--summary -` prints the summary alone, which a merge reads like a file: the way to collect
+    /// shards from the logs of machines that share no volume.
+    @Test func aSummaryOnStandardOutputIsTheFileAlone() throws {
+        let printed = run(["simulate", "--swarm", "--runs", "3", "--seed", "4", "--summary", "-"])
+        #expect(printed.code == 0)
+        let summary = try SwarmSummary(fileText: printed.output.joined(separator: "\n"))
+        #expect(summary.seed == 4 && summary.runs == 3 && summary.shard == .whole && summary.shardRuns == 3)
+        let path = try TestPaths.temporaryDirectory().appendingPathComponent("whole.json").path
+        try printed.output.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        let merged = run(["simulate", "--merge", path])
+        #expect(merged.code == 0)
+        #expect(merged.output.last == summary.summaryLine)
+    }
+
+    /// Every problem with the files to merge is one line naming the file, with exit code 2; a
+    /// summary that cannot be written is found before any run, with exit code 6.
+    @Test func badSummaryFilesAreOneLineErrors() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        func file(_ name: String, _ text: String) throws -> String {
+            let path = directory.appendingPathComponent(name).path
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        let whole = SwarmSummary(seed: 3, runs: 2, shard: .whole, exchanged: 2, aborted: 0, failingRuns: [])
+        let good = try file("good.json", whole.fileText)
+        var other = whole
+        other.seed = 4
+        let cases: [([String], String)] = [
+            ([try file("empty.json", "")], "empty.json: the file is empty (did its shard finish?)"),
+            (
+                [try file("bad.json", "{\"format\": ")],
+                "bad.json: not a swarm summary: invalid JSON at line 1"
+            ),
+            ([try file("scenario.json", "{\"devices\": []}")], "scenario.json: not a swarm summary"),
+            ([good, good], "are both shard 1/1"),
+            ([good, try file("other.json", other.fileText)], "other.json is from the swarm seed=4 runs=2"),
+            ([directory.appendingPathComponent("absent.json").path], "absent.json: no such file"),
+        ]
+        for (files, expected) in cases {
+            let result = run(["simulate", "--merge"] + files)
+            #expect(result.code == 2, "\(expected)")
+            #expect(
+                result.errors.count == 1 && result.errors.first?.contains(expected) == true,
+                "\(result.errors)")
+        }
+        let unwritable = directory.appendingPathComponent("no-such-directory/shard.json").path
+        let result = run(["simulate", "--swarm", "--runs", "1000", "--summary", unwritable])
+        #expect(result.code == 6)
+        #expect(result.output == [])
+        #expect(result.errors.count == 1 && result.errors.first?.contains("cannot write the summary") == true)
     }
 }

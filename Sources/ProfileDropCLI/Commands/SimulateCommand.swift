@@ -1,3 +1,4 @@
+import Foundation
 import ProfileDropCapture
 import ProfileDropCore
 import ProfileDropSimulator
@@ -6,13 +7,13 @@ import ProfileDropSimulator
 enum SimulateCommand: Subcommand {
     static let name = "simulate"
     static let summary =
-        "run a scenario, a swarm of random runs, attacks on two victims, or the proximity gate trials in "
-        + "virtual time"
+        "run a scenario, a swarm of random runs (or one shard of it), attacks on two victims, or the "
+        + "proximity gate trials in virtual time; merge swarm shards"
     static let parser = ArgumentParser(
         command: name,
         options: [
-            Options.seed, Options.swarm, Options.attacks, Options.kinds, Options.runs, Options.gateTrials,
-            Options.quiet,
+            Options.seed, Options.swarm, Options.shard, Options.summary, Options.merge, Options.attacks,
+            Options.kinds, Options.runs, Options.gateTrials, Options.quiet,
             Options.capture, Options.captureDevice, Options.keylog,
         ])
 
@@ -22,6 +23,21 @@ enum SimulateCommand: Subcommand {
             "seed", valueName: "S", help: "the seed (default: the scenario's, or 1)")
         static let swarm = Flag(
             "swarm", help: "random runs with drawn fault options, checked against the invariants")
+        static let shard = Option<SwarmShard>(
+            "shard", valueName: "I/K",
+            help: "--swarm: only runs I, I+K, I+2K, … of the swarm (1 ≤ I ≤ K); the K shards make the whole"
+        ) { text in
+            guard let shard = SwarmShard(parsing: text) else {
+                throw UsageError(
+                    "--shard takes I/K with 1 ≤ I ≤ K ≤ \(SwarmShard.maximumCount), got '\(text)'")
+            }
+            return shard
+        }
+        static let summary = Option.text(
+            "summary", valueName: "FILE|-",
+            help: "--swarm: write the JSON summary (counts, failing runs) to FILE, or print only it with -")
+        static let merge = Flag(
+            "merge", help: "merge the --summary files of every shard of one swarm (given as arguments)")
         static let attacks = Flag(
             "attacks",
             help:
@@ -47,11 +63,16 @@ enum SimulateCommand: Subcommand {
         let seed = arguments.value(Options.seed)
         let modes = [
             arguments.has(Options.swarm), arguments.has(Options.attacks), arguments.has(Options.gateTrials),
-            !arguments.positionals.isEmpty,
+            arguments.has(Options.merge) || !arguments.positionals.isEmpty,
         ]
         guard modes.filter({ $0 }).count == 1 else {
-            throw UsageError("give one of: a scenario file, --swarm, --attacks, or --gate-trials N")
+            throw UsageError(
+                "give one of: a scenario file, --swarm, --attacks, --gate-trials N, or --merge FILE...")
         }
+        if (arguments.has(Options.shard) || arguments.has(Options.summary)) && !arguments.has(Options.swarm) {
+            throw UsageError("--shard and --summary go with --swarm")
+        }
+        if arguments.has(Options.merge) { return try merge(arguments, console: console) }
         if arguments.has(Options.kinds) && !arguments.has(Options.attacks) {
             throw UsageError("--kinds goes with --attacks")
         }
@@ -69,12 +90,7 @@ enum SimulateCommand: Subcommand {
             report.lines.forEach(console.output)
             return report.passed ? .success : .failure
         }
-        if arguments.has(Options.swarm) {
-            let runs = arguments.value(Options.runs, default: 100)
-            let report = Swarm.run(runs: runs, seed: seed ?? 1)
-            report.lines.forEach(console.output)
-            return report.violations.isEmpty ? .success : .failure
-        }
+        if arguments.has(Options.swarm) { return try swarm(arguments, seed: seed ?? 1, console: console) }
         if let trials = arguments.value(Options.gateTrials) {
             let report = GateTrials.run(trialsPerKind: trials, seed: seed ?? 1)
             report.lines.forEach(console.output)
@@ -118,4 +134,80 @@ enum SimulateCommand: Subcommand {
         lines.forEach(console.output)
         return report.violations.isEmpty ? .success : .failure
     }
+
+    /// `--swarm`, whole or one `--shard`, with its `--summary` written if asked.
+    private static func swarm(_ arguments: ParsedArguments, seed: UInt64, console: Console) throws -> ExitCode
+    {
+        let runs = arguments.value(Options.runs, default: 100)
+        let shard = arguments.value(Options.shard) ?? .whole
+        let summaryPath = arguments.value(Options.summary)
+        let printsOnlySummary = summaryPath == "-"
+        // An unwritable summary file is found before the runs rather than after them. The empty file
+        // left behind also tells a merge that this shard never finished.
+        if let summaryPath, !printsOnlySummary { try writeSummary("", to: summaryPath) }
+        let report = Swarm.run(runs: runs, seed: seed, shard: shard)
+        let summary = SwarmSummary(report: report)
+        if printsOnlySummary {
+            for line in summary.fileText.split(separator: "\n") { console.output(String(line)) }
+        } else {
+            report.lines.forEach(console.output)
+            if let summaryPath { try writeSummary(summary.fileText, to: summaryPath) }
+        }
+        return report.violations.isEmpty ? .success : .failure
+    }
+
+    /// `--merge FILE...`: the whole swarm's failing runs and summary line from its shards' summaries.
+    private static func merge(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
+        guard !arguments.has(Options.seed) && !arguments.has(Options.runs) else {
+            throw UsageError(
+                "--merge takes the seed and runs from the summary files, not from --seed or --runs")
+        }
+        guard !arguments.positionals.isEmpty else {
+            throw UsageError(
+                "--merge needs the summary file of every shard (written by --swarm --summary FILE)")
+        }
+        var shards: [(name: String, summary: SwarmSummary)] = []
+        for path in arguments.positionals {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                let exists = FileManager.default.fileExists(atPath: path)
+                throw UsageError("\(path): \(exists ? "cannot read the file" : "no such file")")
+            }
+            do {
+                shards.append((path, try SwarmSummary(fileText: String(decoding: data, as: UTF8.self))))
+            } catch {
+                throw UsageError("\(path): \(error)")
+            }
+        }
+        let merged: SwarmSummary
+        do {
+            merged = try SwarmSummary.merge(shards)
+        } catch {
+            throw UsageError("\(error)")
+        }
+        console.output(
+            "swarm: seed=\(merged.seed) runs=\(merged.runs) merged from \(shards.count) shard summar"
+                + (shards.count == 1 ? "y" : "ies"))
+        merged.failureLines.forEach(console.output)
+        console.output(merged.summaryLine)
+        return merged.failingRuns.isEmpty ? .success : .failure
+    }
+
+    /// Writes a summary file whole (through a temporary file and a rename), so that a merge never
+    /// reads half of one.
+    private static func writeSummary(_ text: String, to path: String) throws(SummaryWriteError) {
+        do {
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+        } catch {
+            throw SummaryWriteError(path: path, reason: error.localizedDescription)
+        }
+    }
+}
+
+/// A `--summary` file that could not be written: a runtime error (exit 6), since the command line
+/// itself was fine.
+struct SummaryWriteError: Error, CustomStringConvertible {
+    var path: String
+    var reason: String
+
+    var description: String { "cannot write the summary \(path): \(reason)" }
 }
