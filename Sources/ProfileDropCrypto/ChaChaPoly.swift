@@ -113,9 +113,9 @@ public enum ChaChaPoly {
         }
     }
 
-    /// ``seal(_:key:nonce:authenticating:)-(some ContiguousBytes,_,_,some ContiguousBytes)`` on
-    /// raw buffers. Non-generic, so that callers in other modules pay no unspecialised generic
-    /// dispatch per message.
+    /// Encrypts `message` and returns the ciphertext followed by the 16-byte tag: the raw-buffer
+    /// form, non-generic so that callers in other modules pay no unspecialised generic dispatch per
+    /// message.
     public static func seal(
         _ message: UnsafeRawBufferPointer, key: Key, nonce: Nonce,
         authenticating ad: UnsafeRawBufferPointer
@@ -151,8 +151,8 @@ public enum ChaChaPoly {
         }
     }
 
-    /// ``open(_:key:nonce:authenticating:)-(some ContiguousBytes,_,_,some ContiguousBytes)`` on
-    /// raw buffers, non-generic like the raw ``seal(_:key:nonce:authenticating:)-(UnsafeRawBufferPointer,_,_,UnsafeRawBufferPointer)``.
+    /// Verifies and decrypts `sealed` (ciphertext followed by the tag): the raw-buffer form,
+    /// non-generic like the raw-buffer seal.
     /// - Throws: ``CryptoError/ciphertextTooShort(minimum:actual:)`` when there is no room for a tag,
     ///   ``CryptoError/authenticationFailed`` when the tag does not verify.
     public static func open(
