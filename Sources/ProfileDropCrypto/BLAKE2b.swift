@@ -62,7 +62,32 @@ public struct BLAKE2b: ~Copyable {
             }
         }
     }
+
+    /// Hashes `first || second` into `output` (1...64 bytes, which is also the digest length) with
+    /// the hashing state on the stack, wiped afterwards. `output` may overlap the inputs: it is
+    /// written only after both are absorbed, so a running hash can be updated in place, as Noise's
+    /// MixHash does.
+    public static func hash(
+        _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer,
+        into output: UnsafeMutableRawBufferPointer
+    ) {
+        precondition((1...BLAKE2b.outputLength).contains(output.count), "BLAKE2b output length out of range")
+        Sodium.ensureInitialized()
+        withUnsafeTemporaryAllocation(byteCount: blake2bStateSize, alignment: 64) { scratch in
+            defer { sodium_memzero(scratch.baseAddress, scratch.count) }
+            let state = OpaquePointer(scratch.sodiumPointer)
+            crypto_generichash_init(state, nil, 0, output.count)
+            crypto_generichash_update(state, first.sodiumPointer, UInt64(first.count))
+            crypto_generichash_update(state, second.sodiumPointer, UInt64(second.count))
+            crypto_generichash_final(state, output.sodiumPointer, output.count)
+        }
+    }
 }
+
+/// The size of libsodium's BLAKE2b state (which must sit at a 64-byte-aligned address), rounded up
+/// to a multiple of 64 so that states laid side by side stay aligned. Swift does not import the
+/// over-aligned C struct, so the size is asked for.
+let blake2bStateSize = (crypto_generichash_statebytes() + 63) & ~63
 
 /// HMAC (RFC 2104) over BLAKE2b with its 128-byte block, as Noise's HKDF requires.
 ///
@@ -77,53 +102,163 @@ public enum HMACBLAKE2b {
         key.withUnsafeBytes { authenticate(rawKey: $0, parts: parts) }
     }
 
-    /// Non-generic so that it is compiled once, with no per-call specialisation: Noise's HKDF calls
-    /// it 24 times per handshake.
+    /// Non-generic so that it is compiled once, with no per-call specialisation.
     public static func authenticate(key: [UInt8], parts: [[UInt8]]) -> [UInt8] {
         key.withUnsafeBytes { authenticate(rawKey: $0, parts: parts) }
     }
 
+    /// Writes HMAC-BLAKE2b(key, first || second) into the 64 bytes of `tag`, with no heap
+    /// allocation; every intermediate value (padded key blocks, inner digest, states) is wiped.
+    public static func authenticate(
+        key: UnsafeRawBufferPointer, first: UnsafeRawBufferPointer, second: UnsafeRawBufferPointer,
+        into tag: UnsafeMutableRawBufferPointer
+    ) {
+        precondition(tag.count == outputLength, "an HMAC-BLAKE2b tag is 64 bytes")
+        Sodium.ensureInitialized()
+        HMACWorkspace.with { workspace in
+            workspace.setKey(key)
+            workspace.beginMessage()
+            workspace.absorb(first)
+            workspace.absorb(second)
+            workspace.finishMessage(into: tag.sodiumPointer)
+        }
+    }
+
     private static func authenticate(rawKey: UnsafeRawBufferPointer, parts: [[UInt8]]) -> [UInt8] {
         Sodium.ensureInitialized()
-        let blockLength = BLAKE2b.blockLength
-        let stateSize = crypto_generichash_statebytes()
-        // One stack scratch area: libsodium's 64-byte-aligned hash state, the key block and the pad.
-        return withUnsafeTemporaryAllocation(byteCount: stateSize + 2 * blockLength, alignment: 64) {
-            scratch in
-            defer { sodium_memzero(scratch.baseAddress, scratch.count) }
-            let state = OpaquePointer(scratch.baseAddress!)
-            let block = UnsafeMutableRawBufferPointer(
-                rebasing: scratch[stateSize..<(stateSize + blockLength)])
-            let pad = UnsafeMutableRawBufferPointer(rebasing: scratch[(stateSize + blockLength)...])
-            // Key block: the key (hashed first if longer than a block), zero-padded to the block length.
-            block.initializeMemory(as: UInt8.self, repeating: 0)
-            if rawKey.count > blockLength {
-                crypto_generichash_init(state, nil, 0, BLAKE2b.outputLength)
-                crypto_generichash_update(state, rawKey.sodiumPointer, UInt64(rawKey.count))
-                crypto_generichash_final(state, block.sodiumPointer, BLAKE2b.outputLength)
-            } else if rawKey.count > 0 {
-                block.copyMemory(from: rawKey)
+        return [UInt8](unsafeUninitializedCapacity: outputLength) { tag, initialized in
+            HMACWorkspace.with { workspace in
+                workspace.setKey(rawKey)
+                workspace.beginMessage()
+                for part in parts { part.withUnsafeBytes { workspace.absorb($0) } }
+                workspace.finishMessage(into: tag.sodiumPointer)
             }
-
-            for index in 0..<blockLength { pad[index] = block[index] ^ 0x36 }
-            var innerDigest = [UInt8](repeating: 0, count: BLAKE2b.outputLength)
-            crypto_generichash_init(state, nil, 0, BLAKE2b.outputLength)
-            crypto_generichash_update(state, pad.sodiumPointer, UInt64(blockLength))
-            for part in parts {
-                part.withUnsafeBytes {
-                    _ = crypto_generichash_update(state, $0.sodiumPointer, UInt64($0.count))
-                }
-            }
-            crypto_generichash_final(state, &innerDigest, BLAKE2b.outputLength)
-
-            for index in 0..<blockLength { pad[index] = block[index] ^ 0x5c }
-            var tag = [UInt8](repeating: 0, count: BLAKE2b.outputLength)
-            crypto_generichash_init(state, nil, 0, BLAKE2b.outputLength)
-            crypto_generichash_update(state, pad.sodiumPointer, UInt64(blockLength))
-            crypto_generichash_update(state, innerDigest, UInt64(innerDigest.count))
-            crypto_generichash_final(state, &tag, BLAKE2b.outputLength)
-            innerDigest.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) }
-            return tag
+            initialized = outputLength
         }
+    }
+}
+
+/// HKDF (RFC 5869) over HMAC-BLAKE2b with an empty info string: exactly Noise's `HKDF(ck, ikm, n)`
+/// (spec section 4.3) with the chaining key as salt, whose outputs are the 64-byte blocks
+/// `T(1) = HMAC(prk, 0x01)`, `T(i) = HMAC(prk, T(i-1) || i)` after `prk = HMAC(salt, ikm)`.
+public enum HKDFBLAKE2b {
+    /// The length of each output block: BLAKE2b's full 64 bytes.
+    public static let blockLength = BLAKE2b.outputLength
+
+    /// Derives `count` output blocks (1...255) and hands them to `body` as one buffer of
+    /// `count * 64` bytes. Everything lives in stack memory that is wiped when `body` returns, so
+    /// callers copy what they keep straight into ``SecureBytes`` or keys.
+    ///
+    /// The pseudorandom key's padded inner and outer blocks are absorbed once and the hashing states
+    /// copied for each output block, rather than rebuilt per HMAC. Non-generic on purpose: a generic
+    /// result type would cost a runtime metadata lookup per call from other modules.
+    public static func withDerivedKeys(
+        salt: UnsafeRawBufferPointer, inputKeyMaterial: UnsafeRawBufferPointer, count: Int,
+        _ body: (UnsafeRawBufferPointer) throws -> Void
+    ) rethrows {
+        precondition((1...255).contains(count), "HKDF yields 1 to 255 output blocks")
+        Sodium.ensureInitialized()
+        let outputBytes = count * blockLength
+        try withUnsafeTemporaryAllocation(
+            byteCount: HMACWorkspace.byteCount + blockLength + outputBytes, alignment: 64
+        ) { scratch in
+            defer { sodium_memzero(scratch.baseAddress, scratch.count) }
+            let workspace = HMACWorkspace(scratch)
+            let base = scratch.sodiumPointer
+            let prk = base + HMACWorkspace.byteCount
+            let output = prk + blockLength
+            // Extract.
+            workspace.setKey(salt)
+            workspace.beginMessage()
+            workspace.absorb(inputKeyMaterial)
+            workspace.finishMessage(into: prk)
+            // Expand, with an empty info string.
+            workspace.setKey(UnsafeRawBufferPointer(start: prk, count: blockLength))
+            var counter: UInt8 = 1
+            for index in 0..<count {
+                let block = output + index * blockLength
+                workspace.beginMessage()
+                if index > 0 {
+                    workspace.absorb(UnsafeRawBufferPointer(start: block - blockLength, count: blockLength))
+                }
+                withUnsafeBytes(of: &counter) { workspace.absorb($0) }
+                workspace.finishMessage(into: block)
+                counter &+= 1
+            }
+            try body(UnsafeRawBufferPointer(start: output, count: outputBytes))
+        }
+    }
+}
+
+/// HMAC-BLAKE2b over caller-provided scratch memory: the inner and outer hashing states with one
+/// key's padded blocks absorbed, a working state they are copied into for each message, the key
+/// block and the inner digest. Callers wipe the scratch; ``with(_:)`` does so.
+struct HMACWorkspace {
+    /// Three 64-byte-aligned states, the 128-byte key block and the 64-byte inner digest.
+    static let byteCount = 3 * blake2bStateSize + BLAKE2b.blockLength + BLAKE2b.outputLength
+
+    private let inner: UnsafeMutableRawPointer
+    private let outer: UnsafeMutableRawPointer
+    private let work: OpaquePointer
+    private let keyBlock: UnsafeMutablePointer<UInt8>
+    private let innerDigest: UnsafeMutablePointer<UInt8>
+
+    /// Lays the workspace out at the start of `scratch`, which must be 64-byte aligned and at least
+    /// ``byteCount`` long.
+    init(_ scratch: UnsafeMutableRawBufferPointer) {
+        precondition(scratch.count >= Self.byteCount, "HMAC scratch too small")
+        let base = scratch.sodiumPointer
+        inner = UnsafeMutableRawPointer(base)
+        outer = UnsafeMutableRawPointer(base + blake2bStateSize)
+        work = OpaquePointer(base + 2 * blake2bStateSize)
+        keyBlock = base + 3 * blake2bStateSize
+        innerDigest = keyBlock + BLAKE2b.blockLength
+    }
+
+    /// Runs `body` with a workspace on the stack, wiped afterwards.
+    static func with<Result>(_ body: (HMACWorkspace) throws -> Result) rethrows -> Result {
+        try withUnsafeTemporaryAllocation(byteCount: byteCount, alignment: 64) { scratch in
+            defer { sodium_memzero(scratch.baseAddress, scratch.count) }
+            return try body(HMACWorkspace(scratch))
+        }
+    }
+
+    /// Absorbs `key`'s padded block XOR ipad into the inner state and XOR opad into the outer one.
+    /// A key longer than the block is hashed first (RFC 2104).
+    func setKey(_ key: UnsafeRawBufferPointer) {
+        let blockLength = BLAKE2b.blockLength
+        keyBlock.initialize(repeating: 0, count: blockLength)
+        if key.count > blockLength {
+            crypto_generichash_init(work, nil, 0, BLAKE2b.outputLength)
+            crypto_generichash_update(work, key.sodiumPointer, UInt64(key.count))
+            crypto_generichash_final(work, keyBlock, BLAKE2b.outputLength)
+        } else if key.count > 0 {
+            UnsafeMutableRawPointer(keyBlock).copyMemory(from: key.sodiumPointer, byteCount: key.count)
+        }
+        for index in 0..<blockLength { keyBlock[index] ^= 0x36 }
+        crypto_generichash_init(OpaquePointer(inner), nil, 0, BLAKE2b.outputLength)
+        crypto_generichash_update(OpaquePointer(inner), keyBlock, UInt64(blockLength))
+        // XOR with 0x36 ^ 0x5c turns the ipad block into the opad block.
+        for index in 0..<blockLength { keyBlock[index] ^= 0x36 ^ 0x5c }
+        crypto_generichash_init(OpaquePointer(outer), nil, 0, BLAKE2b.outputLength)
+        crypto_generichash_update(OpaquePointer(outer), keyBlock, UInt64(blockLength))
+    }
+
+    /// Starts a message under the current key.
+    func beginMessage() {
+        UnsafeMutableRawPointer(work).copyMemory(from: inner, byteCount: blake2bStateSize)
+    }
+
+    /// Absorbs the next part of the message.
+    func absorb(_ bytes: UnsafeRawBufferPointer) {
+        crypto_generichash_update(work, bytes.sodiumPointer, UInt64(bytes.count))
+    }
+
+    /// Writes the 64-byte tag of the message absorbed since ``beginMessage()``.
+    func finishMessage(into tag: UnsafeMutablePointer<UInt8>) {
+        crypto_generichash_final(work, innerDigest, BLAKE2b.outputLength)
+        UnsafeMutableRawPointer(work).copyMemory(from: outer, byteCount: blake2bStateSize)
+        crypto_generichash_update(work, innerDigest, UInt64(BLAKE2b.outputLength))
+        crypto_generichash_final(work, tag, BLAKE2b.outputLength)
     }
 }

@@ -44,6 +44,14 @@ public enum ChaChaPoly {
             SecureMemory.wipe(&source)
         }
 
+        /// The first 32 bytes of `source` as a key, for KDF outputs longer than a key that live in
+        /// scratch memory the caller wipes.
+        public init(copyingPrefixOf source: UnsafeRawBufferPointer) {
+            precondition(source.count >= ChaChaPoly.keyLength, "key material shorter than a key")
+            secret = SecureBytes(
+                copying: UnsafeRawBufferPointer(rebasing: source[0..<ChaChaPoly.keyLength]))
+        }
+
         /// A fresh random key.
         public init<Random: RandomSource>(using random: inout Random) {
             secret = SecureBytes(count: ChaChaPoly.keyLength) { random.fill($0) }
@@ -55,8 +63,9 @@ public enum ChaChaPoly {
 
     /// A 96-bit nonce. Never reuse one with the same key.
     public struct Nonce: Hashable, Sendable {
-        /// The 12 raw bytes.
-        public let rawRepresentation: [UInt8]
+        // The 12 bytes as three little-endian words, held inline so that a per-message nonce costs
+        // no allocation.
+        private let words: (low: UInt32, middle: UInt32, high: UInt32)
 
         /// Wraps 12 bytes.
         /// - Throws: ``CryptoError/invalidNonceLength(expected:actual:)`` for any other length.
@@ -64,16 +73,33 @@ public enum ChaChaPoly {
             guard bytes.count == ChaChaPoly.nonceLength else {
                 throw CryptoError.invalidNonceLength(expected: ChaChaPoly.nonceLength, actual: bytes.count)
             }
-            rawRepresentation = Array(bytes)
+            var packed: (UInt32, UInt32, UInt32) = (0, 0, 0)
+            withUnsafeMutableBytes(of: &packed) { _ = $0.initializeMemory(as: UInt8.self, from: bytes) }
+            words = (
+                UInt32(littleEndian: packed.0), UInt32(littleEndian: packed.1), UInt32(littleEndian: packed.2)
+            )
         }
 
         /// The Noise encoding of a 64-bit counter: 32 zero bits, then the counter little-endian.
         public init(noiseCounter counter: UInt64) {
-            var bytes = [UInt8](repeating: 0, count: ChaChaPoly.nonceLength)
-            for index in 0..<8 {
-                bytes[4 + index] = UInt8(truncatingIfNeeded: counter >> (8 * UInt64(index)))
-            }
-            rawRepresentation = bytes
+            words = (0, UInt32(truncatingIfNeeded: counter), UInt32(truncatingIfNeeded: counter >> 32))
+        }
+
+        /// The 12 raw bytes.
+        public var rawRepresentation: [UInt8] { withUnsafeBytes { Array($0) } }
+
+        /// Calls `body` with the 12 bytes, from the stack.
+        func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+            var packed = (words.low.littleEndian, words.middle.littleEndian, words.high.littleEndian)
+            return try Swift.withUnsafeBytes(of: &packed, body)
+        }
+
+        public static func == (lhs: Nonce, rhs: Nonce) -> Bool { lhs.words == rhs.words }
+
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(words.low)
+            hasher.combine(words.middle)
+            hasher.combine(words.high)
         }
     }
 
@@ -82,21 +108,30 @@ public enum ChaChaPoly {
         _ plaintext: some ContiguousBytes, key: Key, nonce: Nonce,
         authenticating associatedData: some ContiguousBytes
     ) -> [UInt8] {
+        plaintext.withUnsafeBytes { message in
+            associatedData.withUnsafeBytes { ad in seal(message, key: key, nonce: nonce, authenticating: ad) }
+        }
+    }
+
+    /// Encrypts `message` and returns the ciphertext followed by the 16-byte tag: the raw-buffer
+    /// form, non-generic so that callers in other modules pay no unspecialised generic dispatch per
+    /// message.
+    public static func seal(
+        _ message: UnsafeRawBufferPointer, key: Key, nonce: Nonce,
+        authenticating ad: UnsafeRawBufferPointer
+    ) -> [UInt8] {
         Sodium.ensureInitialized()
-        return plaintext.withUnsafeBytes { message in
-            associatedData.withUnsafeBytes { ad in
-                key.secret.withUnsafeBytes { keyBytes in
-                    [UInt8](unsafeUninitializedCapacity: message.count + tagLength) { output, initialized in
-                        var outputLength: UInt64 = 0
-                        let result = crypto_aead_chacha20poly1305_ietf_encrypt(
-                            output.sodiumPointer, &outputLength,
-                            message.sodiumPointer, UInt64(message.count),
-                            ad.sodiumPointer, UInt64(ad.count),
-                            nil, nonce.rawRepresentation, keyBytes.sodiumPointer)
-                        precondition(
-                            result == 0, "ChaCha20-Poly1305 encryption cannot fail for valid lengths")
-                        initialized = Int(outputLength)
-                    }
+        return key.secret.withUnsafeBytes { keyBytes in
+            nonce.withUnsafeBytes { nonceBytes in
+                [UInt8](unsafeUninitializedCapacity: message.count + tagLength) { output, initialized in
+                    var outputLength: UInt64 = 0
+                    let result = crypto_aead_chacha20poly1305_ietf_encrypt(
+                        output.sodiumPointer, &outputLength,
+                        message.sodiumPointer, UInt64(message.count),
+                        ad.sodiumPointer, UInt64(ad.count),
+                        nil, nonceBytes.sodiumPointer, keyBytes.sodiumPointer)
+                    precondition(result == 0, "ChaCha20-Poly1305 encryption cannot fail for valid lengths")
+                    initialized = Int(outputLength)
                 }
             }
         }
@@ -109,29 +144,41 @@ public enum ChaChaPoly {
         _ ciphertext: some ContiguousBytes, key: Key, nonce: Nonce,
         authenticating associatedData: some ContiguousBytes
     ) throws -> [UInt8] {
-        Sodium.ensureInitialized()
-        return try ciphertext.withUnsafeBytes { sealed in
-            guard sealed.count >= tagLength else {
-                throw CryptoError.ciphertextTooShort(minimum: tagLength, actual: sealed.count)
+        try ciphertext.withUnsafeBytes { sealed in
+            try associatedData.withUnsafeBytes { ad in
+                try open(sealed, key: key, nonce: nonce, authenticating: ad)
             }
-            return try associatedData.withUnsafeBytes { ad in
-                try key.secret.withUnsafeBytes { keyBytes in
-                    var result: Int32 = 0
-                    let plaintext = [UInt8](unsafeUninitializedCapacity: sealed.count - tagLength) {
-                        output, initialized in
-                        var outputLength: UInt64 = 0
-                        result = crypto_aead_chacha20poly1305_ietf_decrypt(
-                            output.sodiumPointer, &outputLength, nil,
-                            sealed.sodiumPointer, UInt64(sealed.count),
-                            ad.sodiumPointer, UInt64(ad.count),
-                            nonce.rawRepresentation, keyBytes.sodiumPointer)
-                        initialized = result == 0 ? Int(outputLength) : 0
-                    }
-                    guard result == 0 else { throw CryptoError.authenticationFailed }
-                    return plaintext
+        }
+    }
+
+    /// Verifies and decrypts `sealed` (ciphertext followed by the tag): the raw-buffer form,
+    /// non-generic like the raw-buffer seal.
+    /// - Throws: ``CryptoError/ciphertextTooShort(minimum:actual:)`` when there is no room for a tag,
+    ///   ``CryptoError/authenticationFailed`` when the tag does not verify.
+    public static func open(
+        _ sealed: UnsafeRawBufferPointer, key: Key, nonce: Nonce,
+        authenticating ad: UnsafeRawBufferPointer
+    ) throws -> [UInt8] {
+        Sodium.ensureInitialized()
+        guard sealed.count >= tagLength else {
+            throw CryptoError.ciphertextTooShort(minimum: tagLength, actual: sealed.count)
+        }
+        var result: Int32 = 0
+        let plaintext = key.secret.withUnsafeBytes { keyBytes in
+            nonce.withUnsafeBytes { nonceBytes in
+                [UInt8](unsafeUninitializedCapacity: sealed.count - tagLength) { output, initialized in
+                    var outputLength: UInt64 = 0
+                    result = crypto_aead_chacha20poly1305_ietf_decrypt(
+                        output.sodiumPointer, &outputLength, nil,
+                        sealed.sodiumPointer, UInt64(sealed.count),
+                        ad.sodiumPointer, UInt64(ad.count),
+                        nonceBytes.sodiumPointer, keyBytes.sodiumPointer)
+                    initialized = result == 0 ? Int(outputLength) : 0
                 }
             }
         }
+        guard result == 0 else { throw CryptoError.authenticationFailed }
+        return plaintext
     }
 }
 

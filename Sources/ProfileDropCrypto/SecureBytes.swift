@@ -43,6 +43,13 @@ public final class SecureBytes: @unchecked Sendable {
         }
     }
 
+    /// Copies raw bytes, such as a KDF output still in scratch memory, into a new secure buffer.
+    public convenience init(copying bytes: UnsafeRawBufferPointer) {
+        self.init(count: bytes.count) { buffer in
+            if bytes.count > 0 { buffer.copyMemory(from: bytes) }
+        }
+    }
+
     /// Copies `bytes` into a new secure buffer.
     public convenience init<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
         self.init(count: bytes.count) { buffer in

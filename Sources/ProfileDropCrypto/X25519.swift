@@ -19,6 +19,16 @@ public enum X25519 {
             rawRepresentation = Array(bytes)
         }
 
+        /// Wraps 32 bytes held in an array. Non-generic, so that a key read from a handshake message
+        /// in another module is taken over without a byte-by-byte generic copy.
+        /// - Throws: ``CryptoError/invalidKeyLength(expected:actual:)`` for any other length.
+        public init(rawRepresentation bytes: [UInt8]) throws {
+            guard bytes.count == X25519.keyLength else {
+                throw CryptoError.invalidKeyLength(expected: X25519.keyLength, actual: bytes.count)
+            }
+            rawRepresentation = bytes
+        }
+
         fileprivate init(checkedBytes: [UInt8]) {
             precondition(checkedBytes.count == X25519.keyLength)
             rawRepresentation = checkedBytes

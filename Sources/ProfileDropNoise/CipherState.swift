@@ -100,8 +100,10 @@ public struct CipherState: Sendable {
                 .messageTooLong,
                 "plaintext of \(length) bytes exceeds the 65535-byte Noise message limit with its tag")
         }
-        return ChaChaPoly.seal(
-            plaintext, key: key, nonce: ChaChaPoly.Nonce(noiseCounter: nonce), authenticating: ad)
+        let nonce = ChaChaPoly.Nonce(noiseCounter: nonce)
+        return plaintext.withUnsafeBytes { message in
+            ad.withUnsafeBytes { ad in ChaChaPoly.seal(message, key: key, nonce: nonce, authenticating: ad) }
+        }
     }
 
     private static func open(
@@ -119,8 +121,12 @@ public struct CipherState: Sendable {
                 .messageTooShort, "ciphertext of \(length) bytes cannot hold a 16-byte authentication tag")
         }
         do {
-            return try ChaChaPoly.open(
-                ciphertext, key: key, nonce: ChaChaPoly.Nonce(noiseCounter: nonce), authenticating: ad)
+            let aeadNonce = ChaChaPoly.Nonce(noiseCounter: nonce)
+            return try ciphertext.withUnsafeBytes { sealed in
+                try ad.withUnsafeBytes { ad in
+                    try ChaChaPoly.open(sealed, key: key, nonce: aeadNonce, authenticating: ad)
+                }
+            }
         } catch {
             throw NoiseError(.decryptFailed, "authentication tag did not verify at nonce \(nonce)")
         }

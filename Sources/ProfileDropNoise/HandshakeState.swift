@@ -277,9 +277,7 @@ public struct HandshakeState: Sendable {
         } catch {
             throw NoiseError(.weakPublicKey, "\(token): the peer's public key has small order")
         }
-        var secret = shared.exportBytes()
-        symmetric.mixKey(secret)
-        wipe(&secret)
+        symmetric.mixKey(shared)
     }
 
     private func take(

@@ -67,6 +67,18 @@ import Testing
                 == bytes("000000000807060504030201"))
     }
 
+    @Test func nonceKeepsItsRawBytesAndEqualityFollowsThem() throws {
+        let raw = bytes("0102030405060708090a0b0c")
+        let nonce = try ChaChaPoly.Nonce(rawRepresentation: raw)
+        #expect(nonce.rawRepresentation == raw)
+        #expect(nonce == (try ChaChaPoly.Nonce(rawRepresentation: raw)))
+        #expect(nonce != ChaChaPoly.Nonce(noiseCounter: 0x0c0b_0a09_0807_0605))
+        #expect(
+            ChaChaPoly.Nonce(noiseCounter: 0x0c0b_0a09_0807_0605)
+                == (try ChaChaPoly.Nonce(rawRepresentation: bytes("0000000005060708090a0b0c"))))
+        #expect(Set([nonce, try ChaChaPoly.Nonce(rawRepresentation: raw)]).count == 1)
+    }
+
     @Test func wrongLengthsThrowSpecificErrors() {
         #expect(throws: CryptoError.invalidKeyLength(expected: 32, actual: 16)) {
             try ChaChaPoly.Key(rawRepresentation: [UInt8](repeating: 0, count: 16))

@@ -67,6 +67,36 @@ struct SymmetricStateTests {
                 ])
     }
 
+    @Test func hkdfMatchesTheSpecWrittenOutOverReferenceHMAC() {
+        // HMAC written out from RFC 2104 over one-shot BLAKE2b, on pseudo-random chaining keys and
+        // input key material of the lengths Noise uses (DH outputs, PSKs, Split's empty input).
+        func hmac(_ key: [UInt8], _ message: [UInt8]) -> [UInt8] {
+            let block = key + [UInt8](repeating: 0, count: BLAKE2b.blockLength - key.count)
+            return BLAKE2b.hash(block.map { $0 ^ 0x5c } + BLAKE2b.hash(block.map { $0 ^ 0x36 } + message))
+        }
+        var seed: UInt8 = 7
+        func next(_ count: Int) -> [UInt8] {
+            (0..<count).map { _ in
+                seed = seed &* 181 &+ 59
+                return seed
+            }
+        }
+        for inputLength in [0, 32, 32, 64] {
+            let chainingKey = next(64)
+            let input = next(inputLength)
+            let tempKey = hmac(chainingKey, input)
+            let output1 = hmac(tempKey, [1])
+            let output2 = hmac(tempKey, output1 + [2])
+            let output3 = hmac(tempKey, output2 + [3])
+            #expect(
+                NoiseHKDF.derive(chainingKey: SecureBytes(chainingKey), inputKeyMaterial: input, count: 3)
+                    == [output1, output2, output3])
+            #expect(
+                NoiseHKDF.derive(chainingKey: SecureBytes(chainingKey), inputKeyMaterial: input, count: 2)
+                    == [output1, output2])
+        }
+    }
+
     @Test func shortProtocolNameIsZeroPadded() {
         let state = SymmetricState(protocolName: HandshakeState.xx)
         let name = Array(HandshakeState.xx.utf8)
