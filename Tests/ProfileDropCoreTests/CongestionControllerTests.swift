@@ -67,7 +67,8 @@ import Testing
         #expect(sent == CongestionController.burst)
         // The interval spreads 1.25 windows over the smoothed round trip.
         let controller = CongestionController(maximumWindow: 32)
-        let gap = controller.pacingInterval(smoothedRTT: 0.025, initialGap: .milliseconds(2), ceiling: .seconds(2))
+        let gap = controller.pacingInterval(
+            smoothedRTT: 0.025, initialGap: .milliseconds(2), ceiling: .seconds(2))
         #expect(gap == .milliseconds(2), "25 ms over 12.5 chunks")
         #expect(
             controller.pacingInterval(smoothedRTT: nil, initialGap: .milliseconds(2), ceiling: .seconds(2))

@@ -79,12 +79,10 @@ struct CardSender {
         return min(timeout, rtoRange.upperBound)
     }
 
-    /// The smoothed round trip in seconds, once sampled.
-    var roundTrip: Double? { smoothedRTT }
-
     /// The gap the pacer keeps between chunks now.
     var pacingInterval: Duration {
-        congestion.pacingInterval(smoothedRTT: smoothedRTT, initialGap: initialGap, ceiling: rtoRange.upperBound)
+        congestion.pacingInterval(
+            smoothedRTT: smoothedRTT, initialGap: initialGap, ceiling: rtoRange.upperBound)
     }
 
     /// The chunk to send now, if any: a probe when the timeout expired, otherwise the lowest chunk

@@ -108,7 +108,9 @@ struct Pacer {
     }
 
     /// Whether a chunk may leave now.
-    func allows(now: Instant, interval: Duration) -> Bool { available(now: now, interval: interval) >= interval }
+    func allows(now: Instant, interval: Duration) -> Bool {
+        available(now: now, interval: interval) >= interval
+    }
 
     /// When the next chunk may leave, `now` at the earliest.
     func nextSendAt(now: Instant, interval: Duration) -> Instant {
