@@ -203,7 +203,9 @@ import Testing
     @Test(arguments: [77, 78, 79, 80] as [UInt64])
     func thirtyPercentLossStaysNearTheMinimumOfTransmissions(seed: UInt64) throws {
         let (ratio, timeouts, done) = try Self.transferOverLossyLink(loss: 0.3, seed: seed)
-        print("30 % loss, seed \(seed): \(ratio) transmissions per chunk, \(timeouts) timeouts, done at \(done)")
+        print(
+            "30 % loss, seed \(seed): \(ratio) transmissions per chunk, \(timeouts) timeouts, done at \(done)"
+        )
         #expect(ratio <= 1.6, "\(ratio) transmissions per chunk")
     }
 }
