@@ -33,7 +33,8 @@ public struct Timeouts: Sendable, Equatable {
     public var controlCap: Duration = .seconds(1)
     /// A secured session with no authenticated packet from the peer for this long closes.
     public var idle: Duration = .seconds(5)
-    /// Gap between card chunks (pacing).
+    /// Gap between card chunks before the first round-trip sample; from then on the pacer spreads
+    /// the congestion window over the smoothed round trip (PROTOCOL.md 6.6).
     public var chunkPacing: Duration = .milliseconds(2)
     /// Retransmission timeout of a chunk before any round-trip sample.
     public var initialRTO: Duration = .milliseconds(300)

@@ -1,23 +1,48 @@
 import ProfileDropCrypto
 
-/// Sends our card as chunks: a bounded window in flight, paced, retransmitting chunks that a
-/// selective acknowledgement skipped or whose timeout expired.
+/// Sends our card as chunks: as many in flight as the congestion window allows (NewReno,
+/// ``CongestionController``), paced over the smoothed round trip. Loss is detected as in RFC 9002:
+/// a chunk is lost when one sent three transmissions after it, or 9/8 of a round trip after it, was
+/// acknowledged; when nothing is acknowledged for a timeout, one probe goes out (a chunk not yet
+/// sent, or else the lowest chunk not yet acknowledged) and the timeout doubles, so a lost
+/// acknowledgement costs at most one retransmission, not a window of them.
 struct CardSender {
     let bytes: [UInt8]
     let offer: CardOffer
-    let window: Int
-    private let pacing: Duration
+    private let initialGap: Duration
     private let rtoRange: ClosedRange<Duration>
     private var acked: [Bool]
-    /// When each chunk was last sent; nil for never sent or declared lost.
+    /// When each chunk was last sent; nil for never sent or declared lost. A chunk not acknowledged
+    /// with a time here is in flight.
     private var sentAt: [Instant?]
+    /// The number of each chunk's last transmission, which orders transmissions.
+    private var sentAs: [CongestionController.Transmission]
     private var transmissions: [Int]
+    /// The number the next transmission gets.
+    private var nextTransmission: CongestionController.Transmission = 0
+    /// When the last chunk was sent; the timeout runs from here.
+    private var lastSentAt: Instant?
+    /// The latest transmission the peer acknowledged.
+    private var largestAcknowledged: CongestionController.Transmission?
+    private var inFlight = 0
     private(set) var ackedCount = 0
     private(set) var retransmissions = 0
-    private var nextSendAt: Instant
+    private(set) var congestion: CongestionController
+    private var pacer: Pacer
     private var smoothedRTT: Double?
+    private var latestRTT: Double?
     private var rttVariance: Double = 0
-    private(set) var rto: Duration
+    /// The timeout from the round-trip samples, before back-off.
+    private var sampledRTO: Duration
+    /// Timeouts in a row with nothing newly acknowledged: each doubles the timeout.
+    private(set) var backoff = 0
+    /// Timeouts that expired, each sending ``probesPerTimeout`` probes.
+    private(set) var probes = 0
+    /// Probes still to send for the last timeout.
+    private var probesDue = 0
+    /// Probes per timeout: two, as RFC 9002 6.2.4 allows, so one lost probe or acknowledgement does
+    /// not cost another, doubled, timeout.
+    static let probesPerTimeout = 2
 
     /// The offer announcing `bytes`.
     static func offer(for bytes: [UInt8]) -> CardOffer {
@@ -27,88 +52,153 @@ struct CardSender {
             digest: BLAKE2bDigest.of(bytes))
     }
 
+    /// A sender of `bytes` with at most `window` chunks in flight, whatever the congestion window.
     init(bytes: [UInt8], offer: CardOffer, window: Int, timeouts: Timeouts, now: Instant) {
         self.bytes = bytes
         self.offer = offer
-        self.window = max(window, 1)
-        self.pacing = timeouts.chunkPacing
+        self.initialGap = timeouts.chunkPacing
         self.rtoRange = timeouts.rtoRange
         let count = offer.chunkCount
         acked = Array(repeating: false, count: count)
         sentAt = Array(repeating: nil, count: count)
+        sentAs = Array(repeating: 0, count: count)
         transmissions = Array(repeating: 0, count: count)
-        nextSendAt = now
-        rto = timeouts.initialRTO
+        congestion = CongestionController(maximumWindow: max(window, 1))
+        pacer = Pacer(now: now)
+        sampledRTO = timeouts.initialRTO
     }
 
     var total: Int { acked.count }
     var isComplete: Bool { ackedCount == total }
 
-    /// The chunk to send now, if the window and pacing allow one; marks it sent.
+    /// The retransmission timeout now: the sampled one doubled per timeout in a row, within the
+    /// upper bound (so the chunk the transfer waits for is resent at least that often).
+    var rto: Duration {
+        var timeout = sampledRTO
+        for _ in 0..<backoff where timeout < rtoRange.upperBound { timeout = timeout * 2 }
+        return min(timeout, rtoRange.upperBound)
+    }
+
+    /// The gap the pacer keeps between chunks now.
+    var pacingInterval: Duration {
+        congestion.pacingInterval(
+            smoothedRTT: smoothedRTT, initialGap: initialGap, ceiling: rtoRange.upperBound)
+    }
+
+    /// The chunk to send now, if any: a probe when the timeout expired, otherwise the lowest chunk
+    /// neither acknowledged nor in flight if the congestion window and pacing allow; marks it sent.
     mutating func takeChunk(now: Instant) -> Frame? {
-        guard !isComplete, now >= nextSendAt, let index = sendable(now: now) else { return nil }
+        guard !isComplete else { return nil }
+        if inFlight > 0, let last = lastSentAt, last + rto <= now {
+            // Nothing acknowledged for a timeout: probe.
+            backoff += 1
+            probes += 1
+            probesDue = Self.probesPerTimeout
+            if backoff >= 2 { congestion.persistentCongestion(next: nextTransmission) }
+        }
+        if probesDue > 0 {
+            // Probes ignore the window and the pacer: they exist to draw an acknowledgement that
+            // shows what was lost. New data when there is some, as it is never a duplicate of a
+            // chunk that arrived and whose acknowledgement was lost; otherwise the lowest chunks
+            // unacknowledged, not the same one twice.
+            probesDue -= 1
+            let acked = acked
+            let sentAt = sentAt
+            if let index = firstUnsent() ?? acked.indices.first(where: { !acked[$0] && sentAt[$0] != now })
+                ?? acked.indices.first(where: { !acked[$0] })
+            {
+                return send(index, now: now)
+            }
+        }
+        let interval = pacingInterval
+        guard inFlight < congestion.window, pacer.allows(now: now, interval: interval),
+            let index = firstUnsent()
+        else { return nil }
+        pacer.sent(now: now, interval: interval)
+        return send(index, now: now)
+    }
+
+    private mutating func send(_ index: Int, now: Instant) -> Frame {
         if transmissions[index] > 0 { retransmissions += 1 }
+        if sentAt[index] == nil { inFlight += 1 }
         transmissions[index] += 1
         sentAt[index] = now
-        nextSendAt = now + pacing
+        sentAs[index] = nextTransmission
+        nextTransmission += 1
+        lastSentAt = now
         let start = index * Int(offer.chunkSize)
         let end = min(start + Int(offer.chunkSize), bytes.count)
         return .cardChunk(index: UInt16(index), data: Array(bytes[start..<end]))
     }
 
-    /// The first chunk neither acknowledged nor in flight, if fewer than `window` are in flight.
-    private func sendable(now: Instant) -> Int? {
-        var inFlight = 0
-        var candidate: Int?
-        for index in acked.indices where !acked[index] {
-            if let sent = sentAt[index], sent + rto > now {
-                inFlight += 1
-            } else if candidate == nil {
-                candidate = index
-            }
-        }
-        return inFlight < window ? candidate : nil
+    /// The lowest-numbered chunk neither acknowledged nor in flight.
+    private func firstUnsent() -> Int? {
+        acked.indices.first { !acked[$0] && sentAt[$0] == nil }
     }
 
-    /// When the sender next has something to do.
+    /// When the sender next has something to do: send a chunk, or probe.
     func nextDeadline(now: Instant) -> Instant? {
         guard !isComplete else { return nil }
-        if sendable(now: now) != nil { return max(nextSendAt, now) }
-        // Window full: the earliest in-flight chunk's timeout frees a slot.
-        var earliest: Instant?
-        for index in acked.indices where !acked[index] {
-            if let sent = sentAt[index] {
-                let expiry = sent + rto
-                if earliest.map({ expiry < $0 }) ?? true { earliest = expiry }
-            }
+        var due: Instant?
+        if inFlight > 0, let last = lastSentAt { due = last + rto }
+        if inFlight < congestion.window, firstUnsent() != nil {
+            let sendAt = max(pacer.nextSendAt(now: now, interval: pacingInterval), now)
+            due = min(due ?? sendAt, sendAt)
         }
-        return earliest.map { max($0, nextSendAt) }
+        return due
     }
 
     /// Applies a selective acknowledgement; returns how many chunks it newly covered.
     mutating func apply(_ sack: CardSack, now: Instant) -> Int {
         var newlyAcked = 0
-        var highestAcked: Int?
+        var newest: Int?
         let coveredEnd = min(total, Int(sack.cumulative) + sack.bitmap.count * 8)
-        for index in 0..<coveredEnd where sack.covers(index) {
-            highestAcked = index
-            guard !acked[index] else { continue }
+        for index in 0..<coveredEnd where sack.covers(index) && !acked[index] {
             acked[index] = true
             ackedCount += 1
             newlyAcked += 1
-            // Karn: only chunks sent once give an unambiguous round-trip sample.
-            if transmissions[index] == 1, let sent = sentAt[index] { sampleRTT((now - sent).secondsDouble) }
+            congestion.acknowledged(sent: sentAs[index])
+            // A chunk declared lost and not yet resent was counted out of flight already.
+            guard sentAt[index] != nil else { continue }
+            inFlight -= 1
+            if newest.map({ sentAs[index] > sentAs[$0] }) ?? true { newest = index }
         }
-        // A chunk sent before one acknowledged three places later was lost: resend it now.
-        if let highest = highestAcked, let highestSent = sentAt[highest] {
-            for index in 0..<max(highest - 2, 0) where !acked[index] {
-                if let sent = sentAt[index], sent < highestSent { sentAt[index] = nil }
-            }
+        guard newlyAcked > 0 else { return 0 }
+        // The round trip is sampled from the newest transmission acknowledged, as RFC 9002 5.1 does:
+        // it most likely prompted this acknowledgement, where an older chunk's may have been lost
+        // and the sample would include the wait for a later one. Karn: only from a chunk sent once.
+        if let newest, let sent = sentAt[newest], largestAcknowledged.map({ sentAs[newest] > $0 }) ?? true {
+            largestAcknowledged = sentAs[newest]
+            if transmissions[newest] == 1 { sampleRTT((now - sent).secondsDouble) }
         }
+        backoff = 0
+        declareLost(now: now)
         return newlyAcked
     }
 
+    /// Declares lost every chunk in flight sent three transmissions, or 9/8 of a round trip, before
+    /// the latest one acknowledged (RFC 9002 6.1); the losses are one loss event unless they
+    /// include a chunk sent after the last one began.
+    private mutating func declareLost(now: Instant) {
+        guard let largest = largestAcknowledged else { return }
+        let roundTrip = max(latestRTT ?? 0, smoothedRTT ?? 0)
+        // Clamped before the conversion, as the round trip may come from a far-off sample.
+        let delaySeconds = min(max(roundTrip * 9 / 8, 0.001), rtoRange.upperBound.secondsDouble)
+        let lossDelay = Duration.nanoseconds(Int64(delaySeconds * 1e9))
+        var latestLost: CongestionController.Transmission?
+        for index in acked.indices where !acked[index] && sentAs[index] < largest {
+            guard let sent = sentAt[index], largest - sentAs[index] >= 3 || sent + lossDelay <= now else {
+                continue
+            }
+            sentAt[index] = nil
+            inFlight -= 1
+            latestLost = max(latestLost ?? sentAs[index], sentAs[index])
+        }
+        if let latestLost { congestion.lost(sent: latestLost, next: nextTransmission) }
+    }
+
     private mutating func sampleRTT(_ sample: Double) {
+        latestRTT = sample
         if let smoothed = smoothedRTT {
             rttVariance = 0.75 * rttVariance + 0.25 * abs(smoothed - sample)
             smoothedRTT = 0.875 * smoothed + 0.125 * sample
@@ -121,7 +211,7 @@ struct CardSender {
         let seconds = min(
             (smoothedRTT ?? sample) + max(4 * rttVariance, 0.01), rtoRange.upperBound.secondsDouble)
         let candidate = Duration.nanoseconds(Int64(max(seconds, 0) * 1e9))
-        rto = min(max(candidate, rtoRange.lowerBound), rtoRange.upperBound)
+        sampledRTO = min(max(candidate, rtoRange.lowerBound), rtoRange.upperBound)
     }
 }
 

@@ -16,7 +16,7 @@ struct TransferringState {
     var progressMark = 0
     /// Acknowledged chunks last reported as progress.
     var reportedProgress = 0
-    /// When the sender can next send a chunk or must declare one lost.
+    /// When the sender can next send a chunk, or must probe as nothing was acknowledged.
     var sendAt: Instant?
 }
 
