@@ -20,10 +20,7 @@ import Testing
         var interface = in_addr(s_addr: UInt32(0x7f00_0001).bigEndian)
         setsockopt(
             descriptor, Int32(IPPROTO_IP), IP_MULTICAST_IF, &interface, socklen_t(MemoryLayout<in_addr>.size))
-        var destination = sockaddr_in()
-        destination.sin_family = sa_family_t(AF_INET)
-        destination.sin_port = port.bigEndian
-        destination.sin_addr.s_addr = UInt32(0xEFFF_5044).bigEndian
+        let destination = socketAddress(ipv4: 0xEFFF_5044, port: port)
         var generator = SystemRandomNumberGenerator()
         for index in 0..<300 {
             let payload: [UInt8]
@@ -38,15 +35,7 @@ import Testing
                 payload =
                     [0x50, 0x44, 0x01] + (0..<60).map { _ in UInt8.random(in: 0...255, using: &generator) }
             }
-            _ = payload.withUnsafeBytes { bytes in
-                withUnsafePointer(to: &destination) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        sendto(
-                            descriptor, bytes.baseAddress, bytes.count, 0, $0,
-                            socklen_t(MemoryLayout<sockaddr_in>.size))
-                    }
-                }
-            }
+            send(payload, from: descriptor, to: destination)
             usleep(5_000)
         }
     }
@@ -79,16 +68,7 @@ import Testing
         setsockopt(descriptor, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size))
         var timeout = timeval(tv_sec: 1, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = INADDR_ANY
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0 else { return nil }
+        guard bind(descriptor, to: socketAddress(ipv4: INADDR_ANY, port: port)) != nil else { return nil }
         var membership = ip_mreq(
             imr_multiaddr: in_addr(s_addr: UInt32(0xEFFF_5044).bigEndian),
             imr_interface: in_addr(s_addr: UInt32(0x7f00_0001).bigEndian))
@@ -112,21 +92,11 @@ import Testing
     func squat(victim: DeviceID, port: UInt16, stop: StopFlag) {
         let sockets = (0..<16).map { index -> Int32 in
             let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = (UInt32(0x7f00_0100) + UInt32(index) + 1).bigEndian
-            _ = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
+            _ = bind(descriptor, to: socketAddress(ipv4: UInt32(0x7F00_0100) + UInt32(index) + 1))
             return descriptor
         }
         defer { for descriptor in sockets { close(descriptor) } }
-        var destination = sockaddr_in()
-        destination.sin_family = sa_family_t(AF_INET)
-        destination.sin_port = port.bigEndian
-        destination.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        let destination = socketAddress(ipv4: 0x7F00_0001, port: port)
         var generator = SystemRandomNumberGenerator()
         for index in 0..<200 where !stop.isSet {
             let payload = Packet.invite(
@@ -135,15 +105,7 @@ import Testing
                     receiver: victim,
                     noiseMessage: (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
             ).encoded()
-            _ = payload.withUnsafeBytes { bytes in
-                withUnsafePointer(to: &destination) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        sendto(
-                            sockets[index % sockets.count], bytes.baseAddress, bytes.count, 0, $0,
-                            socklen_t(MemoryLayout<sockaddr_in>.size))
-                    }
-                }
-            }
+            send(payload, from: sockets[index % sockets.count], to: destination)
             usleep(100_000)
         }
     }
@@ -346,14 +308,7 @@ private final class Forger {
         var one: Int32 = 1
         setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         setsockopt(listener, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size))
-        var any = sockaddr_in()
-        any.sin_family = sa_family_t(AF_INET)
-        any.sin_port = port.bigEndian
-        let bound = withUnsafePointer(to: &any) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
+        let bound = bind(listener, to: socketAddress(ipv4: 0, port: port))
         var membership = ip_mreq(
             imr_multiaddr: in_addr(s_addr: UInt32(0xEFFF_5044).bigEndian),
             imr_interface: in_addr(s_addr: UInt32(0x7F00_0001).bigEndian))
@@ -364,19 +319,10 @@ private final class Forger {
         var interface = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
         setsockopt(
             sender, Int32(IPPROTO_IP), IP_MULTICAST_IF, &interface, socklen_t(MemoryLayout<in_addr>.size))
-        var local = sockaddr_in()
-        local.sin_family = sa_family_t(AF_INET)
-        local.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &local) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(sender, $0, length) }
-        }
-        _ = withUnsafeMutablePointer(to: &local) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(sender, $0, &length) }
-        }
-        deadPort = UInt16(bigEndian: local.sin_port)
-        guard bound == 0, joined == 0, deadPort != 0 else {
-            throw ProtocolError(.unexpectedMessage, "forger sockets: bind \(bound), join \(joined)")
+        deadPort = bind(sender, to: socketAddress(ipv4: 0x7F00_0001)) ?? 0
+        guard bound != nil, joined == 0, deadPort != 0 else {
+            throw ProtocolError(
+                .unexpectedMessage, "forger sockets: listener bound \(bound != nil), join \(joined)")
         }
     }
 
@@ -410,19 +356,7 @@ private final class Forger {
                 deviceID: DeviceID(rawValue: id), port: deadPort, busy: false,
                 sequence: 0xF000_0000 + UInt32(sent))
         ).encoded()
-        var destination = sockaddr_in()
-        destination.sin_family = sa_family_t(AF_INET)
-        destination.sin_port = port.bigEndian
-        destination.sin_addr.s_addr = UInt32(0xEFFF_5044).bigEndian
-        _ = beacon.withUnsafeBytes { bytes in
-            withUnsafePointer(to: &destination) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(
-                        sender, bytes.baseAddress, bytes.count, 0, $0,
-                        socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-        }
+        send(beacon, from: sender, to: socketAddress(ipv4: 0xEFFF_5044, port: port))
         sent += 1
     }
 }

@@ -84,17 +84,7 @@ func freeUDPPort() -> UInt16 {
     if let port = TestPortRange.shared?.next() { return port }
     let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
     defer { close(descriptor) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) }
-    }
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-    }
-    return UInt16(bigEndian: address.sin_port)
+    return bind(descriptor, to: socketAddress(ipv4: 0x7F00_0001)) ?? 0
 }
 
 /// The discovery ports `PROFILEDROP_TEST_PORTS` reserves for this test process, handed out in turn.
@@ -131,15 +121,45 @@ final class TestPortRange: @unchecked Sendable {  // `next` is guarded by `lock`
     static func isFree(_ port: UInt16) -> Bool {
         let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
-        let result = withUnsafePointer(to: &address) {
+        return bind(descriptor, to: socketAddress(ipv4: 0x7F00_0001, port: port)) != nil
+    }
+}
+
+/// An IPv4 socket address: `ipv4` in host order (`0x7F00_0001` is 127.0.0.1), and `port`.
+func socketAddress(ipv4: UInt32, port: UInt16 = 0) -> sockaddr_in {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = ipv4.bigEndian
+    return address
+}
+
+/// Binds `descriptor` to `address`; the port it is bound to (a free one when `address` names port
+/// 0), or nil when binding failed.
+func bind(_ descriptor: Int32, to address: sockaddr_in) -> UInt16? {
+    var local = address
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafePointer(to: &local) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) }
+    }
+    guard bound == 0 else { return nil }
+    _ = withUnsafeMutablePointer(to: &local) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+    }
+    return UInt16(bigEndian: local.sin_port)
+}
+
+/// Sends `payload` from `descriptor` to `destination` (tests send only to loopback and to the
+/// multicast group through the loopback interface).
+func send(_ payload: [UInt8], from descriptor: Int32, to destination: sockaddr_in) {
+    var destination = destination
+    _ = payload.withUnsafeBytes { bytes in
+        withUnsafePointer(to: &destination) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                sendto(
+                    descriptor, bytes.baseAddress, bytes.count, 0, $0,
+                    socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        return result == 0
     }
 }

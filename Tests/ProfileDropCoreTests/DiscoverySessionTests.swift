@@ -247,41 +247,41 @@ import Testing
         context.now = Instant.zero + .milliseconds(700)
         discovery.sessionFailed(with: partner, context: &context)
         #expect(
-            discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now, reach: 50),
+            discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now),
             "backing off from it")
         // Back-off over: an untried bystander we could invite right now is preferred.
         let later = Instant.zero + .seconds(6)
         hear(bystander, busy: false, at: later)
-        #expect(discovery.prefersNotToAccept(partner, from: address(of: partner), now: later, reach: 50))
+        #expect(discovery.prefersNotToAccept(partner, from: address(of: partner), now: later))
         // The bystander is busy with someone else: we would not invite it, so we take the partner.
         hear(bystander, busy: true, at: later)
-        #expect(!discovery.prefersNotToAccept(partner, from: address(of: partner), now: later, reach: 50))
+        #expect(!discovery.prefersNotToAccept(partner, from: address(of: partner), now: later))
         // Likewise once it answered BUSY to us, until its short back-off ends.
         hear(bystander, busy: false, at: later)
         context.now = later
         discovery.peerBusy(bystander, context: &context)
-        #expect(!discovery.prefersNotToAccept(partner, from: address(of: partner), now: later, reach: 50))
+        #expect(!discovery.prefersNotToAccept(partner, from: address(of: partner), now: later))
         #expect(
             discovery.prefersNotToAccept(
-                partner, from: address(of: partner), now: later + .seconds(2), reach: 50))
+                partner, from: address(of: partner), now: later + .seconds(2)))
         // A phantom id heard once is not established, so it never counts (nor, once established,
         // after its handshake timed out once).
         hear(phantom, busy: false, at: later + .seconds(2))
         context.now = later + .seconds(2)
         discovery.sessionFailed(with: bystander, context: &context)
         #expect(
-            !discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now, reach: 50))
+            !discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now))
         context.now = later + .seconds(10)
         discovery.sessionFailed(with: phantom, context: &context)
         #expect(
-            !discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now, reach: 50))
+            !discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now))
         // The partner with more failures than every candidate is still refused.
         discovery.sessionFailed(with: partner, context: &context)
         context.now = context.now + .seconds(30)
         hear(bystander, busy: false, at: context.now)
         hear(partner, busy: false, at: context.now)
         #expect(
-            discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now, reach: 50))
+            discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now))
     }
 
     /// A peer that broke a rule comes back under a fresh id (ids and static keys are fresh every
@@ -302,23 +302,23 @@ import Testing
         let firstFault = context.now
         // Another port of the same address is the same host; another address is not.
         let samehost = PeerAddress(ipv4: faulty.ipv4, port: 5000)
-        #expect(discovery.prefersNotToAccept(fresh, from: samehost, now: firstFault, reach: 50))
-        #expect(!discovery.prefersNotToAccept(fresh, from: honest, now: firstFault, reach: 50))
+        #expect(discovery.prefersNotToAccept(fresh, from: samehost, now: firstFault))
+        #expect(!discovery.prefersNotToAccept(fresh, from: honest, now: firstFault))
         // The first back-off is the retry back-off (±20 %); the second doubles it.
         let base = context.timeouts.retryBackoff
-        #expect(discovery.prefersNotToAccept(fresh, from: faulty, now: firstFault + base * 0.79, reach: 50))
-        #expect(!discovery.prefersNotToAccept(fresh, from: faulty, now: firstFault + base * 1.21, reach: 50))
+        #expect(discovery.prefersNotToAccept(fresh, from: faulty, now: firstFault + base * 0.79))
+        #expect(!discovery.prefersNotToAccept(fresh, from: faulty, now: firstFault + base * 1.21))
         context.now = firstFault + base * 1.5
         discovery.peerFaulted(at: samehost, context: &context)
         #expect(discovery.faultyHosts.count == 1)
-        #expect(discovery.prefersNotToAccept(fresh, from: faulty, now: context.now + base * 1.59, reach: 50))
-        #expect(!discovery.prefersNotToAccept(fresh, from: faulty, now: context.now + base * 2.41, reach: 50))
+        #expect(discovery.prefersNotToAccept(fresh, from: faulty, now: context.now + base * 1.59))
+        #expect(!discovery.prefersNotToAccept(fresh, from: faulty, now: context.now + base * 2.41))
         // Its peers are not invited meanwhile: a beacon from the host makes no candidate.
         try? discovery.receive(
             Beacon(deviceID: fresh, port: 5000, busy: false, sequence: 1), from: samehost, context: &context)
         discovery.inviteAt = context.now
         #expect(discovery.nextInvitee(context: &context) == nil)
-        #expect(discovery.nextInviteCandidateAt(reach: 50).map { $0 > context.now + base } == true)
+        #expect(discovery.nextInviteCandidateAt.map { $0 > context.now + base } == true)
         // The table is bounded: the host whose back-off ends first is forgotten.
         for host in 1...(context.limits.maxFaultyHosts + 3) {
             discovery.peerFaulted(at: PeerAddress(10, 1, 0, UInt8(host), port: 4000), context: &context)
@@ -403,11 +403,11 @@ import Testing
         }
         let order = (0..<5).compactMap { _ in table.invite(at: Instant.zero + .seconds(2)) }
         #expect(order == [3, 2, 5], "nearest first, the hintless one last, nobody beyond 50 cm")
-        #expect(table.discovery.nextInviteCandidateAt(reach: 50) != nil)
+        #expect(table.discovery.nextInviteCandidateAt != nil)
         // Out of reach, a peer is no candidate even once every back-off ended: no wake-up for it.
         var far = Table()
         far.hear(1, sequence: 1, at: .zero, position: PositionHint(x: 300, y: 0))
-        #expect(far.discovery.nextInviteCandidateAt(reach: 50) == nil)
+        #expect(far.discovery.nextInviteCandidateAt == nil)
         #expect(far.invite(at: Instant.zero + .seconds(5)) == nil)
         // It walks in: its next beacon puts it in reach, and it is invited.
         far.hear(1, sequence: 2, at: Instant.zero + .seconds(6), position: PositionHint(x: 30, y: 0))
@@ -726,7 +726,7 @@ import Testing
         }
         #expect(
             !table.discovery.prefersNotToAccept(
-                partner, from: Table.address(1), now: now + .seconds(60), reach: 50))
+                partner, from: Table.address(1), now: now + .seconds(60)))
     }
 
     /// The per-source limit keys on the IP address: 2000 datagrams from 500 ports of one address in

@@ -283,6 +283,6 @@ import Testing
         #expect(!lone.events.contains { if case .connecting = $0 { true } else { false } })
         #expect(
             !lone.device.discovery.prefersNotToAccept(
-                realPeer, from: realAddress, now: lone.device.now, reach: 50))
+                realPeer, from: realAddress, now: lone.device.now))
     }
 }

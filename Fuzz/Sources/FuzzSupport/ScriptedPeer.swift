@@ -352,17 +352,8 @@ public struct ScriptedPeer {
         if acknowledges, let verifiedPeerCard { frames.append(.cardAck(digest: verifiedPeerCard)) }
         if acknowledges, peerOffer != nil {
             let held = peerChunks.prefix { $0 != nil }.count
-            var bitmap: [UInt8] = []
-            var index = held
-            while index < peerChunks.count && bitmap.count < WireConstants.maxSackBitmap {
-                var byte: UInt8 = 0
-                for bit in 0..<8 where index + bit < peerChunks.count && peerChunks[index + bit] != nil {
-                    byte |= 0x80 >> UInt8(bit)
-                }
-                bitmap.append(byte)
-                index += 8
-            }
-            frames.append(.cardSack(CardSack(cumulative: UInt16(clamping: held), bitmap: bitmap)))
+            frames.append(
+                .cardSack(CardSack(count: peerChunks.count, cumulative: held) { peerChunks[$0] != nil }))
         }
         var receipts: Receipts = []
         if peerToken != nil { receipts.insert(.token) }

@@ -157,7 +157,7 @@ extension Device {
         guard invite.sender != deviceID else { throw ProtocolError(.ownDatagram, "our own INVITE") }
         guard closeReason == nil,
             !discovery.prefersNotToAccept(
-                invite.sender, from: source, now: context.now, reach: configuration.limits.farAbortDistance)
+                invite.sender, from: source, now: context.now)
         else {
             refuse(invite, from: source, reason: .unavailable)
             return
@@ -343,7 +343,7 @@ extension Device {
         _ = takeOutcomes()
         // A peer became established while we wait on one that may be a phantom: go to it.
         if isInvitingTentatively,
-            discovery.hasEstablishedCandidate(now: context.now, reach: configuration.limits.farAbortDistance)
+            discovery.hasEstablishedCandidate(now: context.now)
         {
             abandonTentativeInvitation()
         }

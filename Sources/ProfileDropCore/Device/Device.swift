@@ -151,7 +151,7 @@ public struct Device {
             consider(startedAt + configuration.timeouts.overall)
             // A fresh half-open handshake holds invitations back; its end is a deadline above.
             if exchange == nil, !halfOpen.isFresh(at: context.now) {
-                consider(discovery.nextInviteCandidateAt(reach: configuration.limits.farAbortDistance))
+                consider(discovery.nextInviteCandidateAt)
             }
         }
         consider(exchange?.nextDeadline)

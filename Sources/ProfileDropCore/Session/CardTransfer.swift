@@ -271,16 +271,7 @@ struct CardReceiver {
 
     /// The acknowledgement of everything held: the cumulative point and a bitmap of what follows.
     func sack() -> CardSack {
-        var bitmap: [UInt8] = []
-        var index = cumulative
-        while index < total && bitmap.count < WireConstants.maxSackBitmap {
-            var byte: UInt8 = 0
-            for bit in 0..<8 where index + bit < total && have[index + bit] { byte |= 0x80 >> UInt8(bit) }
-            bitmap.append(byte)
-            index += 8
-        }
-        while bitmap.last == 0 { bitmap.removeLast() }
-        return CardSack(cumulative: UInt16(min(cumulative, Int(UInt16.max))), bitmap: bitmap)
+        CardSack(count: total, cumulative: cumulative) { have[$0] }
     }
 
     /// The reassembled card bytes, once complete.

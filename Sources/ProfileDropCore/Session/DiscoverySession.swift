@@ -96,6 +96,9 @@ struct DiscoverySession {
     private var sequence: UInt32
     /// Where we are, as the device last told us.
     private var pose: Pose
+    /// How far a peer may be, by its position, and still be invited or answered: the far-abort
+    /// distance (``Limits/farAbortDistance``), beyond which ranging ends early anyway.
+    private let reach: Double
     /// The position our latest beacon gave.
     private var announcedPosition: PositionHint?
     /// An extra beacon, due because we moved since the latest one.
@@ -126,6 +129,7 @@ struct DiscoverySession {
             now + context.timeouts.announceInitial + context.randomDuration(in: context.timeouts.inviteDelay)
         sequence = UInt32(truncatingIfNeeded: context.random.nextUInt64() >> 33)
         pose = context.pose
+        reach = context.limits.farAbortDistance
     }
 
     /// Notes that we moved. Once we are ``motionStep`` from the position our latest beacon gave,
@@ -144,9 +148,8 @@ struct DiscoverySession {
         peer.position.map { $0.distance(to: pose) }
     }
 
-    /// Whether `peer` may be near enough to pair: its hint is within `reach` (``Limits/farAbortDistance``,
-    /// beyond which ranging ends early anyway), or it gave none.
-    private func isInReach(_ peer: DiscoveredPeer, reach: Double) -> Bool {
+    /// Whether `peer` may be near enough to pair: its hint is within ``reach``, or it gave none.
+    private func isInReach(_ peer: DiscoveredPeer) -> Bool {
         (hintDistance(peer) ?? 0) <= reach
     }
 
@@ -264,7 +267,7 @@ struct DiscoverySession {
             }
             return
         }
-        let near = (beacon.position?.distance(to: pose) ?? 0) <= context.limits.farAbortDistance
+        let near = (beacon.position?.distance(to: pose) ?? 0) <= reach
         guard makeRoomForNewcomer(context.limits, near: near) else {
             throw ProtocolError(
                 .tableFull,
@@ -296,18 +299,18 @@ struct DiscoverySession {
 
     /// The unverified peer to evict first: one out of reach before one in reach, then the one heard
     /// fewest times, then longest ago, then of the lowest id.
-    private func weakestUnverified(_ limits: Limits) -> Int? {
+    private var weakestUnverified: Int? {
         peers.indices.filter { peers[$0].isUnverified }.min {
-            evictionRank($0, limits) < evictionRank($1, limits)
+            evictionRank($0) < evictionRank($1)
         }
     }
 
     /// Orders entries for eviction: out of reach first, then fewest hearings, then farthest by hint,
     /// then heard longest ago, then lowest id.
-    private func evictionRank(_ index: Int, _ limits: Limits) -> (Int, Int, Double, Instant, DeviceID) {
+    private func evictionRank(_ index: Int) -> (Int, Int, Double, Instant, DeviceID) {
         let peer = peers[index]
         return (
-            isInReach(peer, reach: limits.farAbortDistance) ? 1 : 0, peer.hearings,
+            isInReach(peer) ? 1 : 0, peer.hearings,
             -(hintDistance(peer) ?? 0),
             peer.lastSeen, peer.id
         )
@@ -326,15 +329,14 @@ struct DiscoverySession {
     {
         let tierFull = !verified && unverifiedCount >= unverifiedCap(limits)
         guard tierFull || peers.count >= max(limits.maxPeers, 1) else { return true }
-        let reach = limits.farAbortDistance
         let evictable = peers.indices.filter { index in
             let peer = peers[index]
             guard !peer.verified, !peer.suspended, !tierFull || peer.isUnverified else { return false }
-            let far = !isInReach(peer, reach: reach)
+            let far = !isInReach(peer)
             let heardOnce = peer.isUnverified && peer.hearings <= 1
             return near ? far || heardOnce : far && heardOnce
         }
-        guard let weakest = evictable.min(by: { evictionRank($0, limits) < evictionRank($1, limits) }) else {
+        guard let weakest = evictable.min(by: { evictionRank($0) < evictionRank($1) }) else {
             return false
         }
         peers.remove(at: weakest)
@@ -343,7 +345,7 @@ struct DiscoverySession {
 
     /// Evicts the weakest unverified peers while there are more than the cap (after a demotion).
     private mutating func enforceUnverifiedCap(_ limits: Limits) {
-        while unverifiedCount > unverifiedCap(limits), let weakest = weakestUnverified(limits) {
+        while unverifiedCount > unverifiedCap(limits), let weakest = weakestUnverified {
             peers.remove(at: weakest)
         }
     }
@@ -356,8 +358,8 @@ struct DiscoverySession {
     }
 
     /// Whether some established peer could be invited right now.
-    func hasEstablishedCandidate(now: Instant, reach: Double) -> Bool {
-        !isClosed && peers.contains { $0.isEstablished && isCandidate($0, now: now, reach: reach) }
+    func hasEstablishedCandidate(now: Instant) -> Bool {
+        !isClosed && peers.contains { $0.isEstablished && isCandidate($0, now: now) }
     }
 
     func isEstablished(_ source: PeerAddress) -> Bool {
@@ -424,9 +426,7 @@ struct DiscoverySession {
         guard !isClosed, answerAt == nil, !query.knownAnswers.contains(deviceID) else { return }
         // Only a device that could pair with the asker answers: in a full room the rest would be a
         // storm, and the asker hears them at their next beacon anyway.
-        if let position = query.position, position.distance(to: pose) > context.limits.farAbortDistance {
-            return
-        }
+        if let position = query.position, position.distance(to: pose) > reach { return }
         if let last = lastBeaconAt, context.now - last < context.timeouts.answerSuppression { return }
         answerAt = context.now + context.randomDuration(in: context.timeouts.queryResponseDelay)
     }
@@ -439,8 +439,7 @@ struct DiscoverySession {
     /// peer is retried soon.
     mutating func nextInvitee(context: inout SessionContext) -> DiscoveredPeer? {
         guard !isClosed, context.now >= inviteAt else { return nil }
-        let reach = context.limits.farAbortDistance
-        let candidates = peers.filter { isCandidate($0, now: context.now, reach: reach) }
+        let candidates = peers.filter { isCandidate($0, now: context.now) }
         let established = candidates.filter(\.isEstablished)
         let pool = established.isEmpty ? candidates : established
         guard let fewest = pool.map(\.failures).min() else { return nil }
@@ -467,9 +466,9 @@ struct DiscoverySession {
         if let index = peers.firstIndex(where: { $0.id == peer }) { peers[index].wantedAt = context.now }
     }
 
-    private func isCandidate(_ peer: DiscoveredPeer, now: Instant, reach: Double) -> Bool {
+    private func isCandidate(_ peer: DiscoveredPeer, now: Instant) -> Bool {
         !peer.busy && !peer.suspended && peer.retryAt <= now && peer.busyUntil <= now
-            && !isBackingOff(fromHost: peer.address.ipv4, now: now) && isInReach(peer, reach: reach)
+            && !isBackingOff(fromHost: peer.address.ipv4, now: now) && isInReach(peer)
     }
 
     /// Whether a peer at host `ipv4` broke a rule or stalled a session recently enough that we still
@@ -510,12 +509,12 @@ struct DiscoverySession {
     /// counting it (or a phantom id from a corrupted beacon, which never answers) kept a close
     /// pair refusing each other while neither had anyone else to try. For the same reason only
     /// established peers count: unverified ones may be phantoms a forger keeps coming.
-    func prefersNotToAccept(_ peer: DeviceID, from source: PeerAddress, now: Instant, reach: Double) -> Bool {
+    func prefersNotToAccept(_ peer: DeviceID, from source: PeerAddress, now: Instant) -> Bool {
         if isBackingOff(fromHost: source.ipv4, now: now) { return true }
         guard let entry = peers.first(where: { $0.id == peer }) else { return false }
         if entry.retryAt > now { return true }
         let others = peers.filter {
-            $0.id != peer && $0.isEstablished && isCandidate($0, now: now, reach: reach)
+            $0.id != peer && $0.isEstablished && isCandidate($0, now: now)
         }
         guard let fewest = others.map(\.failures).min() else { return false }
         return entry.failures > fewest
@@ -524,10 +523,10 @@ struct DiscoverySession {
     /// The earliest time a peer becomes available for an invitation (for the device's deadline).
     /// Peers out of reach are left out: only a move (ours, or theirs in a beacon) brings them in,
     /// and both are inputs after which invitations are considered anyway.
-    func nextInviteCandidateAt(reach: Double) -> Instant? {
+    var nextInviteCandidateAt: Instant? {
         guard !isClosed else { return nil }
         guard
-            let earliest = peers.filter({ !$0.busy && !$0.suspended && isInReach($0, reach: reach) }).map({
+            let earliest = peers.filter({ !$0.busy && !$0.suspended && isInReach($0) }).map({
                 peer in
                 max(peer.retryAt, peer.busyUntil, hostBackoffEnd(peer.address.ipv4))
             }).min()

@@ -52,6 +52,23 @@ public struct CardSack: Equatable, Sendable {
         self.bitmap = bitmap
     }
 
+    /// The acknowledgement of a receiver holding the chunks for which `holds` is true, among
+    /// `count`, every one below `cumulative` among them: a bitmap from `cumulative` on, at most
+    /// ``WireConstants/maxSackBitmap`` bytes, without trailing zero bytes.
+    public init(count: Int, cumulative: Int, holds: (Int) -> Bool) {
+        precondition((0...count).contains(cumulative), "the cumulative point lies within the chunks")
+        var bitmap: [UInt8] = []
+        var index = cumulative
+        while index < count && bitmap.count < WireConstants.maxSackBitmap {
+            var byte: UInt8 = 0
+            for bit in 0..<8 where index + bit < count && holds(index + bit) { byte |= 0x80 >> UInt8(bit) }
+            bitmap.append(byte)
+            index += 8
+        }
+        while bitmap.last == 0 { bitmap.removeLast() }
+        self.init(cumulative: UInt16(clamping: cumulative), bitmap: bitmap)
+    }
+
     /// Whether the acknowledgement covers chunk `index`.
     public func covers(_ index: Int) -> Bool {
         if index < Int(cumulative) { return true }

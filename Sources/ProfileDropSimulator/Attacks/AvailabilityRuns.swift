@@ -197,22 +197,13 @@ enum Availability {
         result.exchangeRequired = result.baseline != nil
         meter.fill(&result, stage: stage)
         outcome.screens = stage.victims.map(describe)
-        if result.baseline != nil {
-            if result.underAttack == nil {
-                let closes = stage.victims.map { "\($0.name) \($0.closed.map(label) ?? "not closed")" }
-                outcome.breaches.append(
-                    "the pair did not exchange under \(budget) datagrams/s (\(closes.joined(separator: ", ")))"
-                )
-            } else if let ratio = result.ratio, ratio > maxRatio {
-                outcome.breaches.append(
-                    "the pair took \(format(ratio))× its no-attack time (\(seconds(result.underAttack)) against "
-                        + "\(seconds(result.baseline))) under \(budget) datagrams/s")
-            }
+        if result.baseline != nil,
+            let breach = exchangeBreach(
+                result, stage: stage, who: "the pair", when: "under \(budget) datagrams/s")
+        {
+            outcome.breaches.append(breach)
         }
-        judge(&outcome, result: result, stage: stage)
-        outcome.interrupted = stage.victims.reduce(0) { $0 + $1.interrupted }
-        outcome.availability = result
-        return outcome
+        return finish(outcome, result: result, stage: stage)
     }
 
     /// The victims' BEACONs in a run before this one (fresh devices, the same addresses).
@@ -343,22 +334,13 @@ enum Availability {
             }
         }
         result.exchangeRequired = required && result.baseline != nil
-        if required {
-            let who = behaviour == .fakeAck ? "V and the fake acknowledger" : "V and H"
-            if result.underAttack == nil {
-                let closes = stage.victims.map { "\($0.name) \($0.closed.map(label) ?? "not closed")" }
-                outcome.breaches.append(
-                    "\(who) did not exchange after the malicious session (\(closes.joined(separator: ", ")))")
-            } else if let ratio = result.ratio, ratio > maxRatio {
-                outcome.breaches.append(
-                    "\(who) took \(format(ratio))× the pair's no-attack time (\(seconds(result.underAttack)) against "
-                        + "\(seconds(result.baseline)))")
-            }
+        let who = behaviour == .fakeAck ? "V and the fake acknowledger" : "V and H"
+        if required,
+            let breach = exchangeBreach(result, stage: stage, who: who, when: "after the malicious session")
+        {
+            outcome.breaches.append(breach)
         }
-        judge(&outcome, result: result, stage: stage)
-        outcome.interrupted = stage.victims.reduce(0) { $0 + $1.interrupted }
-        outcome.availability = result
-        return outcome
+        return finish(outcome, result: result, stage: stage)
     }
 
     /// When the malicious peer of run `runSeed` invites its victim: half the runs early
@@ -379,6 +361,33 @@ enum Availability {
     static func exchangeTime(_ screens: [VictimScreen], from start: Instant) -> Duration? {
         guard screens.count >= 2, screens.allSatisfy({ $0.closed == .exchanged }) else { return nil }
         return (screens.compactMap(\.closedAt).max() ?? start) - start
+    }
+
+    /// The breach of an exchange the rule requires, if any: `who` did not exchange, or took more than
+    /// ``maxRatio`` times the pair's no-attack time, `when` (the attack's condition).
+    private static func exchangeBreach(
+        _ result: AvailabilityResult, stage: AttackStage, who: String, when condition: String
+    ) -> String? {
+        guard result.underAttack != nil else {
+            let closes = stage.victims.map { "\($0.name) \($0.closed.map(label) ?? "not closed")" }
+            return "\(who) did not exchange \(condition) (\(closes.joined(separator: ", ")))"
+        }
+        guard let ratio = result.ratio, ratio > maxRatio else { return nil }
+        return
+            "\(who) took \(format(ratio))× the pair's no-attack time (\(seconds(result.underAttack)) against "
+            + "\(seconds(result.baseline))) \(condition)"
+    }
+
+    /// The run's outcome with the breaches every availability run shares (deadlines and memory), the
+    /// interrupted pairings its victims were shown, and what was measured.
+    private static func finish(_ outcome: AttackOutcome, result: AvailabilityResult, stage: AttackStage)
+        -> AttackOutcome
+    {
+        var outcome = outcome
+        judge(&outcome, result: result, stage: stage)
+        outcome.interrupted = stage.victims.reduce(0) { $0 + $1.interrupted }
+        outcome.availability = result
+        return outcome
     }
 
     /// The breaches every availability run shares: deadlines and memory.

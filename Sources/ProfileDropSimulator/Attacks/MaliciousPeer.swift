@@ -390,8 +390,12 @@ struct MaliciousPeer: DatagramSpeaker {
                 frames.append(.cardAck(digest: verifiedPeerCard))
             }
         }
-        if let peerOffer, behaviour != .fakeAck {
-            frames.append(.cardSack(sack(of: peerOffer)))
+        if peerOffer != nil, behaviour != .fakeAck {
+            frames.append(
+                .cardSack(
+                    CardSack(count: peerChunks.count, cumulative: peerChunks.prefix { $0 != nil }.count) {
+                        peerChunks[$0] != nil
+                    }))
         }
         var receipts: Receipts = []
         if peerToken != nil { receipts.insert(.token) }
@@ -401,22 +405,6 @@ struct MaliciousPeer: DatagramSpeaker {
         if sawPeerBond { receipts.insert(.bond) }
         frames.append(.receipt(receipts))
         return frames
-    }
-
-    private func sack(of offer: CardOffer) -> CardSack {
-        let held = peerChunks.prefix { $0 != nil }.count
-        var bitmap: [UInt8] = []
-        var index = held
-        while index < peerChunks.count && bitmap.count < WireConstants.maxSackBitmap {
-            var byte: UInt8 = 0
-            for bit in 0..<8 where index + bit < peerChunks.count && peerChunks[index + bit] != nil {
-                byte |= 0x80 >> UInt8(bit)
-            }
-            bitmap.append(byte)
-            index += 8
-        }
-        while bitmap.last == 0 { bitmap.removeLast() }
-        return CardSack(cumulative: UInt16(clamping: held), bitmap: bitmap)
     }
 }
 
