@@ -314,6 +314,71 @@ extension VirtualRoom {
         #expect(room.devices.allSatisfy { $0.nextDeadline == nil })
     }
 
+    /// Steps `room` until `end`, noting for each device when its events first satisfied `done`
+    /// and when it closed.
+    static func timesOf(
+        _ room: inout VirtualRoom, until end: Instant, done: ([DeviceEvent]) -> Bool
+    ) -> (done: [Instant?], closed: [Instant?], idle: [Instant?]) {
+        var doneAt: [Instant?] = [nil, nil]
+        var closedAt: [Instant?] = [nil, nil]
+        var idleAt: [Instant?] = [nil, nil]
+        while room.room.step(notAfter: end) != nil {
+            for index in 0..<2 {
+                let events = room.events[index]
+                if doneAt[index] == nil && done(events) { doneAt[index] = room.now }
+                if closedAt[index] == nil && room.closeReason(index) != nil { closedAt[index] = room.now }
+                if idleAt[index] == nil, closedAt[index] != nil, room.devices[index].nextDeadline == nil {
+                    idleAt[index] = room.now
+                }
+            }
+        }
+        return (doneAt, closedAt, idleAt)
+    }
+
+    @Test(arguments: [UInt64(1), 2, 3, 4, 5])
+    func theHoldDecidesWhenItEndsNotAtALaterRound(seed: UInt64) {
+        // Photos of different sizes end the transfer at any phase of the 125 ms ranging rounds.
+        var room = VirtualRoom()
+        room.add(
+            Fixtures.configuration("Bori", seed: seed, photoBytes: 20_000 * Int(seed)),
+            pose: Pose(x: 0, y: 0, heading: 0), seed: seed + 10)
+        room.add(
+            Fixtures.configuration("Kong", seed: seed + 100, photoBytes: 7_000 * Int(seed)),
+            pose: Pose(x: 7, y: 0, heading: 180), seed: seed + 20)
+        let times = Self.timesOf(&room, until: Instant.zero + .seconds(30)) { events in
+            events.contains { if case .cardVerified = $0 { true } else { false } }
+                && events.contains { if case .acknowledged = $0 { true } else { false } }
+        }
+        #expect(room.closeReason(0) == .exchanged && room.closeReason(1) == .exchanged)
+        // The first side to close decided at the end of its hold: one gate window after its side
+        // was done, not up to a ranging interval (125 ms) later. Done may wait a little longer than
+        // the two events for the peer's BOND, which travels with the last facts.
+        let first = (0..<2).min { (times.closed[$0] ?? .zero) < (times.closed[$1] ?? .zero) } ?? 0
+        guard let done = times.done[first], let closed = times.closed[first] else {
+            Issue.record("device \(first) never finished")
+            return
+        }
+        let hold = closed - done
+        #expect(hold >= .seconds(1) && hold <= .milliseconds(1_020), "decided \(hold) after done")
+    }
+
+    @Test func aCleanCloseEndsBothSessionsWithinAFewRoundTrips() {
+        var room = VirtualRoom.boriAndKong()
+        let times = Self.timesOf(&room, until: Instant.zero + .seconds(30)) { _ in false }
+        #expect(room.boriAndKongSwappedCards)
+        // 5 ms each way: the closer hears CLOSE_ACK after 10 ms, and each side drains for three
+        // probe timeouts of its round trip (the handshake's 10 ms plus four deviations, 30 ms),
+        // instead of the fixed 3 s it used to.
+        for index in 0..<2 {
+            guard let closed = times.closed[index], let idle = times.idle[index] else {
+                Issue.record("device \(index) did not finish")
+                continue
+            }
+            #expect(
+                idle - closed <= .milliseconds(150), "device \(index) idle \(idle - closed) after closing")
+        }
+    }
+
     @Test func crowdedRoomOnlyTheClosePairExchanges() {
         var room = VirtualRoom()
         var timeouts = Timeouts()

@@ -8,8 +8,10 @@ enum PairingBenchmark {
     struct Run {
         /// From both in range to both devices reporting `closed`.
         var toClosed: Double
-        /// From both in range to both processes exited (includes the exit linger of the side that drains).
+        /// From both in range to both processes exited.
         var toExit: Double
+        /// From both devices reporting `closed` to both processes exited: the close's drain.
+        var exitLag: Double { toExit - toClosed }
         var bothExchanged: Bool
     }
 
@@ -33,6 +35,7 @@ enum PairingBenchmark {
         console.output(
             "pairing on loopback: time from both in range to both processes exited, \(runs) runs each")
         var failed = false
+        var closedMedians: [Double] = []
         for (label, file) in [("card without photo", plain), ("card with 256 KiB photo", withPhoto)] {
             var results: [Run] = []
             for index in 0..<runs {
@@ -48,16 +51,27 @@ enum PairingBenchmark {
             console.output("  \(label), \(results.count) runs:")
             console.output("    both closed:  " + summary(results.map(\.toClosed)))
             console.output("    both exited:  " + summary(results.map(\.toExit)))
+            console.output("    exit lag:     " + summary(results.map(\.exitLag)))
+            closedMedians.append(median(results.map(\.toClosed)))
+        }
+        if closedMedians.count == 2 {
+            console.output(
+                String(format: "photo adds: %.0f ms", (closedMedians[1] - closedMedians[0]) * 1000))
         }
         return failed ? .failure : .success
     }
 
+    private static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return 0 }
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+
     private static func summary(_ values: [Double]) -> String {
         let sorted = values.sorted()
-        let middle = sorted.count / 2
-        let median = sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
         return String(
-            format: "median %.0f ms (min %.0f, max %.0f)", median * 1000, (sorted.first ?? 0) * 1000,
+            format: "median %.0f ms (min %.0f, max %.0f)", median(values) * 1000, (sorted.first ?? 0) * 1000,
             (sorted.last ?? 0) * 1000)
     }
 

@@ -10,9 +10,11 @@ import ProfileDropTransport
 
 /// One run of `share`: the device on real sockets, its motion, and what the user sees.
 final class ShareSession {
-    /// How long a closed device keeps answering retransmitted CLOSEs before the process exits. The
-    /// protocol drains for 3 s; 700 ms covers the first two retransmissions (200 and 400 ms), which
-    /// is what a lost CLOSE_ACK costs on a LAN, without making every exit wait 3 s.
+    /// The longest a closed device keeps its session to finish the close before the process exits.
+    /// The process exits as soon as the core has nothing left to do: on a clean path a few round
+    /// trips after closing (the close's drain is three probe timeouts of the session's round trip,
+    /// PROTOCOL.md 6.7). This bound only cuts a close whose CLOSE_ACK keeps being lost, after
+    /// several retransmissions; the outcome was already decided on both sides.
     static let exitLinger: Duration = .milliseconds(700)
     /// Pose updates while a scripted motion plays.
     static let motionTick: Duration = .milliseconds(50)

@@ -44,11 +44,14 @@ public struct Timeouts: Sendable, Equatable {
     public var sackDelay: Duration = .milliseconds(10)
     /// The whole card phase (offer to both acknowledgements) must end within this.
     public var transfer: Duration = .seconds(90)
-    /// First retransmission timeout of CLOSE; doubles per attempt.
+    /// The longest first retransmission timeout of CLOSE, and the one used before the session has
+    /// a round-trip sample; the timeout itself comes from the round trip (PROTOCOL.md 6.7).
     public var closeRetransmit: Duration = .milliseconds(200)
-    /// Transmissions of CLOSE before closing without CLOSE_ACK.
+    /// Sets how long closing lasts without CLOSE_ACK: `closeRetransmit` × (2^`closeAttempts` − 1),
+    /// the length of this many transmissions doubling from `closeRetransmit`.
     public var closeAttempts: Int = 6
-    /// How long a closed session keeps answering CLOSE with CLOSE_ACK (draining).
+    /// The longest a closed session keeps answering CLOSE with CLOSE_ACK (draining); it drains for
+    /// three of its close's probe timeouts when those are shorter.
     public var drain: Duration = .seconds(3)
     /// Back-off before inviting a peer again after a session with it failed; doubles per failure.
     public var retryBackoff: Duration = .seconds(4)

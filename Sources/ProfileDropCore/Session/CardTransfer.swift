@@ -29,9 +29,8 @@ struct CardSender {
     private(set) var retransmissions = 0
     private(set) var congestion: CongestionController
     private var pacer: Pacer
-    private var smoothedRTT: Double?
-    private var latestRTT: Double?
-    private var rttVariance: Double = 0
+    /// The round trip, sampled from acknowledged chunks sent once.
+    private(set) var roundTrip = RoundTripEstimator()
     /// The timeout from the round-trip samples, before back-off.
     private var sampledRTO: Duration
     /// Timeouts in a row with nothing newly acknowledged: each doubles the timeout.
@@ -82,7 +81,7 @@ struct CardSender {
     /// The gap the pacer keeps between chunks now.
     var pacingInterval: Duration {
         congestion.pacingInterval(
-            smoothedRTT: smoothedRTT, initialGap: initialGap, ceiling: rtoRange.upperBound)
+            smoothedRTT: roundTrip.smoothed, initialGap: initialGap, ceiling: rtoRange.upperBound)
     }
 
     /// The chunk to send now, if any: a probe when the timeout expired, otherwise the lowest chunk
@@ -181,9 +180,9 @@ struct CardSender {
     /// include a chunk sent after the last one began.
     private mutating func declareLost(now: Instant) {
         guard let largest = largestAcknowledged else { return }
-        let roundTrip = max(latestRTT ?? 0, smoothedRTT ?? 0)
+        let longest = max(roundTrip.latest ?? 0, roundTrip.smoothed ?? 0)
         // Clamped before the conversion, as the round trip may come from a far-off sample.
-        let delaySeconds = min(max(roundTrip * 9 / 8, 0.001), rtoRange.upperBound.secondsDouble)
+        let delaySeconds = min(max(longest * 9 / 8, 0.001), rtoRange.upperBound.secondsDouble)
         let lossDelay = Duration.nanoseconds(Int64(delaySeconds * 1e9))
         var latestLost: CongestionController.Transmission?
         for index in acked.indices where !acked[index] && sentAs[index] < largest {
@@ -198,20 +197,9 @@ struct CardSender {
     }
 
     private mutating func sampleRTT(_ sample: Double) {
-        latestRTT = sample
-        if let smoothed = smoothedRTT {
-            rttVariance = 0.75 * rttVariance + 0.25 * abs(smoothed - sample)
-            smoothedRTT = 0.875 * smoothed + 0.125 * sample
-        } else {
-            smoothedRTT = sample
-            rttVariance = sample / 2
-        }
-        // Clamped in seconds before the conversion: a sample from a far-off time (a replayed or
-        // fuzzed capture) would not fit in Int64 nanoseconds.
-        let seconds = min(
-            (smoothedRTT ?? sample) + max(4 * rttVariance, 0.01), rtoRange.upperBound.secondsDouble)
-        let candidate = Duration.nanoseconds(Int64(max(seconds, 0) * 1e9))
-        sampledRTO = min(max(candidate, rtoRange.lowerBound), rtoRange.upperBound)
+        roundTrip.add(sample)
+        sampledRTO = roundTrip.timeout(
+            granularity: .milliseconds(10), initial: sampledRTO, range: rtoRange)
     }
 }
 

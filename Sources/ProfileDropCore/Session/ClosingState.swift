@@ -5,6 +5,44 @@ struct ClosingState {
     var retransmitAt: Instant
     /// When CLOSE last went out, on the timer or in answer to the peer.
     var lastSentAt: Instant
+    /// The first retransmission's wait, from the session's round trip; each later one doubles it.
+    let probeTimeout: Duration
+    /// When the session gives up waiting for CLOSE_ACK: as long as the close always lasted, so a
+    /// peer cut off for a while still learns the outcome when the cut heals.
+    let endsAt: Instant
+}
+
+/// The close's timers, from the session's round trip (RFC 9000 10.2 is the model): CLOSE is
+/// retransmitted after one probe timeout, doubling, and a side that answered CLOSE drains for three,
+/// so a lost CLOSE_ACK costs one retransmission and a clean close ends within a few round trips.
+struct CloseTimers {
+    /// The smallest probe timeout: the peer's processing and a scheduler's delay, which a loopback
+    /// round trip does not show.
+    static let granularity: Duration = .milliseconds(10)
+
+    /// The wait before CLOSE's first retransmission: the smoothed round trip plus four deviations,
+    /// at least ``granularity``, at most ``Timeouts/closeRetransmit`` (also the wait before any
+    /// round-trip sample).
+    let probeTimeout: Duration
+    /// How long a side that answered CLOSE keeps answering: three probe timeouts, at most
+    /// ``Timeouts/drain``.
+    let drain: Duration
+    /// The longest wait between two retransmissions: the last wait of the fixed schedule (3.2 s
+    /// by default).
+    let longestInterval: Duration
+    /// How long closing lasts without CLOSE_ACK: the fixed schedule's whole length,
+    /// ``Timeouts/closeRetransmit`` × (2^``Timeouts/closeAttempts`` − 1), 12.6 s by default.
+    let closingLimit: Duration
+
+    init(roundTrip: RoundTripEstimator, timeouts: Timeouts) {
+        let ceiling = max(timeouts.closeRetransmit, Self.granularity)
+        probeTimeout = roundTrip.timeout(
+            granularity: Self.granularity, initial: ceiling, range: Self.granularity...ceiling)
+        drain = min(probeTimeout * 3, timeouts.drain)
+        let attempts = min(max(timeouts.closeAttempts, 1), 30)
+        longestInterval = timeouts.closeRetransmit.doubled(attempts - 2, cap: .seconds(10))
+        closingLimit = min(timeouts.closeRetransmit * ((1 << attempts) - 1), .seconds(60))
+    }
 }
 
 extension ClosingState {
@@ -33,16 +71,19 @@ extension ClosingState {
     /// The frames of a CLOSE packet: the close frames, then a RECEIPT of what we hold.
     static func packet(_ frames: [Frame], link: Link) -> [Frame] { frames + [.receipt(link.receipts)] }
 
-    /// Retransmits CLOSE with back-off until the attempts run out.
+    /// Retransmits CLOSE with back-off until the closing limit.
     mutating func handleTimeout(link: inout Link, context: inout SessionContext) -> Transition {
+        guard context.now < endsAt else { return .closed(outcome: nil) }
         guard context.now >= retransmitAt else { return .stay }
-        guard transmissions < context.timeouts.closeAttempts else { return .closed(outcome: nil) }
         send(through: &link, context: &context)
-        retransmitAt =
-            context.now + context.timeouts.closeRetransmit.doubled(transmissions, cap: .seconds(10))
+        let timers = CloseTimers(roundTrip: link.roundTrip, timeouts: context.timeouts)
+        retransmitAt = context.now + probeTimeout.doubled(transmissions, cap: timers.longestInterval)
         transmissions += 1
         return .stay
     }
+
+    /// The next retransmission, or the end of closing.
+    var nextDeadline: Instant { min(retransmitAt, endsAt) }
 }
 
 /// Closed, answering late CLOSE frames.
@@ -121,9 +162,10 @@ extension ExchangeSession {
             return
         }
         securedLink.send(ClosingState.packet(frames, link: securedLink), context: &context)
+        let timers = CloseTimers(roundTrip: securedLink.roundTrip, timeouts: context.timeouts)
         state = .closing(
             ClosingState(
-                frames: frames, retransmitAt: context.now + context.timeouts.closeRetransmit,
-                lastSentAt: context.now))
+                frames: frames, retransmitAt: context.now + timers.probeTimeout, lastSentAt: context.now,
+                probeTimeout: timers.probeTimeout, endsAt: context.now + timers.closingLimit))
     }
 }

@@ -95,8 +95,9 @@ struct ExchangeSession {
                 throw ProtocolError(.unexpectedMessage, "INVITE for a session we did not accept")
             }
             switch state {
-            case .handshaking(let handshaking):
+            case .handshaking(var handshaking):
                 handshaking.handleDuplicateInvite(to: peerAddress, context: &context)
+                state = .handshaking(handshaking)
             case .ranging, .consenting, .transferring, .closing, .draining, .closed:
                 break  // A stale duplicate: the initiator already has our ACCEPT.
             }
@@ -124,7 +125,7 @@ struct ExchangeSession {
             }
             switch state {
             case .handshaking(var handshaking):
-                let transition = try handshaking.handleConfirm(confirm)
+                let transition = try handshaking.handleConfirm(confirm, context: context)
                 // A half-open handshake becomes a session with a peer only now.
                 context.emit(.connecting(peer: peer, initiator: false))
                 apply(transition, context: &context)
@@ -242,7 +243,7 @@ struct ExchangeSession {
             state = .consenting(consenting)
         case .transferring(var transferring):
             state = .closed
-            transition = transferring.advance(link: securedLink, context: &context)
+            transition = transferring.advance(link: &securedLink, context: &context)
             state = .transferring(transferring)
         case .handshaking, .closing, .draining, .closed:
             return
@@ -255,8 +256,10 @@ struct ExchangeSession {
         switch transition {
         case .stay:
             break
-        case .secured(let transport, let peerParameters, let confirm):
-            establish(transport, peerParameters: peerParameters, confirm: confirm, context: &context)
+        case .secured(let transport, let peerParameters, let confirm, let roundTrip):
+            establish(
+                transport, peerParameters: peerParameters, confirm: confirm, roundTrip: roundTrip,
+                context: &context)
         case .consent:
             state = .consenting(ConsentingState(link: &securedLink, context: &context))
             advance(context: &context)
@@ -267,7 +270,8 @@ struct ExchangeSession {
         case .close(let reason, let frames, let endsDevice):
             close(reason, frames: frames, endsDevice: endsDevice, context: &context)
         case .drain:
-            state = .draining(DrainingState(until: context.now + context.timeouts.drain))
+            let timers = CloseTimers(roundTrip: securedLink.roundTrip, timeouts: context.timeouts)
+            state = .draining(DrainingState(until: context.now + timers.drain))
         case .closed(let outcome):
             if let outcome { conclude(outcome, endsDevice: false, context: &context) }
             state = .closed
@@ -277,7 +281,7 @@ struct ExchangeSession {
 
     private mutating func establish(
         _ transport: NoiseTransport, peerParameters: HandshakeParameters, confirm: [UInt8]?,
-        context: inout SessionContext
+        roundTrip: Duration?, context: inout SessionContext
     ) {
         let localToken = context.random.bytes(WireConstants.tokenLength)
         let pairing = Pairing(
@@ -289,6 +293,7 @@ struct ExchangeSession {
             pairing: pairing, confirmDatagram: confirm, lastHeard: context.now,
             controlAt: context.now, controlInterval: context.configuration.measurement.sampleInterval,
             gate: ProximityGate(configuration: context.configuration.gate), rangingAt: context.now)
+        if let roundTrip { link.roundTrip.add(roundTrip.secondsDouble) }
         context.emit(.secured(peer: peer))
         var ranging = RangingState(
             startedAt: context.now, deadline: context.now + context.timeouts.rangingWindow)
@@ -332,7 +337,7 @@ struct ExchangeSession {
         case .ranging(let ranging): liveDeadline(ranging)
         case .consenting(let consenting): liveDeadline(consenting)
         case .transferring(let transferring): liveDeadline(transferring)
-        case .closing(let closing): closing.retransmitAt
+        case .closing(let closing): closing.nextDeadline
         case .draining(let draining): draining.until
         case .closed: nil
         }

@@ -24,8 +24,10 @@ enum ExchangeState {
 enum Transition {
     /// Stay in the current state (its struct may have changed).
     case stay
-    /// The handshake completed: make the link and start ranging.
-    case secured(NoiseTransport, peerParameters: HandshakeParameters, confirm: [UInt8]?)
+    /// The handshake completed: make the link and start ranging. `roundTrip` is the handshake's
+    /// round trip when our datagram went out once.
+    case secured(
+        NoiseTransport, peerParameters: HandshakeParameters, confirm: [UInt8]?, roundTrip: Duration?)
     /// Both gates opened: ask for consent.
     case consent
     /// Both sides agreed to go on: move the cards.

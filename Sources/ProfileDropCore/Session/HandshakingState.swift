@@ -20,11 +20,17 @@ struct HandshakingState {
     var cookieRetries = 0
     /// Initiator: the next INVITE retransmission. Responder: when the half-open handshake expires.
     var retransmitAt: Instant
+    /// When our first handshake datagram (INVITE or ACCEPT) went out.
+    let sentAt: Instant
+    /// Whether more than one of our handshake datagrams went out, so that the answer may belong to
+    /// any of them (Karn): the handshake then gives no round-trip sample.
+    var resent = false
 }
 
 extension HandshakingState {
     /// A duplicate INVITE: our ACCEPT was lost, so answer again, once per INVITE received.
-    func handleDuplicateInvite(to peerAddress: PeerAddress, context: inout SessionContext) {
+    mutating func handleDuplicateInvite(to peerAddress: PeerAddress, context: inout SessionContext) {
+        resent = true
         context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: lastDatagram))
     }
 
@@ -49,6 +55,7 @@ extension HandshakingState {
                 "more than \(HalfOpenHandshakes.cookieRetries) BUSY(retry) in one invitation")
         }
         cookieRetries += 1
+        resent = true
         invite.cookie = cookie
         self.invite = invite
         lastDatagram = Packet.invite(invite).encoded()
@@ -78,11 +85,20 @@ extension HandshakingState {
                 sessionID: sessionID, sender: context.deviceID, receiver: accept.sender,
                 noiseMessage: confirmMessage)
         ).encoded()
-        return .secured(noise.split(), peerParameters: parameters, confirm: confirm)
+        return .secured(
+            noise.split(), peerParameters: parameters, confirm: confirm, roundTrip: roundTrip(context))
+    }
+
+    /// The round trip our handshake datagram took, if it went out once: the first sample of the
+    /// session's round trip, which the close uses (PROTOCOL.md 6.7).
+    func roundTrip(_ context: SessionContext) -> Duration? {
+        resent ? nil : context.now - sentAt
     }
 
     /// CONFIRM (responder): reads Noise message 3.
-    mutating func handleConfirm(_ confirm: HandshakePacket) throws(ProtocolError) -> Transition {
+    mutating func handleConfirm(_ confirm: HandshakePacket, context: SessionContext) throws(ProtocolError)
+        -> Transition
+    {
         let parameters: HandshakeParameters
         do {
             parameters = try HandshakeParameters(decoding: try noise.readMessage(confirm.noiseMessage))
@@ -91,7 +107,8 @@ extension HandshakingState {
         } catch {
             throw ProtocolError(.handshakeFailed, "CONFIRM: \(error)")
         }
-        return .secured(noise.split(), peerParameters: parameters, confirm: nil)
+        return .secured(
+            noise.split(), peerParameters: parameters, confirm: nil, roundTrip: roundTrip(context))
     }
 
     /// Retransmits our INVITE with back-off, and gives up after the attempts. A responder's half-open
@@ -104,6 +121,7 @@ extension HandshakingState {
         }
         context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: lastDatagram))
         context.counters.handshakeRetransmissions += 1
+        resent = true
         retransmitAt =
             context.now + context.timeouts.handshakeRetransmit.doubled(transmissions, cap: .seconds(30))
         transmissions += 1
@@ -145,7 +163,7 @@ extension ExchangeSession {
         context.emit(.connecting(peer: peer, initiator: true))
         let state = HandshakingState(
             noise: noise, lastDatagram: datagram, invite: invite,
-            retransmitAt: context.now + context.timeouts.handshakeRetransmit)
+            retransmitAt: context.now + context.timeouts.handshakeRetransmit, sentAt: context.now)
         return ExchangeSession(
             sessionID: sessionID, peer: peer, peerAddress: address, isInitiator: true,
             state: .handshaking(state),
@@ -182,7 +200,7 @@ extension ExchangeSession {
         context.outbox.push(OutgoingDatagram(destination: .unicast(source), bytes: datagram))
         let state = HandshakingState(
             noise: noise, lastDatagram: datagram,
-            retransmitAt: context.now + HalfOpenHandshakes.lifetime(context.timeouts))
+            retransmitAt: context.now + HalfOpenHandshakes.lifetime(context.timeouts), sentAt: context.now)
         return ExchangeSession(
             sessionID: invite.sessionID, peer: invite.sender, peerAddress: source, isInitiator: false,
             state: .handshaking(state), context: context)

@@ -48,6 +48,9 @@ struct Link {
     /// When a ranging round last took a measurement: the peer's pose was fresh (it arrived within
     /// three ranging intervals) and the round was no dropout.
     var measuredAt: Instant?
+    /// The session's round trip: the handshake's, then the card transfer's samples. The close
+    /// times its retransmissions and its drain from it.
+    var roundTrip = RoundTripEstimator()
 
     /// What we hold of the peer's one-shot facts.
     var receipts: Receipts {

@@ -56,7 +56,12 @@ extension TransferringState: LiveState {
             try receiver?.accept(index: chunk.index, data: chunk.data)
         }
         if var sender {
+            let sampled = sender.roundTrip.count
             for sack in inbound.sacks { _ = sender.apply(sack, now: context.now) }
+            // The chunks' samples are the session's too: the close times itself from them.
+            if sender.roundTrip.count > sampled, let latest = sender.roundTrip.latest {
+                link.roundTrip.add(latest)
+            }
             self.sender = sender
             reportProgress(context: &context)
             sendChunks(link: &link, context: &context)
@@ -85,7 +90,7 @@ extension TransferringState: LiveState {
     }
 
     /// Closes as exchanged once complete and confirmed in range.
-    mutating func advance(link: Link, context: inout SessionContext) -> Transition {
+    mutating func advance(link: inout Link, context: inout SessionContext) -> Transition {
         guard isExchangeComplete(link: link) else { return .stay }
         // Done. A walk-away is seen only some rounds late (the gate filters a window of
         // samples, and leaving takes several measurements in a row), so the devices must stay
@@ -94,12 +99,13 @@ extension TransferringState: LiveState {
         // The decision is taken at a ranging round that measured the peer: an open gate may
         // rest on samples up to a window old, and deciding on those alone would commit blind
         // to a peer cut off since, which could no longer learn the outcome (section 6.7).
-        let completedAt = completedAt ?? context.now
-        self.completedAt = completedAt
+        let holdEnds = (completedAt ?? context.now) + context.configuration.gate.window
+        if completedAt == nil {
+            completedAt = context.now
+            scheduleRoundAtHoldEnd(link: &link, context: context)
+        }
         noteProgress(link: link, context: context)
-        guard link.gate.isOpen, link.measuredAt == context.now,
-            context.now >= completedAt + context.configuration.gate.window
-        else { return .stay }
+        guard link.gate.isOpen, link.measuredAt == context.now, context.now >= holdEnds else { return .stay }
         deliverReceivedCard(context: &context)
         // Our outstanding facts (CARD_ACK, or CONSENT if the peer missed it) travel with CLOSE.
         let frames =
@@ -121,6 +127,15 @@ extension TransferringState: LiveState {
 
     func rangingRound(link: inout Link, context: inout SessionContext) {
         link.watchProximity(context: &context)
+        scheduleRoundAtHoldEnd(link: &link, context: context)
+    }
+
+    /// Puts a ranging round at the end of the confirmation hold, so the decision waits for no
+    /// later round; the rounds after it keep their interval.
+    func scheduleRoundAtHoldEnd(link: inout Link, context: SessionContext) {
+        guard let completedAt else { return }
+        let holdEnds = completedAt + context.configuration.gate.window
+        if holdEnds > context.now { link.rangingAt = min(link.rangingAt, holdEnds) }
     }
 
     mutating func handleTimeout(link: inout Link, context: inout SessionContext) -> Transition {
