@@ -484,3 +484,40 @@ final class InteractiveShare: Sendable {
             errors: String(decoding: collector.errors, as: UTF8.self).split(separator: "\n").map(String.init))
     }
 }
+
+/// How a run ends when the user stops it: the final line, the exit code, the terminal.
+@Suite struct ShareEndingTests {
+    @Test(arguments: [(SIGTERM, Int32(143), "SIGTERM"), (SIGINT, 130, "SIGINT"), (SIGHUP, 129, "SIGHUP")])
+    func aSignalEndsWithAFinalLineAndItsExitCode(signal: Int32, code: Int32, name: String) throws {
+        let pair = try SharingPair(port: freeUDPPort(), timeout: 20)
+        let alone = try ToolProcess(pair.arguments(0) + ["--json"])
+        // Until the run is under way (its first line, or at most 5 s).
+        usleep(1_500_000)
+        kill(alone.process.processIdentifier, signal)
+        let result = alone.finish()
+        #expect(result.code == code, "\(result.errors)")
+        let last = try #require(result.output.last)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+        #expect(object["event"] as? String == "closed")
+        #expect(object["reason"] as? String == "interrupted")
+        #expect(object["detail"] as? String == "interrupted (\(name))")
+        #expect(object["v"] as? Int == 1)
+    }
+
+    @Test func aSaveDirectoryThatCannotTakeACardIsRefusedBeforeAnyExchange() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let card = directory.appendingPathComponent("card.json").path
+        try ShareCommandTests.bori.write(toFile: card, atomically: true, encoding: .utf8)
+        let console = CapturingConsole()
+        let code = CommandLineTool.run(
+            arguments: [
+                "share", "--profile", card, "--save", card, "--interface", "lo", "--port",
+                String(freeUDPPort()),
+                "--timeout", "5", "--key-file", directory.appendingPathComponent("key").path,
+            ], console: console)
+        #expect(code == 2)
+        #expect(console.errorLines.count == 1)
+        #expect(console.errorLines.first?.contains("is not a directory") == true, "\(console.errorLines)")
+    }
+}

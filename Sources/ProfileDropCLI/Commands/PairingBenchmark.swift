@@ -113,10 +113,10 @@ enum PairingBenchmark {
                     while let newline = pending.firstIndex(of: 0x0A) {
                         let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
                         pending.removeSubrange(pending.startIndex...newline)
-                        if inRange == nil && line.hasPrefix(#"{"event":"in_range""#) {
+                        if inRange == nil && line.contains(#""event":"in_range""#) {
                             inRange = clock.now.seconds
                         }
-                        if line.hasPrefix(#"{"event":"closed""#) {
+                        if line.contains(#""event":"closed""#) {
                             closed = clock.now.seconds
                             exchanged = line.contains(#""reason":"exchanged""#)
                         }

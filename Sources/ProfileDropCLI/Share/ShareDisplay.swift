@@ -1,3 +1,4 @@
+import Foundation
 import ProfileDropCore
 import ProfileDropJSON
 
@@ -79,20 +80,33 @@ struct ShareDisplay {
         defer { render(event: name, snapshot: snapshot, extra: extra) }
         switch event {
         case .advertising:
+            // ``started(interfaces:listening:snapshot:)`` announced it: one line per change.
+            guard stage != .advertising else {
+                name = ""
+                return
+            }
             stage = .advertising
             name = "advertising"
         case .peerFound(let peer):
+            // Other devices found while a session is under way are no step of this one: reported
+            // as they were, they would read as the session going back.
+            guard Self.stageNumber(stage) <= Self.stageNumber(.peerFound) else {
+                name = ""
+                return
+            }
             advance(to: .peerFound)
             name = "peer_found"
             extra = [("peer", .string(peer.description))]
         case .peerBusy:
             name = "peer_busy"
-        case .connecting:
+        case .connecting(let peer, _):
             advance(to: .peerFound)
             name = "connecting"
-        case .secured:
+            extra = [("peer", .string(peer.description))]
+        case .secured(let peer):
             advance(to: .secured)
             name = "secured"
+            extra = [("peer", .string(peer.description))]
         case .verified(let verification):
             self.verification = verification
             name = "verified"
@@ -143,6 +157,11 @@ struct ShareDisplay {
             advance(to: .inRange)
             name = "in_range"
         case .exchanging:
+            // Progress that arrives after the acknowledgement tells nothing new.
+            guard Self.stageNumber(stage) <= Self.stageNumber(.exchanging) else {
+                name = ""
+                return
+            }
             advance(to: .exchanging)
             name = "exchanging"
         case .cardReceived:
@@ -250,8 +269,7 @@ struct ShareDisplay {
     mutating func inputError(_ detail: String) {
         switch mode {
         case .json:
-            console.output(
-                JSONValue.object([("event", .string("input_error")), ("detail", .string(detail))]).serialized)
+            writeJSON([("event", .string("input_error")), ("detail", .string(detail))])
         case .terminal, .lines:
             console.error("profiledrop share: input ignored: \(detail)")
         }
@@ -307,27 +325,62 @@ struct ShareDisplay {
         render(event: "pose", snapshot: snapshot)
     }
 
-    mutating func finish(reason: CloseReason?, snapshot current: DeviceSnapshot, card: ProfileCard?) {
+    /// The final line: the outcome (`reason`), or the user's `q` (`reason` and `signal` nil), or a
+    /// signal that ended the run (`signal`, its name); the card received and where it was saved.
+    mutating func finish(
+        reason: CloseReason?, snapshot current: DeviceSnapshot, card: ProfileCard?, saved: String? = nil,
+        signal: String? = nil
+    ) {
         let snapshot = remember(current)
         stage = .closed
-        let reasonText = reason.map(Self.reasonCode) ?? "quit"
+        let reasonText = signal != nil ? "interrupted" : reason.map(Self.reasonCode) ?? "quit"
+        let detail = signal.map { "interrupted (\($0))" } ?? reason?.description ?? "quit"
         switch mode {
         case .json:
             var members: [(key: String, value: JSONValue)] = [
                 ("event", .string("closed")), ("reason", .string(reasonText)),
             ]
             members += snapshotMembers(snapshot)
-            if let reason { members.append(("detail", .string(reason.description))) }
+            if reason != nil || signal != nil { members.append(("detail", .string(detail))) }
             members.append(("card", card.map(Self.cardJSON) ?? .null))
-            console.output(JSONValue.object(members).serialized)
+            members.append(("saved", saved.map { .string($0) } ?? .null))
+            writeJSON(members)
         case .terminal:
-            statusLine.show(line(snapshot) + " · " + (reason?.description ?? "quit"))
+            statusLine.show(line(snapshot) + " · " + detail)
             statusLine.finish()
-            if let card { console.output("received: \(card.summary)") }
+            if let card { console.output(Self.printable("received: \(card.summary)")) }
+            if let saved { console.output(Self.printable("saved: \(saved)")) }
         case .lines:
-            console.output("closed: \(reason?.description ?? "quit")")
-            if let card { console.output("received: \(card.summary)") }
+            console.output("closed: \(detail)")
+            if let card { console.output(Self.printable("received: \(card.summary)")) }
+            if let saved { console.output(Self.printable("saved: \(saved)")) }
         }
+    }
+
+    /// The version of the `--json` line schema, the `v` of every line (README, "JSON lines").
+    static let schemaVersion = 1
+
+    /// When each line is written: an RFC 3339 UTC time with milliseconds. Tests fix it.
+    var timestamp: () -> String = ShareDisplay.wallClockTimestamp
+
+    static func wallClockTimestamp() -> String {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        var seconds = time_t(time.tv_sec)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+            Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec),
+            Int(time.tv_nsec / 1_000_000))
+    }
+
+    /// One `--json` line: `v` and `ts` first, then `members` (which start with `event`).
+    private func writeJSON(_ members: [(key: String, value: JSONValue)]) {
+        let stamp: [(key: String, value: JSONValue)] = [
+            ("v", .integer(Self.schemaVersion)), ("ts", .string(timestamp())),
+        ]
+        console.output(JSONValue.object(stamp + members).serialized)
     }
 
     /// One snapshot: in `--json` mode `event`, then `extra`, then the snapshot members `extra`
@@ -340,7 +393,7 @@ struct ShareDisplay {
         case .json:
             let named = Set(extra.map(\.key))
             let members = snapshotMembers(snapshot).filter { !named.contains($0.key) }
-            console.output(JSONValue.object([("event", .string(event))] + extra + members).serialized)
+            writeJSON([("event", .string(event))] + extra + members)
         case .terminal:
             statusLine.show(line(snapshot))
         case .lines:

@@ -55,6 +55,8 @@ final class ShareSession {
     }
 
     func run() throws -> ExitCode {
+        // Checked before anything is exchanged: a card must never arrive with nowhere to go.
+        if let directory = options.saveDirectory { try CardSaver.checkDirectory(directory) }
         deadline = clock.now + options.timeout
         // The key file holds the long-term identity secret, which only known peers can recognise;
         // the Noise static key is new every run, so nothing long-term reaches a stranger.
@@ -121,6 +123,7 @@ final class ShareSession {
         let terminal = RawTerminal()
         let readsKeys = options.output == .terminal
         let readsStdin = readsKeys || options.consent == .askUser
+        EndingSignal.install()
         if readsKeys { terminal.enable() }
         defer { terminal.restore() }
 
@@ -135,9 +138,11 @@ final class ShareSession {
             // Standard input is watched until it ends: a closed one is always readable.
             let stdinReadable = try driver.turn(
                 wakingBy: wake, alsoWatching: readsStdin && stdinOpen ? STDIN_FILENO : nil, onEvent: onEvent)
+            if let signal = EndingSignal.received {
+                return try endEarly(&driver, state: state, signal: signal, onEvent: onEvent)
+            }
             if stdinReadable, readInput(&driver.device, state: state) == .quit {
-                display.finish(reason: nil, snapshot: driver.device[keyPath: state].snapshot, card: nil)
-                return .declined
+                return try endEarly(&driver, state: state, signal: nil, onEvent: onEvent)
             }
             let now = clock.now
             advanceMotion(&driver.device, at: now)
@@ -169,6 +174,29 @@ final class ShareSession {
         return Self.exitCode(for: stopped ?? core.closedReason ?? .timeout(.noExchange))
     }
 
+    /// Ends the run at the user's word (`q`, or a signal): a pending request is declined first,
+    /// so the peer hears CONSENT(decline) and CLOSE(declined) at once instead of waiting out its
+    /// timers; then the final line, and the exit code (4 for `q`, 128 + the signal's number).
+    private func endEarly<D: SansIODevice>(
+        _ driver: inout DeviceDriver<D, UDPHost>, state: KeyPath<D, Device>, signal: Int32?,
+        onEvent: (DeviceEvent, D) -> Void
+    ) throws -> ExitCode {
+        if pendingConsent {
+            pendingConsent = false
+            driver.device.decide(.decline, at: clock.now)
+            try driver.flush(onEvent: onEvent)
+        }
+        display.finish(
+            reason: nil, snapshot: driver.device[keyPath: state].snapshot, card: nil,
+            signal: signal.map(EndingSignal.name))
+        switch signal {
+        case SIGHUP: return .hangUp
+        case SIGTERM: return .terminated
+        case .some: return .interrupted
+        case nil: return .declined
+        }
+    }
+
     /// One line of traffic counters for `--verbose`: what was dropped, by reason, and what was resent.
     static func countersLine(_ counters: DeviceCounters, host: UDPHost.Statistics) -> String {
         let dropped = ProtocolError.Code.allCases.compactMap { code -> String? in
@@ -184,10 +212,11 @@ final class ShareSession {
 
     private func reportOutcome(_ device: Device) throws {
         let reason = device.closedReason ?? .timeout(.noExchange)
+        var saved: String?
         if case .exchanged = reason, let card = receivedCard, let directory = options.saveDirectory {
-            try CardSaver.save(card, in: directory)
+            saved = try CardSaver.save(card, in: directory)
         }
-        display.finish(reason: reason, snapshot: device.snapshot, card: receivedCard)
+        display.finish(reason: reason, snapshot: device.snapshot, card: receivedCard, saved: saved)
     }
 
     /// The exit code of a run that ended with `reason`, as the README lists them. It follows the

@@ -51,13 +51,19 @@ struct KeyDecoder {
     }
 }
 
-/// Puts standard input into raw mode for key presses and restores it on every exit path.
+/// Puts standard input into raw mode for key presses and restores it on every exit path: the
+/// signals that end a run are caught (``EndingSignal``), so the run ends through `restore()` too.
 final class RawTerminal {
     private var original = termios()
     private var active = false
 
-    /// Whether standard input and output are both terminals: only then is the session interactive.
-    static var isInteractive: Bool { isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 }
+    /// Whether the session draws a live line and reads keys: standard input and output are both
+    /// terminals, and the terminal can move the cursor (`TERM` is set and not `dumb`).
+    static var isInteractive: Bool {
+        guard isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 else { return false }
+        let term = getenv("TERM").map { String(cString: $0) } ?? ""
+        return !term.isEmpty && term != "dumb"
+    }
 
     /// Enters raw mode (no echo, no line buffering, signals still delivered).
     func enable() {
@@ -68,16 +74,7 @@ final class RawTerminal {
             controls[Int(VMIN)] = 0
             controls[Int(VTIME)] = 0
         }
-        if tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0 {
-            active = true
-            RawTerminal.saved = original
-            // Restore the terminal even when the user presses Ctrl-C.
-            signal(SIGINT) { _ in
-                if var saved = RawTerminal.saved { tcsetattr(STDIN_FILENO, TCSANOW, &saved) }
-                writeAll(STDOUT_FILENO, "\n")
-                _exit(130)
-            }
-        }
+        if tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0 { active = true }
     }
 
     /// Leaves raw mode.
@@ -85,24 +82,72 @@ final class RawTerminal {
         guard active else { return }
         tcsetattr(STDIN_FILENO, TCSANOW, &original)
         active = false
-        RawTerminal.saved = nil
     }
 
     deinit { restore() }
 
-    // Read only by the SIGINT handler, which cannot capture context.
-    nonisolated(unsafe) private static var saved: termios?
+    /// The terminal's width in columns, or nil when standard output is no terminal.
+    static var columns: Int? {
+        var size = winsize()
+        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
+        return Int(size.ws_col)
+    }
 }
 
-/// Redraws one status line in place, like a lock-screen live activity.
+/// The signals that end a `share` run early: SIGINT (Ctrl-C), SIGTERM and SIGHUP. They are caught
+/// and only noted, so the run loop ends the session itself: it restores the terminal, declines a
+/// pending request (which tells the peer at once), and writes its final line.
+enum EndingSignal {
+    /// Catches the signals from now on.
+    static func install() {
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        for number in [SIGINT, SIGTERM, SIGHUP] {
+            signal(number) { caught in EndingSignal.caught = caught }
+            sigaddset(&unblocked, number)
+        }
+        // A parent may have started us with them blocked (as some process launchers do).
+        sigprocmask(SIG_UNBLOCK, &unblocked, nil)
+    }
+
+    /// The signal caught so far, if any.
+    static var received: Int32? { caught == 0 ? nil : caught }
+
+    /// The signal's usual name.
+    static func name(_ number: Int32) -> String {
+        switch number {
+        case SIGINT: "SIGINT"
+        case SIGTERM: "SIGTERM"
+        case SIGHUP: "SIGHUP"
+        default: "signal \(number)"
+        }
+    }
+
+    // Written only by the handler, which cannot capture context; read by the run loop.
+    nonisolated(unsafe) private static var caught: Int32 = 0
+}
+
+/// Redraws one status line in place, like a lock-screen live activity, cut to the terminal's width
+/// so that it never wraps (a wrapped line cannot be redrawn in place).
 struct StatusLine {
     private var last = ""
+    /// The width to cut to; nil reads the terminal's at every redraw, as windows get resized.
+    var width: Int? = nil
 
     mutating func show(_ text: String) {
-        guard text != last else { return }
-        last = text
+        let shown = Self.cut(text, to: width ?? RawTerminal.columns ?? 80)
+        guard shown != last else { return }
+        last = shown
         // Carriage return, the text, then erase whatever a longer previous line left behind.
-        writeAll(STDOUT_FILENO, "\r" + text + "\u{1b}[K")
+        writeAll(STDOUT_FILENO, "\r" + shown + "\u{1b}[K")
+    }
+
+    /// `text` cut to leave the last column free (a character there would wrap on some terminals),
+    /// ending in `…` when cut.
+    static func cut(_ text: String, to columns: Int) -> String {
+        let room = max(columns - 1, 1)
+        guard text.count > room else { return text }
+        return String(text.prefix(room - 1)) + "…"
     }
 
     /// Ends the live line so that later output starts on a fresh line.

@@ -17,4 +17,10 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     /// A runtime error outside the protocol's control (socket setup, permissions, I/O), or for
     /// `share` a peer that broke the protocol (`error: …`).
     case runtimeError = 6
+    /// `share`: ended by SIGHUP (128 + 1, the shell's convention); a pending request was declined.
+    case hangUp = 129
+    /// `share`: ended by SIGINT, Ctrl-C (128 + 2); a pending request was declined.
+    case interrupted = 130
+    /// `share`: ended by SIGTERM (128 + 15); a pending request was declined.
+    case terminated = 143
 }
