@@ -520,4 +520,27 @@ final class InteractiveShare: Sendable {
         #expect(console.errorLines.count == 1)
         #expect(console.errorLines.first?.contains("is not a directory") == true, "\(console.errorLines)")
     }
+
+    @Test func twoReceiversReportThatNothingMoved() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = String(freeUDPPort())
+        func arguments(_ index: Int, pose: String) -> [String] {
+            [
+                "share", "--receive-only", "--yes", "--json", "--interface", "lo", "--port", port,
+                "--timeout", "20",
+                "--pose", pose, "--still", "--key-file", directory.appendingPathComponent("key\(index)").path,
+                "--known-peers", directory.appendingPathComponent("peers\(index)").path,
+            ]
+        }
+        let first = try ToolProcess(arguments(0, pose: "0,0,0"))
+        let second = try ToolProcess(arguments(1, pose: "7,0,180"))
+        for result in [first.finish(), second.finish()] {
+            #expect(result.code == 4, "\(result.output.suffix(2)) \(result.errors)")
+            let last = try #require(result.output.last)
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+            #expect(object["reason"] as? String == "nothing_exchanged")
+        }
+    }
 }

@@ -105,4 +105,47 @@ import Testing
         #expect(cut.hasSuffix("…"))
         #expect(StatusLine.cut("short", to: 40) == "short")
     }
+
+    @Test func outOfRangeSaysWhereTheDevicesWereAndWhereToHoldThem() throws {
+        let console = CapturingConsole()
+        var display = ShareDisplay(mode: .lines, console: console, asksConsent: false)
+        var snapshot = Self.snapshot(peer: Self.peer)
+        snapshot.distanceCm = 13.54
+        snapshot.bearingDeg = 4
+        display.finish(reason: .outOfRange, snapshot: snapshot, card: nil)
+        #expect(
+            console.outputLines.last
+                == "closed: out of range — last seen at 13.5 cm, 4°: hold the devices 5–10 cm apart, facing each other"
+        )
+
+        var (json, jsonConsole) = Self.jsonDisplay()
+        json.finish(reason: .outOfRange, snapshot: snapshot, card: nil)
+        let last = try #require(try Self.objects(jsonConsole).last)
+        #expect(last["detail"] as? String == "out of range")
+        #expect((last["hint"] as? String)?.hasPrefix("last seen at 13.5 cm") == true)
+    }
+
+    @Test func noPeerSeenPointsAtThePortAndTheFirewall() {
+        let console = CapturingConsole()
+        var display = ShareDisplay(mode: .lines, console: console, asksConsent: false)
+        display.finish(reason: .timeout(.noExchange), snapshot: Self.snapshot(), card: nil)
+        let last = console.outputLines.last ?? ""
+        #expect(last.hasPrefix("closed: timeout: no exchange — no peer was seen: the same --port on both?"))
+        #expect(last.contains("Troubleshooting discovery"))
+    }
+
+    @Test func afterAnsweringTheUserSeesThatThePeerIsAwaited() {
+        let console = CapturingConsole()
+        var display = ShareDisplay(mode: .lines, console: console, asksConsent: true)
+        display.decided(.share, snapshot: Self.snapshot(peer: Self.peer))
+        #expect(console.outputLines.last == "you answered: share; waiting for the peer to accept")
+    }
+
+    @Test func nothingMovedIsNotReportedAsExchanged() throws {
+        var (display, console) = Self.jsonDisplay()
+        display.finish(reason: .exchanged, snapshot: Self.snapshot(), card: nil, nothingMoved: true)
+        let last = try #require(try Self.objects(console).last)
+        #expect(last["reason"] as? String == "nothing_exchanged")
+        #expect(last["detail"] as? String == "nothing exchanged: both sides only receive")
+    }
 }

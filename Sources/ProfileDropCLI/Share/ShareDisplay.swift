@@ -22,6 +22,8 @@ struct ShareDisplay {
     private var verification: Verification?
     /// Whether a consent request waits for the user's answer.
     private var awaitingAnswer = false
+    /// Whether our side agreed and waits for the peer's decision.
+    private var waitingForPeer = false
     private var lastPrintedStage: Stage?
     private var lastRangingLine: Instant?
     private var pose: Pose?
@@ -157,6 +159,7 @@ struct ShareDisplay {
             advance(to: .inRange)
             name = "in_range"
         case .exchanging:
+            waitingForPeer = false
             // Progress that arrives after the acknowledgement tells nothing new.
             guard Self.stageNumber(stage) <= Self.stageNumber(.exchanging) else {
                 name = ""
@@ -220,6 +223,7 @@ struct ShareDisplay {
     mutating func decided(_ decision: ConsentDecision, snapshot current: DeviceSnapshot) {
         let snapshot = remember(current)
         awaitingAnswer = false
+        waitingForPeer = decision != .decline
         switch mode {
         case .json:
             render(
@@ -228,8 +232,8 @@ struct ShareDisplay {
         case .terminal, .lines:
             let text =
                 switch decision {
-                case .share: "you answered: share"
-                case .receiveOnly: "you answered: receive only"
+                case .share: "you answered: share; waiting for the peer to accept"
+                case .receiveOnly: "you answered: receive only; waiting for the peer to accept"
                 case .decline: "you answered: decline"
                 }
             printLine(text, snapshot: snapshot)
@@ -297,7 +301,7 @@ struct ShareDisplay {
         case .json:
             return
         case .terminal:
-            statusLine.finish()
+            statusLine.clear()
             console.output(Self.printable(text))
             statusLine.show(line(snapshot))
         case .lines:
@@ -329,12 +333,19 @@ struct ShareDisplay {
     /// signal that ended the run (`signal`, its name); the card received and where it was saved.
     mutating func finish(
         reason: CloseReason?, snapshot current: DeviceSnapshot, card: ProfileCard?, saved: String? = nil,
-        signal: String? = nil
+        signal: String? = nil, nothingMoved: Bool = false
     ) {
         let snapshot = remember(current)
         stage = .closed
-        let reasonText = signal != nil ? "interrupted" : reason.map(Self.reasonCode) ?? "quit"
-        let detail = signal.map { "interrupted (\($0))" } ?? reason?.description ?? "quit"
+        waitingForPeer = false
+        var reasonText = signal != nil ? "interrupted" : reason.map(Self.reasonCode) ?? "quit"
+        var detail = signal.map { "interrupted (\($0))" } ?? reason?.description ?? "quit"
+        if nothingMoved {
+            reasonText = "nothing_exchanged"
+            detail = "nothing exchanged: both sides only receive"
+        }
+        let hint = reason.flatMap { nothingMoved ? nil : Self.hint(for: $0, snapshot: snapshot) }
+        let shown = detail + (hint.map { " — " + $0 } ?? "")
         switch mode {
         case .json:
             var members: [(key: String, value: JSONValue)] = [
@@ -342,18 +353,36 @@ struct ShareDisplay {
             ]
             members += snapshotMembers(snapshot)
             if reason != nil || signal != nil { members.append(("detail", .string(detail))) }
+            if let hint { members.append(("hint", .string(hint))) }
             members.append(("card", card.map(Self.cardJSON) ?? .null))
             members.append(("saved", saved.map { .string($0) } ?? .null))
             writeJSON(members)
         case .terminal:
             statusLine.show(line(snapshot) + " · " + detail)
             statusLine.finish()
+            if let hint { console.output(hint) }
             if let card { console.output(Self.printable("received: \(card.summary)")) }
             if let saved { console.output(Self.printable("saved: \(saved)")) }
         case .lines:
-            console.output("closed: \(detail)")
+            console.output("closed: \(shown)")
             if let card { console.output(Self.printable("received: \(card.summary)")) }
             if let saved { console.output(Self.printable("saved: \(saved)")) }
+        }
+    }
+
+    /// What to try next after `reason`, when there is something: the distance seen against the
+    /// band for out of range, and where to look when no peer was ever seen.
+    static func hint(for reason: CloseReason, snapshot: DeviceSnapshot) -> String? {
+        switch reason {
+        case .outOfRange:
+            let band = "hold the devices 5–10 cm apart, facing each other"
+            guard let distance = snapshot.distanceCm, let bearing = snapshot.bearingDeg else { return band }
+            return "last seen at \(oneDecimal(distance)) cm, \(oneDecimal(bearing))°: \(band)"
+        case .timeout(.noExchange) where snapshot.peersSeen == 0 && snapshot.peer == nil:
+            return "no peer was seen: the same --port on both? a firewall dropping UDP multicast? "
+                + "See README, Troubleshooting discovery"
+        case .exchanged, .declined, .timeout, .error:
+            return nil
         }
     }
 
@@ -419,6 +448,7 @@ struct ShareDisplay {
                 text += " · code \(Self.spaced(verification.code))"
                 if let known = verification.knownPeer { text += " · known peer \(Self.quoted(known.name))" }
                 if awaitingAnswer { text += " · your answer?" }
+                if waitingForPeer || (!asksConsent && stage == .inRange) { text += " · waiting for the peer" }
             }
             if let distance = snapshot.distanceCm, let bearing = snapshot.bearingDeg {
                 text += " · \(Self.oneDecimal(distance)) cm · \(Self.oneDecimal(bearing))°"

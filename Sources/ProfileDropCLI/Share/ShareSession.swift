@@ -44,6 +44,10 @@ final class ShareSession {
     private var deadline = Instant.zero
     /// Why the last session that did not end the device ended.
     private var lastSessionFailure: CloseReason?
+    /// The peer acknowledged our card.
+    private var cardAcknowledged = false
+    /// The exchange closed with no card either way (both sides only receive).
+    private var nothingMoved = false
 
     init(options: ShareOptions, console: Console) throws {
         self.options = options
@@ -171,6 +175,7 @@ final class ShareSession {
 
         let core = driver.device[keyPath: state]
         if options.verbose { console.error(Self.countersLine(core.counters, host: host.statistics)) }
+        if nothingMoved { return .declined }
         return Self.exitCode(for: stopped ?? core.closedReason ?? .timeout(.noExchange))
     }
 
@@ -216,7 +221,12 @@ final class ShareSession {
         if case .exchanged = reason, let card = receivedCard, let directory = options.saveDirectory {
             saved = try CardSaver.save(card, in: directory)
         }
-        display.finish(reason: reason, snapshot: device.snapshot, card: receivedCard, saved: saved)
+        // Both sides only receive: the session closes as exchanged with nothing to move, which
+        // the user must not read as a success.
+        nothingMoved = reason == .exchanged && receivedCard == nil && !cardAcknowledged
+        display.finish(
+            reason: reason, snapshot: device.snapshot, card: receivedCard, saved: saved,
+            nothingMoved: nothingMoved)
     }
 
     /// The exit code of a run that ended with `reason`, as the README lists them. It follows the
@@ -241,6 +251,8 @@ final class ShareSession {
             if case .approach = motion { movement.startApproach(initiator: initiator, at: clock.now) }
         case .cardReceived(let card):
             receivedCard = card
+        case .acknowledged:
+            cardAcknowledged = true
         case .consentRequested:
             pendingConsent = true
             display.askConsent(
@@ -261,7 +273,7 @@ final class ShareSession {
             }
             pendingConsent = false
         case .advertising, .peerFound, .peerBusy, .ranging, .inRange, .exchanging, .cardVerified,
-            .acknowledged, .datagramRejected, .verified, .pairingInterrupted, .knownPeerMismatch,
+            .datagramRejected, .verified, .pairingInterrupted, .knownPeerMismatch,
             .incompatiblePeer:
             break
         }

@@ -150,6 +150,13 @@ struct StatusLine {
         return String(text.prefix(room - 1)) + "…"
     }
 
+    /// Erases the live line, so that a line printed now takes its place and the live line is drawn
+    /// again below it: one live row, never a stale copy above the messages.
+    mutating func clear() {
+        if !last.isEmpty { writeAll(STDOUT_FILENO, "\r\u{1b}[K") }
+        last = ""
+    }
+
     /// Ends the live line so that later output starts on a fresh line.
     mutating func finish() {
         if !last.isEmpty { writeAll(STDOUT_FILENO, "\n") }
