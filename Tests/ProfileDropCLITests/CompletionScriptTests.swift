@@ -90,8 +90,17 @@ func installedShell(_ paths: String...) -> String? {
             print("zsh is not installed: checked the script's structure only")
             return
         }
-        let result = try runShell(zsh, ["-n", try script("zsh")])
+        let path = try script("zsh")
+        let result = try runShell(zsh, ["-n", path])
         #expect(result.status == 0, "\(result.errors)")
+        // Sourced after compinit, the script registers its function for profiledrop.
+        let registered = try runShell(
+            zsh,
+            [
+                "-f", "-c",
+                "autoload -U compinit; compinit -u -D; source '\(path)'; print -r -- ${_comps[profiledrop]}",
+            ])
+        #expect(registered.output == "_profiledrop\n", "\(registered.errors)")
     }
 
     @Test func fishCompletesCommandsAndFlags() throws {

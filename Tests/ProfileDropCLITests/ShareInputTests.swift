@@ -64,6 +64,10 @@ import Testing
         #expect(result.errors.count == 1)
         #expect(
             result.errors.first?.contains("--timeout takes a whole number from 1 to 3600, got 'abc'") == true)
+        #expect(
+            run(["--receive-only", "--profile", "/nonexistent.json", "--timeout", "abc"]).errors == [
+                "profiledrop share: --timeout takes a whole number from 1 to 3600, got 'abc'"
+            ])
         #expect(run(["--port", "80", "--impair-loss", "2"]).errors.first?.contains("--port") == true)
         #expect(run(["--impair-loss", "2", "--port", "80"]).errors.first?.contains("--impair-loss") == true)
     }
