@@ -274,6 +274,26 @@ struct ProfileCardTests {
         #expect(try ProfileCard(decoding: card.encoded()) == card)
     }
 
+    /// The device, not only the decoder: a peer's card whose name starts with U+202E (right-to-left
+    /// override) ends the session as `card-invalid`, and no card is delivered.
+    @Test("A device refuses a peer's card with a bidi control in its name")
+    func deviceRefusesAPeerCardWithABidiControl() throws {
+        let honest = DeviceFuzz.card("Kong", photoBytes: 1500).encoded()
+        #expect(honest[1] == 4 && Array(honest[2...5]) == Array("Kong".utf8))
+        let disguised = [honest[0], 7, 0xE2, 0x80, 0xAE] + Array(honest[2...])
+        var run = ScriptedPeerRun(
+            configuration: Fixtures.configuration("Bori", consent: .share, seed: 1), peerCardBytes: disguised)
+        run.run(until: .zero + .seconds(60)) { $0.closed != nil }
+        let reason = try #require(run.endedSessions.first?.reason ?? run.closed?.reason)
+        guard case .error(let error) = reason else {
+            Issue.record("the session ended as \(reason)")
+            return
+        }
+        #expect(error.code == .cardInvalid, "\(error)")
+        #expect("\(error)".contains("invisible formatting characters"))
+        #expect(!run.events.contains { if case .cardVerified = $0.event { true } else { false } })
+    }
+
     @Test("Whole numbers written with a fraction are integers; booleans are never numbers")
     func numberEdgeCases() throws {
         #expect(try parse(cardJSON(replacing: "age", with: "3.0")).age == 3)
