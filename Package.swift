@@ -48,8 +48,12 @@ let package = Package(
             dependencies: [
                 "ProfileDropCrypto", "ProfileDropNoise", "ProfileDropCore", "ProfileDropSimulator",
                 "ProfileDropTransport", "ProfileDropCapture", "ProfileDropJSON", "ProfileDropCardFile",
-            ]
+            ],
+            // `profiledrop version` reports the git commit this plugin writes before each build.
+            plugins: ["GitCommit"]
         ),
+        // Runs `git rev-parse` before each build; needs no package (CONTRIBUTING.md, "Version").
+        .plugin(name: "GitCommit", capability: .buildTool()),
         .executableTarget(name: "profiledrop", dependencies: ["ProfileDropCLI"]),
 
         // Helpers shared by the test targets (seeded byte mutations, caught errors); no dependencies.

@@ -10,37 +10,86 @@ protocol Subcommand: Sendable {
     static var name: String { get }
     /// One line for the command list.
     static var summary: String { get }
-    /// Its options, for parsing and for help.
+    /// Its options, for parsing, help, completion and the man page.
     static var parser: ArgumentParser { get }
+    /// What follows the command's name, one alternative per element (e.g. `CAPTURE [OPTIONS]`).
+    static var synopsis: [String] { get }
+    /// What a shell completes for its positional arguments.
+    static var argumentCompletion: ValueCompletion { get }
+    /// Sections of `help COMMAND` and the man page after the options: examples, keys.
+    static var helpSections: [HelpSection] { get }
+    /// The exit codes it uses, each with what it means for this command.
+    static var exitCodes: [(code: ExitCode, meaning: String)] { get }
     /// Runs it. Throws ``UsageError`` for bad input (exit 2); other thrown errors are runtime errors.
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode
 }
 
+extension Subcommand {
+    static var synopsis: [String] { parser.options.isEmpty ? [""] : ["[OPTIONS]"] }
+    static var argumentCompletion: ValueCompletion { .nothing }
+    static var helpSections: [HelpSection] { [] }
+    static var exitCodes: [(code: ExitCode, meaning: String)] {
+        [
+            (.success, ExitCode.success.label), (.usage, ExitCode.usage.label),
+            (.runtimeError, ExitCode.runtimeError.label),
+        ]
+    }
+}
+
+/// A titled block of help text: the title, then lines shown indented.
+struct HelpSection: Sendable {
+    /// The heading, e.g. `examples`.
+    var title: String
+    /// The lines under it, without indentation.
+    var lines: [String]
+}
+
 /// The `profiledrop` command line: dispatches to subcommands and maps errors to exit codes.
 public enum CommandLineTool {
+    /// Every command, in the order help lists them: the main job first.
     static let subcommands: [any Subcommand.Type] = [
-        NoiseVectorsCommand.self,
-        BenchCommand.self,
+        ShareCommand.self,
+        PeersCommand.self,
         IdentityCommand.self,
         InterfacesCommand.self,
-        PeersCommand.self,
-        ReplayCommand.self,
-        ShareCommand.self,
         SimulateCommand.self,
+        ReplayCommand.self,
+        NoiseVectorsCommand.self,
+        BenchCommand.self,
+        VersionCommand.self,
+        CompletionCommand.self,
+        ManCommand.self,
+        HelpCommand.self,
+    ]
+
+    /// The options accepted before any command.
+    static let globalOptions: [(spellings: [String], help: String)] = [
+        (["-h", "--help"], "show help (with a command: that command's help)"),
+        (["-V", "--version"], "show the version, the git commit and the libsodium version"),
     ]
 
     /// Runs `profiledrop` with `arguments` (without the program name) and returns the exit code.
     public static func run(arguments: [String], console: Console = StandardConsole()) -> Int32 {
-        guard let first = arguments.first, first != "help", first != "--help", first != "-h" else {
-            let topic = arguments.count > 1 ? arguments[1] : nil
-            return printHelp(topic: topic, console: console).rawValue
+        guard let first = arguments.first else { return HelpText.overview(console: console).rawValue }
+        if first == "--help" || first == "-h" {
+            return HelpText.show(topic: arguments.dropFirst().first, console: console).rawValue
         }
-        guard let command = subcommands.first(where: { $0.name == first }) else {
-            console.error("profiledrop: unknown command '\(first)'; run 'profiledrop help' for the list")
+        if first == "--version" || first == "-V" {
+            guard arguments.count == 1 else {
+                console.error("profiledrop: \(first) takes no arguments")
+                return ExitCode.usage.rawValue
+            }
+            return VersionCommand.printVersion(console: console).rawValue
+        }
+        guard let command = subcommand(named: first) else {
+            console.error(unknownCommandMessage(first))
             return ExitCode.usage.rawValue
         }
         let rest = Array(arguments.dropFirst())
-        if rest.contains("--help") { return printHelp(topic: first, console: console).rawValue }
+        // `-h` or `--help` anywhere before `--` asks for the command's help, whatever else is given.
+        if rest.prefix(while: { $0 != "--" }).contains(where: { $0 == "--help" || $0 == "-h" }) {
+            return HelpText.show(topic: first, console: console).rawValue
+        }
         do {
             let parsed = try command.parser.parse(rest)
             return try command.run(parsed, console: console).rawValue
@@ -53,25 +102,24 @@ public enum CommandLineTool {
         }
     }
 
-    private static func printHelp(topic: String?, console: Console) -> ExitCode {
-        if let topic {
-            guard let command = subcommands.first(where: { $0.name == topic }) else {
-                console.error("profiledrop: unknown command '\(topic)'; run 'profiledrop help' for the list")
-                return .usage
+    /// The command called `name`, if any.
+    static func subcommand(named name: String) -> (any Subcommand.Type)? {
+        subcommands.first { $0.name == name }
+    }
+
+    /// One line for a word that names no command, with the closest command when one is near.
+    static func unknownCommandMessage(_ word: String) -> String {
+        if let suggestion = Suggestion.closest(to: word, among: subcommands.map { $0.name }) {
+            return "profiledrop: unknown command '\(word)'; did you mean '\(suggestion)'?"
+        }
+        if word.hasPrefix("-") {
+            let spellings = globalOptions.flatMap { $0.spellings }
+            if let suggestion = Suggestion.closest(to: word, among: spellings) {
+                return "profiledrop: unknown option '\(word)'; did you mean '\(suggestion)'?"
             }
-            console.output("profiledrop \(command.name): \(command.summary)")
-            command.parser.optionSummary.forEach(console.output)
-            return .success
+            return "profiledrop: unknown option '\(word)'; run 'profiledrop help' for the list"
         }
-        console.output("usage: profiledrop COMMAND [OPTIONS]")
-        console.output("commands:")
-        for command in subcommands {
-            let padding = String(repeating: " ", count: max(1, 16 - command.name.count))
-            console.output("  \(command.name)\(padding)\(command.summary)")
-        }
-        console.output(
-            "exit codes: " + ExitCode.allCases.map { "\($0.rawValue) \($0)" }.joined(separator: ", "))
-        return .success
+        return "profiledrop: unknown command '\(word)'; run 'profiledrop help' for the list"
     }
 }
 

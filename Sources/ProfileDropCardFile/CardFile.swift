@@ -6,11 +6,24 @@ import ProfileDropJSON
 /// A relative `photo` path resolves against the directory of the JSON file.
 public enum CardFile {
     /// Loads and validates a card file and the photo it names.
-    /// - Throws: ``CardError`` with a one-line diagnostic naming the file or key.
+    /// - Throws: ``CardError`` with a one-line diagnostic that starts with the file's path: malformed
+    ///   JSON as `PATH:LINE:COLUMN: reason`, every other problem of the card (each naming its key)
+    ///   after `PATH: `.
     public static func load(contentsOf path: String) throws(CardError) -> ProfileCard {
         let data = try readFile(
             atPath: path, sizeLimit: nil, code: .fileUnreadable, what: "card file \(CardError.quoted(path))")
-        return try card(jsonData: data, baseDirectory: directory(of: path))
+        let json: JSONValue
+        do {
+            json = try JSONValue.parse(utf8: data)
+        } catch {
+            // The compiler's form, which editors and terminals can jump to.
+            throw CardError(.invalidJSON, "\(path):\(error.line):\(error.column): \(error.reason)")
+        }
+        do {
+            return try card(json: json, baseDirectory: directory(of: path))
+        } catch {
+            throw error.locating(in: path)
+        }
     }
 
     /// Parses and validates card JSON text; a `photo` path is resolved against `baseDirectory`.
@@ -79,5 +92,25 @@ public enum CardFile {
                 "\(what) is \(data.count) bytes; the limit is \(sizeLimit) bytes (256 KiB)")
         }
         return [UInt8](data)
+    }
+}
+
+extension CardError {
+    /// The same problems, each prefixed with the card file's `path` (once, for the joined list).
+    fileprivate func locating(in path: String) -> CardError {
+        switch code {
+        case .fileUnreadable, .photoUnreadable, .photoTooLarge, .photoFormat, .invalidJSON:
+            // These already name the file they are about.
+            guard problems.count > 1 else { return self }
+        case .notAnObject, .missingKey, .wrongType, .unknownKey, .invalidValue, .truncated,
+            .unsupportedVersion, .malformedEncoding:
+            break
+        }
+        let located = problems.enumerated().map { index, problem in
+            CardError(
+                problem.code, field: problem.field,
+                index == 0 ? "\(path): \(problem.diagnostic)" : problem.diagnostic)
+        }
+        return CardError(combining: located) ?? self
     }
 }

@@ -279,7 +279,8 @@ private struct JSONParser {
                 position += 1
                 continue
             }
-            try expect("}")
+            guard bytes[position] == UInt8(ascii: "}") else { throw error("expected ',' or '}'") }
+            position += 1
             return .object(members)
         }
     }
@@ -301,7 +302,8 @@ private struct JSONParser {
                 position += 1
                 continue
             }
-            try expect("]")
+            guard bytes[position] == UInt8(ascii: "]") else { throw error("expected ',' or ']'") }
+            position += 1
             return .array(items)
         }
     }

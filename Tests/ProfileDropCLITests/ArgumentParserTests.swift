@@ -30,17 +30,48 @@ import Testing
     }
 
     @Test(arguments: [
-        (["--nope"], "demo: unknown option '--nope'"),
-        (["-x"], "demo: unknown option '-x' (options are spelled --name)"),
-        (["--seed"], "demo: --seed needs a value (N)"),
-        (["--seed", "1", "--seed", "2"], "demo: --seed given more than once"),
-        (["--verbose=yes"], "demo: --verbose takes no value"),
+        (["--nope"], "unknown option '--nope'"),
+        (["-x"], "unknown option '-x' (options are spelled --name)"),
+        (["--seed"], "--seed needs a value (N)"),
+        (["--seed", "1", "--seed", "2"], "--seed given more than once"),
+        (["--verbose=yes"], "--verbose takes no value"),
         (["--seed", "0"], "--seed takes a whole number from 1 to 100, got '0'"),
         (["--seed", "abc"], "--seed takes a whole number from 1 to 100, got 'abc'"),
         (["--big", "-1"], "--big takes a whole number from 0 to 18446744073709551615, got '-1'"),
     ])
     func rejectsMalformedInput(arguments: [String], message: String) {
         #expect(throws: UsageError(message)) { try parser.parse(arguments) }
+    }
+
+    /// A misspelt option within two edits names the option meant; the command's name is left to the
+    /// one prefix the tool adds.
+    @Test(arguments: [
+        (["--verbos"], "unknown option '--verbos'; did you mean '--verbose'?"),
+        (["--interfcae", "lo"], "unknown option '--interfcae'; did you mean '--interface'?"),
+        (["--sed=3"], "unknown option '--sed'; did you mean '--seed'?"),
+        (["--hepl"], "unknown option '--hepl'; did you mean '--help'?"),
+        (["-verbose"], "unknown option '-verbose'; did you mean '--verbose'?"),
+        (["--frobnicate"], "unknown option '--frobnicate'"),
+    ])
+    func suggestsTheClosestOption(arguments: [String], message: String) {
+        #expect(throws: UsageError(message)) { try parser.parse(arguments) }
+    }
+
+    @Test func editDistanceCountsInsertionsDeletionsSubstitutionsAndSwaps() {
+        #expect(Suggestion.editDistance("share", "share") == 0)
+        #expect(Suggestion.editDistance("shar", "share") == 1)
+        #expect(Suggestion.editDistance("shaer", "share") == 1)
+        #expect(Suggestion.editDistance("sxaer", "share") == 2)
+        #expect(Suggestion.editDistance("", "abc") == 3)
+        #expect(Suggestion.closest(to: "shar", among: ["simulate", "share"]) == "share")
+        #expect(Suggestion.closest(to: "zzzzz", among: ["share", "peers"]) == nil)
+    }
+
+    /// Help shows every option of the command and `-h, --help`.
+    @Test func optionSummaryEndsWithHelp() {
+        #expect(parser.optionSummary.count == 5)
+        #expect(parser.optionSummary.last?.hasPrefix("  -h, --help ") == true)
+        #expect(parser.optionSummary.contains { $0.hasPrefix("  --interface NAME (repeatable) ") })
     }
 
     /// Values are read as the command line is parsed, so a malformed value is reported first, in

@@ -79,16 +79,54 @@ struct CardFileTests {
         }
     }
 
-    @Test("Invalid JSON in a file is located by line and column")
+    @Test("Invalid JSON in a file is reported as FILE:LINE:COLUMN: reason")
     func invalidJSONFile() throws {
         let directory = try TemporaryDirectory()
         let path = try directory.write("bad.json", text: "{\n  \"name\": \"Bori\",\n  \"age\" 3\n}")
-        #expect {
+        #expect(throws: CardError(.invalidJSON, "\(path):3:9: expected ':'")) {
             _ = try CardFile.load(contentsOf: path)
-        } throws: { error in
-            guard let error = error as? CardError else { return false }
-            return error.code == .invalidJSON && error.diagnostic.contains("line 3, column 9")
         }
+        let bori = try directory.write(
+            "bori.json", text: "{\n  \"name\": \"Bori\",\n  \"age\": 3, \"sex\" : \"female\" \"size\": 1\n}")
+        #expect(throws: CardError(.invalidJSON, "\(bori):3:30: expected ',' or '}'")) {
+            _ = try CardFile.load(contentsOf: bori)
+        }
+    }
+
+    @Test("Every problem of a card file is reported after the file's name, each naming its key")
+    func everyProblemNamesTheFile() throws {
+        let directory = try TemporaryDirectory()
+        let path = try directory.write(
+            "rex.json",
+            text: """
+                {"name": "\u{202E}Rex", "age": 31, "sex": "boy", "neutered": true, "size": "small",
+                 "owner": "", "colour": 1}
+                """)
+        do {
+            _ = try CardFile.load(contentsOf: path)
+            Issue.record("accepted a card with five problems")
+        } catch {
+            #expect(error.problems.map(\.field) == ["colour", "name", "age", "sex", "owner"])
+            #expect(error.diagnostic.hasPrefix("\(path): unknown key \"colour\""))
+            #expect(
+                error.diagnostic.contains("; key \"name\" must not contain invisible formatting characters"))
+            #expect(error.diagnostic.contains("; key \"owner\" must be 1 to 40 characters, found 0"))
+            #expect(!error.diagnostic.contains("\n"))
+        }
+    }
+
+    @Test("A 14-character Korean name (42 UTF-8 bytes) loads")
+    func koreanNameLoads() throws {
+        let directory = try TemporaryDirectory()
+        let name =
+            "\u{BCF4}\u{B9AC}\u{CD08}\u{CF54}\u{BC14}\u{B2D0}\u{B77C}\u{D478}\u{B4E4}\u{C2DC}\u{BC14}\u{AC1C}\u{C9C4}\u{B3D7}"
+        #expect(name.count == 14 && name.utf8.count == 42)
+        let path = try directory.write(
+            "bori.json",
+            text: """
+                {"name": "\(name)", "age": 3, "sex": "female", "neutered": true, "size": "small", "owner": "\u{BBFC}\u{C9C0}"}
+                """)
+        #expect(try CardFile.load(contentsOf: path).name == name)
     }
 
     @Test("Photo problems: missing, a directory, not JPEG/PNG, empty")

@@ -1,3 +1,5 @@
+import Foundation
+import ProfileDropCrypto
 import Testing
 
 @testable import ProfileDropCLI
@@ -15,7 +17,7 @@ import Testing
     @Test func unknownFlagIsOneLineAndExitCode2() {
         let console = CapturingConsole()
         #expect(CommandLineTool.run(arguments: ["bench", "handshake", "--fast"], console: console) == 2)
-        #expect(console.errorLines == ["profiledrop bench: bench: unknown option '--fast'"])
+        #expect(console.errorLines == ["profiledrop bench: unknown option '--fast'"])
     }
 
     @Test func helpListsEveryCommandAndTheExitCodes() {
@@ -24,7 +26,118 @@ import Testing
         for command in CommandLineTool.subcommands {
             #expect(console.outputLines.contains { $0.hasPrefix("  \(command.name) ") })
         }
-        #expect(console.outputLines.last?.contains("2 usage") == true)
+        #expect(
+            console.outputLines.contains(
+                "  2  usage or input error (unknown flag, missing or malformed file)"))
+        #expect(console.outputLines.last?.hasPrefix("  6  runtime error") == true)
+    }
+
+    private func run(_ arguments: [String]) -> (code: Int32, output: [String], errors: [String]) {
+        let console = CapturingConsole()
+        let code = CommandLineTool.run(arguments: arguments, console: console)
+        return (code, console.outputLines, console.errorLines)
+    }
+
+    /// Exit codes are listed with the words users read, never the names in the source.
+    @Test func exitCodesUseUserFacingSpellings() {
+        let help = run(["help"]).output
+        #expect(help.contains("  5  out of range"))
+        #expect(help.contains("  4  declined"))
+        #expect(!help.joined().contains("outOfRange"))
+        #expect(!help.joined().contains("runtimeError"))
+        let share = run(["help", "share"]).output
+        #expect(share.contains("  5  out of range: the devices never held 5-10 cm, facing each other"))
+        #expect(share.contains("  0  exchanged"))
+    }
+
+    /// `--version`, `-V` and `version` print the same lines: the release, the commit the binary was
+    /// built from (as `git rev-parse` reports it for this checkout) and the linked libsodium.
+    @Test func versionShowsTheCommitAndLibsodium() throws {
+        let expected = run(["version"])
+        #expect(expected.code == 0)
+        #expect(run(["--version"]).output == expected.output)
+        #expect(run(["-V"]).output == expected.output)
+        #expect(expected.output.first == "profiledrop \(VersionCommand.release)")
+        #expect(expected.output.contains("libsodium: \(Sodium.version)"))
+        let commitLine = try #require(expected.output.first { $0.hasPrefix("commit: ") })
+        let commit = String(commitLine.dropFirst("commit: ".count))
+        #expect(commit == "unknown" || (commit.count == 12 && commit.allSatisfy(\.isHexDigit)))
+        // In a git checkout the plugin read HEAD before this build.
+        let git = Process()
+        git.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        git.arguments = ["git", "-C", TestPaths.packageRoot.path, "rev-parse", "--short=12", "HEAD"]
+        let pipe = Pipe()
+        git.standardOutput = pipe
+        git.standardError = FileHandle.nullDevice
+        try git.run()
+        git.waitUntilExit()
+        let head = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        if git.terminationStatus == 0 { #expect(commit == head) }
+        #expect(run(["version", "extra"]).code == 2)
+        #expect(run(["--version", "extra"]).code == 2)
+    }
+
+    /// `-h` and `--help` work on every command, wherever they stand before `--`.
+    @Test func helpFlagsWorkOnEveryCommand() {
+        for command in CommandLineTool.subcommands {
+            for flag in ["-h", "--help"] {
+                let result = run([command.name, flag])
+                #expect(result.code == 0, "\(command.name) \(flag)")
+                #expect(result.output.first?.hasPrefix("usage: profiledrop \(command.name)") == true)
+                #expect(result.errors.isEmpty)
+            }
+        }
+        #expect(run(["share", "--profile", "x.json", "-h"]).code == 0)
+        #expect(run(["-h", "replay"]).output == run(["help", "replay"]).output)
+        #expect(run(["help", "help"]).output.first == "usage: profiledrop help [COMMAND]")
+        // After `--`, -h is an argument like any other.
+        #expect(run(["noise-vectors", "--", "-h"]).code == 2)
+    }
+
+    /// Usage lines show the positional arguments; `share` is listed first, its help has examples,
+    /// the live session's keys and what each exit code means.
+    @Test func usageShowsArgumentsAndShareComesFirst() {
+        #expect(run(["help", "replay"]).output.first?.hasPrefix("usage: profiledrop replay CAPTURE") == true)
+        #expect(
+            run(["help", "noise-vectors"]).output.first
+                == "usage: profiledrop noise-vectors FILE... [--verbose]")
+        #expect(run(["help", "completion"]).output.first == "usage: profiledrop completion bash|zsh|fish")
+        let overview = run([]).output
+        let firstCommand = overview.firstIndex(of: "commands:").map { overview[$0 + 1] }
+        #expect(firstCommand?.hasPrefix("  share ") == true)
+        let share = run(["help", "share"]).output
+        #expect(share.first == "usage: profiledrop share --profile FILE [OPTIONS]")
+        #expect(share.contains("examples:"))
+        #expect(share.contains { $0.hasPrefix("  profiledrop share --profile ") })
+        #expect(share.contains("keys (on a terminal):"))
+        for key in ["  s ", "  r ", "  d ", "  q, Ctrl-C ", "  \u{2191} \u{2193} ", "  \u{2190} \u{2192} "] {
+            #expect(share.contains { $0.hasPrefix(key) }, "\(key)")
+        }
+        #expect(share.contains("exit codes:"))
+    }
+
+    /// A misspelt command or option names the one meant, and the error has one prefix.
+    @Test func typosSuggestTheClosestCommandOrFlag() {
+        #expect(
+            run(["shar"]).errors == ["profiledrop: unknown command 'shar'; did you mean 'share'?"])
+        #expect(run(["shar"]).code == 2)
+        #expect(
+            run(["help", "simulat"]).errors == [
+                "profiledrop: unknown command 'simulat'; did you mean 'simulate'?"
+            ])
+        #expect(
+            run(["share", "--profil", "bori.json"]).errors == [
+                "profiledrop share: unknown option '--profil'; did you mean '--profile'?"
+            ])
+        #expect(
+            run(["--versoin"]).errors == [
+                "profiledrop: unknown option '--versoin'; did you mean '--version'?"
+            ])
+        #expect(
+            run(["frobnicate"]).errors == [
+                "profiledrop: unknown command 'frobnicate'; run 'profiledrop help' for the list"
+            ])
     }
 
     @Test func benchReportsARatioOnItsLastLine() throws {

@@ -267,8 +267,8 @@ import Testing
         ("v2 \(resolving) \(bond) \"A\\u0007\"", "the name has a control character"),
         ("v2 \(resolving) \(bond) \"A\\u0085\"", "the name has a control character"),
         (
-            "v2 \(resolving) \(bond) \"\(String(repeating: "x", count: 201))\"",
-            "the name is 201 UTF-8 bytes, more than 200"
+            "v2 \(resolving) \(bond) \"\(String(repeating: "x", count: 401))\"",
+            "the name is 401 UTF-8 bytes, more than 400"
         ),
         (
             "v2 \(Hex.encode(peer(1).resolvingKey).uppercased()) \(bond) \"A\"",
@@ -303,8 +303,8 @@ import Testing
         let cases: [([KnownPeer], String)] = [
             ([Self.peer(1, name: "Rex\n(Sam)")], "the peer has a name that has a control character"),
             (
-                [Self.peer(1, name: String(repeating: "é", count: 101))],
-                "the peer has a name that is 202 UTF-8 bytes, more than 200"
+                [Self.peer(1, name: String(repeating: "é", count: 201))],
+                "the peer has a name that is 402 UTF-8 bytes, more than 400"
             ),
             ([shortKey], "the peer has a key that is not 32 bytes"),
             (

@@ -139,7 +139,7 @@ import Testing
                 ["peers", "forget", "Nobody", "--known-peers", path],
                 "no known peer matches 'Nobody' in \(path) (give a number, fingerprint or name from 'profiledrop peers')"
             ),
-            (["peers", "--verbose"], "peers: unknown option '--verbose'"),
+            (["peers", "--verbose"], "unknown option '--verbose'"),
         ]
         for (arguments, message) in cases {
             let (code, console) = Self.run(arguments)

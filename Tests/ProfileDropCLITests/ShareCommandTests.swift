@@ -35,7 +35,10 @@ import Testing
         let port = String(freeUDPPort())
         func arguments(_ card: String, _ name: String, _ extra: [String]) -> [String] {
             [
-                "share", "--profile", card, "--interface", interface, "--port", port, "--json", "--yes",
+                // --receive-only sends no card, so it takes none.
+                "share"
+            ] + (extra.contains("--receive-only") ? [] : ["--profile", card]) + [
+                "--interface", interface, "--port", port, "--json", "--yes",
                 "--key-file", directory.appendingPathComponent("\(name).key").path,
                 "--known-peers", directory.appendingPathComponent("\(name).peers").path,
                 "--timeout", String(timeout),

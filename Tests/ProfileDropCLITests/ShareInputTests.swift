@@ -64,8 +64,27 @@ import Testing
         #expect(result.errors.count == 1)
         #expect(
             result.errors.first?.contains("--timeout takes a whole number from 1 to 3600, got 'abc'") == true)
+        #expect(
+            run(["--receive-only", "--profile", "/nonexistent.json", "--timeout", "abc"]).errors == [
+                "profiledrop share: --timeout takes a whole number from 1 to 3600, got 'abc'"
+            ])
         #expect(run(["--port", "80", "--impair-loss", "2"]).errors.first?.contains("--port") == true)
         #expect(run(["--impair-loss", "2", "--port", "80"]).errors.first?.contains("--impair-loss") == true)
+    }
+
+    /// `--receive-only` sends no card, so a card given with it is a mistake, said in one line.
+    @Test func receiveOnlyWithAProfileIsAUsageError() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        let card = directory.appendingPathComponent("card.json").path
+        try ShareCommandTests.bori.write(toFile: card, atomically: true, encoding: .utf8)
+        for order in [["--profile", card, "--receive-only"], ["--receive-only", "--profile", card]] {
+            let result = run(order)
+            #expect(result.code == ExitCode.usage.rawValue)
+            #expect(
+                result.errors == [
+                    "profiledrop share: --receive-only and --profile cannot be combined: --receive-only sends no card"
+                ])
+        }
     }
 
     @Test func unknownInterfaceIsNamed() {
@@ -90,7 +109,7 @@ import Testing
         #expect(try options(["--profile", card]).consent == .askUser)
         #expect(try options(["--profile", card, "--confirm"]).consent == .askUser)
         #expect(try options(["--profile", card, "--yes"]).consent == .share)
-        let receiving = try options(["--profile", card, "--receive-only"])
+        let receiving = try options(["--receive-only"])
         #expect(receiving.consent == .askUser && receiving.card == nil)
         #expect(try options(["--receive-only", "--yes"]).consent == .receiveOnly)
         #expect(try options(["--receive-only"]).knownPeersPath == "/k/known-peers")

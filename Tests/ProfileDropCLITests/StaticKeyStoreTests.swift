@@ -26,6 +26,23 @@ import Testing
         #expect(throws: StaticKeyStoreError.self) { try StaticKeyStore.load(at: path) }
     }
 
+    /// A directory given as the key file is named as one; the permission advice (`chmod 600`) would
+    /// be wrong for it.
+    @Test func aDirectoryIsNotAKeyFile() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
+        let console = CapturingConsole()
+        let code = CommandLineTool.run(
+            arguments: ["identity", "--key-file", directory.path], console: console)
+        #expect(code == ExitCode.usage.rawValue)
+        #expect(
+            console.errorLines == [
+                "profiledrop identity: \(directory.path) is a directory; --key-file names the key file "
+                    + "itself, for example \(directory.path)/key"
+            ])
+        #expect(console.errorLines.allSatisfy { !$0.contains("chmod") })
+    }
+
     @Test func refusesMalformedContent() throws {
         let directory = try TestPaths.temporaryDirectory()
         let path = directory.appendingPathComponent("static-key").path

@@ -1,3 +1,4 @@
+import Foundation
 import ProfileDropCrypto
 import ProfileDropJSON
 import ProfileDropTestSupport
@@ -137,15 +138,30 @@ struct ProfileCardTests {
             mentions: ["a string", "null"]),
         BadCard(
             json: cardJSON(replacing: "name", with: "\"\""), code: .invalidValue, field: "name",
-            mentions: ["1 to 40 UTF-8 bytes", "found 0"]),
+            mentions: ["1 to 40 characters", "found 0"]),
         BadCard(
             json: cardJSON(replacing: "name", with: "\"\(String(repeating: "b", count: 41))\""),
             code: .invalidValue,
             field: "name", mentions: ["found 41"]),
-        // 14 Hangul syllables are 14 characters but 42 UTF-8 bytes.
+        // 41 Hangul syllables: 41 characters (123 UTF-8 bytes).
         BadCard(
-            json: cardJSON(replacing: "name", with: "\"\(String(repeating: "\u{BCF4}", count: 14))\""),
-            code: .invalidValue, field: "name", mentions: ["found 42"]),
+            json: cardJSON(replacing: "name", with: "\"\(String(repeating: "\u{BCF4}", count: 41))\""),
+            code: .invalidValue, field: "name", mentions: ["1 to 40 characters", "found 41"]),
+        // One character of 200 bytes: an "e" with 100 combining acute accents.
+        BadCard(
+            json: cardJSON(
+                replacing: "name", with: "\"e\(String(repeating: "\u{301}", count: 100))\""),
+            code: .invalidValue, field: "name", mentions: ["at most 160 UTF-8 bytes", "found 201"]),
+        // Bidi controls and zero-width characters (Unicode Cf) could disguise a name.
+        BadCard(
+            json: cardJSON(replacing: "name", with: "\"\u{202E}iroB\""), code: .invalidValue, field: "name",
+            mentions: ["invisible formatting characters", "U+202E"]),
+        BadCard(
+            json: cardJSON(replacing: "owner", with: "\"min\u{200B}ji\""), code: .invalidValue,
+            field: "owner", mentions: ["\"owner\"", "U+200B"]),
+        BadCard(
+            json: cardJSON(replacing: "keywords", with: "[\"calm\", \"\u{2066}x\"]"), code: .invalidValue,
+            field: "keywords", mentions: ["item 2", "U+2066"]),
         BadCard(
             json: cardJSON(replacing: "name", with: "\"Bo\\nri\""), code: .invalidValue, field: "name",
             mentions: ["control characters"]),
@@ -164,7 +180,7 @@ struct ProfileCardTests {
         BadCard(
             json: cardJSON(
                 replacing: "keywords", with: "[\"calm\", \"\(String(repeating: "k", count: 25))\"]"),
-            code: .invalidValue, field: "keywords", mentions: ["item 2", "1 to 24 UTF-8 bytes", "found 25"]),
+            code: .invalidValue, field: "keywords", mentions: ["item 2", "1 to 24 characters", "found 25"]),
         BadCard(
             json: cardJSON(replacing: "keywords", with: "[\"calm\", \"\"]"), code: .invalidValue,
             field: "keywords",
@@ -194,6 +210,88 @@ struct ProfileCardTests {
             #expect(!error.diagnostic.contains("\n"))
             #expect(error.description == error.diagnostic)
         }
+    }
+
+    @Test("Names are counted in characters: 14 Korean syllables (42 UTF-8 bytes) are a valid name")
+    func namesCountCharacters() throws {
+        let korean = String(repeating: "\u{BCF4}\u{B9AC}", count: 7)
+        #expect(korean.count == 14 && korean.utf8.count == 42)
+        let card = try parse(cardJSON(replacing: "name", with: "\"\(korean)\""))
+        #expect(card.name == korean)
+        #expect(try ProfileCard(decoding: card.encoded()) == card)
+        let forty = String(repeating: "\u{BCF4}", count: 40)
+        #expect(try parse(cardJSON(replacing: "owner", with: "\"\(forty)\"")).owner == forty)
+    }
+
+    @Test("Every problem of a card is reported, each naming its key, on one line")
+    func everyProblemIsReported() {
+        let json = cardJSON(replacing: "age", with: "31", adding: "\"colour\": \"brown\"")
+            .replacingOccurrences(of: "\"small\"", with: "\"huge\"")
+            .replacingOccurrences(of: "\"minji\"", with: "\"\"")
+        do {
+            _ = try parse(json)
+            Issue.record("accepted a card with four problems")
+        } catch {
+            #expect(error.problems.map(\.field) == ["colour", "age", "size", "owner"])
+            #expect(error.code == .unknownKey && error.field == "colour")
+            for problem in error.problems {
+                #expect(error.diagnostic.contains(problem.diagnostic))
+            }
+            #expect(error.diagnostic.contains("\"age\" must be from 0 to 30"))
+            #expect(error.diagnostic.contains("\"owner\" must be 1 to 40 characters"))
+            #expect(!error.diagnostic.contains("\n"))
+        }
+        do {
+            _ = try parse(
+                cardJSON(replacing: "name", adding: "\"x\": 1").replacingOccurrences(
+                    of: "\"owner\"", with: "\"y\""))
+            Issue.record("accepted a card with missing keys")
+        } catch {
+            #expect(error.problems.map(\.code) == [.unknownKey, .unknownKey, .missingKey, .missingKey])
+            #expect(error.problems.map(\.field) == ["x", "y", "name", "owner"])
+        }
+    }
+
+    @Test("A peer's card with a bidi control or zero-width character is refused, never trapped on")
+    func wireRefusesFormatCharacters() throws {
+        let good = try sampleCard().encoded()
+        // The name "Bori" is bytes 2...5; U+202E is E2 80 AE, U+200B is E2 80 8B.
+        for formatCharacter: [UInt8] in [[0xE2, 0x80, 0xAE], [0xE2, 0x80, 0x8B]] {
+            let bytes = [good[0], 4 + 3] + formatCharacter + Array(good[2...])
+            do {
+                _ = try ProfileCard(decoding: bytes)
+                Issue.record("accepted a name with a format character")
+            } catch {
+                #expect(error.code == .invalidValue)
+                #expect(error.field == "name")
+                #expect(error.diagnostic.contains("invisible formatting characters"))
+            }
+        }
+        // The wire takes what the file format takes: 40 characters of up to 4 bytes each.
+        let longest = String(repeating: "\u{1F415}", count: 40)
+        let card = try ProfileCard(
+            name: longest, age: 3, sex: .female, neutered: true, size: .small, owner: longest)
+        #expect(try ProfileCard(decoding: card.encoded()) == card)
+    }
+
+    /// The device, not only the decoder: a peer's card whose name starts with U+202E (right-to-left
+    /// override) ends the session as `card-invalid`, and no card is delivered.
+    @Test("A device refuses a peer's card with a bidi control in its name")
+    func deviceRefusesAPeerCardWithABidiControl() throws {
+        let honest = DeviceFuzz.card("Kong", photoBytes: 1500).encoded()
+        #expect(honest[1] == 4 && Array(honest[2...5]) == Array("Kong".utf8))
+        let disguised = [honest[0], 7, 0xE2, 0x80, 0xAE] + Array(honest[2...])
+        var run = ScriptedPeerRun(
+            configuration: Fixtures.configuration("Bori", consent: .share, seed: 1), peerCardBytes: disguised)
+        run.run(until: .zero + .seconds(60)) { $0.closed != nil }
+        let reason = try #require(run.endedSessions.first?.reason ?? run.closed?.reason)
+        guard case .error(let error) = reason else {
+            Issue.record("the session ended as \(reason)")
+            return
+        }
+        #expect(error.code == .cardInvalid, "\(error)")
+        #expect("\(error)".contains("invisible formatting characters"))
+        #expect(!run.events.contains { if case .cardVerified = $0.event { true } else { false } })
     }
 
     @Test("Whole numbers written with a fraction are integers; booleans are never numbers")
@@ -351,12 +449,14 @@ struct ProfileCardTests {
 
     @Test("The largest card encodes to exactly maximumEncodedLength bytes")
     func maximumLength() throws {
+        // Characters of four UTF-8 bytes fill the byte ceilings.
         let card = try ProfileCard(
-            name: String(repeating: "n", count: 40), age: 30, sex: .male, neutered: false, size: .medium,
-            keywords: Array(repeating: String(repeating: "k", count: 24), count: 5),
-            owner: String(repeating: "o", count: 40),
+            name: String(repeating: "\u{1F415}", count: 40), age: 30, sex: .male, neutered: false,
+            size: .medium, keywords: Array(repeating: String(repeating: "\u{1F9B4}", count: 24), count: 5),
+            owner: String(repeating: "\u{1F464}", count: 40),
             photo: try ProfileCard.Photo(data: jpeg(totalBytes: ProfileCard.Limits.photoBytes)))
         #expect(card.encoded().count == ProfileCard.maximumEncodedLength)
+        #expect(ProfileCard.maximumEncodedLength == 262_962)
         #expect(try ProfileCard(decoding: card.encoded()) == card)
     }
 

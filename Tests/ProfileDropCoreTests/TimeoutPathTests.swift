@@ -85,13 +85,16 @@ struct ScriptedPeerRun {
     var tickInterval: Duration = .milliseconds(125)
     var nextTick = Instant.zero + .milliseconds(40)
 
-    /// The device with `configuration`, and a peer offering a card with a `peerPhotoBytes` photo.
-    init(configuration: DeviceConfiguration, peerPhotoBytes: Int = 1500) {
+    /// The device with `configuration`, and a peer offering a card with a `peerPhotoBytes` photo,
+    /// or `peerCardBytes` when given.
+    init(configuration: DeviceConfiguration, peerPhotoBytes: Int = 1500, peerCardBytes: [UInt8]? = nil) {
         device = Device(
             configuration: configuration, random: DeterministicRandom(seed: 0xF022), now: .zero,
             localAddress: PeerAddress(10, 0, 0, 1, port: 5001))
         peer = ScriptedPeer(
-            target: device.deviceID, card: DeviceFuzz.card("Kong", photoBytes: peerPhotoBytes), seed: 0x9EE2)
+            target: device.deviceID,
+            cardBytes: peerCardBytes ?? DeviceFuzz.card("Kong", photoBytes: peerPhotoBytes).encoded(),
+            seed: 0x9EE2)
         peer.invite()
         deliver()
     }

@@ -91,13 +91,19 @@ public struct ScriptedPeer {
 
     /// A peer that will invite `target` and offer `card`.
     public init(target: DeviceID, card: ProfileCard, seed: UInt64) {
+        self.init(target: target, cardBytes: card.encoded(), seed: seed)
+    }
+
+    /// A peer that will invite `target` and offer `cardBytes` as its card, whatever they hold: a
+    /// card no honest device would send, to check how the device refuses it.
+    public init(target: DeviceID, cardBytes: [UInt8], seed: UInt64) {
         self.target = target
         var random = DeterministicRandom(seed: seed)
         let key = X25519.PrivateKey(using: &random)
         ident = random.bytes(32)
         bondShare = random.bytes(32)
         self.random = random
-        self.card = card.encoded()
+        self.card = cardBytes
         self.offer = CardOffer(
             length: UInt32(self.card.count), chunkSize: UInt16(WireConstants.chunkSize),
             digest: BLAKE2b.hash(self.card, outputLength: WireConstants.digestLength))

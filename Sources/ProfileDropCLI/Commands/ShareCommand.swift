@@ -17,6 +17,44 @@ enum ShareCommand: Subcommand {
             Options.impairLoss,
         ]
     )
+    static let synopsis = ["--profile FILE [OPTIONS]", "--receive-only [OPTIONS]"]
+
+    static let helpSections = [
+        HelpSection(
+            title: "examples",
+            lines: [
+                "profiledrop share --profile Examples/bori.json",
+                "profiledrop share --profile bori.json --interface eth0 --save ~/cards",
+                "profiledrop share --profile bori.json --pose 0,0,0       # then move with the arrow keys",
+                "profiledrop share --receive-only --json                  # answers as JSON lines on stdin",
+                "profiledrop share --profile bori.json --interface lo --port 47600 --key-file /tmp/bori/key",
+            ]),
+        HelpSection(
+            title: "keys (on a terminal)",
+            lines: [
+                "s          share your card (when asked, after comparing the code)",
+                "r          receive the peer's card only, send none",
+                "d          decline",
+                "\u{2191} \u{2193}        move forward or back 1 cm (with --pose, not --still or --motion)",
+                "\u{2190} \u{2192}        turn 5 degrees left or right",
+                "q, Ctrl-C  quit",
+            ]),
+        HelpSection(
+            title: "answers when standard input is not a terminal",
+            lines: [
+                "one per line: s or share, r or receive-only, d or decline, q to quit;",
+                "with --json: {\"decision\":\"share\"}, \"receive-only\" or \"decline\"",
+            ]),
+    ]
+
+    static let exitCodes: [(code: ExitCode, meaning: String)] = [
+        (.success, "exchanged"),
+        (.usage, "usage or input error (a bad flag, card file or key file)"),
+        (.timeout, "timeout (no peer, or a wait that ran out, --timeout included)"),
+        (.declined, "declined, by either user, or a question nobody answered"),
+        (.outOfRange, "out of range: the devices never held 5-10 cm, facing each other"),
+        (.runtimeError, "error: a peer that broke the protocol, or a socket or file that failed"),
+    ]
 
     /// Every option of `share`, declared once.
     enum Options {
@@ -34,7 +72,8 @@ enum ShareCommand: Subcommand {
         static let save = Option.text(
             "save", valueName: "DIR", help: "write the received card and photo here")
         static let receiveOnly = Flag(
-            "receive-only", help: "receive the peer's card, send none (still asks first, unless --yes)")
+            "receive-only",
+            help: "receive the peer's card, send none, without --profile (still asks first, unless --yes)")
         static let yes = Flag(
             "yes",
             help:
@@ -107,7 +146,15 @@ struct ShareOptions {
 
     init(_ arguments: ParsedArguments) throws {
         let receiveOnly = arguments.has(ShareCommand.Options.receiveOnly)
+        let yes = arguments.has(ShareCommand.Options.yes)
+        if yes && arguments.has(ShareCommand.Options.confirm) {
+            throw UsageError("--yes and --confirm cannot be combined: --yes shares without asking")
+        }
         if let path = arguments.value(ShareCommand.Options.profile) {
+            guard !receiveOnly else {
+                throw UsageError(
+                    "--receive-only and --profile cannot be combined: --receive-only sends no card")
+            }
             do {
                 card = try CardFile.load(contentsOf: path)
             } catch {
@@ -116,13 +163,7 @@ struct ShareOptions {
         } else if !receiveOnly {
             throw UsageError("--profile FILE is required (or --receive-only)")
         }
-        let yes = arguments.has(ShareCommand.Options.yes)
-        if yes && arguments.has(ShareCommand.Options.confirm) {
-            throw UsageError("--yes and --confirm cannot be combined: --yes shares without asking")
-        }
-        // --receive-only offers no card, whatever --profile names (it is still read, so that a
-        // mistake in it shows now); the user is asked all the same, unless --yes.
-        if receiveOnly { card = nil }
+        // --receive-only offers no card; the user is asked all the same, unless --yes.
         consent = yes ? (receiveOnly ? .receiveOnly : .share) : .askUser
 
         let start = arguments.value(ShareCommand.Options.pose)

@@ -32,6 +32,38 @@ struct OptionSpec: Sendable {
     var help: String
     /// Reads a value given on the command line; a flag's is never called.
     var convert: @Sendable (String) throws -> any Sendable = { $0 }
+
+    /// What a shell completes for the value, judged from its value name: a file for `FILE` or
+    /// `PATH`, a directory for `DIR`, nothing otherwise.
+    var valueCompletion: ValueCompletion {
+        switch kind {
+        case .flag: return .nothing
+        case .single, .repeatable:
+            if valueName.contains("DIR") { return .directory }
+            if valueName.contains("FILE") || valueName.contains("PATH") { return .file }
+            return .nothing
+        }
+    }
+
+    /// How the option is written in usage and help: `--name`, or `--name VALUE`.
+    var spelling: String {
+        switch kind {
+        case .flag: return "--\(name)"
+        case .single, .repeatable: return "--\(name) \(valueName)"
+        }
+    }
+}
+
+/// What a shell completion script offers for a value or an argument.
+enum ValueCompletion: Sendable, Equatable {
+    /// Nothing: the user types it.
+    case nothing
+    /// A file name.
+    case file
+    /// A directory name.
+    case directory
+    /// One of these words.
+    case words([String])
 }
 
 /// A declared option of either kind, as the parser and the help text take it.
@@ -177,7 +209,11 @@ struct ArgumentParser: Sendable {
                 continue
             }
             guard argument.hasPrefix("--") else {
-                throw UsageError("\(command): unknown option '\(argument)' (options are spelled --name)")
+                let asLong = "-" + argument
+                let hint =
+                    options.contains { "--\($0.name)" == asLong.split(separator: "=").first.map(String.init) }
+                    ? "; did you mean '\(asLong)'?" : " (options are spelled --name)"
+                throw UsageError("unknown option '\(argument)'\(hint)")
             }
             let body = argument.dropFirst(2)
             let name: String
@@ -189,22 +225,24 @@ struct ArgumentParser: Sendable {
                 name = String(body)
             }
             guard let spec = options.first(where: { $0.name == name }) else {
-                throw UsageError("\(command): unknown option '--\(name)'")
+                let suggestion = Suggestion.closest(to: name, among: options.map(\.name) + ["help"])
+                throw UsageError(
+                    "unknown option '--\(name)'" + (suggestion.map { "; did you mean '--\($0)'?" } ?? ""))
             }
             switch spec.kind {
             case .flag:
-                if inlineValue != nil { throw UsageError("\(command): --\(name) takes no value") }
+                if inlineValue != nil { throw UsageError("--\(name) takes no value") }
                 parsed.record(name, nil)
             case .single, .repeatable:
                 if spec.kind == .single && parsed.isGiven(name) {
-                    throw UsageError("\(command): --\(name) given more than once")
+                    throw UsageError("--\(name) given more than once")
                 }
                 let value: String
                 if let inlineValue {
                     value = inlineValue
                 } else {
                     guard index < arguments.count else {
-                        throw UsageError("\(command): --\(name) needs a value (\(spec.valueName))")
+                        throw UsageError("--\(name) needs a value (\(spec.valueName))")
                     }
                     value = arguments[index]
                     index += 1
@@ -215,17 +253,51 @@ struct ArgumentParser: Sendable {
         return parsed
     }
 
-    /// One line per option, for `help`.
+    /// One line per option, for `help`, then `-h, --help`.
     var optionSummary: [String] {
-        options.map { spec in
-            let spelling: String
-            switch spec.kind {
-            case .flag: spelling = "--\(spec.name)"
-            case .single: spelling = "--\(spec.name) \(spec.valueName)"
-            case .repeatable: spelling = "--\(spec.name) \(spec.valueName) (repeatable)"
-            }
-            let padding = String(repeating: " ", count: max(1, 32 - spelling.count))
-            return "  " + spelling + padding + spec.help
+        let lines = options.map { spec in
+            (spec.kind == .repeatable ? spec.spelling + " (repeatable)" : spec.spelling, spec.help)
         }
+        return (lines + [("-h, --help", "show this help")]).map { spelling, help in
+            let padding = String(repeating: " ", count: max(1, 32 - spelling.count))
+            return "  " + spelling + padding + help
+        }
+    }
+}
+
+/// "Did you mean" for a misspelt command or option.
+enum Suggestion {
+    /// The candidate closest to `word` within `maximumDistance` edits (insertions, deletions,
+    /// substitutions and swaps of neighbours), the first listed on a tie; nil when none is close.
+    static func closest(to word: String, among candidates: [String], maximumDistance: Int = 2) -> String? {
+        var best: (candidate: String, distance: Int)?
+        for candidate in candidates where candidate != word {
+            let distance = editDistance(word, candidate)
+            if distance <= maximumDistance, distance < best?.distance ?? Int.max {
+                best = (candidate, distance)
+            }
+        }
+        return best?.candidate
+    }
+
+    /// The optimal string alignment distance between `a` and `b`, in characters.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a)
+        let b = Array(b)
+        if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
+        var table = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
+        for i in 0...a.count { table[i][0] = i }
+        for j in 0...b.count { table[0][j] = j }
+        for i in 1...a.count {
+            for j in 1...b.count {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                var distance = min(table[i - 1][j] + 1, table[i][j - 1] + 1, table[i - 1][j - 1] + cost)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
+                    distance = min(distance, table[i - 2][j - 2] + 1)
+                }
+                table[i][j] = distance
+            }
+        }
+        return table[a.count][b.count]
     }
 }

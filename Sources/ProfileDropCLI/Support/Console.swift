@@ -53,3 +53,12 @@ public final class CapturingConsole: Console {
     /// Keeps `line` in ``errorLines``.
     public func error(_ line: String) { errorLines.append(line) }
 }
+
+extension Console {
+    /// Writes `text`, which ends with a newline, one line at a time.
+    func outputText(_ text: String) {
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        if lines.last == "" { lines.removeLast() }
+        for line in lines { output(String(line)) }
+    }
+}

@@ -24,3 +24,24 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     /// `share`: ended by SIGTERM (128 + 15); a pending request was declined.
     case terminated = 143
 }
+
+extension ExitCode {
+    /// The meaning as help, the man page and the README show it, e.g. `out of range`.
+    var label: String {
+        switch self {
+        case .success: return "success"
+        case .failure: return "a check failed (a vector, a violation, a divergence)"
+        case .usage: return "usage or input error (unknown flag, missing or malformed file)"
+        case .timeout: return "timeout"
+        case .declined: return "declined"
+        case .outOfRange: return "out of range"
+        case .runtimeError:
+            return "runtime error (sockets, permissions, I/O; for share, a peer that broke the protocol)"
+        }
+    }
+
+    /// `5  out of range`: the code and `meaning`, as help lists them.
+    static func line(_ code: ExitCode, _ meaning: String) -> String {
+        "\(code.rawValue)  \(meaning)"
+    }
+}

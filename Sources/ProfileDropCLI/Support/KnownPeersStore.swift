@@ -25,15 +25,15 @@ public struct KnownPeersStoreError: InputError {
 ///     v2 <resolving key: 64 hex digits> <bond key: 64 hex digits> <name: a JSON string>
 ///
 /// for example `v2 0f1e…3c 9a8b…01 "Rex (Sam)"`. A name has no control characters (Unicode Cc) and at
-/// most 200 UTF-8 bytes; no two lines hold the same resolving key. The tool writes the file (lower-case
+/// most 400 UTF-8 bytes (a card's name and owner, 160 bytes each, and the parentheses); no two lines hold the same resolving key. The tool writes the file (lower-case
 /// hex, LF line endings, a comment header), so reading is strict, except that it also accepts
 /// upper-case hex and CRLF line endings; every error names `PATH:LINE`. A peer is shown by its
 /// ``fingerprint(_:)``, never by its bond key.
 public enum KnownPeersStore {
     /// The file name, in the directory of the static key file.
     public static let fileName = "known-peers"
-    /// The longest name, in UTF-8 bytes.
-    public static let maximumNameBytes = 200
+    /// The longest name, in UTF-8 bytes: room for `NAME (OWNER)` at the card's byte ceilings.
+    public static let maximumNameBytes = 400
     /// The largest file read, so that a wrong path cannot make us read a huge file.
     static let maximumFileBytes = 4 << 20
     private static let keyLength = 32

@@ -64,6 +64,14 @@ public enum StaticKeyStore {
             if errno == ENOENT { return nil }
             throw StaticKeyStoreError(description: "cannot read \(path): \(systemError())")
         }
+        guard info.st_mode & S_IFMT != S_IFDIR else {
+            throw StaticKeyStoreError(
+                description: "\(path) is a directory; --key-file names the key file itself, "
+                    + "for example \(path.hasSuffix("/") ? path : path + "/")key")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw StaticKeyStoreError(description: "\(path) is not a regular file")
+        }
         // Like ssh, refuse a private key that others could read.
         guard info.st_mode & 0o077 == 0 else {
             let mode = String(info.st_mode & 0o777, radix: 8)

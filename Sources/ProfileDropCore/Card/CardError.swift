@@ -37,8 +37,12 @@ public struct CardError: Error, Equatable, Sendable, CustomStringConvertible {
     public let code: Code
     /// The JSON key or binary field concerned, when there is one.
     public let field: String?
-    /// A one-line explanation for people.
+    /// A one-line explanation for people: for several problems, each one's, joined by "; ".
     public let diagnostic: String
+    /// Every problem found, in the order of the card; just this error when it is the only one.
+    public var problems: [CardError] { parts.isEmpty ? [self] : parts }
+    /// Every problem, when several were found; empty for one.
+    private let parts: [CardError]
 
     /// Creates an error. Line breaks in `diagnostic` (which may quote outside input) become spaces,
     /// so the diagnostic is always one line.
@@ -50,6 +54,18 @@ public struct CardError: Error, Equatable, Sendable, CustomStringConvertible {
             oneLine.append(Self.lineBreaks.contains(scalar.value) ? " " : scalar)
         }
         self.diagnostic = String(oneLine)
+        self.parts = []
+    }
+
+    /// One error for all of `problems`: nil when there are none; the code and field are the first
+    /// problem's, the diagnostic lists every one.
+    public init?(combining problems: [CardError]) {
+        let flattened = problems.flatMap(\.problems)
+        guard let first = flattened.first else { return nil }
+        self.code = first.code
+        self.field = first.field
+        self.diagnostic = flattened.map(\.diagnostic).joined(separator: "; ")
+        self.parts = flattened.count > 1 ? flattened : []
     }
 
     private static let lineBreaks: [UInt32] = [0x0A, 0x0B, 0x0C, 0x0D, 0x85, 0x2028, 0x2029]

@@ -25,39 +25,63 @@ extension ProfileCard {
         try self.init(json: value, photo: readPhoto)
     }
 
-    /// Validates a card file's JSON object. `readPhoto` is called with the `photo` value, once
-    /// every other field is valid, so that a typo is reported before a missing photo.
+    /// Validates a card file's JSON object. Every problem is reported, each naming its key: unknown
+    /// and missing keys, values of the wrong type or out of range. `readPhoto` is called with the
+    /// `photo` value once every other field is valid, so that a typo is reported before a missing
+    /// photo.
     public init(json: JSONValue, photo readPhoto: (String) throws(CardError) -> Photo) throws(CardError) {
         guard case .object(let members) = json else {
             throw CardError(
                 .notAnObject, "card must be a JSON object at the top level, found \(json.typeName)")
         }
-        // Sorted so that the reported key does not depend on the order in the file.
-        if let unknown = members.map(\.key).sorted().first(where: { !Self.jsonKeys.contains($0) }) {
-            throw CardError(
-                .unknownKey, field: unknown,
-                "unknown key \(CardError.quoted(unknown)) (allowed: \(Self.jsonKeys.joined(separator: ", ")))"
-            )
+        var problems: [CardError] = []
+        // Sorted so that the report does not depend on the order in the file.
+        for unknown in members.map(\.key).sorted() where !Self.jsonKeys.contains(unknown) {
+            problems.append(
+                CardError(
+                    .unknownKey, field: unknown,
+                    "unknown key \(CardError.quoted(unknown)) (allowed: \(Self.jsonKeys.joined(separator: ", ")))"
+                ))
         }
         let fields = JSONFields(members: members)
-        if let missing = Self.requiredJSONKeys.first(where: { fields[$0] == nil }) {
-            throw CardError(.missingKey, field: missing, "missing required key \"\(missing)\"")
+        for missing in Self.requiredJSONKeys where fields[missing] == nil {
+            problems.append(CardError(.missingKey, field: missing, "missing required key \"\(missing)\""))
         }
-        let name = try fields.string("name")
-        let age = try fields.integer("age")
-        let sex = try fields.enumeration("sex", Sex.self)
-        let neutered = try fields.bool("neutered")
-        let size = try fields.enumeration("size", Size.self)
-        let keywords = try fields.optionalStringArray("keywords") ?? []
-        let owner = try fields.string("owner")
-        let photoPath = try fields.optionalString("photo")
+        /// The value `read` returns when `key` is present and well typed; a problem otherwise.
+        func read<Value>(_ key: String, _ read: (String) throws(CardError) -> Value) -> Value? {
+            guard fields[key] != nil else { return nil }
+            do {
+                return try read(key)
+            } catch {
+                problems.append(error)
+                return nil
+            }
+        }
+        let name = read("name", fields.string)
+        let age = read("age", fields.integer)
+        let sex = read("sex") { key throws(CardError) in try fields.enumeration(key, Sex.self) }
+        let neutered = read("neutered", fields.bool)
+        let size = read("size") { key throws(CardError) in try fields.enumeration(key, Size.self) }
+        let keywords = read("keywords", fields.stringArray)
+        let owner = read("owner", fields.string)
+        let photoPath = read("photo", fields.string)
+        problems += Self.problems(name: name, age: age, keywords: keywords, owner: owner)
+        // Unknown keys first, then in the order of the format.
+        let order = { (problem: CardError) in problem.field.flatMap { Self.jsonKeys.firstIndex(of: $0) } ?? -1
+        }
+        problems = problems.enumerated().sorted {
+            (order($0.element), $0.offset) < (order($1.element), $1.offset)
+        }
+        .map(\.element)
+        if let error = CardError(combining: problems) { throw error }
+        guard let name, let age, let sex, let neutered, let size, let owner else {
+            preconditionFailure("a required key is missing without a problem reported")
+        }
         // Field values are checked before the photo is read, so a typo is reported first.
-        _ = try ProfileCard(
-            name: name, age: age, sex: sex, neutered: neutered, size: size, keywords: keywords, owner: owner)
         let photo = try photoPath.map(readPhoto)
         try self.init(
-            name: name, age: age, sex: sex, neutered: neutered, size: size, keywords: keywords, owner: owner,
-            photo: photo)
+            name: name, age: age, sex: sex, neutered: neutered, size: size, keywords: keywords ?? [],
+            owner: owner, photo: photo)
     }
 
     /// The card as a JSON object in the users' format. `photoFileName` is written as `photo` (the
@@ -98,11 +122,6 @@ private struct JSONFields {
         return string
     }
 
-    func optionalString(_ key: String) throws(CardError) -> String? {
-        guard self[key] != nil else { return nil }
-        return try string(key)
-    }
-
     func bool(_ key: String) throws(CardError) -> Bool {
         let value = self[key] ?? .null
         guard case .bool(let bool) = value else {
@@ -140,8 +159,8 @@ private struct JSONFields {
         return value
     }
 
-    func optionalStringArray(_ key: String) throws(CardError) -> [String]? {
-        guard let value = self[key] else { return nil }
+    func stringArray(_ key: String) throws(CardError) -> [String] {
+        let value = self[key] ?? .null
         guard case .array(let items) = value else {
             throw wrongType(key, expected: "an array of strings", found: value)
         }

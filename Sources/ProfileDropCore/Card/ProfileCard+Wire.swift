@@ -5,20 +5,21 @@
 /// | size      | field                                                          |
 /// |-----------|----------------------------------------------------------------|
 /// | 1         | version = 1                                                    |
-/// | 1 + n     | name: length n (1...40), then n bytes                          |
+/// | 1 + n     | name: length n (1...160), then n bytes (1 to 40 characters)    |
 /// | 1         | age in years (0...30)                                          |
 /// | 1         | sex: 0 = male, 1 = female                                      |
 /// | 1         | neutered: 0 = no, 1 = yes                                      |
 /// | 1         | size: 0 = small, 1 = medium, 2 = large                         |
 /// | 1         | keyword count k (0...5)                                        |
-/// | k × (1+m) | each keyword: length m (1...24), then m bytes                  |
-/// | 1 + n     | owner: length n (1...40), then n bytes                         |
+/// | k × (1+m) | each keyword: length m (1...96), then m bytes (1 to 24 chars)  |
+/// | 1 + n     | owner: length n (1...160), then n bytes (1 to 40 characters)   |
 /// | 1         | photo: 0 = none, 1 = JPEG, 2 = PNG                             |
 /// | 4 + p     | only if a photo: length p (1...262144), then p bytes           |
 ///
-/// Nothing may follow. Decoding applies the same checks as loading a card file (lengths, ranges,
-/// no control characters, valid UTF-8) and also requires the photo's magic bytes to match its tag.
-/// The largest card is 262,362 bytes (`ProfileCard.maximumEncodedLength`).
+/// Nothing may follow. Decoding applies the same checks as loading a card file (lengths in
+/// characters and bytes, ranges, no control or format characters, valid UTF-8) and also requires
+/// the photo's magic bytes to match its tag. The largest card is 262,962 bytes
+/// (`ProfileCard.maximumEncodedLength`).
 extension ProfileCard {
     /// The version byte this implementation writes and reads.
     public static let encodingVersion: UInt8 = 1
@@ -63,7 +64,7 @@ extension ProfileCard {
                 .unsupportedVersion, field: "version",
                 "card encoding version \(version) is not supported (expected \(Self.encodingVersion))")
         }
-        let name = try reader.shortString("name", bytes: Limits.nameBytes)
+        let name = try reader.shortString("name", .name)
         let age = Int(try reader.byte("age"))
         guard Limits.age.contains(age) else {
             throw CardError(.invalidValue, field: "age", "card age \(age) is outside \(Limits.age)")
@@ -95,9 +96,9 @@ extension ProfileCard {
         }
         var keywords: [String] = []
         for _ in 0..<keywordCount {
-            keywords.append(try reader.shortString("keywords", bytes: Limits.keywordBytes))
+            keywords.append(try reader.shortString("keywords", .keyword))
         }
-        let owner = try reader.shortString("owner", bytes: Limits.ownerBytes)
+        let owner = try reader.shortString("owner", .owner)
         let photo: Photo?
         switch try reader.byte("photo") {
         case 0:
@@ -152,7 +153,7 @@ extension ProfileCard {
         CardError(.malformedEncoding, field: field, "card field \"\(field)\" has invalid value \(value)")
     }
 
-    /// Strings are validated at construction to at most 40 bytes, so the length fits a byte.
+    /// Strings are validated at construction to at most 160 bytes, so the length fits a byte.
     private static func appendShortString(_ text: String, to bytes: inout [UInt8]) {
         let utf8 = Array(text.utf8)
         bytes.append(UInt8(utf8.count))
@@ -191,7 +192,8 @@ extension ProfileCard {
         }
 
         /// A length-prefixed string, checked as soon as it is read so the first bad field is named.
-        mutating func shortString(_ field: String, bytes limit: ClosedRange<Int>) throws(CardError) -> String
+        mutating func shortString(_ field: String, _ limits: ProfileCard.TextLimits) throws(CardError)
+            -> String
         {
             let length = Int(try byte(field))
             let raw = try bytes(length, field)
@@ -199,7 +201,7 @@ extension ProfileCard {
                 throw CardError(
                     .malformedEncoding, field: field, "card field \"\(field)\" is not valid UTF-8")
             }
-            try ProfileCard.validateText(text, field: field, bytes: limit)
+            if let problem = ProfileCard.textProblem(text, field: field, limits) { throw problem }
             return text
         }
     }

@@ -19,14 +19,23 @@ public struct ProfileCard: Equatable, Sendable {
         case large
     }
 
-    /// Bounds on every field. Strings are measured in UTF-8 bytes because that is what travels.
+    /// Bounds on every field. Text is measured in characters (extended grapheme clusters), as
+    /// people count it, so that a name in any script gets the same room; a ceiling in UTF-8 bytes,
+    /// four per character of the limit, bounds what travels (a character built of many scalars
+    /// can reach it first).
     public enum Limits {
-        /// Dog's name length in UTF-8 bytes.
-        public static let nameBytes = 1...40
-        /// Owner's nickname length in UTF-8 bytes.
-        public static let ownerBytes = 1...40
-        /// Length of each keyword in UTF-8 bytes.
-        public static let keywordBytes = 1...24
+        /// Dog's name length in characters.
+        public static let nameCharacters = 1...40
+        /// Dog's name length in UTF-8 bytes, on the wire.
+        public static let nameBytes = 1...160
+        /// Owner's nickname length in characters.
+        public static let ownerCharacters = 1...40
+        /// Owner's nickname length in UTF-8 bytes, on the wire.
+        public static let ownerBytes = 1...160
+        /// Length of each keyword in characters.
+        public static let keywordCharacters = 1...24
+        /// Length of each keyword in UTF-8 bytes, on the wire.
+        public static let keywordBytes = 1...96
         /// Most keywords on one card.
         public static let maximumKeywords = 5
         /// Age in whole years; 30 is beyond any recorded dog.
@@ -96,25 +105,13 @@ public struct ProfileCard: Equatable, Sendable {
     public let photo: Photo?
 
     /// Creates a card, validating every field against `Limits`.
+    /// - Throws: ``CardError`` listing every field that is wrong, not only the first.
     public init(
         name: String, age: Int, sex: Sex, neutered: Bool, size: Size, keywords: [String] = [],
         owner: String, photo: Photo? = nil
     ) throws(CardError) {
-        try Self.validateText(name, field: "name", bytes: Limits.nameBytes)
-        guard Limits.age.contains(age) else {
-            throw CardError(
-                .invalidValue, field: "age",
-                "key \"age\" must be from \(Limits.age.lowerBound) to \(Limits.age.upperBound), found \(age)")
-        }
-        guard keywords.count <= Limits.maximumKeywords else {
-            throw CardError(
-                .invalidValue, field: "keywords",
-                "key \"keywords\" holds at most \(Limits.maximumKeywords) keywords, found \(keywords.count)")
-        }
-        for (index, keyword) in keywords.enumerated() {
-            try Self.validateText(keyword, field: "keywords", item: index + 1, bytes: Limits.keywordBytes)
-        }
-        try Self.validateText(owner, field: "owner", bytes: Limits.ownerBytes)
+        let problems = Self.problems(name: name, age: age, keywords: keywords, owner: owner)
+        if let error = CardError(combining: problems) { throw error }
         self.name = name
         self.age = age
         self.sex = sex
@@ -139,22 +136,78 @@ public struct ProfileCard: Equatable, Sendable {
         return parts.joined(separator: "; ")
     }
 
-    /// Checks a text field: length in UTF-8 bytes and no control characters (they would let a peer
-    /// rewrite the terminal that shows the card).
-    static func validateText(
-        _ text: String, field: String, item: Int? = nil, bytes limit: ClosedRange<Int>
-    ) throws(CardError) {
+    /// What is wrong with the given fields, in the order of the card; a nil field is not checked.
+    static func problems(name: String?, age: Int?, keywords: [String]?, owner: String?) -> [CardError] {
+        var problems: [CardError] = []
+        if let name { problems += textProblem(name, field: "name", .name).map { [$0] } ?? [] }
+        if let age, !Limits.age.contains(age) {
+            problems.append(
+                CardError(
+                    .invalidValue, field: "age",
+                    "key \"age\" must be from \(Limits.age.lowerBound) to \(Limits.age.upperBound), found \(age)"
+                ))
+        }
+        if let keywords {
+            if keywords.count > Limits.maximumKeywords {
+                problems.append(
+                    CardError(
+                        .invalidValue, field: "keywords",
+                        "key \"keywords\" holds at most \(Limits.maximumKeywords) keywords, found \(keywords.count)"
+                    ))
+            }
+            for (index, keyword) in keywords.enumerated() {
+                if let problem = textProblem(keyword, field: "keywords", item: index + 1, .keyword) {
+                    problems.append(problem)
+                }
+            }
+        }
+        if let owner { problems += textProblem(owner, field: "owner", .owner).map { [$0] } ?? [] }
+        return problems
+    }
+
+    /// The limits of one kind of text field.
+    struct TextLimits {
+        var characters: ClosedRange<Int>
+        var bytes: ClosedRange<Int>
+
+        static let name = TextLimits(characters: Limits.nameCharacters, bytes: Limits.nameBytes)
+        static let owner = TextLimits(characters: Limits.ownerCharacters, bytes: Limits.ownerBytes)
+        static let keyword = TextLimits(characters: Limits.keywordCharacters, bytes: Limits.keywordBytes)
+    }
+
+    /// What is wrong with a text field, or nil: its length in characters, then in UTF-8 bytes;
+    /// control characters (Unicode Cc) and format characters (Cf: bidi controls, zero-width
+    /// characters), which would let a peer rewrite or disguise what the terminal shows.
+    static func textProblem(_ text: String, field: String, item: Int? = nil, _ limits: TextLimits)
+        -> CardError?
+    {
         let what = item.map { "key \"\(field)\" item \($0)" } ?? "key \"\(field)\""
-        let length = text.utf8.count
-        guard limit.contains(length) else {
-            throw CardError(
+        let characters = text.count
+        guard limits.characters.contains(characters) else {
+            return CardError(
                 .invalidValue, field: field,
-                "\(what) must be \(limit.lowerBound) to \(limit.upperBound) UTF-8 bytes, found \(length)")
+                "\(what) must be \(limits.characters.lowerBound) to \(limits.characters.upperBound) characters, "
+                    + "found \(characters)")
+        }
+        let bytes = text.utf8.count
+        guard limits.bytes.contains(bytes) else {
+            return CardError(
+                .invalidValue, field: field,
+                "\(what) must be at most \(limits.bytes.upperBound) UTF-8 bytes, found \(bytes)")
         }
         if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-            throw CardError(
+            return CardError(
                 .invalidValue, field: field,
                 "\(what) must not contain control characters: \(CardError.quoted(text))")
         }
+        if let format = text.unicodeScalars.first(where: { $0.properties.generalCategory == .format }) {
+            let codePoint = String(format.value, radix: 16, uppercase: true)
+            let padded = String(repeating: "0", count: max(0, 4 - codePoint.count)) + codePoint
+            return CardError(
+                .invalidValue, field: field,
+                "\(what) must not contain invisible formatting characters (bidi controls, zero-width "
+                    + "characters), found U+\(padded)")
+        }
+        return nil
     }
 }
