@@ -352,7 +352,9 @@ extension ShareCommandTests {
         for bad in ["share please", #"{"decision":"maybe"}"#, #"["share"]"#, #"{"decision":"share","x":1}"#] {
             a.send(bad)
             let error = try #require(a.next("input_error", within: 10), "no input_error for \(bad)")
-            #expect(error.count == 2, "\(error)")
+            // event and detail, after the schema version and the timestamp every line carries.
+            #expect(error.count == 4, "\(error)")
+            #expect(error["v"] as? Int == 1)
             #expect((error["detail"] as? String)?.isEmpty == false)
         }
         a.send(#"{"decision":"share"}"#)

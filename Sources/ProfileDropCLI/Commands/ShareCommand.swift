@@ -37,7 +37,7 @@ enum ShareCommand: Subcommand {
                 "d          decline",
                 "\u{2191} \u{2193}        move forward or back 1 cm (with --pose, not --still or --motion)",
                 "\u{2190} \u{2192}        turn 5 degrees left or right",
-                "q, Ctrl-C  quit",
+                "q          quit (exit 4); Ctrl-C ends with exit 130; either declines a pending request",
             ]),
         HelpSection(
             title: "answers when standard input is not a terminal",
@@ -54,6 +54,9 @@ enum ShareCommand: Subcommand {
         (.declined, "declined, by either user, or a question nobody answered"),
         (.outOfRange, "out of range: the devices never held 5-10 cm, facing each other"),
         (.runtimeError, "error: a peer that broke the protocol, or a socket or file that failed"),
+        (.hangUp, "ended by SIGHUP; a pending request is declined, so the peer hears at once"),
+        (.interrupted, "ended by Ctrl-C (SIGINT); a pending request is declined, so the peer hears at once"),
+        (.terminated, "ended by SIGTERM; a pending request is declined, so the peer hears at once"),
     ]
 
     /// Every option of `share`, declared once.

@@ -37,6 +37,9 @@ extension ExitCode {
         case .outOfRange: return "out of range"
         case .runtimeError:
             return "runtime error (sockets, permissions, I/O; for share, a peer that broke the protocol)"
+        case .hangUp: return "share ended by SIGHUP (a pending request declined)"
+        case .interrupted: return "share ended by Ctrl-C, SIGINT (a pending request declined)"
+        case .terminated: return "share ended by SIGTERM (a pending request declined)"
         }
     }
 
