@@ -1,3 +1,5 @@
+import ProfileDropJSON
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -90,16 +92,33 @@ public enum CommandLineTool {
         if rest.prefix(while: { $0 != "--" }).contains(where: { $0 == "--help" || $0 == "-h" }) {
             return HelpText.show(topic: first, console: console).rawValue
         }
+        // A command asked for JSON lines reports its errors as one too, on standard output where
+        // the reader of its lines looks, besides the line on standard error.
+        let wantsJSON =
+            command.parser.options.contains { $0.name == "json" }
+            && rest.prefix(while: { $0 != "--" }).contains("--json")
+        let code: ExitCode
+        let message: String
         do {
             let parsed = try command.parser.parse(rest)
             return try command.run(parsed, console: console).rawValue
         } catch let error as any InputError {
-            console.error("profiledrop \(command.name): \(error)")
-            return ExitCode.usage.rawValue
+            (code, message) = (.usage, "profiledrop \(command.name): \(error)")
         } catch {
-            console.error("profiledrop \(command.name): \(error)")
-            return ExitCode.runtimeError.rawValue
+            (code, message) = (.runtimeError, "profiledrop \(command.name): \(error)")
         }
+        console.error(message)
+        if wantsJSON { console.output(errorLine(message, code: code)) }
+        return code.rawValue
+    }
+
+    /// The `--json` line of an error: `{"v":1,"ts":…,"event":"error","exit_code":2,"message":…}`.
+    static func errorLine(_ message: String, code: ExitCode) -> String {
+        JSONValue.object([
+            ("v", .integer(ShareDisplay.schemaVersion)), ("ts", .string(ShareDisplay.wallClockTimestamp())),
+            ("event", .string("error")), ("exit_code", .integer(Int(code.rawValue))),
+            ("message", .string(message)),
+        ]).serialized
     }
 
     /// The command called `name`, if any.

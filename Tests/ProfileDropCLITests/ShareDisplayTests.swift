@@ -149,3 +149,28 @@ import Testing
         #expect(last["detail"] as? String == "nothing exchanged: both sides only receive")
     }
 }
+
+/// Errors of a command run with `--json` are JSON lines too.
+@Suite struct JSONErrorTests {
+    @Test func aUsageErrorUnderJSONIsAnErrorLine() throws {
+        let console = CapturingConsole()
+        let code = CommandLineTool.run(
+            arguments: ["share", "--json", "--timeout", "abc", "--interface", "lo"], console: console)
+        #expect(code == 2)
+        #expect(console.errorLines.count == 1)
+        let line = try #require(console.outputLines.last)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["v"] as? Int == 1)
+        #expect(object["event"] as? String == "error")
+        #expect(object["exit_code"] as? Int == 2)
+        #expect((object["message"] as? String)?.contains("--timeout") == true)
+    }
+
+    @Test func withoutJSONErrorsStayOnStandardError() {
+        let console = CapturingConsole()
+        let code = CommandLineTool.run(
+            arguments: ["share", "--timeout", "abc", "--interface", "lo"], console: console)
+        #expect(code == 2)
+        #expect(console.outputLines.isEmpty)
+    }
+}
