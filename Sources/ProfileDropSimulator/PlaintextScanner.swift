@@ -28,9 +28,16 @@ public struct PlaintextScanner {
         var low: UInt64
     }
 
+    /// Where a photo fragment was first taken from: the card's label and the byte offset. The
+    /// report line is built only on a hit, not for each of the thousands of fragments of a photo.
+    private struct FragmentSource {
+        var label: Int
+        var offset: Int
+    }
+
     private var needles: [(label: String, bytes: [UInt8])] = []
-    private var fragments: Set<Fragment> = []
-    private var fragmentLabels: [Fragment: String] = [:]
+    private var labels: [String] = []
+    private var fragments: [Fragment: FragmentSource] = [:]
     /// A bitmap over a multiplicative hash of each fragment's first eight bytes: most datagram
     /// offsets miss it, which saves a full set lookup per byte of traffic.
     private var filter: [UInt64] = []
@@ -39,21 +46,22 @@ public struct PlaintextScanner {
     /// Prepares needles for `cards`, labelled with `labels` (e.g. the device names) in reports.
     public init(cards: [ProfileCard], labels: [String]) {
         precondition(cards.count == labels.count, "one label per card")
-        for (card, label) in zip(cards, labels) {
+        self.labels = labels
+        for (labelIndex, (card, label)) in zip(cards, labels).enumerated() {
             var texts = [("name", card.name), ("owner", card.owner)]
             texts += card.keywords.map { ("keyword", $0) }
             for (field, text) in texts where text.utf8.count >= Self.minimumTextBytes {
                 needles.append(("\(label)'s card \(field)", Array(text.utf8)))
             }
             guard let photo = card.photo?.data, photo.count >= Self.fragmentBytes else { continue }
+            fragments.reserveCapacity(fragments.count + photo.count / Self.photoStride + 1)
             var offset = 0
             while offset + Self.fragmentBytes <= photo.count {
                 let window = photo[offset..<(offset + Self.fragmentBytes)]
                 if Self.distinctByteCount(window) >= 8 {
                     let fragment = Self.fragment(window)
-                    fragments.insert(fragment)
-                    if fragmentLabels[fragment] == nil {
-                        fragmentLabels[fragment] = "\(label)'s card photo at byte \(offset)"
+                    if fragments[fragment] == nil {
+                        fragments[fragment] = FragmentSource(label: labelIndex, offset: offset)
                     }
                 }
                 offset += Self.photoStride
@@ -65,7 +73,7 @@ public struct PlaintextScanner {
         while bits < fragments.count * 64 { bits *= 2 }
         filterShift = UInt64(64 - bits.trailingZeroBitCount)
         filter = Array(repeating: 0, count: bits / 64)
-        for fragment in fragments {
+        for fragment in fragments.keys {
             let index = filterIndex(fragment.high)
             filter[index >> 6] |= 1 << UInt64(index & 63)
         }
@@ -88,7 +96,9 @@ public struct PlaintextScanner {
                 guard filter[index >> 6] & (1 << UInt64(index & 63)) != 0 else { continue }
                 let low = UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: start + 8, as: UInt64.self))
                 let fragment = Fragment(high: high, low: low)
-                if fragments.contains(fragment) { return fragmentLabels[fragment] ?? "a card photo" }
+                if let source = fragments[fragment] {
+                    return "\(labels[source.label])'s card photo at byte \(source.offset)"
+                }
             }
             return nil
         }
