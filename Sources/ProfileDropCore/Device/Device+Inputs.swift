@@ -353,7 +353,7 @@ extension Device {
         if exchange?.isAwaitingAccept == false { halfOpen.removeAll() }
         // After a session ended, so that a limit that passed during it applies now, not one call later.
         enforceOverallLimit()
-        lingering.removeAll { $0.nextDeadline == nil }
+        if !lingering.isEmpty { lingering.removeAll { $0.nextDeadline == nil } }
         if lingering.count > Self.maxLingering { lingering.removeFirst(lingering.count - Self.maxLingering) }
         if closeReason == nil, exchange == nil, !halfOpen.isFresh(at: context.now),
             let invitee = discovery.nextInvitee(context: &context)

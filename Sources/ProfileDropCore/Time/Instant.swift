@@ -41,7 +41,7 @@ extension Duration {
         // first, which costs more than the rest of a deadline computation.
         let nanoseconds = attoseconds / 1_000_000_000
         if nanoseconds <= 0 { return 0 }
-        return nanoseconds > Int128(UInt64.max) ? .max : UInt64(nanoseconds)
+        return nanoseconds >> 64 != 0 ? .max : UInt64(truncatingIfNeeded: nanoseconds)
     }
 
     /// The duration in seconds as a double, for display and arithmetic in models.
