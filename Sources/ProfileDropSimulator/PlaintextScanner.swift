@@ -28,51 +28,73 @@ public struct PlaintextScanner {
         var low: UInt64
     }
 
+    /// Where a photo fragment was first taken from: the card's label and the byte offset. The
+    /// report line is built only on a hit, not for each of the thousands of fragments of a photo.
+    private struct FragmentSource {
+        var label: Int
+        var offset: Int
+    }
+
     private var needles: [(label: String, bytes: [UInt8])] = []
-    private var fragments: Set<Fragment> = []
-    private var fragmentLabels: [Fragment: String] = [:]
-    /// A bitmap over a multiplicative hash of each fragment's first eight bytes: most datagram
-    /// offsets miss it, which saves a full set lookup per byte of traffic.
+    private var labels: [String] = []
+    private var fragments: [Fragment: FragmentSource] = [:]
+    /// A bitmap with two bits per fragment, from multiplicative hashes of its first and of its last
+    /// eight bytes: most datagram offsets miss one of them, which saves a full dictionary lookup per
+    /// byte of traffic.
     private var filter: [UInt64] = []
     private var filterShift: UInt64 = 64
 
     /// Prepares needles for `cards`, labelled with `labels` (e.g. the device names) in reports.
     public init(cards: [ProfileCard], labels: [String]) {
         precondition(cards.count == labels.count, "one label per card")
+        self.labels = labels
         for (card, label) in zip(cards, labels) {
             var texts = [("name", card.name), ("owner", card.owner)]
             texts += card.keywords.map { ("keyword", $0) }
             for (field, text) in texts where text.utf8.count >= Self.minimumTextBytes {
                 needles.append(("\(label)'s card \(field)", Array(text.utf8)))
             }
-            guard let photo = card.photo?.data, photo.count >= Self.fragmentBytes else { continue }
-            var offset = 0
-            while offset + Self.fragmentBytes <= photo.count {
+        }
+        let photos = cards.map { $0.photo?.data ?? [] }
+        fragments.reserveCapacity(photos.reduce(0) { $0 + $1.count / Self.photoStride + 1 })
+        // Last card first and last fragment first, each overwriting: a fragment found at several
+        // places keeps the first, as a report should name, at one hash per fragment.
+        for labelIndex in photos.indices.reversed() {
+            let photo = photos[labelIndex]
+            guard photo.count >= Self.fragmentBytes else { continue }
+            var offset = (photo.count - Self.fragmentBytes) / Self.photoStride * Self.photoStride
+            while offset >= 0 {
                 let window = photo[offset..<(offset + Self.fragmentBytes)]
                 if Self.distinctByteCount(window) >= 8 {
-                    let fragment = Self.fragment(window)
-                    fragments.insert(fragment)
-                    if fragmentLabels[fragment] == nil {
-                        fragmentLabels[fragment] = "\(label)'s card photo at byte \(offset)"
-                    }
+                    fragments[Self.fragment(window)] = FragmentSource(label: labelIndex, offset: offset)
                 }
-                offset += Self.photoStride
+                offset -= Self.photoStride
             }
         }
         guard !fragments.isEmpty else { return }
-        // About 64 bits per fragment keeps false hits near 1.5 %.
+        // About 64 bits per fragment, two of them set, keeps false hits near 0.1 %.
         var bits = 1024
         while bits < fragments.count * 64 { bits *= 2 }
         filterShift = UInt64(64 - bits.trailingZeroBitCount)
         filter = Array(repeating: 0, count: bits / 64)
-        for fragment in fragments {
-            let index = filterIndex(fragment.high)
-            filter[index >> 6] |= 1 << UInt64(index & 63)
+        for fragment in fragments.keys {
+            let first = filterIndex(fragment.high)
+            filter[first >> 6] |= 1 << UInt64(first & 63)
+            let second = secondFilterIndex(fragment.low)
+            filter[second >> 6] |= 1 << UInt64(second & 63)
         }
     }
 
     private func filterIndex(_ high: UInt64) -> Int {
         Int(truncatingIfNeeded: (high &* 0x9E37_79B9_7F4A_7C15) >> filterShift)
+    }
+
+    private func secondFilterIndex(_ low: UInt64) -> Int {
+        Int(truncatingIfNeeded: (low &* 0xC2B2_AE3D_27D4_EB4F) >> filterShift)
+    }
+
+    private func filterHas(_ index: Int) -> Bool {
+        filter[index >> 6] & (1 << UInt64(index & 63)) != 0
     }
 
     /// What card content `datagram` carries in the clear, or nil when none is found.
@@ -84,11 +106,13 @@ public struct PlaintextScanner {
         return datagram.withUnsafeBytes { raw -> String? in
             for start in 0...(raw.count - Self.fragmentBytes) {
                 let high = UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: start, as: UInt64.self))
-                let index = filterIndex(high)
-                guard filter[index >> 6] & (1 << UInt64(index & 63)) != 0 else { continue }
+                guard filterHas(filterIndex(high)) else { continue }
                 let low = UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: start + 8, as: UInt64.self))
+                guard filterHas(secondFilterIndex(low)) else { continue }
                 let fragment = Fragment(high: high, low: low)
-                if fragments.contains(fragment) { return fragmentLabels[fragment] ?? "a card photo" }
+                if let source = fragments[fragment] {
+                    return "\(labels[source.label])'s card photo at byte \(source.offset)"
+                }
             }
             return nil
         }

@@ -448,8 +448,8 @@ public struct Room {
     }
 
     private mutating func clearLast() {
-        lastSent.removeAll(keepingCapacity: true)
-        lastEvents.removeAll(keepingCapacity: true)
+        if !lastSent.isEmpty { lastSent.removeAll(keepingCapacity: true) }
+        if !lastEvents.isEmpty { lastEvents.removeAll(keepingCapacity: true) }
     }
 
     /// Moves what `member` produced into flight and into ``lastSent`` and ``lastEvents``.

@@ -107,9 +107,9 @@ extension Device {
         if isHandshake, let sessionAddress, sessionAddress != source {
             throw ProtocolError(.unexpectedMessage, "\(packet.type) for session \(sessionID) from \(source)")
         }
-        if var session = exchange, session.sessionID == sessionID {
-            // Held alone while it handles the packet, so its buffers are mutated in place.
-            exchange = nil
+        if exchange?.sessionID == sessionID, var session = exchange.take() {
+            // Moved out and held alone while it handles the packet, so its buffers are mutated in
+            // place.
             defer { exchange = session }
             try session.handle(packet, context: &context)
             return
@@ -238,8 +238,10 @@ extension Device {
     /// Whether we wait for ACCEPT from a peer not yet established: a tentative invitation, which may
     /// be a phantom's, keeps us neither busy to others nor from an established peer (PROTOCOL.md 5).
     var isInvitingTentatively: Bool {
-        guard let session = exchange, session.isAwaitingAccept else { return false }
-        return !discovery.isEstablished(peer: session.peer)
+        // Read in place: binding the session (or calling this on a copy of the device) would copy
+        // it whole on every input.
+        guard exchange?.isAwaitingAccept == true, let peer = exchange?.peer else { return false }
+        return !discovery.isEstablished(peer: peer)
     }
 
     /// Ends a tentative invitation without an outcome. If the INVITE went out
@@ -337,8 +339,8 @@ extension Device {
 
     /// Acts on a decided session outcome, then invites the next peer if the device is free.
     mutating func afterInput() {
-        if let session = exchange, session.link != nil {
-            discovery.handshakeCompleted(with: session.peer, at: session.peerAddress, context: context)
+        if exchange?.link != nil, let peer = exchange?.peer, let address = exchange?.peerAddress {
+            discovery.handshakeCompleted(with: peer, at: address, context: context)
         }
         _ = takeOutcomes()
         // A peer became established while we wait on one that may be a phantom: go to it.
@@ -351,7 +353,7 @@ extension Device {
         if exchange?.isAwaitingAccept == false { halfOpen.removeAll() }
         // After a session ended, so that a limit that passed during it applies now, not one call later.
         enforceOverallLimit()
-        lingering.removeAll { $0.nextDeadline == nil }
+        if !lingering.isEmpty { lingering.removeAll { $0.nextDeadline == nil } }
         if lingering.count > Self.maxLingering { lingering.removeFirst(lingering.count - Self.maxLingering) }
         if closeReason == nil, exchange == nil, !halfOpen.isFresh(at: context.now),
             let invitee = discovery.nextInvitee(context: &context)

@@ -160,7 +160,11 @@ struct DiscoverySession {
         var deadline = min(announceAt, queryAt)
         if let answerAt { deadline = min(deadline, answerAt) }
         if let motionAnnounceAt { deadline = min(deadline, motionAnnounceAt) }
-        if let expiry = peers.map(\.lastSeen).min() { deadline = min(deadline, expiry + lifetime) }
+        // A loop, not map and min: the device's deadline is asked after every input, and an array
+        // per call was most of its cost.
+        var oldest: Instant?
+        for peer in peers where oldest.map({ peer.lastSeen < $0 }) ?? true { oldest = peer.lastSeen }
+        if let oldest { deadline = min(deadline, oldest + lifetime) }
         return deadline
     }
 
@@ -525,14 +529,12 @@ struct DiscoverySession {
     /// and both are inputs after which invitations are considered anyway.
     var nextInviteCandidateAt: Instant? {
         guard !isClosed else { return nil }
-        guard
-            let earliest = peers.filter({ !$0.busy && !$0.suspended && isInReach($0) }).map({
-                peer in
-                max(peer.retryAt, peer.busyUntil, hostBackoffEnd(peer.address.ipv4))
-            }).min()
-        else {
-            return nil
+        var earliest: Instant?
+        for peer in peers where !peer.busy && !peer.suspended && isInReach(peer) {
+            let available = max(peer.retryAt, peer.busyUntil, hostBackoffEnd(peer.address.ipv4))
+            if earliest.map({ available < $0 }) ?? true { earliest = available }
         }
+        guard let earliest else { return nil }
         return max(earliest, inviteAt)
     }
 

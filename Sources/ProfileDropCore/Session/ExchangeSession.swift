@@ -25,9 +25,12 @@ struct ExchangeSession {
     /// until the session is closed, so its absence here is our own bug, never the peer's doing.
     var securedLink: Link {
         _read {
-            guard link != nil else { preconditionFailure("session \(sessionID) has no link in \(state)") }
             // In place too: reading a field must not copy the whole link (deadlines read it often).
-            yield link!
+            // A switch borrows the stored link; `link!` copied it, with a retain per buffer.
+            switch link {
+            case .some(let link): yield link
+            case .none: preconditionFailure("session \(sessionID) has no link in \(state)")
+            }
         }
         _modify {
             guard link != nil else { preconditionFailure("session \(sessionID) has no link in \(state)") }
@@ -152,7 +155,7 @@ struct ExchangeSession {
     mutating func handleSecure(_ packet: SecurePacket, context: inout SessionContext)
         throws(ProtocolError)
     {
-        guard let current = link else {
+        guard link != nil else {
             switch state {
             case .handshaking:
                 throw ProtocolError(.unexpectedMessage, "encrypted packet before the handshake completed")
@@ -161,7 +164,7 @@ struct ExchangeSession {
             }
         }
         // Opened on a copy, so a packet that fails (replayed, forged or malformed) changes nothing.
-        var channel = current.channel
+        var channel = securedLink.channel
         let frames = try channel.open(packet)
         link?.channel = channel
         let inbound: Link.Inbound

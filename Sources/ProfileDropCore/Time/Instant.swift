@@ -37,12 +37,11 @@ public struct Instant: Comparable, Hashable, Sendable, CustomStringConvertible {
 extension Duration {
     /// The duration in whole nanoseconds, clamped to `0...UInt64.max`.
     public var nanosecondsClamped: UInt64 {
-        let (seconds, attoseconds) = components
-        if seconds < 0 || (seconds == 0 && attoseconds < 0) { return 0 }
-        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return .max }
-        let (sum, overflow2) = whole.addingReportingOverflow(UInt64(attoseconds / 1_000_000_000))
-        return overflow2 ? .max : sum
+        // One division of the 128-bit count: `components` splits it into seconds and attoseconds
+        // first, which costs more than the rest of a deadline computation.
+        let nanoseconds = attoseconds / 1_000_000_000
+        if nanoseconds <= 0 { return 0 }
+        return nanoseconds >> 64 != 0 ? .max : UInt64(truncatingIfNeeded: nanoseconds)
     }
 
     /// The duration in seconds as a double, for display and arithmetic in models.

@@ -82,38 +82,43 @@ public struct ByteWriter: Sendable {
 }
 
 extension ByteReader {
+    // The field names are autoclosures: a diagnostic is built only when a read fails, not for every
+    // field of every datagram that parses.
+
     /// Reads an integer or throws ``ProtocolError/Code/truncated`` naming `field`.
-    mutating func require<T: FixedWidthInteger & UnsignedInteger>(_ field: String, as type: T.Type)
-        throws(ProtocolError) -> T
-    {
+    mutating func require<T: FixedWidthInteger & UnsignedInteger>(
+        _ field: @autoclosure () -> String, as type: T.Type
+    ) throws(ProtocolError) -> T {
         guard let value = readInteger(as: type) else {
             throw ProtocolError(
-                .truncated, "\(field): needs \(MemoryLayout<T>.size) bytes, \(readableBytes) left")
+                .truncated, "\(field()): needs \(MemoryLayout<T>.size) bytes, \(readableBytes) left")
         }
         return value
     }
 
     /// Reads `count` bytes or throws ``ProtocolError/Code/truncated`` naming `field`.
-    mutating func requireBytes(_ field: String, count: Int) throws(ProtocolError) -> [UInt8] {
+    mutating func requireBytes(_ field: @autoclosure () -> String, count: Int) throws(ProtocolError)
+        -> [UInt8]
+    {
         guard let value = readBytes(count) else {
-            throw ProtocolError(.truncated, "\(field): needs \(count) bytes, \(readableBytes) left")
+            throw ProtocolError(.truncated, "\(field()): needs \(count) bytes, \(readableBytes) left")
         }
         return value
     }
 
     /// Reads a finite double or throws (truncated, or malformed for NaN and infinities).
-    mutating func requireFiniteDouble(_ field: String) throws(ProtocolError) -> Double {
+    mutating func requireFiniteDouble(_ field: @autoclosure () -> String) throws(ProtocolError) -> Double {
         guard let value = readDouble() else {
-            throw ProtocolError(.truncated, "\(field): needs 8 bytes, \(readableBytes) left")
+            throw ProtocolError(.truncated, "\(field()): needs 8 bytes, \(readableBytes) left")
         }
-        guard value.isFinite else { throw ProtocolError(.malformed, "\(field): not a finite number") }
+        guard value.isFinite else { throw ProtocolError(.malformed, "\(field()): not a finite number") }
         return value
     }
 
     /// Throws ``ProtocolError/Code/trailingBytes`` unless everything was read.
-    func requireEnd(_ message: String) throws(ProtocolError) {
+    func requireEnd(_ message: @autoclosure () -> String) throws(ProtocolError) {
         guard readableBytes == 0 else {
-            throw ProtocolError(.trailingBytes, "\(message): \(readableBytes) bytes after the last field")
+            throw ProtocolError(.trailingBytes, "\(message()): \(readableBytes) bytes after the last field")
         }
     }
 }

@@ -96,7 +96,10 @@ public struct ProtocolError: Error, Equatable, Hashable, Sendable, CustomStringC
     /// Creates an error; line breaks in `diagnostic` become spaces.
     public init(_ code: Code, _ diagnostic: String) {
         self.code = code
-        self.diagnostic = String(diagnostic.map { $0.isNewline ? " " : $0 })
+        // Most diagnostics are plain ASCII without line breaks: kept as they are, without walking
+        // their characters.
+        let isPlain = diagnostic.utf8.allSatisfy { $0 >= 0x20 ? $0 < 0x80 : ($0 < 0x0A || $0 > 0x0D) }
+        self.diagnostic = isPlain ? diagnostic : String(diagnostic.map { $0.isNewline ? " " : $0 })
     }
 
     /// `<code name>: <diagnostic>`.
