@@ -1,5 +1,6 @@
 import Foundation
 import ProfileDropCapture
+import ProfileDropJSON
 import Testing
 
 /// `profiledrop replay` as a user runs it: exit codes and the last line. Uses the executable built
@@ -83,5 +84,65 @@ struct ReplayCommandTests {
         #expect(diverged.status == 1)
         #expect(diverged.output.contains { $0.hasPrefix("recorded hex: ") })
         #expect(diverged.output.contains { $0.hasPrefix("replayed hex: ") })
+    }
+
+    /// `--json` writes counts, measurements and flags as JSON numbers and booleans, and text
+    /// (device ids, addresses, names) as strings.
+    @Test(
+        .enabled(
+            if: ReplayCommandTests.executable != nil, "the profiledrop executable is not built (swift build)")
+    )
+    func jsonWritesNumbersAndBooleansAsThemselves() throws {
+        let replay = try Self.run([GoldenCaptures.all[0].capturePath, "--json"])
+        #expect(replay.status == 0)
+        let lines = try replay.output.map { line in try JSONValue.parse(line) }
+        func members(_ value: JSONValue) -> [(key: String, value: JSONValue)] {
+            if case .object(let members) = value { members } else { [] }
+        }
+        func field(_ value: JSONValue, _ key: String) -> JSONValue? {
+            members(value).first { $0.key == key }?.value
+        }
+        func matching(_ key: String, _ text: String) -> [JSONValue] {
+            lines.filter { field($0, key) == .string(text) }
+        }
+
+        let start = try #require(matching("event", "start").first)
+        let card = try #require(field(start, "card"))
+        #expect(field(card, "age") == .number(3))
+        #expect(field(card, "neutered") == .bool(true))
+        #expect(field(card, "name") == .string("Bori"))
+        #expect(field(start, "device_id").map { if case .string = $0 { true } else { false } } == true)
+
+        let beacon = try #require(matching("type", "BEACON").first)
+        #expect(field(beacon, "busy") == .bool(false))
+        #expect(field(beacon, "port") == .number(47_474))
+        guard case .number = field(beacon, "sequence") else {
+            Issue.record("sequence is not a number: \(beacon.serialized)")
+            return
+        }
+        let ranging = try #require(matching("name", "ranging").first)
+        guard case .number(let distance) = field(ranging, "distance_cm"),
+            case .number(let bearing) = field(ranging, "bearing_deg")
+        else {
+            Issue.record("ranging without numbers: \(ranging.serialized)")
+            return
+        }
+        #expect(distance > 0 && distance < 20 && bearing >= 0 && bearing < 180)
+        let pose = try #require(matching("input", "pose").first)
+        #expect(field(pose, "heading").map { if case .number = $0 { true } else { false } } == true)
+        let exchanging = try #require(matching("name", "exchanging").last)
+        #expect(field(exchanging, "sent") == field(exchanging, "total"))
+        #expect(field(exchanging, "total").map { if case .number = $0 { true } else { false } } == true)
+        let connecting = try #require(matching("name", "connecting").first)
+        #expect(field(connecting, "initiator").map { if case .bool = $0 { true } else { false } } == true)
+        // No value anywhere is a number or boolean spelled as a string (the time keeps its unit, the
+        // six-digit verification code its leading zeros).
+        for line in lines {
+            for (key, value) in members(line) where key != "t" && key != "code" {
+                if case .string(let text) = value {
+                    #expect(Double(text) == nil && text != "true" && text != "false", "\(key): \(text)")
+                }
+            }
+        }
     }
 }

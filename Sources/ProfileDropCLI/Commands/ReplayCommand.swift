@@ -98,8 +98,16 @@ enum ReplayCommand: Subcommand {
 
     private static func jsonLine(_ entry: ReplayEntry) -> String {
         var members: [(key: String, value: JSONValue)] = []
-        func add(_ fields: [(String, String)]) {
-            members += fields.map { (key: $0.0, value: JSONValue.string($0.1)) }
+        // A field named like a member already there (a BEACON's `device`, a peer's `name`) gets a
+        // distinct key: JSON objects have no duplicate keys.
+        func add(_ fields: [Describe.Field]) {
+            for field in fields {
+                var key = field.key
+                if members.contains(where: { $0.key == key }) {
+                    key = key == "device" ? "device_id" : key == "name" ? "peer_name" : "\(key)_field"
+                }
+                members.append((key: key, value: json(field.value)))
+            }
         }
         let common: [(key: String, value: JSONValue)] = [
             ("t", .string(Describe.seconds(entry.time))), ("device", .string(entry.device)),
@@ -108,13 +116,13 @@ enum ReplayCommand: Subcommand {
         case .start(let record, let card):
             members = [("event", .string("start"))] + common
             add([
-                ("device_id", record.deviceID.description), ("address", record.localAddress.description),
-                ("consent", Describe.policy(record.consent)),
-                ("static_public_key", Describe.hexString(record.staticPublicKey)),
+                ("device_id", .text(record.deviceID.description)),
+                ("address", .text(record.localAddress.description)),
+                ("consent", .text(Describe.policy(record.consent))),
+                ("static_public_key", .text(Describe.hexString(record.staticPublicKey))),
             ])
             if let card {
-                members.append(
-                    ("card", .object(Describe.card(card).map { (key: $0.0, value: .string($0.1)) })))
+                members.append(("card", cardObject(card)))
             }
         case .input(let input):
             let (kind, fields) = Describe.input(input)
@@ -123,16 +131,38 @@ enum ReplayCommand: Subcommand {
         case .sent(let datagram):
             let (type, fields) = Describe.datagram(datagram.bytes)
             members = [("event", .string("sent"))] + common + [("type", .string(type))]
-            add([("to", datagram.destination.description)] + fields)
+            add([("to", .text(datagram.destination.description))] + fields)
         case .event(let event):
             let (name, fields) = Describe.event(event)
             members = [("event", .string("device-event"))] + common + [("name", .string(name))]
-            add(fields)
+            if case .cardVerified(let card) = event {
+                members.append(("card", cardObject(card)))
+            } else if case .cardReceived(let card) = event {
+                members.append(("card", cardObject(card)))
+            } else {
+                add(fields)
+            }
         }
         if let frames = entry.frames {
             members.append(("frames", .array(frames.map { .string(Describe.frame($0)) })))
         }
         return JSONValue.object(members).serialized
+    }
+
+    /// A card's fields as one object.
+    static func cardObject(_ card: ProfileCard) -> JSONValue {
+        .object(Describe.card(card).map { (key: $0.key, value: json($0.value)) })
+    }
+
+    /// A described value as JSON: numbers and booleans as themselves, not as strings.
+    static func json(_ value: Describe.Value) -> JSONValue {
+        switch value {
+        case .text(let text): .string(text)
+        case .integer(let integer):
+            integer.magnitude <= 1 << 53 ? .integer(integer) : .string(String(integer))
+        case .number(let number): number.isFinite ? .number(number) : .null
+        case .flag(let flag): .bool(flag)
+        }
     }
 }
 
