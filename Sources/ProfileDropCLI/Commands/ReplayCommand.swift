@@ -10,7 +10,7 @@ enum ReplayCommand: Subcommand {
     static let name = "replay"
     static let summary = "replay a capture deterministically and check every datagram is identical"
     static let parser = ArgumentParser(
-        command: name, options: [Options.device, Options.json, Options.keyFile])
+        command: name, options: [Options.device, Options.json, Options.keyFile, Options.timeline])
 
     /// Every option of `replay`, declared once.
     enum Options {
@@ -20,6 +20,9 @@ enum ReplayCommand: Subcommand {
         static let json = Flag("json", help: "one JSON object per line instead of text")
         static let keyFile = Option.text(
             "key-file", valueName: "PATH", help: "the device's static key file, for captures of 'share'")
+        static let timeline = Option.text(
+            "timeline", valueName: "OUT.svg",
+            help: "also draw the session as an SVG picture: datagrams, distance and bearing, gate, transfer")
     }
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
         guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
@@ -27,6 +30,8 @@ enum ReplayCommand: Subcommand {
                 "takes one capture file: profiledrop replay FILE [--device ID] [--json] [--key-file PATH]")
         }
         let json = arguments.has(Options.json)
+        let timelinePath = arguments.value(Options.timeline)
+        if let timelinePath { try TimelineOutput.checkWritable(timelinePath) }
         let capture = try CaptureFile.read(path: path)
         var devices = capture.devices
         if let selector = arguments.value(Options.device) {
@@ -38,6 +43,7 @@ enum ReplayCommand: Subcommand {
         }
         let givenKey = try arguments.value(Options.keyFile).map(loadKey)
         var total = 0
+        var timeline = SessionTimeline.Builder(title: "ProfileDrop session: \(TimelineOutput.fileName(path))")
         for device in devices {
             // A given key is for the device it belongs to; simulated devices derive theirs.
             let key = givenKey.flatMap { key in
@@ -46,15 +52,18 @@ enum ReplayCommand: Subcommand {
             }
             let result = try Replay.run(device, staticKey: key) { entry in
                 console.output(json ? jsonLine(entry) : Describe.line(entry))
+                timeline.add(entry)
             }
             switch result {
             case .identical(let datagrams):
                 total += datagrams
             case .diverged(let divergence):
                 report(divergence, json: json, console: console)
+                if let timelinePath { try TimelineOutput.write(timeline.timeline(), to: timelinePath) }
                 return .failure
             }
         }
+        if let timelinePath { try TimelineOutput.write(timeline.timeline(), to: timelinePath) }
         if json {
             console.output(
                 JSONValue.object([
