@@ -177,31 +177,49 @@ public struct SessionTimeline: Equatable, Sendable {
             .joined(separator: " · ")
     }
 
-    /// Why the session went as it did, in a few words: nil when every device exchanged.
-    public var diagnosis: String? {
-        guard !tracks.allSatisfy(\.exchanged) else { return nil }
+    /// Why the session went as it did, as short facts (gates that never opened, with what the
+    /// devices measured against the band; datagrams not received or dropped): empty when every
+    /// device exchanged.
+    public var diagnosis: [String] {
+        guard !tracks.allSatisfy(\.exchanged) else { return [] }
         var facts: [String] = []
-        let band =
-            "\(Self.number(self.band.distance.lowerBound))–\(Self.number(self.band.distance.upperBound)) cm, "
-            + "≤ \(Self.number(self.band.maximumBearing))°"
+        var measured: [String] = []
+        var neverOpened = 0
         for track in tracks {
             let name = lanes[track.lane].name
             if track.samples.isEmpty {
                 facts.append("\(name) measured no distance")
             } else if track.gateOpen.isEmpty {
+                neverOpened += 1
                 let distances = track.samples.map(\.distance)
                 let bearings = track.samples.map(\.bearing)
-                facts.append(
-                    "\(name)'s gate never opened: "
-                        + "\(Self.number(distances.min() ?? 0))–\(Self.number(distances.max() ?? 0)) cm, "
-                        + "up to \(Self.number(bearings.max() ?? 0))° (band \(band))")
+                measured.append(
+                    "\(name) measured \(Self.number(distances.min() ?? 0))–\(Self.number(distances.max() ?? 0)) cm "
+                        + "at up to \(Self.number(bearings.max() ?? 0))°")
             }
+        }
+        if neverOpened > 0 {
+            let who =
+                neverOpened < tracks.count
+                ? "\(neverOpened == 1 ? "a gate" : "some gates") never opened"
+                : tracks.count == 1 ? "the gate never opened" : tracks.count == 2 ? "neither gate opened" : "no gate opened"
+            let band =
+                "\(Self.number(band.distance.lowerBound))–\(Self.number(band.distance.upperBound)) cm, "
+                + "≤ \(Self.number(band.maximumBearing))°"
+            facts.insert(
+                "\(who): "
+                    + measured.joined(separator: ", ") + " (band \(band))", at: 0)
+        }
+        for mark in marks where mark.kind == .decision && mark.text.hasSuffix("decline") {
+            facts.insert("\(lanes[mark.lane].name)'s user declined", at: 0)
         }
         let lost = datagrams.filter { $0.fate == .notReceived }.count
         if lost > 0 { facts.append("\(lost) datagram\(lost == 1 ? "" : "s") not received") }
+        let altered = datagrams.filter { $0.fate == .altered }.count
+        if altered > 0 { facts.append("\(altered) altered on the way") }
         let rejected = datagrams.filter { $0.rejection != nil }.count
         if rejected > 0 { facts.append("\(rejected) dropped by the receiver") }
-        return facts.isEmpty ? nil : facts.joined(separator: "; ")
+        return facts
     }
 
     /// A quantity to one decimal, without a trailing `.0`.
@@ -397,15 +415,21 @@ extension SessionTimeline {
             var datagrams: [Datagram] = []
             // Exact copies first: the earliest unused receipt of the same bytes from the sender's
             // address at or after the send, by the addressee (any device for multicast).
-            for item in sent {
+            for (position, item) in sent.enumerated() {
                 let source = lanes[item.lane].address
                 var addressee: Int?
                 if case .unicast(let address) = item.destination { addressee = lane(for: address) }
-                let copies = received.indices.filter { index in
+                // The same bytes sent again (a QUERY repeated as it was) claim the receipts from then on.
+                let again = sent[(position + 1)...].first { $0.lane == item.lane && $0.bytes == item.bytes }?.time
+                var copies = received.indices.filter { index in
                     let receipt = received[index]
                     return !receipt.used && receipt.lane != item.lane && receipt.source == source
                         && receipt.bytes == item.bytes && receipt.time >= item.time
                         && (addressee == nil || addressee == receipt.lane)
+                }
+                if let again {
+                    let before = copies.filter { received[$0].time < again }
+                    copies = before.isEmpty ? Array(copies.prefix(again == item.time ? 1 : 0)) : before
                 }
                 let first = copies.first.map { received[$0] }
                 // Later copies to the same device are duplicates of this one.
@@ -421,9 +445,11 @@ extension SessionTimeline {
                 } else {
                     fate = .notReceived
                 }
+                // A multicast datagram between two devices was meant for the other one.
+                let audience = captured == 2 && addressee == nil ? 1 - item.lane : addressee
                 datagrams.append(
                     Datagram(
-                        sender: item.lane, receiver: first?.lane ?? addressee, sentAt: item.time,
+                        sender: item.lane, receiver: first?.lane ?? audience, sentAt: item.time,
                         receivedAt: first?.time, type: Describe.datagram(item.bytes).type,
                         frames: item.frames.map { $0.map(Self.frameName) } ?? [], fate: fate,
                         copies: sameReceiver.count, rejection: first?.rejection))
@@ -478,6 +504,7 @@ extension SessionTimeline {
             switch frame {
             case .cardChunk(let index, _): return "CARD_CHUNK \(index)"
             case .consent(let decision, _): return "CONSENT(\(Describe.decision(decision)))"
+            case .receipt(let receipts) where receipts.isEmpty: return "RECEIPT"
             case .close, .inRange, .closeAck, .receipt: return Describe.frame(frame)
             case .token, .ranging, .ident, .proof, .commit, .nonce, .reveal, .bond, .cardSack, .cardAck:
                 let text = Describe.frame(frame)

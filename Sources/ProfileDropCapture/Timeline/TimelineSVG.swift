@@ -122,7 +122,14 @@ private struct Canvas {
 
     mutating func header() -> Double {
         text(28, 36, timeline.title, size: 20, weight: "bold", fill: "#111827", classes: "title")
-        var line = "<text class=\"outcome\" x=\"28\" y=\"62\" font-size=\"14\" fill=\"#111827\">"
+        let seconds = Double((timeline.end - timeline.start).nanosecondsClamped) / 1e9
+        let count = timeline.datagrams.count
+        text(
+            Self.right, 36, "\(count) datagram\(count == 1 ? "" : "s") in \(Self.fixed3(seconds)) s", size: 12,
+            anchor: "end", fill: "#6b7280", classes: "summary")
+        var line =
+            "<text class=\"outcome\" x=\"28\" y=\"62\" font-size=\"14\" fill=\"#111827\" "
+            + "xml:space=\"preserve\">"
         for (position, track) in timeline.tracks.enumerated() {
             if position > 0 { line += "<tspan fill=\"#9ca3af\">  ·  </tspan>" }
             let reason = track.closeReason ?? "did not close"
@@ -132,9 +139,18 @@ private struct Canvas {
         }
         body += line + "</text>\n"
         var bottom = 62.0
-        if let diagnosis = timeline.diagnosis {
-            bottom += 22
-            text(28, bottom, "why: " + diagnosis, size: 13, fill: Self.red, classes: "diagnosis")
+        // The facts, as many to a line as fit (about 150 characters of 13-pixel text).
+        var lines: [String] = []
+        for fact in timeline.diagnosis {
+            if let last = lines.last, last.count + fact.count + 2 <= 150 {
+                lines[lines.count - 1] = last + "; " + fact
+            } else {
+                lines.append(lines.isEmpty ? "why: " + fact : fact)
+            }
+        }
+        for line in lines {
+            bottom += 20
+            text(28, bottom, line, size: 13, fill: Self.red, classes: "diagnosis")
         }
         return bottom
     }
@@ -179,7 +195,7 @@ private struct Canvas {
                 let start = x(span.start)
                 let end = x(span.end ?? timeline.end)
                 rect(
-                    start, top, max(end - start, 1), height, fill: color(track.lane), opacity: 0.10,
+                    start, top, max(end - start, 1), height, fill: "#0ea5e9", opacity: 0.07,
                     classes: "gate-shade")
             }
         }
@@ -297,9 +313,10 @@ private struct Canvas {
                 (Self.left + Self.right) / 2, top + height / 2 + 5, "no card transfer started", size: 13,
                 anchor: "middle", fill: "#6b7280", classes: "no-transfer")
         } else {
+            let sentAgain = timeline.tracks.contains { !$0.retransmissions.isEmpty }
             text(
-                Self.right - 6, top + 24, legend.joined(separator: "   ") + "   (▼ chunk sent again)", size: 11,
-                anchor: "end", fill: "#374151")
+                Self.right, top - 8, legend.joined(separator: "   ") + (sentAgain ? "   (▼ chunk sent again)" : ""),
+                size: 11, anchor: "end", fill: "#374151", classes: "progress-legend")
         }
         return bottom
     }
@@ -456,7 +473,7 @@ private struct Canvas {
         }
         let labelColor = datagram.fate == .delivered && datagram.rejection == nil ? "#111827" : stroke
         group +=
-            "<text x=\"\(dec((from + target) / 2))\" y=\"\(dec(y - 3))\" font-size=\"10\" "
+            "<text x=\"\(dec((from + to) / 2))\" y=\"\(dec(y - 3))\" font-size=\"10\" "
             + "text-anchor=\"middle\" fill=\"\(datagram.rejection == nil ? labelColor : Self.red)\">"
             + "\(esc(label))</text>"
         if !datagram.frames.isEmpty {
