@@ -11,6 +11,8 @@ command -v pkg-config >/dev/null || need_apt+=(pkg-config)
 command -v ip >/dev/null || need_apt+=(iproute2)
 # tshark runs the Wireshark dissector over the golden captures in the tests.
 command -v tshark >/dev/null || need_apt+=(tshark)
+# rsvg-convert draws the --timeline pictures in the tests.
+command -v rsvg-convert >/dev/null || need_apt+=(librsvg2-bin)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "setup: installing ${need_apt[*]}"
     if [ "$(id -u)" -ne 0 ]; then

@@ -145,4 +145,48 @@ struct ReplayCommandTests {
             }
         }
     }
+
+    /// `--timeline OUT.svg` draws the replayed session; a path that cannot be written is refused
+    /// in one line with exit code 2, before the replay prints anything.
+    @Test(
+        .enabled(
+            if: ReplayCommandTests.executable != nil, "the profiledrop executable is not built (swift build)")
+    )
+    func timelineDrawsTheSessionAndRefusesPathsItCannotWrite() throws {
+        let golden = GoldenCaptures.all[0].capturePath
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "profiledrop-replay-timeline-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let picture = directory.appendingPathComponent("session.svg").path
+
+        let drawn = try Self.run([golden, "--timeline", picture])
+        #expect(drawn.status == 0)
+        #expect(drawn.output.last?.hasSuffix(" datagrams, identical") == true)
+        let svg = try String(contentsOfFile: picture, encoding: .utf8)
+        let capture = try CaptureFile.read(path: golden)
+        #expect(svg.hasPrefix("<?xml"))
+        #expect(svg.contains(">ProfileDrop session: happy-path.pcapng</text>"))
+        #expect(
+            svg.components(separatedBy: "<g class=\"datagram ").count - 1
+                == capture.devices.map(\.outbound.count).reduce(0, +))
+
+        let readOnly = directory.appendingPathComponent("read-only")
+        try FileManager.default.createDirectory(at: readOnly, withIntermediateDirectories: true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: readOnly.path)
+        defer {
+            try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: readOnly.path)
+        }
+        var refused = [directory.path, directory.appendingPathComponent("missing/session.svg").path, ""]
+        // Root writes into a read-only directory anyway; only other users see it refused.
+        if getuid() != 0 { refused.append(readOnly.appendingPathComponent("session.svg").path) }
+        for path in refused {
+            let result = try Self.run([golden, "--timeline", path])
+            #expect(result.status == 2, "\(path)")
+            #expect(result.errors.count == 1, "\(path): \(result.errors)")
+            #expect(
+                result.errors.first?.hasPrefix("profiledrop replay: --timeline") == true, "\(result.errors)")
+            #expect(result.output.isEmpty, "\(path): the replay ran")
+        }
+    }
 }

@@ -21,7 +21,8 @@ struct SessionTimelineTests {
         #expect(timeline.datagrams.count == capture.devices.map(\.outbound.count).reduce(0, +))
         let sentBy = timeline.datagrams.map(\.sender)
         #expect(sentBy.filter { $0 == 0 }.count == capture.devices[0].outbound.count)
-        #expect(timeline.datagrams.filter { $0.fate == .delivered }.allSatisfy { $0.receiver == 1 - $0.sender })
+        #expect(
+            timeline.datagrams.filter { $0.fate == .delivered }.allSatisfy { $0.receiver == 1 - $0.sender })
         #expect(timeline.datagrams.filter { $0.fate == .altered || $0.rejection != nil }.isEmpty)
         #expect(zip(timeline.datagrams, timeline.datagrams.dropFirst()).allSatisfy { $0.sentAt <= $1.sentAt })
         #expect(timeline.datagrams.contains { $0.type == "INVITE" })
@@ -64,7 +65,8 @@ struct SessionTimelineTests {
         let (_, timeline) = try Self.golden("declined")
         #expect(timeline.outcome == "alice: declined by peer · bob: declined by us")
         #expect(timeline.diagnosis.first == "bob's user declined")
-        #expect(timeline.marks.contains { $0.text == "user: decline" && $0.lane == 1 && $0.kind == .decision })
+        #expect(
+            timeline.marks.contains { $0.text == "user: decline" && $0.lane == 1 && $0.kind == .decision })
         #expect(timeline.tracks.allSatisfy { !$0.gateOpen.isEmpty && $0.progress.isEmpty })
     }
 

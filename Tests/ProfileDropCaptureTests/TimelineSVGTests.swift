@@ -10,7 +10,9 @@ import Testing
 /// `TimelineSVG` over the golden captures: what the picture holds, and that a real SVG renderer
 /// (rsvg-convert, Debian's librsvg2-bin) draws it.
 struct TimelineSVGTests {
-    static func picture(_ name: String) throws -> (capture: CaptureFile, timeline: SessionTimeline, svg: String) {
+    static func picture(_ name: String) throws -> (
+        capture: CaptureFile, timeline: SessionTimeline, svg: String
+    ) {
         let (capture, timeline) = try SessionTimelineTests.golden(name)
         return (capture, timeline, TimelineSVG.render(timeline))
     }
@@ -36,7 +38,10 @@ struct TimelineSVGTests {
         let root = Root()
         parser.delegate = root
         let wellFormed = parser.parse()
-        return (wellFormed, root.attributes?["width"].flatMap { Int($0) }, root.attributes?["height"].flatMap { Int($0) })
+        return (
+            wellFormed, root.attributes?["width"].flatMap { Int($0) },
+            root.attributes?["height"].flatMap { Int($0) }
+        )
     }
 
     static var rsvgConvert: String? {
@@ -45,13 +50,16 @@ struct TimelineSVGTests {
         }
     }
 
-    @Test(arguments: ["happy-path", "out-of-range", "declined", "lossy-link", "tampered", "simultaneous-invite"])
+    @Test(arguments: [
+        "happy-path", "out-of-range", "declined", "lossy-link", "tampered", "simultaneous-invite",
+    ])
     func oneArrowPerDatagramTheBandsAndTheOutcome(_ name: String) throws {
         let (capture, timeline, svg) = try Self.picture(name)
         let parsed = Self.parse(svg)
         #expect(parsed.wellFormed)
         #expect(parsed.width == TimelineSVG.width)
-        #expect(Self.count("<g class=\"datagram ", in: svg) == capture.devices.map(\.outbound.count).reduce(0, +))
+        #expect(
+            Self.count("<g class=\"datagram ", in: svg) == capture.devices.map(\.outbound.count).reduce(0, +))
         #expect(
             Self.count("<g class=\"datagram not-received\"", in: svg)
                 == timeline.datagrams.filter { $0.fate == .notReceived }.count)
@@ -59,8 +67,11 @@ struct TimelineSVGTests {
         #expect(Self.count("class=\"band bearing\"", in: svg) == 1)
         #expect(svg.contains(">band 5–10 cm</text>"))
         #expect(svg.contains(">≤ 30°</text>"))
-        #expect(Self.count("<rect class=\"gate-open\"", in: svg) == timeline.tracks.map(\.gateOpen.count).reduce(0, +))
-        #expect(Self.count("class=\"gate-never\"", in: svg) == timeline.tracks.filter(\.gateOpen.isEmpty).count)
+        #expect(
+            Self.count("<rect class=\"gate-open\"", in: svg)
+                == timeline.tracks.map(\.gateOpen.count).reduce(0, +))
+        #expect(
+            Self.count("class=\"gate-never\"", in: svg) == timeline.tracks.filter(\.gateOpen.isEmpty).count)
         #expect(svg.contains("class=\"title\"") && svg.contains(">\(name)</text>"))
         for track in timeline.tracks {
             #expect(svg.contains("> \(track.closeReason ?? "did not close")</tspan>"))
@@ -70,7 +81,8 @@ struct TimelineSVGTests {
     @Test func theBandSpansFiveToTenCentimetresOnTheAxis() throws {
         let (_, _, svg) = try Self.picture("out-of-range")
         // The distance axis tops at 20 cm over 170 px: the band is 5 cm tall (42.5 px), from 10 cm.
-        let band = try #require(svg.components(separatedBy: "\n").first { $0.contains("class=\"band distance\"") })
+        let band = try #require(
+            svg.components(separatedBy: "\n").first { $0.contains("class=\"band distance\"") })
         #expect(band.contains("height=\"42.5\""))
         #expect(svg.contains("why: neither gate opened: "))
         #expect(svg.contains("class=\"no-transfer\""))
@@ -104,7 +116,8 @@ struct TimelineSVGTests {
 
     @Test(
         .enabled(
-            if: TimelineSVGTests.rsvgConvert != nil, "rsvg-convert is not installed (apt-get install librsvg2-bin)"),
+            if: TimelineSVGTests.rsvgConvert != nil,
+            "rsvg-convert is not installed (apt-get install librsvg2-bin)"),
         arguments: ["happy-path", "out-of-range"])
     func rsvgConvertDrawsItAsAPNG(_ name: String) throws {
         let (_, _, svg) = try Self.picture(name)

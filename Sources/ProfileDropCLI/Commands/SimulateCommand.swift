@@ -60,7 +60,9 @@ enum SimulateCommand: Subcommand {
         static let keylog = Flag("keylog", help: "with --capture: also record what replay needs")
         static let timeline = Option.text(
             "timeline", valueName: "OUT.svg",
-            help: "scenario of up to \(TimelineOutput.maximumDevices) devices: also draw the run as an SVG picture")
+            help:
+                "scenario of up to \(TimelineOutput.maximumDevices) devices: also draw the run as an SVG picture"
+        )
     }
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
         let seed = arguments.value(Options.seed)
@@ -75,7 +77,8 @@ enum SimulateCommand: Subcommand {
         if (arguments.has(Options.shard) || arguments.has(Options.summary)) && !arguments.has(Options.swarm) {
             throw UsageError("--shard and --summary go with --swarm")
         }
-        if arguments.has(Options.timeline) && (arguments.has(Options.merge) || arguments.positionals.isEmpty) {
+        if arguments.has(Options.timeline) && (arguments.has(Options.merge) || arguments.positionals.isEmpty)
+        {
             throw UsageError("--timeline goes with a scenario file")
         }
         if arguments.has(Options.merge) { return try merge(arguments, console: console) }
@@ -146,7 +149,8 @@ enum SimulateCommand: Subcommand {
         if let timelinePath {
             let title = "ProfileDrop simulation: \(TimelineOutput.fileName(arguments.positionals[0]))"
             try TimelineOutput.writeSimulated(
-                scenario: scenario, seed: seed, title: title + (seed.map { ", seed \($0)" } ?? ""), to: timelinePath)
+                scenario: scenario, seed: seed, title: title + (seed.map { ", seed \($0)" } ?? ""),
+                to: timelinePath)
         }
         let lines = arguments.has(Options.quiet) ? report.headerLines + report.outcomeLines : report.lines
         lines.forEach(console.output)

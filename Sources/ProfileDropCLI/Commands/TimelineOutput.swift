@@ -17,7 +17,9 @@ enum TimelineOutput {
         var isDirectory: ObjCBool = false
         if files.fileExists(atPath: path, isDirectory: &isDirectory) {
             guard !isDirectory.boolValue else { throw UsageError("--timeline \(path) is a directory") }
-            guard files.isWritableFile(atPath: path) else { throw UsageError("--timeline cannot write \(path)") }
+            guard files.isWritableFile(atPath: path) else {
+                throw UsageError("--timeline cannot write \(path)")
+            }
             return
         }
         let parent = URL(fileURLWithPath: path).deletingLastPathComponent().path
@@ -42,11 +44,13 @@ enum TimelineOutput {
     /// same seed gives the same run as the one reported), replays the capture and draws it.
     static func writeSimulated(scenario: Scenario, seed: UInt64?, title: String, to path: String) throws {
         let recorder = CaptureRecorder(options: CaptureOptions(keylog: true))
-        _ = Simulation.run(scenario: scenario, seed: seed, options: SimulationOptions(keepsTranscript: false)) {
+        _ = Simulation.run(scenario: scenario, seed: seed, options: SimulationOptions(keepsTranscript: false))
+        {
             context -> any SansIODevice in
             CapturingDevice(
                 context.makeCoreDevice(), name: context.spec.name, recorder: recorder,
-                randomSeedMaterial: context.seedMaterial, staticKey: .seedMaterial(context.staticKeySeedMaterial))
+                randomSeedMaterial: context.seedMaterial,
+                staticKey: .seedMaterial(context.staticKeySeedMaterial))
         }
         let capture = try CaptureFile(bytes: recorder.fileBytes())
         try write(SessionTimeline(capture: capture, title: title), to: path)

@@ -202,7 +202,8 @@ public struct SessionTimeline: Equatable, Sendable {
             let who =
                 neverOpened < tracks.count
                 ? "\(neverOpened == 1 ? "a gate" : "some gates") never opened"
-                : tracks.count == 1 ? "the gate never opened" : tracks.count == 2 ? "neither gate opened" : "no gate opened"
+                : tracks.count == 1
+                    ? "the gate never opened" : tracks.count == 2 ? "neither gate opened" : "no gate opened"
             let band =
                 "\(Self.number(band.distance.lowerBound))–\(Self.number(band.distance.upperBound)) cm, "
                 + "≤ \(Self.number(band.maximumBearing))°"
@@ -299,7 +300,9 @@ extension SessionTimeline {
                         band: Band(record.gate)))
                 return
             }
-            guard let index = devices.lastIndex(where: { lanes[$0.lane].name == entry.device }) else { return }
+            guard let index = devices.lastIndex(where: { lanes[$0.lane].name == entry.device }) else {
+                return
+            }
             let lane = devices[index].lane
             switch entry.kind {
             case .start:
@@ -311,14 +314,17 @@ extension SessionTimeline {
                     received.append(Received(lane: lane, time: entry.time, bytes: bytes, source: source))
                 case .decision(let decision):
                     marks.append(
-                        Mark(lane: lane, time: entry.time, text: "user: \(Describe.decision(decision))", kind: .decision))
+                        Mark(
+                            lane: lane, time: entry.time, text: "user: \(Describe.decision(decision))",
+                            kind: .decision))
                 case .timeout, .pose:
                     break
                 }
             case .sent(let datagram):
                 sent.append(
                     Sent(
-                        lane: lane, time: entry.time, bytes: datagram.bytes, destination: datagram.destination,
+                        lane: lane, time: entry.time, bytes: datagram.bytes,
+                        destination: datagram.destination,
                         frames: entry.frames))
                 for frame in entry.frames ?? [] {
                     guard case .cardChunk(let chunk, _) = frame else { continue }
@@ -420,7 +426,8 @@ extension SessionTimeline {
                 var addressee: Int?
                 if case .unicast(let address) = item.destination { addressee = lane(for: address) }
                 // The same bytes sent again (a QUERY repeated as it was) claim the receipts from then on.
-                let again = sent[(position + 1)...].first { $0.lane == item.lane && $0.bytes == item.bytes }?.time
+                let again = sent[(position + 1)...].first { $0.lane == item.lane && $0.bytes == item.bytes }?
+                    .time
                 var copies = received.indices.filter { index in
                     let receipt = received[index]
                     return !receipt.used && receipt.lane != item.lane && receipt.source == source
@@ -465,7 +472,8 @@ extension SessionTimeline {
                         let bytes = sent[candidate].bytes
                         return datagram.sender == sender && datagram.fate == .notReceived
                             && datagram.sentAt <= receipt.time && bytes.count == receipt.bytes.count
-                            && bytes.first == receipt.bytes.first && bytes.dropFirst().first == receipt.bytes.dropFirst().first
+                            && bytes.first == receipt.bytes.first
+                            && bytes.dropFirst().first == receipt.bytes.dropFirst().first
                             && (datagram.receiver == nil || datagram.receiver == receipt.lane)
                     })
                 {
@@ -496,7 +504,8 @@ extension SessionTimeline {
             return SessionTimeline(
                 title: title, lanes: lanes, datagrams: ordered, marks: orderedMarks,
                 tracks: devices.map(\.track),
-                band: devices.first?.band ?? Band(ProximityGate.Configuration.default), start: start, end: end)
+                band: devices.first?.band ?? Band(ProximityGate.Configuration.default), start: start, end: end
+            )
         }
 
         /// A frame's name as the picture shows it: `RANGING`, `CARD_CHUNK 3`, `CLOSE(declined)`.

@@ -125,7 +125,8 @@ private struct Canvas {
         let seconds = Double((timeline.end - timeline.start).nanosecondsClamped) / 1e9
         let count = timeline.datagrams.count
         text(
-            Self.right, 36, "\(count) datagram\(count == 1 ? "" : "s") in \(Self.fixed3(seconds)) s", size: 12,
+            Self.right, 36, "\(count) datagram\(count == 1 ? "" : "s") in \(Self.fixed3(seconds)) s",
+            size: 12,
             anchor: "end", fill: "#6b7280", classes: "summary")
         var line =
             "<text class=\"outcome\" x=\"28\" y=\"62\" font-size=\"14\" fill=\"#111827\" "
@@ -160,12 +161,15 @@ private struct Canvas {
     mutating func distancePanel(top: Double) -> Double {
         let band = timeline.band
         let samples = timeline.tracks.flatMap(\.samples)
-        let highest = max(samples.map(\.distance).max() ?? 0, band.distance.upperBound + band.distanceHysteresis)
+        let highest = max(
+            samples.map(\.distance).max() ?? 0, band.distance.upperBound + band.distanceHysteresis)
         let step = Self.niceStep(highest * 1.15 / 5)
         let ceiling = max((highest * 1.15 / step).rounded(.up), 1) * step
         return valuePanel(
-            top: top, height: 170, title: "distance to the peer (cm), each device's estimate", ceiling: ceiling,
-            step: step, band: band.distance, bandLabel: "band \(dec(band.distance.lowerBound))–"
+            top: top, height: 170, title: "distance to the peer (cm), each device's estimate",
+            ceiling: ceiling,
+            step: step, band: band.distance,
+            bandLabel: "band \(dec(band.distance.lowerBound))–"
                 + "\(dec(band.distance.upperBound)) cm", kind: "distance", value: \.distance)
     }
 
@@ -206,7 +210,9 @@ private struct Canvas {
         for edge in [band.lowerBound, band.upperBound] where edge > 0 {
             line(Self.left, y(edge), Self.right, y(edge), stroke: Self.bandFill, width: 1, dash: "5 3")
         }
-        text(Self.right - 6, bandTop + 13, bandLabel, size: 11, anchor: "end", fill: "#166534", classes: "band-label")
+        text(
+            Self.right - 6, bandTop + 13, bandLabel, size: 11, anchor: "end", fill: "#166534",
+            classes: "band-label")
         var mark = 0.0
         while mark <= ceiling + step / 2 {
             line(Self.left - 4, y(mark), Self.left, y(mark), stroke: "#6b7280", width: 1)
@@ -273,7 +279,8 @@ private struct Canvas {
         let total = max(timeline.tracks.flatMap(\.progress).map(\.total).max() ?? 0, 1)
         func y(_ chunks: Int) -> Double { bottom - Double(chunks) / Double(total) * (height - 10) }
         text(
-            Self.left, top - 8, "card transfer: chunks of each device's card acknowledged by the peer", size: 12,
+            Self.left, top - 8, "card transfer: chunks of each device's card acknowledged by the peer",
+            size: 12,
             weight: "bold", fill: "#374151")
         rect(Self.left, top, Self.right - Self.left, height, fill: "#f9fafb", stroke: "#d1d5db")
         for chunks in [0, total] {
@@ -315,7 +322,8 @@ private struct Canvas {
         } else {
             let sentAgain = timeline.tracks.contains { !$0.retransmissions.isEmpty }
             text(
-                Self.right, top - 8, legend.joined(separator: "   ") + (sentAgain ? "   (▼ chunk sent again)" : ""),
+                Self.right, top - 8,
+                legend.joined(separator: "   ") + (sentAgain ? "   (▼ chunk sent again)" : ""),
                 size: 11, anchor: "end", fill: "#374151", classes: "progress-legend")
         }
         return bottom
@@ -330,7 +338,8 @@ private struct Canvas {
             grid +=
                 "<line x1=\"\(dec(position))\" y1=\"\(dec(top))\" x2=\"\(dec(position))\" y2=\"\(dec(bottom))\" "
                 + "stroke=\"#9ca3af\" stroke-opacity=\"0.35\" stroke-width=\"1\"/>\n"
-            text(position, bottom + 16, "\(tickLabel(seconds)) s", size: 10, anchor: "middle", fill: "#6b7280")
+            text(
+                position, bottom + 16, "\(tickLabel(seconds)) s", size: 10, anchor: "middle", fill: "#6b7280")
             seconds += tick
         }
         body += "<g class=\"grid\">\n" + grid + "</g>\n"
@@ -375,14 +384,17 @@ private struct Canvas {
         func laneX(_ lane: Int) -> Double {
             lanes <= 1 ? (first + last) / 2 : first + (last - first) * Double(lane) / Double(lanes - 1)
         }
-        text(28, top - 30, "datagrams, in the order sent (time runs down)", size: 12, weight: "bold", fill: "#374151")
+        text(
+            28, top - 30, "datagrams, in the order sent (time runs down)", size: 12, weight: "bold",
+            fill: "#374151")
         text(28, top + 4, "time", size: 11, weight: "bold", fill: "#6b7280")
         text(800, top + 4, "frames inside SECURE", size: 11, weight: "bold", fill: "#6b7280")
         for lane in timeline.lanes.indices {
             let label = name(lane) + (timeline.lanes[lane].isCaptured ? "" : " (not captured)")
             let width = Double(label.count) * 7.5 + 24
             rect(
-                laneX(lane) - width / 2, top - 14, width, 24, fill: color(lane), radius: 5, classes: "lane-head")
+                laneX(lane) - width / 2, top - 14, width, 24, fill: color(lane), radius: 5,
+                classes: "lane-head")
             text(laneX(lane), top + 3, label, size: 13, weight: "bold", anchor: "middle", fill: "#ffffff")
         }
         var rows: [Row] = timeline.datagrams.map(Row.datagram) + timeline.marks.map(Row.mark)
@@ -397,7 +409,8 @@ private struct Canvas {
             if let previous, row.time - previous >= .milliseconds(250) {
                 let gap = Double((row.time - previous).nanosecondsClamped) / 1e9
                 text(
-                    28, y + 4, "… \(dec(gap < 1 ? gap * 1000 : gap))\(gap < 1 ? " ms" : " s") later", size: 10,
+                    28, y + 4, "… \(dec(gap < 1 ? gap * 1000 : gap))\(gap < 1 ? " ms" : " s") later",
+                    size: 10,
                     fill: "#9ca3af")
                 y += 16
             }
@@ -541,7 +554,8 @@ private struct Canvas {
     }
 
     mutating func line(
-        _ x1: Double, _ y1: Double, _ x2: Double, _ y2: Double, stroke: String, width: Double, dash: String? = nil
+        _ x1: Double, _ y1: Double, _ x2: Double, _ y2: Double, stroke: String, width: Double,
+        dash: String? = nil
     ) {
         var element =
             "<line x1=\"\(dec(x1))\" y1=\"\(dec(y1))\" x2=\"\(dec(x2))\" y2=\"\(dec(y2))\" stroke=\"\(stroke)\" "
