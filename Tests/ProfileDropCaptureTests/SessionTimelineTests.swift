@@ -70,6 +70,36 @@ struct SessionTimelineTests {
         #expect(timeline.tracks.allSatisfy { !$0.gateOpen.isEmpty && $0.progress.isEmpty })
     }
 
+    /// A gate that opened and closed because the estimates left the band (a peer walking away)
+    /// ends its span there and says so.
+    @Test func aGateClosedByAFarEstimateSaysWhereThePeerWent() throws {
+        let capture = try CaptureFile.read(
+            path: GoldenCaptures.directory.appendingPathComponent("happy-path.pcapng").path)
+        var builder = SessionTimeline.Builder(title: "walked away")
+        for device in capture.devices {
+            _ = try Replay.run(device) { entry in
+                builder.add(entry)
+                // One far estimate right after the gate opened, as a peer that walked off gives.
+                if case .event(.inRange) = entry.kind {
+                    builder.add(
+                        ReplayEntry(
+                            time: entry.time + .milliseconds(125), device: entry.device,
+                            kind: .event(.ranging(distanceCm: 40, bearingDeg: 3))))
+                }
+            }
+        }
+        let timeline = builder.timeline()
+        for track in timeline.tracks {
+            let span = try #require(track.gateOpen.first)
+            #expect(span.end.map { $0 - span.start } == .milliseconds(125))
+        }
+        #expect(timeline.diagnosis.isEmpty, "both exchanged: nothing to explain")
+        var failed = timeline
+        failed.tracks[0].exchanged = false
+        #expect(failed.diagnosis.first?.hasPrefix("alice's gate closed at ") == true, "\(failed.diagnosis)")
+        #expect(failed.diagnosis.first?.hasSuffix(" s: the peer was estimated at 40 cm, 3°") == true)
+    }
+
     @Test func aLossyLinkShowsLostDuplicatedAndRetransmittedDatagrams() throws {
         let (capture, timeline) = try Self.golden("lossy-link")
         #expect(timeline.datagrams.count == capture.devices.map(\.outbound.count).reduce(0, +))

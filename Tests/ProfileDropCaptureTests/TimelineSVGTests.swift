@@ -108,6 +108,19 @@ struct TimelineSVGTests {
         #expect(Self.parse(svg).wellFormed)
     }
 
+    /// docs/timeline-example.svg, which the README shows, is what `profiledrop replay
+    /// Captures/happy-path.pcapng --timeline docs/timeline-example.svg` draws today.
+    @Test func theREADMEPictureIsCurrent() throws {
+        var (_, timeline, _) = try Self.picture("happy-path")
+        timeline.title = "ProfileDrop session: happy-path.pcapng"
+        let committed = try String(
+            contentsOf: GoldenCaptures.packageRoot.appendingPathComponent("docs/timeline-example.svg"),
+            encoding: .utf8)
+        #expect(
+            committed == TimelineSVG.render(timeline),
+            "redraw it: profiledrop replay Captures/happy-path.pcapng --timeline docs/timeline-example.svg")
+    }
+
     @Test func theSameTimelineGivesTheSameText() throws {
         let first = try Self.picture("lossy-link").svg
         let second = try Self.picture("lossy-link").svg

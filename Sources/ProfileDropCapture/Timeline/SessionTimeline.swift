@@ -189,6 +189,13 @@ public struct SessionTimeline: Equatable, Sendable {
             let name = lanes[track.lane].name
             if track.samples.isEmpty {
                 facts.append("\(name) measured no distance")
+            } else if let closing = track.gateOpen.last?.end,
+                let sample = track.samples.last(where: { $0.time == closing && isOutsideWidenedBand($0) })
+            {
+                let seconds = Double((closing - start).nanosecondsClamped) / 1e9
+                facts.append(
+                    "\(name)'s gate closed at \(Self.number(seconds)) s: the peer was estimated at "
+                        + "\(Self.number(sample.distance)) cm, \(Self.number(sample.bearing))°")
             } else if track.gateOpen.isEmpty {
                 neverOpened += 1
                 let distances = track.samples.map(\.distance)
@@ -221,6 +228,14 @@ public struct SessionTimeline: Equatable, Sendable {
         let rejected = datagrams.filter { $0.rejection != nil }.count
         if rejected > 0 { facts.append("\(rejected) dropped by the receiver") }
         return facts
+    }
+
+    /// Whether an estimate lies outside the band widened by the hysteresis margins, where an open
+    /// gate closes.
+    public func isOutsideWidenedBand(_ sample: Sample) -> Bool {
+        sample.distance < band.distance.lowerBound - band.distanceHysteresis
+            || sample.distance > band.distance.upperBound + band.distanceHysteresis
+            || sample.bearing > band.maximumBearing + band.bearingHysteresis
     }
 
     /// A quantity to one decimal, without a trailing `.0`.

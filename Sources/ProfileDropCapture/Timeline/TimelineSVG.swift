@@ -161,8 +161,11 @@ private struct Canvas {
     mutating func distancePanel(top: Double) -> Double {
         let band = timeline.band
         let samples = timeline.tracks.flatMap(\.samples)
-        let highest = max(
-            samples.map(\.distance).max() ?? 0, band.distance.upperBound + band.distanceHysteresis)
+        // Far estimates (a peer walking away) are drawn at the top edge, so that the band keeps its
+        // height: the axis ends at three times the band's far edge at most.
+        let farthest = samples.map(\.distance).max() ?? 0
+        let highest = min(
+            max(farthest, band.distance.upperBound + band.distanceHysteresis), band.distance.upperBound * 3)
         let step = Self.niceStep(highest * 1.15 / 5)
         let ceiling = max((highest * 1.15 / step).rounded(.up), 1) * step
         return valuePanel(
@@ -170,7 +173,8 @@ private struct Canvas {
             ceiling: ceiling,
             step: step, band: band.distance,
             bandLabel: "band \(dec(band.distance.lowerBound))–"
-                + "\(dec(band.distance.upperBound)) cm", kind: "distance", value: \.distance)
+                + "\(dec(band.distance.upperBound)) cm", kind: "distance", value: \.distance,
+            note: farthest > ceiling ? "↑ estimates up to \(dec(farthest)) cm drawn at the top edge" : nil)
     }
 
     mutating func bearingPanel(top: Double) -> Double {
@@ -188,7 +192,7 @@ private struct Canvas {
     /// A panel of one estimate over time: the band, the gate's open spans, one line per device.
     mutating func valuePanel(
         top: Double, height: Double, title: String, ceiling: Double, step: Double, band: ClosedRange<Double>,
-        bandLabel: String, kind: String, value: KeyPath<SessionTimeline.Sample, Double>
+        bandLabel: String, kind: String, value: KeyPath<SessionTimeline.Sample, Double>, note: String? = nil
     ) -> Double {
         let bottom = top + height
         func y(_ value: Double) -> Double { bottom - min(max(value / ceiling, 0), 1) * height }
@@ -237,6 +241,7 @@ private struct Canvas {
                 }
             }
         }
+        if let note { text(Self.right - 6, top + 16, note, size: 11, anchor: "end", fill: "#4b5563") }
         if timeline.tracks.allSatisfy({ $0.samples.isEmpty }) {
             text(
                 (Self.left + Self.right) / 2, top + height / 2 + 5, "no estimate: the devices never ranged",
