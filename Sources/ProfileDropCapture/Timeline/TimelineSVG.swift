@@ -292,7 +292,10 @@ private struct Canvas {
             text(Self.left - 8, y(chunks) + 4, String(chunks), size: 10, anchor: "end", fill: "#6b7280")
         }
         var legend: [String] = []
-        for track in timeline.tracks {
+        for (position, track) in timeline.tracks.enumerated() {
+            // Each device's line a little above the previous one's, so that equal lines both show.
+            let lift = Double(position) * 3
+            func y(_ chunks: Int) -> Double { bottom - Double(chunks) / Double(total) * (height - 10) - lift }
             guard let first = track.progress.first else { continue }
             var points = ["\(dec(x(first.time))),\(dec(y(0)))"]
             var level = 0
@@ -328,7 +331,7 @@ private struct Canvas {
             let sentAgain = timeline.tracks.contains { !$0.retransmissions.isEmpty }
             text(
                 Self.right, top - 8,
-                legend.joined(separator: "   ") + (sentAgain ? "   (▼ chunk sent again)" : ""),
+                legend.joined(separator: "  ·  ") + (sentAgain ? "   (▼ chunk sent again)" : ""),
                 size: 11, anchor: "end", fill: "#374151", classes: "progress-legend")
         }
         return bottom
