@@ -290,7 +290,6 @@ extension SessionTimeline {
         private let title: String
         private var lanes: [Lane] = []
         private var devices: [DeviceState] = []
-        private var laneByName: [(name: String, lane: Int)] = []
         private var sent: [Sent] = []
         private var received: [Received] = []
         private var marks: [Mark] = []
@@ -305,7 +304,6 @@ extension SessionTimeline {
             if case .start(let record, _) = entry.kind {
                 let lane = lanes.count
                 lanes.append(Lane(name: record.name, address: record.localAddress, isCaptured: true))
-                laneByName.append((record.name, lane))
                 devices.append(
                     DeviceState(
                         lane: lane,
