@@ -135,10 +135,22 @@ struct ReplayCommandTests {
         #expect(field(exchanging, "total").map { if case .number = $0 { true } else { false } } == true)
         let connecting = try #require(matching("name", "connecting").first)
         #expect(field(connecting, "initiator").map { if case .bool = $0 { true } else { false } } == true)
-        // No value anywhere is a number or boolean spelled as a string (the time keeps its unit, the
-        // six-digit verification code its leading zeros).
+        // Times are seconds, to the nanosecond.
+        #expect(field(beacon, "t").map { if case .number = $0 { true } else { false } } == true)
+        let input = try #require(matching("input", "recv").first)
+        let recorded = try #require(
+            CaptureFile.read(path: GoldenCaptures.all[0].capturePath).devices[0].inputs.first {
+                if case .datagram = $0.input { true } else { false }
+            })
+        guard case .number(let t) = field(input, "t") else {
+            Issue.record("no time: \(input.serialized)")
+            return
+        }
+        #expect(UInt64((t * 1e9).rounded()) == recorded.time.nanoseconds)
+        // No value anywhere is a number or boolean spelled as a string (the six-digit verification
+        // code keeps its leading zeros).
         for line in lines {
-            for (key, value) in members(line) where key != "t" && key != "code" {
+            for (key, value) in members(line) where key != "code" {
                 if case .string(let text) = value {
                     #expect(Double(text) == nil && text != "true" && text != "false", "\(key): \(text)")
                 }

@@ -89,7 +89,7 @@ enum ReplayCommand: Subcommand {
             console.output(
                 JSONValue.object([
                     ("event", .string("divergence")), ("device", .string(divergence.device)),
-                    ("t", .string(Describe.seconds(divergence.time))), ("reason", .string(divergence.reason)),
+                    ("t", seconds(divergence.time)), ("reason", .string(divergence.reason)),
                     ("recorded", .string(recorded)), ("replayed", .string(replayed)),
                 ]).serialized)
         } else {
@@ -119,7 +119,7 @@ enum ReplayCommand: Subcommand {
             }
         }
         let common: [(key: String, value: JSONValue)] = [
-            ("t", .string(Describe.seconds(entry.time))), ("device", .string(entry.device)),
+            ("t", seconds(entry.time)), ("device", .string(entry.device)),
         ]
         switch entry.kind {
         case .start(let record, let card):
@@ -156,6 +156,11 @@ enum ReplayCommand: Subcommand {
             members.append(("frames", .array(frames.map { .string(Describe.frame($0)) })))
         }
         return JSONValue.object(members).serialized
+    }
+
+    /// A time as a JSON number of seconds (exact to the nanosecond for the day a capture may span).
+    static func seconds(_ time: Instant) -> JSONValue {
+        .number(Double(time.nanoseconds) / 1e9)
     }
 
     /// A card's fields as one object.
