@@ -140,7 +140,40 @@ struct SessionTimelineTests {
         let received = alice.inputs.filter { if case .datagram = $0.input { true } else { false } }.count
         #expect(timeline.datagrams.count == alice.outbound.count + received)
         #expect(timeline.datagrams.filter { $0.sender == 0 }.allSatisfy { $0.fate == .unknown })
+        // What arrived comes before what alice answered at the same instant.
+        #expect(
+            zip(timeline.datagrams, timeline.datagrams.dropFirst()).allSatisfy { earlier, later in
+                earlier.sentAt < later.sentAt || !(earlier.sender == 0 && later.sender == 1)
+            })
         #expect(timeline.tracks.count == 1)
+    }
+
+    /// Datagrams from many devices that were not captured (a busy network): a few lanes of their
+    /// own, then one shared lane, and still one arrow per datagram.
+    @Test func manyOutsideAddressesShareALane() throws {
+        let (capture, _) = try Self.golden("happy-path")
+        let alice = try #require(capture.device("alice"))
+        let beacon = try #require(capture.device("bob")?.outbound.first?.payload)
+        var builder = SessionTimeline.Builder(title: "alice on a busy network")
+        _ = try Replay.run(alice) { builder.add($0) }
+        for host in UInt8(20)..<UInt8(30) {
+            builder.add(
+                ReplayEntry(
+                    time: .zero + .seconds(1), device: "alice",
+                    kind: .input(.datagram(bytes: beacon, source: PeerAddress(10, 0, 0, host, port: 47_474))))
+            )
+        }
+        let timeline = builder.timeline()
+        let outside = timeline.lanes.filter { !$0.isCaptured }
+        #expect(outside.count == SessionTimeline.maximumUncapturedLanes + 1)
+        #expect(outside.last?.name == "other addresses")
+        let received = alice.inputs.filter { if case .datagram = $0.input { true } else { false } }.count
+        #expect(timeline.datagrams.count == alice.outbound.count + received + 10)
+        let shared = try #require(timeline.lanes.indices.last)
+        #expect(timeline.datagrams.filter { $0.sender == shared }.count == 8)
+        let svg = TimelineSVG.render(timeline)
+        #expect(svg.contains(">other addresses</text>"))
+        #expect(svg.components(separatedBy: ">not captured</text>").count - 1 == outside.count)
     }
 
     @Test func theSameCaptureGivesTheSameTimeline() throws {

@@ -171,6 +171,10 @@ public struct SessionTimeline: Equatable, Sendable {
     /// The latest time in the timeline.
     public var end: Instant
 
+    /// How many addresses seen only from outside get a lifeline of their own; the others share
+    /// one, `other addresses`.
+    public static let maximumUncapturedLanes = 3
+
     /// One line per device: `alice: exchanged`, `bob: declined by peer`, `carol: did not close`.
     public var outcome: String {
         tracks.map { "\(lanes[$0.lane].name): \($0.closeReason ?? "did not close")" }
@@ -426,9 +430,18 @@ extension SessionTimeline {
             func laneOf(_ address: PeerAddress) -> Int? {
                 lanes.indices.first { lanes[$0].address == address }
             }
+            // Addresses seen from outside get a lane each, up to a few; the rest (a busy network's
+            // other devices) share one, so that the picture keeps its width.
+            var others: Int?
             func lane(for address: PeerAddress) -> Int {
                 if let lane = laneOf(address) { return lane }
-                lanes.append(Lane(name: address.description, address: address, isCaptured: false))
+                guard lanes.count - captured >= SessionTimeline.maximumUncapturedLanes else {
+                    lanes.append(Lane(name: address.description, address: address, isCaptured: false))
+                    return lanes.count - 1
+                }
+                if let others { return others }
+                lanes.append(Lane(name: "other addresses", address: nil, isCaptured: false))
+                others = lanes.count - 1
                 return lanes.count - 1
             }
             var datagrams: [Datagram] = []
@@ -505,9 +518,15 @@ extension SessionTimeline {
                         fate: .delivered, copies: 1, rejection: receipt.rejection))
                 received[index].used = true
             }
-            // Stable: datagrams sent at the same time keep the order they were sent or received in.
+            // Stable: datagrams sent at the same time keep the order they were sent in, after what
+            // arrived from outside at that time (the device answers what it received).
             let ordered = datagrams.indices.sorted { a, b in
-                datagrams[a].sentAt != datagrams[b].sentAt ? datagrams[a].sentAt < datagrams[b].sentAt : a < b
+                guard datagrams[a].sentAt == datagrams[b].sentAt else {
+                    return datagrams[a].sentAt < datagrams[b].sentAt
+                }
+                let outsideA = datagrams[a].sender >= captured
+                let outsideB = datagrams[b].sender >= captured
+                return outsideA != outsideB ? outsideA : a < b
             }.map { datagrams[$0] }
             let orderedMarks = marks.indices.sorted { a, b in
                 marks[a].time != marks[b].time ? marks[a].time < marks[b].time : a < b

@@ -60,6 +60,8 @@ private struct Canvas {
     static let red = "#dc2626"
     static let amber = "#b45309"
     static let bandFill = "#16a34a"
+    /// Where the sequence chart's column of decrypted frames begins.
+    static let framesX = 815.0
 
     /// Seconds shown on the time axis, from the timeline's start.
     let span: Double
@@ -387,8 +389,8 @@ private struct Canvas {
 
     mutating func sequenceChart(top: Double) -> Double {
         let lanes = timeline.lanes.count
-        let first = 250.0
-        let last = 770.0
+        let first = 240.0
+        let last = 740.0
         func laneX(_ lane: Int) -> Double {
             lanes <= 1 ? (first + last) / 2 : first + (last - first) * Double(lane) / Double(lanes - 1)
         }
@@ -396,14 +398,18 @@ private struct Canvas {
             28, top - 30, "datagrams, in the order sent (time runs down)", size: 12, weight: "bold",
             fill: "#374151")
         text(28, top + 4, "time", size: 11, weight: "bold", fill: "#6b7280")
-        text(800, top + 4, "frames inside SECURE", size: 11, weight: "bold", fill: "#6b7280")
+        text(Self.framesX, top + 4, "frames inside SECURE", size: 11, weight: "bold", fill: "#6b7280")
         for lane in timeline.lanes.indices {
-            let label = name(lane) + (timeline.lanes[lane].isCaptured ? "" : " (not captured)")
-            let width = Double(label.count) * 7.5 + 24
+            let label = name(lane)
+            let size = lanes > 3 ? 11 : 13
+            let width = Double(label.count * size) * 0.58 + 20
             rect(
                 laneX(lane) - width / 2, top - 14, width, 24, fill: color(lane), radius: 5,
                 classes: "lane-head")
-            text(laneX(lane), top + 3, label, size: 13, weight: "bold", anchor: "middle", fill: "#ffffff")
+            text(laneX(lane), top + 3, label, size: size, weight: "bold", anchor: "middle", fill: "#ffffff")
+            if !timeline.lanes[lane].isCaptured {
+                text(laneX(lane), top - 19, "not captured", size: 10, anchor: "middle", fill: Self.uncaptured)
+            }
         }
         var rows: [Row] = timeline.datagrams.map(Row.datagram) + timeline.marks.map(Row.mark)
         rows = rows.indices.sorted { a, b in
@@ -446,7 +452,7 @@ private struct Canvas {
             target = laneX(receiver)
         } else {
             // Multicast nobody captured received: towards the middle of the chart.
-            target = from + (from < 510 ? 90 : -90)
+            target = from + (from < 490 ? 90 : -90)
         }
         let lost = datagram.fate == .notReceived
         let to = lost ? from + (target - from) * 0.55 : target
@@ -499,9 +505,9 @@ private struct Canvas {
             + "\(esc(label))</text>"
         if !datagram.frames.isEmpty {
             var frames = datagram.frames.joined(separator: " ")
-            if frames.count > 64 { frames = String(frames.prefix(63)) + "…" }
+            if frames.count > 62 { frames = String(frames.prefix(61)) + "…" }
             group +=
-                "<text x=\"800\" y=\"\(dec(y + 4))\" font-size=\"10\" fill=\"#4b5563\">\(esc(frames))</text>"
+                "<text x=\"\(dec(Self.framesX))\" y=\"\(dec(y + 4))\" font-size=\"10\" fill=\"#4b5563\">\(esc(frames))</text>"
         }
         body += group + "</g>\n"
     }
