@@ -93,7 +93,7 @@ let package = Package(
             name: "ProfileDropCaptureTests",
             dependencies: [
                 "ProfileDropCapture", "ProfileDropCore", "ProfileDropSimulator", "ProfileDropCLI",
-                "ProfileDropTestSupport",
+                "ProfileDropJSON", "ProfileDropTestSupport",
             ]
         ),
         .testTarget(

@@ -13,6 +13,8 @@ command -v ip >/dev/null || need_apt+=(iproute2)
 command -v tshark >/dev/null || need_apt+=(tshark)
 # tmux drives the live terminal session in the tests as a person would (keys in, screen out).
 command -v tmux >/dev/null || need_apt+=(tmux)
+# rsvg-convert draws the --timeline pictures in the tests.
+command -v rsvg-convert >/dev/null || need_apt+=(librsvg2-bin)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "setup: installing ${need_apt[*]}"
     if [ "$(id -u)" -ne 0 ]; then

@@ -59,7 +59,10 @@ public final class CaptureRecorder {
     }
 
     private var interfaces: [PcapngBlock] = []
-    private var blocks: [PcapngBlock] = []
+    /// The datagrams, in the order they happened.
+    private var packets: [PcapngBlock] = []
+    /// The replay records, in the order they happened.
+    private var records: [PcapngBlock] = []
     private var devices: [DeviceEntry] = []
 
     /// Creates an empty capture.
@@ -70,8 +73,12 @@ public final class CaptureRecorder {
     /// How many devices are captured.
     public var deviceCount: Int { devices.count }
 
-    /// The whole pcapng file: section header, keylog, interfaces, then records and packets in the
-    /// order they happened, then one end record per device.
+    /// The whole pcapng file: section header, keylog, interfaces, the packets in the order they
+    /// happened, then the replay records in the order they happened and one end record per device.
+    ///
+    /// The packets come before the records because Wireshark times its Time column from the first
+    /// block it lists, and a Custom Block has no timestamp: a record first would make every packet
+    /// read some 1.8 × 10⁹ seconds after it.
     public func fileBytes() -> [UInt8] {
         var writer = PcapngWriter(userApplication: options.userApplication)
         if options.keylog {
@@ -90,7 +97,8 @@ public final class CaptureRecorder {
             }
         }
         for block in interfaces { writer.append(block) }
-        for block in blocks { writer.append(block) }
+        for block in packets { writer.append(block) }
+        for block in records { writer.append(block) }
         for (index, entry) in devices.enumerated() {
             let end = EndRecord(interfaceID: UInt32(index), inputs: entry.inputs, outbound: entry.outbound)
             writer.append(Self.custom(.end(end)))
@@ -129,7 +137,7 @@ public final class CaptureRecorder {
     }
 
     func recordDevice(_ record: DeviceRecord) {
-        blocks.append(Self.custom(.device(record)))
+        records.append(Self.custom(.device(record)))
     }
 
     func recordInput(_ record: InputRecord, localAddress: PeerAddress) {
@@ -145,13 +153,13 @@ public final class CaptureRecorder {
             // Shown inbound for people; replay reads the embedded copy in the record.
             let multicast = (try? Packet(datagram: bytes)).map { Self.isMulticastType($0.type) } ?? false
             let destination = multicast ? options.multicastGroup : localAddress
-            blocks.append(
+            packets.append(
                 .packet(
                     PcapngPacket(
                         interfaceID: record.interfaceID, timestamp: timestamp(record.time),
                         data: IPv4UDP.frame(bytes, from: source, to: destination), direction: .inbound)))
         }
-        blocks.append(Self.custom(.input(record)))
+        records.append(Self.custom(.input(record)))
     }
 
     func recordOutbound(
@@ -163,7 +171,7 @@ public final class CaptureRecorder {
         case .multicast: destination = options.multicastGroup
         case .unicast(let address): destination = address
         }
-        blocks.append(
+        packets.append(
             .packet(
                 PcapngPacket(
                     interfaceID: interfaceID, timestamp: timestamp(time),

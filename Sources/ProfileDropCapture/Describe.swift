@@ -2,34 +2,63 @@ import ProfileDropCore
 
 /// Human-readable fields of datagrams, inputs, events and cards, for replay timelines.
 public enum Describe {
+    /// One field's value: what the text timeline prints, with its type kept for JSON.
+    public enum Value: Equatable, Sendable, CustomStringConvertible {
+        /// Text, printed as it is.
+        case text(String)
+        /// A whole number.
+        case integer(Int)
+        /// A measured or positional quantity; the text shows it to one decimal.
+        case number(Double)
+        /// A yes/no fact, printed `true` or `false`.
+        case flag(Bool)
+
+        /// A whole number; one that does not fit `Int` stays text.
+        public static func whole<T: BinaryInteger>(_ value: T) -> Value {
+            Int(exactly: value).map(Value.integer) ?? .text(String(value))
+        }
+
+        public var description: String {
+            switch self {
+            case .text(let text): text
+            case .integer(let value): String(value)
+            case .number(let value): Describe.number(value)
+            case .flag(let value): String(value)
+            }
+        }
+    }
+
+    /// A field: its key and value.
+    public typealias Field = (key: String, value: Value)
+
     /// The message type and cleartext fields of a datagram, in wire order.
-    public static func datagram(_ bytes: [UInt8]) -> (type: String, fields: [(String, String)]) {
+    public static func datagram(_ bytes: [UInt8]) -> (type: String, fields: [Field]) {
         let packet: Packet
         do {
             packet = try Packet(datagram: bytes)
         } catch {
-            return ("INVALID", [("error", error.diagnostic), ("length", String(bytes.count))])
+            return ("INVALID", [("error", .text(error.diagnostic)), ("length", .integer(bytes.count))])
         }
         switch packet {
         case .beacon(let beacon):
             return (
                 "BEACON",
                 [
-                    ("device", beacon.deviceID.description), ("port", String(beacon.port)),
-                    ("busy", String(beacon.busy)), ("sequence", String(beacon.sequence)),
+                    ("device", .text(beacon.deviceID.description)), ("port", .whole(beacon.port)),
+                    ("busy", .flag(beacon.busy)), ("sequence", .whole(beacon.sequence)),
                 ]
             )
         case .query(let query):
             return (
                 "QUERY",
                 [
-                    ("device", query.deviceID.description),
-                    ("known", query.knownAnswers.map(\.description).joined(separator: ",")),
+                    ("device", .text(query.deviceID.description)),
+                    ("known", .text(query.knownAnswers.map(\.description).joined(separator: ","))),
                 ]
             )
         case .invite(let message):
             var fields = handshake(message)
-            fields.insert(("cookie", message.cookie.isEmpty ? "none" : hex(message.cookie)), at: 3)
+            fields.insert(("cookie", .text(message.cookie.isEmpty ? "none" : hex(message.cookie))), at: 3)
             return ("INVITE", fields)
         case .accept(let message): return ("ACCEPT", handshake(message))
         case .confirm(let message): return ("CONFIRM", handshake(message))
@@ -41,100 +70,106 @@ public enum Describe {
             case .retry: reason = "retry"
             case .staleID: reason = "stale-id"
             }
-            var fields = [
-                ("session", hex16(busy.sessionID)), ("sender", busy.sender.description),
-                ("receiver", busy.receiver.description), ("reason", reason),
+            var fields: [Field] = [
+                ("session", .text(hex16(busy.sessionID))), ("sender", .text(busy.sender.description)),
+                ("receiver", .text(busy.receiver.description)), ("reason", .text(reason)),
             ]
-            if busy.reason == .retry { fields.append(("cookie", hex(busy.cookie))) }
+            if busy.reason == .retry { fields.append(("cookie", .text(hex(busy.cookie)))) }
             return ("BUSY", fields)
         case .secure(let secure):
             return (
                 "SECURE",
                 [
-                    ("session", hex16(secure.sessionID)), ("pn", String(secure.packetNumber)),
-                    ("ciphertext", "\(secure.ciphertext.count)B"),
+                    ("session", .text(hex16(secure.sessionID))), ("pn", .whole(secure.packetNumber)),
+                    ("ciphertext", .text("\(secure.ciphertext.count)B")),
                 ]
             )
         }
     }
 
-    private static func handshake(_ message: HandshakePacket) -> [(String, String)] {
+    private static func handshake(_ message: HandshakePacket) -> [Field] {
         [
-            ("session", hex16(message.sessionID)), ("sender", message.sender.description),
-            ("receiver", message.receiver.description), ("noise", "\(message.noiseMessage.count)B"),
+            ("session", .text(hex16(message.sessionID))), ("sender", .text(message.sender.description)),
+            ("receiver", .text(message.receiver.description)),
+            ("noise", .text("\(message.noiseMessage.count)B")),
         ]
     }
 
     /// An input's kind and fields.
-    public static func input(_ input: CapturedInput) -> (kind: String, fields: [(String, String)]) {
+    public static func input(_ input: CapturedInput) -> (kind: String, fields: [Field]) {
         switch input {
         case .timeout:
             return ("timer", [])
         case .pose(let pose):
             return (
-                "pose", [("x", number(pose.x)), ("y", number(pose.y)), ("heading", number(pose.heading))]
+                "pose", [("x", .number(pose.x)), ("y", .number(pose.y)), ("heading", .number(pose.heading))]
             )
         case .decision(let decision):
-            return ("decide", [("decision", self.decision(decision))])
+            return ("decide", [("decision", .text(self.decision(decision)))])
         case .datagram(let bytes, let source):
             let (type, fields) = datagram(bytes)
-            return ("recv", [("type", type), ("from", source.description)] + fields)
+            return ("recv", [("type", .text(type)), ("from", .text(source.description))] + fields)
         }
     }
 
     /// An event's name and fields (the card fields of a received card, decrypted).
-    public static func event(_ event: DeviceEvent) -> (name: String, fields: [(String, String)]) {
+    public static func event(_ event: DeviceEvent) -> (name: String, fields: [Field]) {
         switch event {
         case .advertising: return ("advertising", [])
-        case .peerFound(let peer): return ("peer-found", [("peer", peer.description)])
-        case .peerBusy(let peer): return ("peer-busy", [("peer", peer.description)])
+        case .peerFound(let peer): return ("peer-found", [("peer", .text(peer.description))])
+        case .peerBusy(let peer): return ("peer-busy", [("peer", .text(peer.description))])
         case .connecting(let peer, let initiator):
-            return ("connecting", [("peer", peer.description), ("initiator", String(initiator))])
-        case .secured(let peer): return ("secured", [("peer", peer.description)])
+            return ("connecting", [("peer", .text(peer.description)), ("initiator", .flag(initiator))])
+        case .secured(let peer): return ("secured", [("peer", .text(peer.description))])
         case .verified(let verification):
             return (
                 "verified",
                 [
-                    ("peer", verification.peer.description), ("code", verification.code),
-                    ("known", verification.knownPeer?.name ?? "no"),
-                    ("interrupted_before", String(verification.interruptedBefore)),
+                    ("peer", .text(verification.peer.description)), ("code", .text(verification.code)),
+                    ("known", .text(verification.knownPeer?.name ?? "no")),
+                    ("interrupted_before", .integer(verification.interruptedBefore)),
                 ]
             )
         case .pairingInterrupted(let peer, let code, let reason):
             return (
                 "pairing-interrupted",
-                [("peer", peer.description), ("code", code ?? "none"), ("reason", reason.description)]
+                [
+                    ("peer", .text(peer.description)), ("code", .text(code ?? "none")),
+                    ("reason", .text(reason.description)),
+                ]
             )
-        case .knownPeerMismatch(let name): return ("known-peer-mismatch", [("name", name)])
-        case .peerRemembered(let peer): return ("peer-remembered", [("name", peer.name)])
+        case .knownPeerMismatch(let name): return ("known-peer-mismatch", [("name", .text(name))])
+        case .peerRemembered(let peer): return ("peer-remembered", [("name", .text(peer.name))])
         case .incompatiblePeer(let peer, let version):
-            return ("incompatible-peer", [("peer", peer.description), ("version", String(version))])
+            return ("incompatible-peer", [("peer", .text(peer.description)), ("version", .whole(version))])
         case .ranging(let distance, let bearing):
-            return ("ranging", [("distance_cm", number(distance)), ("bearing_deg", number(bearing))])
+            return ("ranging", [("distance_cm", .number(distance)), ("bearing_deg", .number(bearing))])
         case .inRange: return ("in-range", [])
-        case .consentRequested(let peer): return ("consent-requested", [("peer", peer.description)])
+        case .consentRequested(let peer): return ("consent-requested", [("peer", .text(peer.description))])
         case .exchanging(let sent, let total):
-            return ("exchanging", [("sent", String(sent)), ("total", String(total))])
+            return ("exchanging", [("sent", .integer(sent)), ("total", .integer(total))])
         case .cardVerified(let card): return ("card-verified", self.card(card))
         case .cardReceived(let card): return ("card-received", self.card(card))
         case .acknowledged: return ("acknowledged", [])
         case .sessionEnded(let peer, let reason):
-            return ("session-ended", [("peer", peer.description), ("reason", reason.description)])
-        case .closed(let reason): return ("closed", [("reason", reason.description)])
+            return (
+                "session-ended", [("peer", .text(peer.description)), ("reason", .text(reason.description))]
+            )
+        case .closed(let reason): return ("closed", [("reason", .text(reason.description))])
         case .datagramRejected(let reason):
-            return ("rejected", [("code", reason.code.name), ("reason", reason.diagnostic)])
+            return ("rejected", [("code", .text(reason.code.name)), ("reason", .text(reason.diagnostic))])
         }
     }
 
     /// Every field of a card (photo as its format and size).
-    public static func card(_ card: ProfileCard) -> [(String, String)] {
-        var fields = [
-            ("name", card.name), ("age", String(card.age)), ("sex", card.sex.rawValue),
-            ("neutered", String(card.neutered)), ("size", card.size.rawValue),
-            ("keywords", card.keywords.joined(separator: ",")), ("owner", card.owner),
+    public static func card(_ card: ProfileCard) -> [Field] {
+        var fields: [Field] = [
+            ("name", .text(card.name)), ("age", .whole(card.age)), ("sex", .text(card.sex.rawValue)),
+            ("neutered", .flag(card.neutered)), ("size", .text(card.size.rawValue)),
+            ("keywords", .text(card.keywords.joined(separator: ","))), ("owner", .text(card.owner)),
         ]
         if let photo = card.photo {
-            fields.append(("photo", "\(photo.format.rawValue) \(photo.data.count)B"))
+            fields.append(("photo", .text("\(photo.format.rawValue) \(photo.data.count)B")))
         }
         return fields
     }
@@ -159,9 +194,10 @@ public enum Describe {
     }
 
     /// `key=value` pairs separated by spaces; values with spaces are quoted.
-    public static func text(_ fields: [(String, String)]) -> String {
+    public static func text(_ fields: [Field]) -> String {
         fields.map { key, value in
-            value.contains(" ") || value.isEmpty ? "\(key)=\"\(value)\"" : "\(key)=\(value)"
+            let value = value.description
+            return value.contains(" ") || value.isEmpty ? "\(key)=\"\(value)\"" : "\(key)=\(value)"
         }.joined(separator: " ")
     }
 
@@ -170,18 +206,20 @@ public enum Describe {
         let prefix = "t=\(seconds(entry.time)) \(entry.device)"
         switch entry.kind {
         case .start(let record, let card):
-            var fields: [(String, String)] = [
-                ("device", record.deviceID.description), ("address", record.localAddress.description),
-                ("consent", policy(record.consent)), ("static_public_key", hexString(record.staticPublicKey)),
+            var fields: [Field] = [
+                ("device", .text(record.deviceID.description)),
+                ("address", .text(record.localAddress.description)),
+                ("consent", .text(policy(record.consent))),
+                ("static_public_key", .text(hexString(record.staticPublicKey))),
             ]
-            if let card { fields += self.card(card).map { ("card.\($0.0)", $0.1) } }
+            if let card { fields += self.card(card).map { (key: "card.\($0.key)", value: $0.value) } }
             return "\(prefix) start \(text(fields))"
         case .input(let input):
             let (kind, fields) = self.input(input)
             return "\(prefix) <- \(kind) \(text(fields))".trimmedTrailingSpace + framesText(entry.frames)
         case .sent(let datagram):
             let (type, fields) = self.datagram(datagram.bytes)
-            return "\(prefix) -> \(type) \(text([("to", datagram.destination.description)] + fields))"
+            return "\(prefix) -> \(type) \(text([("to", .text(datagram.destination.description))] + fields))"
                 + framesText(entry.frames)
         case .event(let event):
             let (name, fields) = self.event(event)
@@ -268,7 +306,8 @@ public enum Describe {
 
     private static func hex16(_ value: UInt64) -> String { DeviceID(rawValue: value).description }
 
-    private static func number(_ value: Double) -> String {
+    /// A quantity to one decimal, without a trailing `.0`.
+    static func number(_ value: Double) -> String {
         let rounded = (value * 10).rounded() / 10
         return rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
     }

@@ -24,6 +24,14 @@ public struct ReplayEntry: Sendable {
     /// The frames of a sent or received SECURE datagram, decrypted with the session keys the
     /// replay re-derived; nil for other datagrams and when they could not be decrypted (tampered).
     public var frames: [Frame]? = nil
+
+    /// Creates an entry, for timelines built from other sources than a replay.
+    public init(time: Instant, device: String, kind: Kind, frames: [Frame]? = nil) {
+        self.time = time
+        self.device = device
+        self.kind = kind
+        self.frames = frames
+    }
 }
 
 /// Where a replay first differed from the capture.

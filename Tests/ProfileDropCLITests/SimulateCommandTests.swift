@@ -1,4 +1,5 @@
 import Foundation
+import ProfileDropCapture
 import ProfileDropSimulator
 import Testing
 
@@ -39,6 +40,47 @@ import Testing
         let single = run(["replay", one])
         #expect(single.code == 0)
         #expect(single.output.allSatisfy { !$0.contains(" alice ") })
+    }
+
+    /// `--timeline OUT.svg` draws the scenario's run (the same run as the transcript: it is
+    /// deterministic), beside a capture or without one; it goes with a scenario only.
+    @Test func aScenarioRunIsDrawnWithTimeline() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let picture = directory.appendingPathComponent("run.svg").path
+        let capture = directory.appendingPathComponent("run.pcapng").path
+        let result = run(["simulate", Self.scenario, "--quiet", "--seed", "3", "--timeline", picture])
+        #expect(result.code == 0, "\(result.errors)")
+        let svg = try String(contentsOfFile: picture, encoding: .utf8)
+        #expect(svg.contains(">ProfileDrop simulation: happy-pair.json, seed 3</text>"))
+        #expect(svg.contains("> exchanged</tspan>"))
+        #expect(svg.contains("<rect class=\"gate-open\""))
+        // With a capture too (without its keylog): the picture is the same, the capture as asked.
+        let again = directory.appendingPathComponent("again.svg").path
+        let captured = run([
+            "simulate", Self.scenario, "--quiet", "--seed", "3", "--capture", capture, "--timeline", again,
+        ])
+        #expect(captured.code == 0)
+        #expect(try String(contentsOfFile: again, encoding: .utf8) == svg)
+        let file = try CaptureFile.read(path: capture)
+        #expect(!file.hasKeylog)
+        #expect(
+            svg.components(separatedBy: "<g class=\"datagram ").count - 1
+                == file.devices.map(\.outbound.count).reduce(0, +))
+
+        let crowded = TestPaths.packageRoot.appendingPathComponent("Scenarios/crowded-room-20.json").path
+        for arguments in [
+            ["simulate", Self.scenario, "--timeline", directory.path],
+            ["simulate", Self.scenario, "--timeline", directory.appendingPathComponent("no/run.svg").path],
+            ["simulate", "--swarm", "--runs", "1", "--timeline", picture],
+            ["simulate", "--gate-trials", "10", "--timeline", picture],
+            ["simulate", crowded, "--timeline", picture],
+        ] {
+            let refused = run(arguments)
+            #expect(refused.code == 2, "\(arguments)")
+            #expect(refused.errors.count == 1, "\(arguments)")
+            #expect(refused.output.isEmpty, "\(arguments)")
+        }
     }
 
     @Test func swarmAndGateTrialsEndWithTheirSummaries() {

@@ -70,6 +70,34 @@ struct DissectorTests {
         #expect(problems.isEmpty, "\(golden.name): \(problems.prefix(3))")
     }
 
+    /// Wireshark's Time column counts from the first frame it lists: the first datagram, at 0, so
+    /// that a session reads in seconds (a replay record first, which has no timestamp, made every
+    /// packet read about 1.8 × 10⁹ s).
+    @Test(
+        .enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)"),
+        arguments: GoldenCaptures.all)
+    func timeColumnStartsAtTheFirstDatagram(_ golden: GoldenCaptures.Golden) throws {
+        let tshark = try #require(Self.tshark)
+        let (status, lines) = try Self.run(
+            tshark,
+            [
+                "-r", golden.capturePath, "-T", "fields", "-E", "separator=,", "-e", "frame.number", "-e",
+                "frame.time_relative",
+            ])
+        #expect(status == 0)
+        let capture = try CaptureFile.read(path: golden.capturePath)
+        // Frame number, then the time: empty for a replay record, which has none.
+        let times = lines.map { line in line.split(separator: ",", omittingEmptySubsequences: false).last }
+            .map { $0.flatMap { Double($0) } }
+        #expect(times.count > capture.packetCount)
+        // The packets come first, each with its time; the records after them have none.
+        #expect(times.first == 0, "\(golden.name): first frame at \(lines.first ?? "nothing")")
+        let seconds = times.prefix(capture.packetCount).compactMap { $0 }
+        #expect(seconds.count == capture.packetCount, "\(golden.name): a packet without a time")
+        #expect(seconds.allSatisfy { $0 >= 0 && $0 < 60 }, "\(golden.name): \(seconds.max() ?? 0) s")
+        #expect(times.dropFirst(capture.packetCount).allSatisfy { $0 == nil })
+    }
+
     @Test(.enabled(if: DissectorTests.tshark != nil, "tshark is not installed (apt-get install tshark)"))
     func decodesHeaderAndCleartextFields() throws {
         let tshark = try #require(Self.tshark)

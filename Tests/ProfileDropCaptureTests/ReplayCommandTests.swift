@@ -1,5 +1,6 @@
 import Foundation
 import ProfileDropCapture
+import ProfileDropJSON
 import Testing
 
 /// `profiledrop replay` as a user runs it: exit codes and the last line. Uses the executable built
@@ -83,5 +84,121 @@ struct ReplayCommandTests {
         #expect(diverged.status == 1)
         #expect(diverged.output.contains { $0.hasPrefix("recorded hex: ") })
         #expect(diverged.output.contains { $0.hasPrefix("replayed hex: ") })
+    }
+
+    /// `--json` writes counts, measurements and flags as JSON numbers and booleans, and text
+    /// (device ids, addresses, names) as strings.
+    @Test(
+        .enabled(
+            if: ReplayCommandTests.executable != nil, "the profiledrop executable is not built (swift build)")
+    )
+    func jsonWritesNumbersAndBooleansAsThemselves() throws {
+        let replay = try Self.run([GoldenCaptures.all[0].capturePath, "--json"])
+        #expect(replay.status == 0)
+        let lines = try replay.output.map { line in try JSONValue.parse(line) }
+        func members(_ value: JSONValue) -> [(key: String, value: JSONValue)] {
+            if case .object(let members) = value { members } else { [] }
+        }
+        func field(_ value: JSONValue, _ key: String) -> JSONValue? {
+            members(value).first { $0.key == key }?.value
+        }
+        func matching(_ key: String, _ text: String) -> [JSONValue] {
+            lines.filter { field($0, key) == .string(text) }
+        }
+
+        let start = try #require(matching("event", "start").first)
+        let card = try #require(field(start, "card"))
+        #expect(field(card, "age") == .number(3))
+        #expect(field(card, "neutered") == .bool(true))
+        #expect(field(card, "name") == .string("Bori"))
+        #expect(field(start, "device_id").map { if case .string = $0 { true } else { false } } == true)
+
+        let beacon = try #require(matching("type", "BEACON").first)
+        #expect(field(beacon, "busy") == .bool(false))
+        #expect(field(beacon, "port") == .number(47_474))
+        guard case .number = field(beacon, "sequence") else {
+            Issue.record("sequence is not a number: \(beacon.serialized)")
+            return
+        }
+        let ranging = try #require(matching("name", "ranging").first)
+        guard case .number(let distance) = field(ranging, "distance_cm"),
+            case .number(let bearing) = field(ranging, "bearing_deg")
+        else {
+            Issue.record("ranging without numbers: \(ranging.serialized)")
+            return
+        }
+        #expect(distance > 0 && distance < 20 && bearing >= 0 && bearing < 180)
+        let pose = try #require(matching("input", "pose").first)
+        #expect(field(pose, "heading").map { if case .number = $0 { true } else { false } } == true)
+        let exchanging = try #require(matching("name", "exchanging").last)
+        #expect(field(exchanging, "sent") == field(exchanging, "total"))
+        #expect(field(exchanging, "total").map { if case .number = $0 { true } else { false } } == true)
+        let connecting = try #require(matching("name", "connecting").first)
+        #expect(field(connecting, "initiator").map { if case .bool = $0 { true } else { false } } == true)
+        // Times are seconds, to the nanosecond.
+        #expect(field(beacon, "t").map { if case .number = $0 { true } else { false } } == true)
+        let input = try #require(matching("input", "recv").first)
+        let recorded = try #require(
+            CaptureFile.read(path: GoldenCaptures.all[0].capturePath).devices[0].inputs.first {
+                if case .datagram = $0.input { true } else { false }
+            })
+        guard case .number(let t) = field(input, "t") else {
+            Issue.record("no time: \(input.serialized)")
+            return
+        }
+        #expect(UInt64((t * 1e9).rounded()) == recorded.time.nanoseconds)
+        // No value anywhere is a number or boolean spelled as a string (the six-digit verification
+        // code keeps its leading zeros).
+        for line in lines {
+            for (key, value) in members(line) where key != "code" {
+                if case .string(let text) = value {
+                    #expect(Double(text) == nil && text != "true" && text != "false", "\(key): \(text)")
+                }
+            }
+        }
+    }
+
+    /// `--timeline OUT.svg` draws the replayed session; a path that cannot be written is refused
+    /// in one line with exit code 2, before the replay prints anything.
+    @Test(
+        .enabled(
+            if: ReplayCommandTests.executable != nil, "the profiledrop executable is not built (swift build)")
+    )
+    func timelineDrawsTheSessionAndRefusesPathsItCannotWrite() throws {
+        let golden = GoldenCaptures.all[0].capturePath
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "profiledrop-replay-timeline-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let picture = directory.appendingPathComponent("session.svg").path
+
+        let drawn = try Self.run([golden, "--timeline", picture])
+        #expect(drawn.status == 0)
+        #expect(drawn.output.last?.hasSuffix(" datagrams, identical") == true)
+        let svg = try String(contentsOfFile: picture, encoding: .utf8)
+        let capture = try CaptureFile.read(path: golden)
+        #expect(svg.hasPrefix("<?xml"))
+        #expect(svg.contains(">ProfileDrop session: happy-path.pcapng</text>"))
+        #expect(
+            svg.components(separatedBy: "<g class=\"datagram ").count - 1
+                == capture.devices.map(\.outbound.count).reduce(0, +))
+
+        let readOnly = directory.appendingPathComponent("read-only")
+        try FileManager.default.createDirectory(at: readOnly, withIntermediateDirectories: true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: readOnly.path)
+        defer {
+            try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: readOnly.path)
+        }
+        var refused = [directory.path, directory.appendingPathComponent("missing/session.svg").path, ""]
+        // Root writes into a read-only directory anyway; only other users see it refused.
+        if getuid() != 0 { refused.append(readOnly.appendingPathComponent("session.svg").path) }
+        for path in refused {
+            let result = try Self.run([golden, "--timeline", path])
+            #expect(result.status == 2, "\(path)")
+            #expect(result.errors.count == 1, "\(path): \(result.errors)")
+            #expect(
+                result.errors.first?.hasPrefix("profiledrop replay: --timeline") == true, "\(result.errors)")
+            #expect(result.output.isEmpty, "\(path): the replay ran")
+        }
     }
 }

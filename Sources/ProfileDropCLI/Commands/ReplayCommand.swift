@@ -10,7 +10,7 @@ enum ReplayCommand: Subcommand {
     static let name = "replay"
     static let summary = "replay a capture deterministically and check every datagram is identical"
     static let parser = ArgumentParser(
-        command: name, options: [Options.device, Options.json, Options.keyFile])
+        command: name, options: [Options.device, Options.json, Options.keyFile, Options.timeline])
 
     /// Every option of `replay`, declared once.
     enum Options {
@@ -20,6 +20,9 @@ enum ReplayCommand: Subcommand {
         static let json = Flag("json", help: "one JSON object per line instead of text")
         static let keyFile = Option.text(
             "key-file", valueName: "PATH", help: "the device's static key file, for captures of 'share'")
+        static let timeline = Option.text(
+            "timeline", valueName: "OUT.svg",
+            help: "also draw the session as an SVG picture: datagrams, distance and bearing, gate, transfer")
     }
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
         guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
@@ -27,6 +30,8 @@ enum ReplayCommand: Subcommand {
                 "takes one capture file: profiledrop replay FILE [--device ID] [--json] [--key-file PATH]")
         }
         let json = arguments.has(Options.json)
+        let timelinePath = arguments.value(Options.timeline)
+        if let timelinePath { try TimelineOutput.checkWritable(timelinePath) }
         let capture = try CaptureFile.read(path: path)
         var devices = capture.devices
         if let selector = arguments.value(Options.device) {
@@ -38,6 +43,7 @@ enum ReplayCommand: Subcommand {
         }
         let givenKey = try arguments.value(Options.keyFile).map(loadKey)
         var total = 0
+        var timeline = SessionTimeline.Builder(title: "ProfileDrop session: \(TimelineOutput.fileName(path))")
         for device in devices {
             // A given key is for the device it belongs to; simulated devices derive theirs.
             let key = givenKey.flatMap { key in
@@ -46,15 +52,18 @@ enum ReplayCommand: Subcommand {
             }
             let result = try Replay.run(device, staticKey: key) { entry in
                 console.output(json ? jsonLine(entry) : Describe.line(entry))
+                timeline.add(entry)
             }
             switch result {
             case .identical(let datagrams):
                 total += datagrams
             case .diverged(let divergence):
                 report(divergence, json: json, console: console)
+                if let timelinePath { try TimelineOutput.write(timeline.timeline(), to: timelinePath) }
                 return .failure
             }
         }
+        if let timelinePath { try TimelineOutput.write(timeline.timeline(), to: timelinePath) }
         if json {
             console.output(
                 JSONValue.object([
@@ -80,7 +89,7 @@ enum ReplayCommand: Subcommand {
             console.output(
                 JSONValue.object([
                     ("event", .string("divergence")), ("device", .string(divergence.device)),
-                    ("t", .string(Describe.seconds(divergence.time))), ("reason", .string(divergence.reason)),
+                    ("t", seconds(divergence.time)), ("reason", .string(divergence.reason)),
                     ("recorded", .string(recorded)), ("replayed", .string(replayed)),
                 ]).serialized)
         } else {
@@ -98,23 +107,31 @@ enum ReplayCommand: Subcommand {
 
     private static func jsonLine(_ entry: ReplayEntry) -> String {
         var members: [(key: String, value: JSONValue)] = []
-        func add(_ fields: [(String, String)]) {
-            members += fields.map { (key: $0.0, value: JSONValue.string($0.1)) }
+        // A field named like a member already there (a BEACON's `device`, a peer's `name`) gets a
+        // distinct key: JSON objects have no duplicate keys.
+        func add(_ fields: [Describe.Field]) {
+            for field in fields {
+                var key = field.key
+                if members.contains(where: { $0.key == key }) {
+                    key = key == "device" ? "device_id" : key == "name" ? "peer_name" : "\(key)_field"
+                }
+                members.append((key: key, value: json(field.value)))
+            }
         }
         let common: [(key: String, value: JSONValue)] = [
-            ("t", .string(Describe.seconds(entry.time))), ("device", .string(entry.device)),
+            ("t", seconds(entry.time)), ("device", .string(entry.device)),
         ]
         switch entry.kind {
         case .start(let record, let card):
             members = [("event", .string("start"))] + common
             add([
-                ("device_id", record.deviceID.description), ("address", record.localAddress.description),
-                ("consent", Describe.policy(record.consent)),
-                ("static_public_key", Describe.hexString(record.staticPublicKey)),
+                ("device_id", .text(record.deviceID.description)),
+                ("address", .text(record.localAddress.description)),
+                ("consent", .text(Describe.policy(record.consent))),
+                ("static_public_key", .text(Describe.hexString(record.staticPublicKey))),
             ])
             if let card {
-                members.append(
-                    ("card", .object(Describe.card(card).map { (key: $0.0, value: .string($0.1)) })))
+                members.append(("card", cardObject(card)))
             }
         case .input(let input):
             let (kind, fields) = Describe.input(input)
@@ -123,16 +140,43 @@ enum ReplayCommand: Subcommand {
         case .sent(let datagram):
             let (type, fields) = Describe.datagram(datagram.bytes)
             members = [("event", .string("sent"))] + common + [("type", .string(type))]
-            add([("to", datagram.destination.description)] + fields)
+            add([("to", .text(datagram.destination.description))] + fields)
         case .event(let event):
             let (name, fields) = Describe.event(event)
             members = [("event", .string("device-event"))] + common + [("name", .string(name))]
-            add(fields)
+            if case .cardVerified(let card) = event {
+                members.append(("card", cardObject(card)))
+            } else if case .cardReceived(let card) = event {
+                members.append(("card", cardObject(card)))
+            } else {
+                add(fields)
+            }
         }
         if let frames = entry.frames {
             members.append(("frames", .array(frames.map { .string(Describe.frame($0)) })))
         }
         return JSONValue.object(members).serialized
+    }
+
+    /// A time as a JSON number of seconds (exact to the nanosecond for the day a capture may span).
+    static func seconds(_ time: Instant) -> JSONValue {
+        .number(Double(time.nanoseconds) / 1e9)
+    }
+
+    /// A card's fields as one object.
+    static func cardObject(_ card: ProfileCard) -> JSONValue {
+        .object(Describe.card(card).map { (key: $0.key, value: json($0.value)) })
+    }
+
+    /// A described value as JSON: numbers and booleans as themselves, not as strings.
+    static func json(_ value: Describe.Value) -> JSONValue {
+        switch value {
+        case .text(let text): .string(text)
+        case .integer(let integer):
+            integer.magnitude <= 1 << 53 ? .integer(integer) : .string(String(integer))
+        case .number(let number): number.isFinite ? .number(number) : .null
+        case .flag(let flag): .bool(flag)
+        }
     }
 }
 

@@ -14,7 +14,7 @@ enum SimulateCommand: Subcommand {
         options: [
             Options.seed, Options.swarm, Options.shard, Options.summary, Options.merge, Options.attacks,
             Options.kinds, Options.runs, Options.gateTrials, Options.quiet,
-            Options.capture, Options.captureDevice, Options.keylog,
+            Options.capture, Options.captureDevice, Options.keylog, Options.timeline,
         ])
 
     /// Every option of `simulate`, declared once.
@@ -58,6 +58,11 @@ enum SimulateCommand: Subcommand {
         static let captureDevice = Option.text(
             "capture-device", valueName: "NAME", help: "record only this device")
         static let keylog = Flag("keylog", help: "with --capture: also record what replay needs")
+        static let timeline = Option.text(
+            "timeline", valueName: "OUT.svg",
+            help:
+                "scenario of up to \(TimelineOutput.maximumDevices) devices: also draw the run as an SVG picture"
+        )
     }
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
         let seed = arguments.value(Options.seed)
@@ -71,6 +76,10 @@ enum SimulateCommand: Subcommand {
         }
         if (arguments.has(Options.shard) || arguments.has(Options.summary)) && !arguments.has(Options.swarm) {
             throw UsageError("--shard and --summary go with --swarm")
+        }
+        if arguments.has(Options.timeline) && (arguments.has(Options.merge) || arguments.positionals.isEmpty)
+        {
+            throw UsageError("--timeline goes with a scenario file")
         }
         if arguments.has(Options.merge) { return try merge(arguments, console: console) }
         if arguments.has(Options.kinds) && !arguments.has(Options.attacks) {
@@ -97,11 +106,18 @@ enum SimulateCommand: Subcommand {
             return .success
         }
         guard arguments.positionals.count == 1 else { throw UsageError("give one scenario file") }
+        let timelinePath = arguments.value(Options.timeline)
+        if let timelinePath { try TimelineOutput.checkWritable(timelinePath) }
         let scenario: Scenario
         do {
             scenario = try Scenario.load(contentsOf: arguments.positionals[0])
         } catch {
             throw UsageError("\(error)")
+        }
+        if timelinePath != nil && scenario.devices.count > TimelineOutput.maximumDevices {
+            throw UsageError(
+                "--timeline draws up to \(TimelineOutput.maximumDevices) devices; "
+                    + "the scenario has \(scenario.devices.count)")
         }
         let report: SimulationReport
         // A quiet run prints no transcript, so it keeps none: a 200-device room's would take most
@@ -129,6 +145,12 @@ enum SimulateCommand: Subcommand {
                 throw UsageError("--capture-device and --keylog go with --capture FILE")
             }
             report = Simulation.run(scenario: scenario, seed: seed, options: options)
+        }
+        if let timelinePath {
+            let title = "ProfileDrop simulation: \(TimelineOutput.fileName(arguments.positionals[0]))"
+            try TimelineOutput.writeSimulated(
+                scenario: scenario, seed: seed, title: title + (seed.map { ", seed \($0)" } ?? ""),
+                to: timelinePath)
         }
         let lines = arguments.has(Options.quiet) ? report.headerLines + report.outcomeLines : report.lines
         lines.forEach(console.output)

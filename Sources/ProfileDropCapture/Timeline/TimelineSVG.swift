@@ -1,0 +1,584 @@
+import ProfileDropCore
+
+/// Draws a ``SessionTimeline`` as one SVG picture, from top to bottom: the title with each device's
+/// outcome and, for a session that did not exchange, why; distance and bearing against the
+/// proximity gate's band with the gate's open spans; the card transfer's progress with its
+/// retransmissions; and the sequence chart of every datagram between the lifelines.
+///
+/// The text is generated directly (no dependencies), is the same for the same timeline, and
+/// escapes every string it draws.
+public enum TimelineSVG {
+    /// The picture's width in pixels.
+    public static let width = 1200
+
+    /// The SVG document for `timeline`.
+    public static func render(_ timeline: SessionTimeline) -> String {
+        var canvas = Canvas(timeline: timeline)
+        canvas.draw()
+        return canvas.document()
+    }
+
+    /// `text` with the five XML special characters escaped, for text and attribute values.
+    public static func escaped(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for character in text {
+            switch character {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&apos;"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+
+    /// `value` with one decimal at most, e.g. `12.5`, `300`, `-4.1`: the same text on every
+    /// platform.
+    static func decimal(_ value: Double) -> String {
+        guard value.isFinite else { return "0" }
+        let tenths = Int((value * 10).rounded())
+        let sign = tenths < 0 ? "-" : ""
+        let magnitude = tenths.magnitude
+        return magnitude % 10 == 0 ? "\(sign)\(magnitude / 10)" : "\(sign)\(magnitude / 10).\(magnitude % 10)"
+    }
+}
+
+/// The drawing state: the layout's positions and the SVG text so far.
+private struct Canvas {
+    let timeline: SessionTimeline
+    var body = ""
+    var height = 0
+
+    static let left = 120.0
+    static let right = Double(TimelineSVG.width) - 40
+    static let font = "DejaVu Sans, Helvetica, Arial, sans-serif"
+    static let palette = ["#2563eb", "#ea580c", "#7c3aed", "#0d9488", "#db2777", "#65a30d"]
+    static let uncaptured = "#6b7280"
+    static let red = "#dc2626"
+    static let amber = "#b45309"
+    static let bandFill = "#16a34a"
+    /// Where the sequence chart's column of decrypted frames begins.
+    static let framesX = 815.0
+
+    /// Seconds shown on the time axis, from the timeline's start.
+    let span: Double
+    let tick: Double
+
+    init(timeline: SessionTimeline) {
+        self.timeline = timeline
+        let seconds = Double((timeline.end - timeline.start).nanosecondsClamped) / 1e9
+        tick = Self.niceStep(max(seconds, 0.001) / 10)
+        span = max((seconds / tick).rounded(.up), 1) * tick
+    }
+
+    func document() -> String {
+        """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <svg xmlns="http://www.w3.org/2000/svg" width="\(TimelineSVG.width)" height="\(height)" \
+        viewBox="0 0 \(TimelineSVG.width) \(height)" font-family="\(Self.font)">
+        <rect class="background" x="0" y="0" width="\(TimelineSVG.width)" height="\(height)" fill="#ffffff"/>
+
+        """ + body + "</svg>\n"
+    }
+
+    // MARK: - Layout
+
+    mutating func draw() {
+        var y = header()
+        let distance = distancePanel(top: y + 34)
+        let bearing = bearingPanel(top: distance + 34)
+        let gates = gateStrip(top: bearing + 22)
+        let progress = progressPanel(top: gates + 34)
+        timeAxis(top: y + 34, bottom: progress)
+        y = sequenceChart(top: progress + 64)
+        height = Int(y.rounded(.up)) + 24
+    }
+
+    func color(_ lane: Int) -> String {
+        timeline.lanes.indices.contains(lane) && timeline.lanes[lane].isCaptured
+            ? Self.palette[lane % Self.palette.count] : Self.uncaptured
+    }
+
+    func name(_ lane: Int) -> String {
+        timeline.lanes.indices.contains(lane) ? timeline.lanes[lane].name : "?"
+    }
+
+    func x(_ time: Instant) -> Double {
+        let seconds = Double((time - timeline.start).nanosecondsClamped) / 1e9
+        return Self.left + min(max(seconds / span, 0), 1) * (Self.right - Self.left)
+    }
+
+    /// 1, 2 or 5 times a power of ten, at least `raw`.
+    static func niceStep(_ raw: Double) -> Double {
+        var power = 1.0
+        while power * 10 <= raw { power *= 10 }
+        while power > raw { power /= 10 }
+        for factor in [1.0, 2, 5, 10] where power * factor >= raw { return power * factor }
+        return power * 10
+    }
+
+    // MARK: - Header
+
+    mutating func header() -> Double {
+        text(28, 36, timeline.title, size: 20, weight: "bold", fill: "#111827", classes: "title")
+        let seconds = Double((timeline.end - timeline.start).nanosecondsClamped) / 1e9
+        let count = timeline.datagrams.count
+        text(
+            Self.right, 36, "\(count) datagram\(count == 1 ? "" : "s") in \(Self.fixed3(seconds)) s",
+            size: 12,
+            anchor: "end", fill: "#6b7280", classes: "summary")
+        var line =
+            "<text class=\"outcome\" x=\"28\" y=\"62\" font-size=\"14\" fill=\"#111827\" "
+            + "xml:space=\"preserve\">"
+        for (position, track) in timeline.tracks.enumerated() {
+            if position > 0 { line += "<tspan fill=\"#9ca3af\">  ·  </tspan>" }
+            let reason = track.closeReason ?? "did not close"
+            line +=
+                "<tspan font-weight=\"bold\" fill=\"\(color(track.lane))\">\(esc(name(track.lane))):</tspan>"
+                + "<tspan fill=\"\(track.exchanged ? "#166534" : Self.red)\"> \(esc(reason))</tspan>"
+        }
+        body += line + "</text>\n"
+        var bottom = 62.0
+        // The facts, as many to a line as fit (about 150 characters of 13-pixel text).
+        var lines: [String] = []
+        for fact in timeline.diagnosis {
+            if let last = lines.last, last.count + fact.count + 2 <= 150 {
+                lines[lines.count - 1] = last + "; " + fact
+            } else {
+                lines.append(lines.isEmpty ? "why: " + fact : fact)
+            }
+        }
+        for line in lines {
+            bottom += 20
+            text(28, bottom, line, size: 13, fill: Self.red, classes: "diagnosis")
+        }
+        return bottom
+    }
+
+    // MARK: - Distance and bearing
+
+    mutating func distancePanel(top: Double) -> Double {
+        let band = timeline.band
+        let samples = timeline.tracks.flatMap(\.samples)
+        // Far estimates (a peer walking away) are drawn at the top edge, so that the band keeps its
+        // height: the axis ends at three times the band's far edge at most.
+        let farthest = samples.map(\.distance).max() ?? 0
+        let highest = min(
+            max(farthest, band.distance.upperBound + band.distanceHysteresis), band.distance.upperBound * 3)
+        let step = Self.niceStep(highest * 1.15 / 5)
+        let ceiling = max((highest * 1.15 / step).rounded(.up), 1) * step
+        return valuePanel(
+            top: top, height: 170, title: "distance to the peer (cm), each device's estimate",
+            ceiling: ceiling,
+            step: step, band: band.distance,
+            bandLabel: "band \(dec(band.distance.lowerBound))–"
+                + "\(dec(band.distance.upperBound)) cm", kind: "distance", value: \.distance,
+            note: farthest > ceiling ? "↑ estimates up to \(dec(farthest)) cm drawn at the top edge" : nil)
+    }
+
+    mutating func bearingPanel(top: Double) -> Double {
+        let band = timeline.band
+        let samples = timeline.tracks.flatMap(\.samples)
+        let highest = max(samples.map(\.bearing).max() ?? 0, band.maximumBearing + band.bearingHysteresis)
+        let step = Self.niceStep(highest * 1.15 / 4)
+        let ceiling = min(max((highest * 1.15 / step).rounded(.up), 1) * step, 180)
+        return valuePanel(
+            top: top, height: 110, title: "bearing of the peer (°)", ceiling: ceiling, step: step,
+            band: 0...band.maximumBearing, bandLabel: "≤ \(dec(band.maximumBearing))°", kind: "bearing",
+            value: \.bearing)
+    }
+
+    /// A panel of one estimate over time: the band, the gate's open spans, one line per device.
+    mutating func valuePanel(
+        top: Double, height: Double, title: String, ceiling: Double, step: Double, band: ClosedRange<Double>,
+        bandLabel: String, kind: String, value: KeyPath<SessionTimeline.Sample, Double>, note: String? = nil
+    ) -> Double {
+        let bottom = top + height
+        func y(_ value: Double) -> Double { bottom - min(max(value / ceiling, 0), 1) * height }
+        text(Self.left, top - 8, title, size: 12, weight: "bold", fill: "#374151")
+        rect(Self.left, top, Self.right - Self.left, height, fill: "#f9fafb", stroke: "#d1d5db")
+        for track in timeline.tracks {
+            for span in track.gateOpen {
+                let start = x(span.start)
+                let end = x(span.end ?? timeline.end)
+                rect(
+                    start, top, max(end - start, 1), height, fill: "#0ea5e9", opacity: 0.07,
+                    classes: "gate-shade")
+            }
+        }
+        let bandTop = y(band.upperBound)
+        rect(
+            Self.left, bandTop, Self.right - Self.left, y(band.lowerBound) - bandTop, fill: Self.bandFill,
+            opacity: 0.16, classes: "band \(kind)")
+        for edge in [band.lowerBound, band.upperBound] where edge > 0 {
+            line(Self.left, y(edge), Self.right, y(edge), stroke: Self.bandFill, width: 1, dash: "5 3")
+        }
+        text(
+            Self.right - 6, bandTop + 13, bandLabel, size: 11, anchor: "end", fill: "#166534",
+            classes: "band-label")
+        var mark = 0.0
+        while mark <= ceiling + step / 2 {
+            line(Self.left - 4, y(mark), Self.left, y(mark), stroke: "#6b7280", width: 1)
+            text(Self.left - 8, y(mark) + 4, dec(mark), size: 10, anchor: "end", fill: "#6b7280")
+            mark += step
+        }
+        for track in timeline.tracks where !track.samples.isEmpty {
+            var segments: [[SessionTimeline.Sample]] = []
+            for sample in track.samples {
+                if sample.startsLine || segments.isEmpty { segments.append([]) }
+                segments[segments.count - 1].append(sample)
+            }
+            for segment in segments {
+                let points = segment.map { "\(dec(x($0.time))),\(dec(y($0[keyPath: value])))" }
+                    .joined(separator: " ")
+                body +=
+                    "<polyline class=\"estimate \(kind)\" data-device=\"\(esc(name(track.lane)))\" "
+                    + "points=\"\(points)\" fill=\"none\" stroke=\"\(color(track.lane))\" stroke-width=\"2\" "
+                    + "stroke-linejoin=\"round\"/>\n"
+                for sample in segment {
+                    circle(x(sample.time), y(sample[keyPath: value]), 2.2, fill: color(track.lane))
+                }
+            }
+        }
+        if let note { text(Self.right - 6, top + 16, note, size: 11, anchor: "end", fill: "#4b5563") }
+        if timeline.tracks.allSatisfy({ $0.samples.isEmpty }) {
+            text(
+                (Self.left + Self.right) / 2, top + height / 2 + 5, "no estimate: the devices never ranged",
+                size: 13, anchor: "middle", fill: "#6b7280")
+        }
+        return bottom
+    }
+
+    /// One row per device: when its proximity gate was open.
+    mutating func gateStrip(top: Double) -> Double {
+        var y = top
+        for track in timeline.tracks {
+            let label = "\(name(track.lane)) gate"
+            text(Self.left - 8, y + 13, label, size: 11, anchor: "end", fill: color(track.lane))
+            rect(Self.left, y, Self.right - Self.left, 18, fill: "#f3f4f6", stroke: "#e5e7eb")
+            if track.gateOpen.isEmpty {
+                text(Self.left + 8, y + 13, "never opened", size: 11, fill: Self.red, classes: "gate-never")
+            }
+            for span in track.gateOpen {
+                let start = x(span.start)
+                let end = x(span.end ?? timeline.end)
+                body +=
+                    "<rect class=\"gate-open\" data-device=\"\(esc(name(track.lane)))\" x=\"\(dec(start))\" "
+                    + "y=\"\(dec(y))\" width=\"\(dec(max(end - start, 2)))\" height=\"18\" "
+                    + "fill=\"\(color(track.lane))\" fill-opacity=\"0.75\"/>\n"
+                if end - start > 40 {
+                    text(start + 6, y + 13, "open", size: 11, weight: "bold", fill: "#ffffff")
+                }
+            }
+            y += 24
+        }
+        return y - 6
+    }
+
+    // MARK: - Card transfer
+
+    mutating func progressPanel(top: Double) -> Double {
+        let height = 100.0
+        let bottom = top + height
+        let total = max(timeline.tracks.flatMap(\.progress).map(\.total).max() ?? 0, 1)
+        func y(_ chunks: Int) -> Double { bottom - Double(chunks) / Double(total) * (height - 10) }
+        text(
+            Self.left, top - 8, "card transfer: chunks of each device's card acknowledged by the peer",
+            size: 12,
+            weight: "bold", fill: "#374151")
+        rect(Self.left, top, Self.right - Self.left, height, fill: "#f9fafb", stroke: "#d1d5db")
+        for chunks in [0, total] {
+            text(Self.left - 8, y(chunks) + 4, String(chunks), size: 10, anchor: "end", fill: "#6b7280")
+        }
+        var legend: [String] = []
+        for (position, track) in timeline.tracks.enumerated() {
+            // Each device's line a little above the previous one's, so that equal lines both show.
+            let lift = Double(position) * 3
+            func y(_ chunks: Int) -> Double { bottom - Double(chunks) / Double(total) * (height - 10) - lift }
+            guard let first = track.progress.first else { continue }
+            var points = ["\(dec(x(first.time))),\(dec(y(0)))"]
+            var level = 0
+            for progress in track.progress {
+                points.append("\(dec(x(progress.time))),\(dec(y(level)))")
+                level = progress.acknowledged
+                points.append("\(dec(x(progress.time))),\(dec(y(level)))")
+            }
+            let last = timeline.marks.last { $0.lane == track.lane }?.time ?? timeline.end
+            points.append("\(dec(x(max(last, track.progress.last?.time ?? last)))),\(dec(y(level)))")
+            body +=
+                "<polyline class=\"progress\" data-device=\"\(esc(name(track.lane)))\" "
+                + "points=\"\(points.joined(separator: " "))\" fill=\"none\" stroke=\"\(color(track.lane))\" "
+                + "stroke-width=\"2.5\"/>\n"
+            let retransmissions = track.retransmissions.count
+            legend.append(
+                "\(name(track.lane)): \(level)/\(track.progress.last?.total ?? 0)"
+                    + (retransmissions > 0
+                        ? ", \(retransmissions) retransmission\(retransmissions == 1 ? "" : "s")" : ""))
+            for retransmission in track.retransmissions {
+                let center = x(retransmission.time)
+                body +=
+                    "<path class=\"retransmission\" data-device=\"\(esc(name(track.lane)))\" "
+                    + "d=\"M\(dec(center - 5)),\(dec(top + 2)) L\(dec(center + 5)),\(dec(top + 2)) "
+                    + "L\(dec(center)),\(dec(top + 11)) Z\" fill=\"\(Self.red)\" stroke=\"\(color(track.lane))\"/>\n"
+            }
+        }
+        if legend.isEmpty {
+            text(
+                (Self.left + Self.right) / 2, top + height / 2 + 5, "no card transfer started", size: 13,
+                anchor: "middle", fill: "#6b7280", classes: "no-transfer")
+        } else {
+            let sentAgain = timeline.tracks.contains { !$0.retransmissions.isEmpty }
+            text(
+                Self.right, top - 8,
+                legend.joined(separator: "  ·  ") + (sentAgain ? "   (▼ chunk sent again)" : ""),
+                size: 11, anchor: "end", fill: "#374151", classes: "progress-legend")
+        }
+        return bottom
+    }
+
+    /// Vertical grid lines through the time panels and the seconds under them.
+    mutating func timeAxis(top: Double, bottom: Double) {
+        var seconds = 0.0
+        var grid = ""
+        while seconds <= span + tick / 2 {
+            let position = Self.left + seconds / span * (Self.right - Self.left)
+            grid +=
+                "<line x1=\"\(dec(position))\" y1=\"\(dec(top))\" x2=\"\(dec(position))\" y2=\"\(dec(bottom))\" "
+                + "stroke=\"#9ca3af\" stroke-opacity=\"0.35\" stroke-width=\"1\"/>\n"
+            text(
+                position, bottom + 16, "\(tickLabel(seconds)) s", size: 10, anchor: "middle", fill: "#6b7280")
+            seconds += tick
+        }
+        body += "<g class=\"grid\">\n" + grid + "</g>\n"
+    }
+
+    func tickLabel(_ value: Double) -> String {
+        // Ticks are multiples of 1, 2 or 5 × 10^k: three decimals at most for the spans replays have.
+        let thousandths = Int((value * 1000).rounded())
+        var text = "\(thousandths / 1000)"
+        var fraction = thousandths % 1000
+        if fraction > 0 {
+            var digits = ""
+            var divisor = 100
+            while fraction > 0 {
+                digits += String(fraction / divisor)
+                fraction %= divisor
+                divisor /= 10
+            }
+            text += "." + digits
+        }
+        return text
+    }
+
+    // MARK: - Sequence chart
+
+    enum Row {
+        case datagram(SessionTimeline.Datagram)
+        case mark(SessionTimeline.Mark)
+
+        var time: Instant {
+            switch self {
+            case .datagram(let datagram): datagram.sentAt
+            case .mark(let mark): mark.time
+            }
+        }
+    }
+
+    mutating func sequenceChart(top: Double) -> Double {
+        let lanes = timeline.lanes.count
+        let first = 240.0
+        let last = 740.0
+        func laneX(_ lane: Int) -> Double {
+            lanes <= 1 ? (first + last) / 2 : first + (last - first) * Double(lane) / Double(lanes - 1)
+        }
+        text(
+            28, top - 30, "datagrams, in the order sent (time runs down)", size: 12, weight: "bold",
+            fill: "#374151")
+        text(28, top + 4, "time", size: 11, weight: "bold", fill: "#6b7280")
+        text(Self.framesX, top + 4, "frames inside SECURE", size: 11, weight: "bold", fill: "#6b7280")
+        for lane in timeline.lanes.indices {
+            let label = name(lane)
+            let size = lanes > 3 ? 11 : 13
+            let width = Double(label.count * size) * 0.58 + 20
+            rect(
+                laneX(lane) - width / 2, top - 14, width, 24, fill: color(lane), radius: 5,
+                classes: "lane-head")
+            text(laneX(lane), top + 3, label, size: size, weight: "bold", anchor: "middle", fill: "#ffffff")
+            if !timeline.lanes[lane].isCaptured {
+                text(laneX(lane), top - 19, "not captured", size: 10, anchor: "middle", fill: Self.uncaptured)
+            }
+        }
+        var rows: [Row] = timeline.datagrams.map(Row.datagram) + timeline.marks.map(Row.mark)
+        rows = rows.indices.sorted { a, b in
+            rows[a].time != rows[b].time ? rows[a].time < rows[b].time : a < b
+        }.map { rows[$0] }
+        var y = top + 30
+        var previous: Instant?
+        var content = ""
+        swap(&content, &body)
+        for row in rows {
+            if let previous, row.time - previous >= .milliseconds(250) {
+                let gap = Double((row.time - previous).nanosecondsClamped) / 1e9
+                text(
+                    28, y + 4, "… \(dec(gap < 1 ? gap * 1000 : gap))\(gap < 1 ? " ms" : " s") later",
+                    size: 10,
+                    fill: "#9ca3af")
+                y += 16
+            }
+            previous = row.time
+            let seconds = Double((row.time - timeline.start).nanosecondsClamped) / 1e9
+            text(28, y + 4, "\(Self.fixed3(seconds)) s", size: 10, fill: "#6b7280")
+            switch row {
+            case .datagram(let datagram): arrow(datagram, y: y, laneX: laneX)
+            case .mark(let mark): markBox(mark, y: y, x: laneX(mark.lane))
+            }
+            y += 18
+        }
+        swap(&content, &body)
+        for lane in timeline.lanes.indices {
+            line(laneX(lane), top + 10, laneX(lane), y, stroke: color(lane), width: 1.5, dash: "2 3")
+        }
+        body += content
+        return y
+    }
+
+    mutating func arrow(_ datagram: SessionTimeline.Datagram, y: Double, laneX: (Int) -> Double) {
+        let from = laneX(datagram.sender)
+        let target: Double
+        if let receiver = datagram.receiver, receiver != datagram.sender {
+            target = laneX(receiver)
+        } else {
+            // Multicast nobody captured received: towards the middle of the chart.
+            target = from + (from < 490 ? 90 : -90)
+        }
+        let lost = datagram.fate == .notReceived
+        let to = lost ? from + (target - from) * 0.55 : target
+        let stroke: String
+        var label = datagram.type
+        if datagram.copies > 1 { label += " ×\(datagram.copies)" }
+        switch datagram.fate {
+        case .delivered: stroke = color(datagram.sender)
+        case .notReceived:
+            stroke = Self.red
+            label += " · not received"
+        case .altered:
+            stroke = Self.amber
+            label += " · altered on the way"
+        case .unknown: stroke = color(datagram.sender)
+        }
+        if let rejection = datagram.rejection { label += " · dropped: \(rejection)" }
+        if let received = datagram.receivedAt, received - datagram.sentAt >= .milliseconds(50) {
+            let delay = Double((received - datagram.sentAt).nanosecondsClamped) / 1e6
+            label += " · +\(dec(delay)) ms"
+        }
+        let fate: String
+        switch datagram.fate {
+        case .delivered: fate = "delivered"
+        case .notReceived: fate = "not-received"
+        case .altered: fate = "altered"
+        case .unknown: fate = "unknown"
+        }
+        var group =
+            "<g class=\"datagram \(fate)\" data-type=\"\(esc(datagram.type))\" "
+            + "data-from=\"\(esc(name(datagram.sender)))\">"
+        let direction: Double = to >= from ? 1 : -1
+        let dash = lost || datagram.fate == .unknown ? " stroke-dasharray=\"5 3\"" : ""
+        group +=
+            "<line x1=\"\(dec(from))\" y1=\"\(dec(y))\" x2=\"\(dec(to - direction * 6))\" y2=\"\(dec(y))\" "
+            + "stroke=\"\(stroke)\" stroke-width=\"1.6\"\(dash)/>"
+        if lost {
+            group +=
+                "<path d=\"M\(dec(to - 4)),\(dec(y - 4)) L\(dec(to + 4)),\(dec(y + 4)) M\(dec(to - 4)),\(dec(y + 4)) "
+                + "L\(dec(to + 4)),\(dec(y - 4))\" stroke=\"\(Self.red)\" stroke-width=\"2\"/>"
+        } else {
+            group +=
+                "<path d=\"M\(dec(to)),\(dec(y)) L\(dec(to - direction * 8)),\(dec(y - 4)) "
+                + "L\(dec(to - direction * 8)),\(dec(y + 4)) Z\" fill=\"\(stroke)\"/>"
+        }
+        let labelColor = datagram.fate == .delivered && datagram.rejection == nil ? "#111827" : stroke
+        group +=
+            "<text x=\"\(dec((from + to) / 2))\" y=\"\(dec(y - 3))\" font-size=\"10\" "
+            + "text-anchor=\"middle\" fill=\"\(datagram.rejection == nil ? labelColor : Self.red)\">"
+            + "\(esc(label))</text>"
+        if !datagram.frames.isEmpty {
+            var frames = datagram.frames.joined(separator: " ")
+            if frames.count > 62 { frames = String(frames.prefix(61)) + "…" }
+            group +=
+                "<text x=\"\(dec(Self.framesX))\" y=\"\(dec(y + 4))\" font-size=\"10\" fill=\"#4b5563\">\(esc(frames))</text>"
+        }
+        body += group + "</g>\n"
+    }
+
+    mutating func markBox(_ mark: SessionTimeline.Mark, y: Double, x: Double) {
+        let fill: String
+        let ink: String
+        switch mark.kind {
+        case .progress: (fill, ink) = ("#e0f2fe", "#075985")
+        case .decision: (fill, ink) = ("#fef3c7", "#92400e")
+        case .failure: (fill, ink) = ("#fee2e2", "#991b1b")
+        case .success: (fill, ink) = ("#dcfce7", "#166534")
+        }
+        let width = Double(mark.text.count) * 6.3 + 14
+        body +=
+            "<g class=\"mark\" data-device=\"\(esc(name(mark.lane)))\"><rect x=\"\(dec(x - width / 2))\" "
+            + "y=\"\(dec(y - 8))\" width=\"\(dec(width))\" height=\"16\" rx=\"8\" fill=\"\(fill)\" "
+            + "stroke=\"\(ink)\" stroke-width=\"0.8\"/><text x=\"\(dec(x))\" y=\"\(dec(y + 4))\" "
+            + "font-size=\"11\" text-anchor=\"middle\" fill=\"\(ink)\">\(esc(mark.text))</text></g>\n"
+    }
+
+    /// Seconds with three decimals: `1.042`.
+    static func fixed3(_ value: Double) -> String {
+        let thousandths = Int((value * 1000).rounded())
+        let fraction = String(thousandths % 1000)
+        return "\(thousandths / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
+    }
+
+    // MARK: - Primitives
+
+    func esc(_ text: String) -> String { TimelineSVG.escaped(text) }
+    func dec(_ value: Double) -> String { TimelineSVG.decimal(value) }
+
+    mutating func text(
+        _ x: Double, _ y: Double, _ content: String, size: Int, weight: String? = nil, anchor: String? = nil,
+        fill: String, classes: String? = nil
+    ) {
+        var element = "<text"
+        if let classes { element += " class=\"\(classes)\"" }
+        element += " x=\"\(dec(x))\" y=\"\(dec(y))\" font-size=\"\(size)\""
+        if let weight { element += " font-weight=\"\(weight)\"" }
+        if let anchor { element += " text-anchor=\"\(anchor)\"" }
+        body += element + " fill=\"\(fill)\">\(esc(content))</text>\n"
+    }
+
+    mutating func rect(
+        _ x: Double, _ y: Double, _ width: Double, _ height: Double, fill: String, stroke: String? = nil,
+        opacity: Double? = nil, radius: Double? = nil, classes: String? = nil
+    ) {
+        var element = "<rect"
+        if let classes { element += " class=\"\(classes)\"" }
+        element += " x=\"\(dec(x))\" y=\"\(dec(y))\" width=\"\(dec(width))\" height=\"\(dec(height))\""
+        if let radius { element += " rx=\"\(dec(radius))\"" }
+        element += " fill=\"\(fill)\""
+        if let opacity { element += " fill-opacity=\"\(opacity)\"" }
+        if let stroke { element += " stroke=\"\(stroke)\"" }
+        body += element + "/>\n"
+    }
+
+    mutating func line(
+        _ x1: Double, _ y1: Double, _ x2: Double, _ y2: Double, stroke: String, width: Double,
+        dash: String? = nil
+    ) {
+        var element =
+            "<line x1=\"\(dec(x1))\" y1=\"\(dec(y1))\" x2=\"\(dec(x2))\" y2=\"\(dec(y2))\" stroke=\"\(stroke)\" "
+            + "stroke-width=\"\(dec(width))\""
+        if let dash { element += " stroke-dasharray=\"\(dash)\"" }
+        body += element + "/>\n"
+    }
+
+    mutating func circle(_ x: Double, _ y: Double, _ radius: Double, fill: String) {
+        body += "<circle cx=\"\(dec(x))\" cy=\"\(dec(y))\" r=\"\(dec(radius))\" fill=\"\(fill)\"/>\n"
+    }
+}

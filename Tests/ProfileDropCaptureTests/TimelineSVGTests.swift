@@ -1,0 +1,165 @@
+import Foundation
+import ProfileDropCapture
+import ProfileDropCore
+import Testing
+
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
+
+/// `TimelineSVG` over the golden captures: what the picture holds, and that a real SVG renderer
+/// (rsvg-convert, Debian's librsvg2-bin) draws it.
+struct TimelineSVGTests {
+    static func picture(_ name: String) throws -> (
+        capture: CaptureFile, timeline: SessionTimeline, svg: String
+    ) {
+        let (capture, timeline) = try SessionTimelineTests.golden(name)
+        return (capture, timeline, TimelineSVG.render(timeline))
+    }
+
+    static func count(_ needle: String, in text: String) -> Int {
+        text.components(separatedBy: needle).count - 1
+    }
+
+    /// Whether `svg` parses as XML, and the root's width and height.
+    static func parse(_ svg: String) -> (wellFormed: Bool, width: Int?, height: Int?) {
+        final class Root: NSObject, XMLParserDelegate {
+            var attributes: [String: String]?
+            func parser(
+                _ parser: XMLParser, didStartElement element: String, namespaceURI: String?,
+                qualifiedName: String?, attributes: [String: String] = [:]
+            ) {
+                if attributes.isEmpty == false, self.attributes == nil, element == "svg" {
+                    self.attributes = attributes
+                }
+            }
+        }
+        let parser = XMLParser(data: Data(svg.utf8))
+        let root = Root()
+        parser.delegate = root
+        let wellFormed = parser.parse()
+        return (
+            wellFormed, root.attributes?["width"].flatMap { Int($0) },
+            root.attributes?["height"].flatMap { Int($0) }
+        )
+    }
+
+    static var rsvgConvert: String? {
+        ["/usr/bin/rsvg-convert", "/usr/local/bin/rsvg-convert", "/opt/homebrew/bin/rsvg-convert"].first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
+    }
+
+    @Test(arguments: [
+        "happy-path", "out-of-range", "declined", "lossy-link", "tampered", "simultaneous-invite",
+    ])
+    func oneArrowPerDatagramTheBandsAndTheOutcome(_ name: String) throws {
+        let (capture, timeline, svg) = try Self.picture(name)
+        let parsed = Self.parse(svg)
+        #expect(parsed.wellFormed)
+        #expect(parsed.width == TimelineSVG.width)
+        #expect(
+            Self.count("<g class=\"datagram ", in: svg) == capture.devices.map(\.outbound.count).reduce(0, +))
+        #expect(
+            Self.count("<g class=\"datagram not-received\"", in: svg)
+                == timeline.datagrams.filter { $0.fate == .notReceived }.count)
+        #expect(Self.count("class=\"band distance\"", in: svg) == 1)
+        #expect(Self.count("class=\"band bearing\"", in: svg) == 1)
+        #expect(svg.contains(">band 5–10 cm</text>"))
+        #expect(svg.contains(">≤ 30°</text>"))
+        #expect(
+            Self.count("<rect class=\"gate-open\"", in: svg)
+                == timeline.tracks.map(\.gateOpen.count).reduce(0, +))
+        #expect(
+            Self.count("class=\"gate-never\"", in: svg) == timeline.tracks.filter(\.gateOpen.isEmpty).count)
+        #expect(svg.contains("class=\"title\"") && svg.contains(">\(name)</text>"))
+        for track in timeline.tracks {
+            #expect(svg.contains("> \(track.closeReason ?? "did not close")</tspan>"))
+        }
+    }
+
+    @Test func theBandSpansFiveToTenCentimetresOnTheAxis() throws {
+        let (_, _, svg) = try Self.picture("out-of-range")
+        // The distance axis tops at 20 cm over 170 px: the band is 5 cm tall (42.5 px), from 10 cm.
+        let band = try #require(
+            svg.components(separatedBy: "\n").first { $0.contains("class=\"band distance\"") })
+        #expect(band.contains("height=\"42.5\""))
+        #expect(svg.contains("why: neither gate opened: "))
+        #expect(svg.contains("class=\"no-transfer\""))
+        let (_, _, happy) = try Self.picture("happy-path")
+        #expect(!happy.contains("why: "))
+        #expect(!happy.contains("class=\"no-transfer\""))
+        #expect(Self.count("<polyline class=\"progress\"", in: happy) == 2)
+        let (_, lossy, lossySVG) = try Self.picture("lossy-link")
+        #expect(
+            Self.count("<path class=\"retransmission\"", in: lossySVG)
+                == lossy.tracks.map(\.retransmissions.count).reduce(0, +))
+        #expect(lossySVG.contains("(▼ chunk sent again)"))
+    }
+
+    @Test func textIsEscaped() throws {
+        var (_, timeline, _) = try Self.picture("declined")
+        timeline.title = "<script> & \"quotes\" 'too'"
+        timeline.lanes[0].name = "a<b"
+        let svg = TimelineSVG.render(timeline)
+        #expect(svg.contains("&lt;script&gt; &amp; &quot;quotes&quot; &apos;too&apos;"))
+        #expect(!svg.contains("<script>"))
+        #expect(svg.contains(">a&lt;b<") || svg.contains(">a&lt;b:<"))
+        #expect(Self.parse(svg).wellFormed)
+    }
+
+    /// docs/timeline-example.svg, which the README shows, is what `profiledrop replay
+    /// Captures/happy-path.pcapng --timeline docs/timeline-example.svg` draws today.
+    @Test func theREADMEPictureIsCurrent() throws {
+        var (_, timeline, _) = try Self.picture("happy-path")
+        timeline.title = "ProfileDrop session: happy-path.pcapng"
+        let committed = try String(
+            contentsOf: GoldenCaptures.packageRoot.appendingPathComponent("docs/timeline-example.svg"),
+            encoding: .utf8)
+        #expect(
+            committed == TimelineSVG.render(timeline),
+            "redraw it: profiledrop replay Captures/happy-path.pcapng --timeline docs/timeline-example.svg")
+    }
+
+    @Test func theSameTimelineGivesTheSameText() throws {
+        let first = try Self.picture("lossy-link").svg
+        let second = try Self.picture("lossy-link").svg
+        #expect(first == second)
+    }
+
+    @Test(
+        .enabled(
+            if: TimelineSVGTests.rsvgConvert != nil,
+            "rsvg-convert is not installed (apt-get install librsvg2-bin)"),
+        arguments: ["happy-path", "out-of-range"])
+    func rsvgConvertDrawsItAsAPNG(_ name: String) throws {
+        let (_, _, svg) = try Self.picture(name)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "profiledrop-timeline-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let input = directory.appendingPathComponent("\(name).svg")
+        let output = directory.appendingPathComponent("\(name).png")
+        try Data(svg.utf8).write(to: input)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try #require(Self.rsvgConvert))
+        process.arguments = [input.path, "-o", output.path]
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        let complaint = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(complaint)")
+        #expect(complaint.isEmpty, "\(complaint)")
+        let png = [UInt8](try Data(contentsOf: output))
+        // The signature, then IHDR: width and height, big-endian, at bytes 16 and 20.
+        #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]))
+        try #require(png.count > 24)
+        func word(_ offset: Int) -> Int { png[offset..<(offset + 4)].reduce(0) { $0 << 8 | Int($1) } }
+        #expect(word(16) == TimelineSVG.width)
+        #expect(word(20) == Self.parse(svg).height)
+        #expect((800...20_000).contains(word(20)))
+        // A drawing, not a blank page: the file holds far more than a flat colour compresses to.
+        #expect(png.count > 50_000)
+    }
+}
