@@ -145,7 +145,13 @@ import Testing
             let (code, console) = Self.run(arguments)
             #expect(code == ExitCode.usage.rawValue, "\(arguments)")
             #expect(console.errorLines == ["profiledrop peers: \(message)"], "\(arguments)")
-            #expect(console.outputLines.isEmpty, "\(arguments)")
+            // Asked for JSON lines, the command writes its error as one too; otherwise nothing.
+            if arguments.contains("--json") {
+                #expect(
+                    console.outputLines.count == 1 && console.outputLines[0].contains(#""event":"error""#))
+            } else {
+                #expect(console.outputLines.isEmpty, "\(arguments)")
+            }
         }
         #expect(try KnownPeersStore.load(at: path).count == 2)
     }
