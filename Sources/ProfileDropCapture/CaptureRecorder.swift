@@ -351,6 +351,11 @@ public struct CapturingDevice: SansIODevice {
         recording(.decision(decision), at: time) { $0.decide(decision, at: time) }
     }
 
+    /// `Device.cancel(at:)`, recorded.
+    public mutating func cancel(at time: Instant) {
+        recording(.cancel, at: time) { $0.cancel(at: time) }
+    }
+
     /// `Device.pollTransmit()`; the datagram is recorded as an outbound packet.
     public mutating func pollTransmit() -> OutgoingDatagram? {
         guard let datagram = device.pollTransmit() else { return nil }

@@ -119,6 +119,8 @@ public enum CapturedInput: Equatable, Sendable {
     case pose(Pose)
     /// `decide(_:at:)`.
     case decision(ConsentDecision)
+    /// `cancel(at:)`: the owner stopped the device.
+    case cancel
     /// `handleDatagram(_:from:at:)`, with the bytes embedded.
     case datagram(bytes: [UInt8], source: PeerAddress)
 }
@@ -183,6 +185,7 @@ public enum CaptureRecord: Equatable, Sendable {
         case pose = 2
         case decision = 3
         case datagram = 4
+        case cancel = 5
     }
 
     /// The Custom Block data: a 4-byte big-endian length, then version (2), kind (1) and the body.
@@ -227,6 +230,8 @@ public enum CaptureRecord: Equatable, Sendable {
             case .decision(let decision):
                 writer.writeInteger(InputKind.decision.rawValue)
                 writer.writeInteger(decision.rawValue)
+            case .cancel:
+                writer.writeInteger(InputKind.cancel.rawValue)
             case .datagram(let bytes, let source):
                 precondition(bytes.count <= Int(UInt16.max), "datagram too long to record")
                 writer.writeInteger(InputKind.datagram.rawValue)
@@ -330,6 +335,8 @@ public enum CaptureRecord: Equatable, Sendable {
                     throw CaptureError(.malformed, "decision \(raw) is not defined")
                 }
                 input = .decision(decision)
+            case .cancel:
+                input = .cancel
             case .datagram:
                 let source = PeerAddress(
                     ipv4: try reader.u32("source address"), port: try reader.u16("source port"))

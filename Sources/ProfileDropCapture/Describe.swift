@@ -106,6 +106,8 @@ public enum Describe {
             )
         case .decision(let decision):
             return ("decide", [("decision", .text(self.decision(decision)))])
+        case .cancel:
+            return ("cancel", [])
         case .datagram(let bytes, let source):
             let (type, fields) = datagram(bytes)
             return ("recv", [("type", .text(type)), ("from", .text(source.description))] + fields)

@@ -60,6 +60,8 @@ public struct ImpairedDevice<Inner: SansIODevice>: SansIODevice {
         inner.decide(decision, at: time)
     }
 
+    public mutating func cancel(at time: Instant) { inner.cancel(at: time) }
+
     /// The wrapped device's next datagram, unless the impairment drops it; a duplicated one comes
     /// out twice in a row.
     public mutating func pollTransmit() -> OutgoingDatagram? {

@@ -466,6 +466,9 @@ final class InteractiveShare: Sendable {
         }
     }
 
+    /// The child's process id, for signals.
+    var processIdentifier: Int32 { process.processIdentifier }
+
     /// Writes `line` and a newline to the process's standard input.
     func send(_ line: String) {
         try? input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
@@ -547,5 +550,38 @@ final class InteractiveShare: Sendable {
                 try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
             #expect(object["reason"] as? String == "nothing_exchanged")
         }
+    }
+
+    @Test func anInterruptedDeviceTellsItsPeerAtOnce() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = String(freeUDPPort())
+        func arguments(_ index: Int, card: String, pose: String) throws -> [String] {
+            let path = directory.appendingPathComponent("card\(index).json").path
+            try card.write(toFile: path, atomically: true, encoding: .utf8)
+            return [
+                "share", "--profile", path, "--yes", "--json", "--interface", "lo", "--port", port,
+                "--timeout", "20",
+                "--pose", pose, "--still", "--key-file", directory.appendingPathComponent("key\(index)").path,
+                "--known-peers", directory.appendingPathComponent("peers\(index)").path,
+            ]
+        }
+        // 20 cm apart: they pair and range, but never come in range, so only the interruption can
+        // end the peer's session early (its ranging window alone would take 3 s, then it would
+        // look for someone else until --timeout).
+        let first = try InteractiveShare(try arguments(0, card: ShareCommandTests.bori, pose: "0,0,0"))
+        let second = try InteractiveShare(try arguments(1, card: ShareCommandTests.max, pose: "20,0,180"))
+        _ = try #require(first.next("secured", within: 15), "\(first.lines)")
+        _ = try #require(second.next("secured", within: 15), "\(second.lines)")
+        kill(first.processIdentifier, SIGINT)
+        let interruptedAt = Date()
+        let interrupted = first.finish(within: 5)
+        let peer = second.finish(within: 5)
+        #expect(Date().timeIntervalSince(interruptedAt) < 2, "the peer took its time")
+        #expect(interrupted.code == 130)
+        #expect(peer.code == 4, "\(peer.lines.suffix(2))")
+        let closed = try #require(peer.lines.last.flatMap(InteractiveShare.parse))
+        #expect(closed["reason"] as? String == "declined")
+        #expect(closed["detail"] as? String == "declined by peer")
     }
 }

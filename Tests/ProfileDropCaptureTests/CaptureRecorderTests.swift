@@ -37,6 +37,22 @@ struct CaptureRecorderTests {
         }
     }
 
+    /// The owner stopping a device mid-session is an input like any other: recorded, and replayed
+    /// to the same CLOSE(declined).
+    @Test func aCancelledRunReplaysIdentically() throws {
+        var run = try TwoDeviceRun(options: CaptureOptions(keylog: true))
+        run.run(until: Instant.zero + .milliseconds(700))
+        run.act(0) { $0.cancel(at: $1) }
+        run.run(until: Instant.zero + .seconds(10))
+        #expect(run.closeReasons == [.declined(by: .local), .declined(by: .peer)])
+        let capture = try CaptureFile(bytes: run.recorder.fileBytes())
+        #expect(capture.devices[0].inputs.contains { $0.input == .cancel })
+        for (index, device) in capture.devices.enumerated() {
+            let result = try Replay.run(device, staticKey: TwoDeviceRun.staticKey(index))
+            #expect(result == .identical(datagrams: device.outbound.count))
+        }
+    }
+
     /// The identity and the known peers change what a device sends (IDENT tags, PROOFs): a replay
     /// without either of them differs from the capture.
     @Test func replayWithoutTheRecordedIdentityOrKnownPeersDiverges() throws {

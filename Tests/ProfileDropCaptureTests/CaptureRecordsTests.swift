@@ -99,6 +99,7 @@ struct CaptureRecordsTests {
             input(.pose(Pose(x: -0.0, y: 0, heading: Double(360).nextDown))),
             input(.pose(Pose(x: -1.5, y: 2, heading: -0.0))),
             input(.decision(.share)), input(.decision(.receiveOnly)), input(.decision(.decline)),
+            input(.cancel),
             input(.datagram(bytes: [], source: PeerAddress(ipv4: 0, port: 0))),
             input(.datagram(bytes: [1, 2, 3], source: PeerAddress(10, 0, 0, 1, port: 5000))),
             input(

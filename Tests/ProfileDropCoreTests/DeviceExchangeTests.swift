@@ -362,6 +362,24 @@ extension VirtualRoom {
         #expect(hold >= .seconds(1) && hold <= .milliseconds(1_020), "decided \(hold) after done")
     }
 
+    /// Cancelled in ranging, consenting (verification under way) and the confirmation hold: the
+    /// peer learns at once, and neither delivers a card.
+    @Test(arguments: [500, 1_600, 2_300])
+    func aCancelledDeviceTellsItsPeerAtOnce(atMilliseconds: Int) {
+        var room = VirtualRoom.boriAndKong()
+        let cancelAt = Instant.zero + .milliseconds(atMilliseconds)
+        room.run(until: cancelAt)
+        #expect(room.closeReason(0) == nil && room.closeReason(1) == nil)
+        room.act(0) { $0.cancel(at: $1) }
+        // 5 ms each way: a round trip is 10 ms.
+        room.run(until: cancelAt + .milliseconds(20))
+        #expect(room.closeReason(0) == .declined(by: .local))
+        #expect(room.closeReason(1) == .declined(by: .peer))
+        room.run(until: Instant.zero + .seconds(10))
+        #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
+        #expect(room.devices.allSatisfy { $0.nextDeadline == nil })
+    }
+
     @Test func aCleanCloseEndsBothSessionsWithinAFewRoundTrips() {
         var room = VirtualRoom.boriAndKong()
         let times = Self.timesOf(&room, until: Instant.zero + .seconds(30)) { _ in false }

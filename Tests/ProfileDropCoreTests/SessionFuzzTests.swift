@@ -70,6 +70,11 @@ struct CheckedDevice: SansIODevice {
         checkBounds()
     }
 
+    mutating func cancel(at time: Instant) {
+        device.cancel(at: time)
+        checkBounds()
+    }
+
     mutating func pollTransmit() -> OutgoingDatagram? {
         guard let datagram = device.pollTransmit() else { return nil }
         if datagram.bytes.count > WireConstants.maxDatagramSize { problems.append("oversized datagram") }

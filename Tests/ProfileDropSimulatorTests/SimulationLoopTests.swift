@@ -142,6 +142,8 @@ private struct ToyDevice: SansIODevice {
 
     mutating func updatePose(_ pose: Pose, at time: Instant) { self.pose = pose }
 
+    mutating func cancel(at time: Instant) {}
+
     mutating func decide(_ decision: ConsentDecision, at time: Instant) {
         guard let peer else { return }
         if decision != .decline {

@@ -142,10 +142,13 @@ final class ShareSession {
             // Standard input is watched until it ends: a closed one is always readable.
             let stdinReadable = try driver.turn(
                 wakingBy: wake, alsoWatching: readsStdin && stdinOpen ? STDIN_FILENO : nil, onEvent: onEvent)
+            // Once the outcome is reported, a signal or `q` only cuts the close short.
             if let signal = EndingSignal.received {
+                if closedAt != nil { break }
                 return try endEarly(&driver, state: state, signal: signal, onEvent: onEvent)
             }
             if stdinReadable, readInput(&driver.device, state: state) == .quit {
+                if closedAt != nil { break }
                 return try endEarly(&driver, state: state, signal: nil, onEvent: onEvent)
             }
             let now = clock.now
@@ -179,17 +182,25 @@ final class ShareSession {
         return Self.exitCode(for: stopped ?? core.closedReason ?? .timeout(.noExchange))
     }
 
-    /// Ends the run at the user's word (`q`, or a signal): a pending request is declined first,
-    /// so the peer hears CONSENT(decline) and CLOSE(declined) at once instead of waiting out its
-    /// timers; then the final line, and the exit code (4 for `q`, 128 + the signal's number).
+    /// Ends the run at the user's word (`q`, or a signal): the device is cancelled, so a live
+    /// session sends CLOSE(declined) (with CONSENT(decline) if a question was pending) and the peer
+    /// hears at once instead of waiting out its timers; the process stays until the core has
+    /// nothing left to do, at most ``exitLinger``, answering the close. Then the final line, and
+    /// the exit code (4 for `q`, 128 + the signal's number).
     private func endEarly<D: SansIODevice>(
         _ driver: inout DeviceDriver<D, UDPHost>, state: KeyPath<D, Device>, signal: Int32?,
         onEvent: (DeviceEvent, D) -> Void
     ) throws -> ExitCode {
-        if pendingConsent {
-            pendingConsent = false
-            driver.device.decide(.decline, at: clock.now)
-            try driver.flush(onEvent: onEvent)
+        let wasClosed = driver.device.isClosed
+        pendingConsent = false
+        driver.device.cancel(at: clock.now)
+        try driver.flush(onEvent: onEvent)
+        if !wasClosed {
+            let end = clock.now + Self.exitLinger
+            while let due = driver.device.nextDeadline, clock.now < end {
+                _ = try driver.turn(wakingBy: min(due, end), alsoWatching: nil, onEvent: onEvent)
+                try driver.flush(onEvent: onEvent)
+            }
         }
         display.finish(
             reason: nil, snapshot: driver.device[keyPath: state].snapshot, card: nil,

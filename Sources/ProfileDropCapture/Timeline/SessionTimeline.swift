@@ -334,6 +334,8 @@ extension SessionTimeline {
                         Mark(
                             lane: lane, time: entry.time, text: "user: \(Describe.decision(decision))",
                             kind: .decision))
+                case .cancel:
+                    marks.append(Mark(lane: lane, time: entry.time, text: "user: stop", kind: .decision))
                 case .timeout, .pose:
                     break
                 }

@@ -291,6 +291,17 @@ extension Device {
         closeDevice(reasonAtLimit(cut: cut))
     }
 
+    /// Closes the live session as the owner's cancellation (``ExchangeSession/cancelByOwner(context:)``),
+    /// then the device, with `declined by us`.
+    mutating func stopForOwner() {
+        guard closeReason == nil else { return }
+        if let sessionID = exchange?.sessionID {
+            exchange?.cancelByOwner(context: &context)
+            _ = takeOutcomes(cutting: sessionID)
+        }
+        closeDevice(.declined(by: .local))
+    }
+
     /// Why the device closes at its overall limit, most informative first: the latest error a
     /// session of the run ended with (a peer broke a rule, which trying again will not mend); else
     /// the reason the live session was closed with at the limit (`cut`); else `out of range` if the

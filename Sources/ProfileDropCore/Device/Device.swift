@@ -122,6 +122,17 @@ public struct Device {
         afterInput()
     }
 
+    /// The owner stops the device: a live session is closed as declined by us, with
+    /// CLOSE(declined) (and CONSENT(decline) first if we had not decided), so the peer learns it
+    /// within a round trip instead of waiting out its timers; a handshake is dropped. The device
+    /// then closes with `declined by us`, and its session retransmits its CLOSE and drains as
+    /// usual. Ignored once the device closed.
+    public mutating func cancel(at time: Instant) {
+        advanceClock(to: time)
+        stopForOwner()
+        afterInput()
+    }
+
     /// The next datagram to send, or nil when there is none.
     public mutating func pollTransmit() -> OutgoingDatagram? {
         guard let datagram = context.outbox.pop() else { return nil }

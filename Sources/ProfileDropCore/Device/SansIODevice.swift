@@ -22,6 +22,9 @@ public protocol SansIODevice {
     mutating func updatePose(_ pose: Pose, at time: Instant)
     /// Passes on the owner's answer to a consent request.
     mutating func decide(_ decision: ConsentDecision, at time: Instant)
+    /// The owner stops the device (quits, or the process is interrupted): a live session tells
+    /// the peer at once, and the device closes.
+    mutating func cancel(at time: Instant)
     /// The next datagram to send, or nil when there is none.
     mutating func pollTransmit() -> OutgoingDatagram?
     /// The next event, or nil when there is none.

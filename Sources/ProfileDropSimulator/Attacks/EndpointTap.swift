@@ -138,6 +138,12 @@ struct TappedDevice: SansIODevice {
         device.decide(decision, at: time)
     }
 
+    mutating func cancel(at time: Instant) {
+        guard !isRetired else { return }
+        draws.clear()
+        device.cancel(at: time)
+    }
+
     mutating func pollTransmit() -> OutgoingDatagram? {
         while let datagram = device.pollTransmit() {
             guard !isRetired else { continue }
