@@ -13,7 +13,7 @@ import Testing
         /// Where the shell wrapper writes the terminal's modes after `share` exits.
         var modesFile: URL { directory.appendingPathComponent("stty-after") }
 
-        init(columns: Int, rows: Int = 12, command: [String]) throws {
+        init(columns: Int, rows: Int = 12, term: String = "xterm-256color", command: [String]) throws {
             directory = try TestPaths.temporaryDirectory()
             let quoted = ([TestPaths.executable.path] + command).map { "'\($0)'" }.joined(separator: " ")
             // After `share` the wrapper records the modes (raw mode must be gone) and keeps the
@@ -23,7 +23,7 @@ import Testing
             try Window.run(
                 [
                     "tmux", "-L", socket, "new-session", "-d", "-s", "t", "-x", String(columns), "-y",
-                    String(rows), "env", "TERM=xterm-256color", "sh", "-c", script,
+                    String(rows), "env", "TERM=\(term)", "sh", "-c", script,
                 ], readsOutput: false)
         }
 
@@ -185,5 +185,24 @@ import Testing
         #expect(rows.contains("exit=0"), "\(rows)")
         #expect(rows.contains { $0.hasPrefix("received: Max") }, "\(rows)")
         #expect(peer.finish().code == 0)
+    }
+
+    @Test func aDumbTerminalGetsPlainLines() throws {
+        guard Self.hasTmux else { return }
+        let files = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: files) }
+        let card = try Self.cardFile(in: files)
+        let arguments = [
+            "share", "--profile", card, "--interface", "lo", "--port", String(freeUDPPort()), "--timeout",
+            "2",
+            "--key-file", files.appendingPathComponent("key").path,
+        ]
+        let window = try Window(columns: 100, term: "dumb", command: arguments)
+        let rows = try window.wait(seconds: 10) { $0.contains { $0.hasPrefix("exit=") } }
+        // Plain lines, as when the output is no terminal: a line per stage and the closing line,
+        // no live line redrawn in place (which a dumb terminal cannot do).
+        #expect(rows.contains("[1/8] advertising · 0 peers seen"), "\(rows)")
+        #expect(rows.contains { $0.hasPrefix("closed: timeout: no exchange") }, "\(rows)")
+        #expect(rows.contains("exit=3"), "\(rows)")
     }
 }
