@@ -380,6 +380,35 @@ extension VirtualRoom {
         #expect(room.devices.allSatisfy { $0.nextDeadline == nil })
     }
 
+    /// A peer that withholds every CLOSE_ACK: the outcome stands, and the closer's CLOSEs stay
+    /// few and end with the closing limit (12.6 s), however short its probe timeout.
+    @Test func withheldCloseAcksCostABoundedNumberOfCloses() {
+        var room = VirtualRoom.boriAndKong()
+        // A SECURE datagram holding only CLOSE_ACK is 22 + 1 + 16 bytes.
+        var withheld = 0
+        room.tamper = { _, _, bytes in
+            guard bytes.count == 39, bytes[3] == PacketType.secure.rawValue else { return bytes }
+            withheld += 1
+            return nil
+        }
+        let end = Instant.zero + .seconds(40)
+        while room.closeReason(0) == nil || room.closeReason(1) == nil, room.room.step(notAfter: end) != nil {
+        }
+        let closedAt = room.now
+        let sentAtClose = room.devices.map(\.counters.datagramsSent)
+        room.run(until: end)
+        #expect(room.boriAndKongSwappedCards)
+        #expect(withheld >= 1)
+        #expect(room.devices.allSatisfy { $0.nextDeadline == nil })
+        // What each sent after both closed: the closer's CLOSEs (probe timeout 30 ms here,
+        // doubling, each wait at most 3.2 s, until 12.6 s: 9), the other's CLOSE_ACKs while it
+        // drained.
+        let sentAfter = zip(room.devices.map(\.counters.datagramsSent), sentAtClose).map { $0 - $1 }
+        #expect(sentAfter.max() ?? 0 >= 5, "\(sentAfter)")
+        #expect(sentAfter.allSatisfy { $0 <= 12 }, "\(sentAfter)")
+        #expect(closedAt < Instant.zero + .seconds(10))
+    }
+
     @Test func aCleanCloseEndsBothSessionsWithinAFewRoundTrips() {
         var room = VirtualRoom.boriAndKong()
         let times = Self.timesOf(&room, until: Instant.zero + .seconds(30)) { _ in false }
