@@ -1,28 +1,8 @@
 import Foundation
+import ProfileDropTestSupport
 import Testing
 
 @testable import ProfileDropCLI
-
-/// Runs `executable` with `arguments`; returns its status, standard output and standard error.
-func runShell(_ executable: String, _ arguments: [String]) throws -> (
-    status: Int32, output: String, errors: String
-) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    let outputData = output.fileHandleForReading.readDataToEndOfFile()
-    let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (
-        process.terminationStatus, String(decoding: outputData, as: UTF8.self),
-        String(decoding: errorData, as: UTF8.self)
-    )
-}
 
 /// The first of `paths` that is an executable, or nil when the shell is not installed.
 func installedShell(_ paths: String...) -> String? {
@@ -49,14 +29,14 @@ func installedShell(_ paths: String...) -> String? {
         let program =
             "source '\(path)'; COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1); _profiledrop; "
             + "printf '%s\\n' \"${COMPREPLY[@]}\""
-        let result = try runShell("/bin/bash", ["--norc", "-c", program])
+        let result = try runProgram("/bin/bash", ["--norc", "-c", program])
         #expect(result.status == 0, "\(result.errors)")
         return result.output.split(separator: "\n").map(String.init)
     }
 
     @Test func bashAcceptsTheScript() throws {
         let bash = try #require(installedShell("/bin/bash", "/usr/bin/bash"))
-        let result = try runShell(bash, ["-n", try script("bash")])
+        let result = try runProgram(bash, ["-n", try script("bash")])
         #expect(result.status == 0, "\(result.errors)")
     }
 
@@ -91,10 +71,10 @@ func installedShell(_ paths: String...) -> String? {
             return
         }
         let path = try script("zsh")
-        let result = try runShell(zsh, ["-n", path])
+        let result = try runProgram(zsh, ["-n", path])
         #expect(result.status == 0, "\(result.errors)")
         // Sourced after compinit, the script registers its function for profiledrop.
-        let registered = try runShell(
+        let registered = try runProgram(
             zsh,
             [
                 "-f", "-c",
@@ -114,9 +94,10 @@ func installedShell(_ paths: String...) -> String? {
             print("fish is not installed: checked the script's structure only")
             return
         }
-        #expect(try runShell(fish, ["--no-execute", path]).status == 0)
+        #expect(try runProgram(fish, ["--no-execute", path]).status == 0)
         func completions(_ line: String) throws -> [String] {
-            let result = try runShell(fish, ["--no-config", "-c", "source '\(path)'; complete -C '\(line)'"])
+            let result = try runProgram(
+                fish, ["--no-config", "-c", "source '\(path)'; complete -C '\(line)'"])
             #expect(result.status == 0, "\(result.errors)")
             return result.output.split(separator: "\n").map { String($0.split(separator: "\t").first ?? "") }
         }

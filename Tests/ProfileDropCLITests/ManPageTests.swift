@@ -1,4 +1,5 @@
 import Foundation
+import ProfileDropTestSupport
 import Testing
 
 @testable import ProfileDropCLI
@@ -45,7 +46,7 @@ import Testing
             print("groff is not installed: skipped formatting the page")
             return
         }
-        let result = try runShell(groff, ["-man", "-Tutf8", "-ww", "-z", Self.committedPath])
+        let result = try runProgram(groff, ["-man", "-Tutf8", "-ww", "-z", Self.committedPath])
         #expect(result.status == 0)
         #expect(result.errors.isEmpty, "\(result.errors)")
     }

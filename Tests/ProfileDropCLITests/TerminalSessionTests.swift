@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import ProfileDropTestSupport
 import Testing
 
 /// `share` on a real terminal, as a person uses it: tmux runs it in a window of a given size,
@@ -68,16 +69,7 @@ import Testing
                 _ = system(line + " >/dev/null 2>&1")
                 return ""
             }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = arguments
-            process.standardError = FileHandle.nullDevice
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return String(decoding: data, as: UTF8.self)
+            return try runProgram("/usr/bin/env", arguments).output
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import ProfileDropCapture
 import ProfileDropJSON
+import ProfileDropTestSupport
 import Testing
 
 /// `profiledrop replay` as a user runs it: exit codes and the last line. Uses the executable built
@@ -19,22 +20,9 @@ struct ReplayCommandTests {
     }
 
     static func run(_ arguments: [String]) throws -> (status: Int32, output: [String], errors: [String]) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try #require(executable))
-        process.arguments = ["replay"] + arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        // Read standard error first only after standard output is closed: the timeline is long.
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        func lines(_ data: Data) -> [String] {
-            String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
-        }
-        return (process.terminationStatus, lines(outputData), lines(errorData))
+        let result = try runProgram(try #require(executable), ["replay"] + arguments)
+        func lines(_ text: String) -> [String] { text.split(separator: "\n").map(String.init) }
+        return (result.status, lines(result.output), lines(result.errors))
     }
 
     @Test(
