@@ -189,14 +189,15 @@ struct ExchangeSession {
         case .ranging, .consenting:
             if inbound.learned { securedLink.controlSoon(context: context) }
             transition = .stay
-        case .transferring(var transferring):
+        case .transferring:
+            guard case .transferring(var transferring) = takeState() else { preconditionFailure("the state was just matched") }
             // Held only here while chunks go in, so the reassembly buffer is written in place
             // instead of being copied whole for every packet.
-            state = .closed
             defer { state = .transferring(transferring) }
             if inbound.learned { securedLink.controlSoon(context: context) }
             transition = try transferring.handle(inbound, link: &securedLink, context: &context)
-        case .closing(var closing):
+        case .closing:
+            guard case .closing(var closing) = takeState() else { preconditionFailure("the state was just matched") }
             transition = closing.handle(inbound, link: &securedLink, context: &context)
             state = .closing(closing)
         case .handshaking, .draining, .closed:
@@ -240,18 +241,27 @@ struct ExchangeSession {
         switch state {
         case .ranging(let ranging):
             transition = ranging.advance(link: securedLink)
-        case .consenting(var consenting):
+        case .consenting:
+            guard case .consenting(var consenting) = takeState() else { preconditionFailure("the state was just matched") }
             transition = consenting.advance(
                 link: &securedLink, peer: peer, localCard: localCard, context: &context)
             state = .consenting(consenting)
-        case .transferring(var transferring):
-            state = .closed
+        case .transferring:
+            guard case .transferring(var transferring) = takeState() else { preconditionFailure("the state was just matched") }
             transition = transferring.advance(link: &securedLink, context: &context)
             state = .transferring(transferring)
         case .handshaking, .closing, .draining, .closed:
             return
         }
         apply(transition, context: &context)
+    }
+
+    /// Moves the state out, leaving `.closed` in its place until it is stored back: a state mutated
+    /// while still stored would be copied first, with a retain per buffer, and then released.
+    private mutating func takeState() -> ExchangeState {
+        var taken = ExchangeState.closed
+        swap(&taken, &state)
+        return taken
     }
 
     /// Carries out a state's transition: the one place the state changes to another.
@@ -354,20 +364,24 @@ struct ExchangeSession {
     mutating func handleTimeout(context: inout SessionContext) {
         let transition: Transition
         switch state {
-        case .handshaking(var handshaking):
+        case .handshaking:
+            guard case .handshaking(var handshaking) = takeState() else { preconditionFailure("the state was just matched") }
             transition = handshaking.handleTimeout(to: peerAddress, context: &context)
             state = .handshaking(handshaking)
-        case .ranging(var ranging):
+        case .ranging:
+            guard case .ranging(var ranging) = takeState() else { preconditionFailure("the state was just matched") }
             transition = handleLiveTimeout(&ranging, context: &context)
             state = .ranging(ranging)
-        case .consenting(var consenting):
+        case .consenting:
+            guard case .consenting(var consenting) = takeState() else { preconditionFailure("the state was just matched") }
             transition = handleLiveTimeout(&consenting, context: &context)
             state = .consenting(consenting)
-        case .transferring(var transferring):
-            state = .closed
+        case .transferring:
+            guard case .transferring(var transferring) = takeState() else { preconditionFailure("the state was just matched") }
             transition = handleLiveTimeout(&transferring, context: &context)
             state = .transferring(transferring)
-        case .closing(var closing):
+        case .closing:
+            guard case .closing(var closing) = takeState() else { preconditionFailure("the state was just matched") }
             transition = closing.handleTimeout(link: &securedLink, context: &context)
             state = .closing(closing)
         case .draining(let draining):
