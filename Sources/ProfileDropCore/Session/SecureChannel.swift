@@ -36,9 +36,9 @@ struct SecureChannel {
         return OutgoingDatagram(destination: .unicast(peerAddress), bytes: header + ciphertext)
     }
 
-    /// Authenticates and decrypts `packet`, records its number, and decodes its frames.
-    /// - Throws: `.replayed`/`.tooOld` (window), `.authenticationFailed` (forged or corrupted) without
-    ///   changing anything; a malformed payload throws after the number was recorded.
+    /// Authenticates and decrypts `packet`, decodes its frames, and records its number.
+    /// - Throws: `.replayed`/`.tooOld` (window), `.authenticationFailed` (forged or corrupted), or a
+    ///   malformed payload's error, without changing anything: the session opens in place.
     mutating func open(_ packet: SecurePacket) throws(ProtocolError) -> [Frame] {
         try replay.check(packet.packetNumber)
         let plaintext: [UInt8]
@@ -48,7 +48,8 @@ struct SecureChannel {
         } catch {
             throw ProtocolError(.authenticationFailed, "packet \(packet.packetNumber) failed authentication")
         }
+        let frames = try Frame.decodeAll(plaintext)
         replay.record(packet.packetNumber)
-        return try Frame.decodeAll(plaintext)
+        return frames
     }
 }
