@@ -26,14 +26,27 @@ struct SecureChannel {
         precondition(!payload.isEmpty && payload.count <= WireConstants.maxFramePayload, "frame payload size")
         let packetNumber = nextPacketNumber
         nextPacketNumber += 1
+        let ciphertextLength = payload.count + WireConstants.tagSize
         let header = SecurePacket.header(
-            sessionID: sessionID, packetNumber: packetNumber,
-            ciphertextLength: payload.count + WireConstants.tagSize)
-        guard let ciphertext = try? sender.encrypt(nonce: packetNumber, ad: header, plaintext: payload) else {
-            // Only nonce 2^64-1 or an oversized payload can fail; both are excluded above.
-            preconditionFailure("sealing a packet failed")
+            sessionID: sessionID, packetNumber: packetNumber, ciphertextLength: ciphertextLength)
+        // Sealed straight into the datagram behind its header: no ciphertext array to copy.
+        let bytes = [UInt8](unsafeUninitializedCapacity: header.count + ciphertextLength) { buffer, initialized in
+            let datagram = UnsafeMutableRawBufferPointer(buffer)
+            datagram.copyBytes(from: header)
+            let sealed = UnsafeMutableRawBufferPointer(rebasing: datagram[header.count...])
+            payload.withUnsafeBytes { plaintext in
+                do {
+                    try sender.encrypt(
+                        nonce: packetNumber, ad: UnsafeRawBufferPointer(rebasing: datagram[..<header.count]),
+                        plaintext: plaintext, into: sealed)
+                } catch {
+                    // Only nonce 2^64-1 or an oversized payload can fail; both are excluded above.
+                    preconditionFailure("sealing a packet failed")
+                }
+            }
+            initialized = header.count + ciphertextLength
         }
-        return OutgoingDatagram(destination: .unicast(peerAddress), bytes: header + ciphertext)
+        return OutgoingDatagram(destination: .unicast(peerAddress), bytes: bytes)
     }
 
     /// Authenticates and decrypts `packet`, decodes its frames, and records its number.

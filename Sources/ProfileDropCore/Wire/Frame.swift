@@ -253,7 +253,8 @@ public enum Frame: Equatable, Sendable {
 
     /// Encodes a packet payload of frames.
     public static func encode(_ frames: [Frame]) -> [UInt8] {
-        var writer = ByteWriter(capacity: 256)
+        // Room for a whole packet's frames at once: a chunk frame otherwise grew the buffer three times.
+        var writer = ByteWriter(capacity: WireConstants.maxFramePayload)
         for frame in frames { frame.encode(into: &writer) }
         return writer.bytes
     }
