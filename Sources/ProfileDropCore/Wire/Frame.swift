@@ -265,6 +265,8 @@ public enum Frame: Equatable, Sendable {
         guard !payload.isEmpty else { throw ProtocolError(.malformed, "secure packet without frames") }
         var reader = ByteReader(payload)
         var frames: [Frame] = []
+        // A packet carries a handful of frames: room for them at once rather than grown one by one.
+        frames.reserveCapacity(8)
         while reader.readableBytes > 0 {
             frames.append(try reader.parseFrame())
         }
