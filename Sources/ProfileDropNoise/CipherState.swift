@@ -79,7 +79,8 @@ public struct CipherState: Sendable {
         guard let key else { preconditionFailure("explicit-nonce encryption needs a key") }
         try Self.checkSealable(nonce: nonce, length: plaintext.count)
         ChaChaPoly.seal(
-            plaintext, key: key, nonce: ChaChaPoly.Nonce(noiseCounter: nonce), authenticating: ad, into: output)
+            plaintext, key: key, nonce: ChaChaPoly.Nonce(noiseCounter: nonce), authenticating: ad,
+            into: output)
     }
 
     /// Decrypts at an explicit `nonce` without touching the state. Requires a key.

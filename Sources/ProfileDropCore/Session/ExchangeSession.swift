@@ -191,14 +191,18 @@ struct ExchangeSession {
             if inbound.learned { securedLink.controlSoon(context: context) }
             transition = .stay
         case .transferring:
-            guard case .transferring(var transferring) = takeState() else { preconditionFailure("the state was just matched") }
+            guard case .transferring(var transferring) = takeState() else {
+                preconditionFailure("the state was just matched")
+            }
             // Held only here while chunks go in, so the reassembly buffer is written in place
             // instead of being copied whole for every packet.
             defer { state = .transferring(transferring) }
             if inbound.learned { securedLink.controlSoon(context: context) }
             transition = try transferring.handle(inbound, link: &securedLink, context: &context)
         case .closing:
-            guard case .closing(var closing) = takeState() else { preconditionFailure("the state was just matched") }
+            guard case .closing(var closing) = takeState() else {
+                preconditionFailure("the state was just matched")
+            }
             transition = closing.handle(inbound, link: &securedLink, context: &context)
             state = .closing(closing)
         case .handshaking, .draining, .closed:
@@ -243,12 +247,16 @@ struct ExchangeSession {
         case .ranging(let ranging):
             transition = ranging.advance(link: securedLink)
         case .consenting:
-            guard case .consenting(var consenting) = takeState() else { preconditionFailure("the state was just matched") }
+            guard case .consenting(var consenting) = takeState() else {
+                preconditionFailure("the state was just matched")
+            }
             transition = consenting.advance(
                 link: &securedLink, peer: peer, localCard: localCard, context: &context)
             state = .consenting(consenting)
         case .transferring:
-            guard case .transferring(var transferring) = takeState() else { preconditionFailure("the state was just matched") }
+            guard case .transferring(var transferring) = takeState() else {
+                preconditionFailure("the state was just matched")
+            }
             transition = transferring.advance(link: &securedLink, context: &context)
             state = .transferring(transferring)
         case .handshaking, .closing, .draining, .closed:
@@ -328,7 +336,9 @@ struct ExchangeSession {
         if reason == .exchanged, let remembered = linkBox?.link.pairing.rememberedPeer {
             context.emit(.peerRemembered(remembered))
         }
-        if let link = linkBox?.link, link.pairing.verificationBegan, link.localConsent == nil || link.peerConsent == nil {
+        if let link = linkBox?.link, link.pairing.verificationBegan,
+            link.localConsent == nil || link.peerConsent == nil
+        {
             switch reason {
             case .exchanged, .declined(by: .local), .timeout(.consent):
                 // Our own user declined, or saw the prompt and let it run out.
@@ -364,28 +374,25 @@ struct ExchangeSession {
     /// Runs the session's due timers.
     mutating func handleTimeout(context: inout SessionContext) {
         let transition: Transition
-        switch state {
-        case .handshaking:
-            guard case .handshaking(var handshaking) = takeState() else { preconditionFailure("the state was just matched") }
+        // Each state is moved out, changed alone and stored back (see takeState()).
+        switch takeState() {
+        case .handshaking(var handshaking):
             transition = handshaking.handleTimeout(to: peerAddress, context: &context)
             state = .handshaking(handshaking)
-        case .ranging:
-            guard case .ranging(var ranging) = takeState() else { preconditionFailure("the state was just matched") }
+        case .ranging(var ranging):
             transition = handleLiveTimeout(&ranging, context: &context)
             state = .ranging(ranging)
-        case .consenting:
-            guard case .consenting(var consenting) = takeState() else { preconditionFailure("the state was just matched") }
+        case .consenting(var consenting):
             transition = handleLiveTimeout(&consenting, context: &context)
             state = .consenting(consenting)
-        case .transferring:
-            guard case .transferring(var transferring) = takeState() else { preconditionFailure("the state was just matched") }
+        case .transferring(var transferring):
             transition = handleLiveTimeout(&transferring, context: &context)
             state = .transferring(transferring)
-        case .closing:
-            guard case .closing(var closing) = takeState() else { preconditionFailure("the state was just matched") }
+        case .closing(var closing):
             transition = closing.handleTimeout(link: &securedLink, context: &context)
             state = .closing(closing)
         case .draining(let draining):
+            state = .draining(draining)
             transition = context.now >= draining.until ? .closed(outcome: nil) : .stay
         case .closed:
             return

@@ -30,7 +30,8 @@ struct SecureChannel {
         let header = SecurePacket.header(
             sessionID: sessionID, packetNumber: packetNumber, ciphertextLength: ciphertextLength)
         // Sealed straight into the datagram behind its header: no ciphertext array to copy.
-        let bytes = [UInt8](unsafeUninitializedCapacity: header.count + ciphertextLength) { buffer, initialized in
+        let bytes = [UInt8](unsafeUninitializedCapacity: header.count + ciphertextLength) {
+            buffer, initialized in
             let datagram = UnsafeMutableRawBufferPointer(buffer)
             datagram.copyBytes(from: header)
             let sealed = UnsafeMutableRawBufferPointer(rebasing: datagram[header.count...])
