@@ -126,6 +126,11 @@ public struct PlaintextScanner {
         }
     }
 
+    /// The scanner of `scenario`'s cards, labelled with the device names.
+    init(for scenario: Scenario) {
+        self.init(cards: scenario.devices.map(\.card), labels: scenario.devices.map(\.name))
+    }
+
     private static func fragment(_ bytes: ArraySlice<UInt8>) -> Fragment {
         var high: UInt64 = 0
         var low: UInt64 = 0
