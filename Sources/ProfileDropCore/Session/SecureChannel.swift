@@ -52,7 +52,8 @@ struct SecureChannel {
 
     /// Authenticates and decrypts `packet`, decodes its frames, and records its number.
     /// - Throws: `.replayed`/`.tooOld` (window), `.authenticationFailed` (forged or corrupted), or a
-    ///   malformed payload's error, without changing anything: the session opens in place.
+    ///   malformed payload's error, without changing anything, so the session opens packets on its
+    ///   own channel rather than on a copy.
     mutating func open(_ packet: SecurePacket) throws(ProtocolError) -> [Frame] {
         try replay.check(packet.packetNumber)
         let plaintext: [UInt8]
