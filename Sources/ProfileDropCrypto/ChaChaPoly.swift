@@ -137,6 +137,27 @@ public enum ChaChaPoly {
         }
     }
 
+    /// Encrypts `message` into `output`, which holds exactly the ciphertext and the 16-byte tag: for
+    /// a caller that builds a datagram in one buffer, with no ciphertext array to copy into it.
+    public static func seal(
+        _ message: UnsafeRawBufferPointer, key: Key, nonce: Nonce,
+        authenticating ad: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
+    ) {
+        precondition(output.count == message.count + tagLength, "the output holds the ciphertext and its tag")
+        Sodium.ensureInitialized()
+        key.secret.withUnsafeBytes { keyBytes in
+            nonce.withUnsafeBytes { nonceBytes in
+                var outputLength: UInt64 = 0
+                let result = crypto_aead_chacha20poly1305_ietf_encrypt(
+                    output.sodiumPointer, &outputLength,
+                    message.sodiumPointer, UInt64(message.count),
+                    ad.sodiumPointer, UInt64(ad.count),
+                    nil, nonceBytes.sodiumPointer, keyBytes.sodiumPointer)
+                precondition(result == 0, "ChaCha20-Poly1305 encryption cannot fail for valid lengths")
+            }
+        }
+    }
+
     /// Verifies and decrypts `ciphertext` (ciphertext followed by the tag).
     /// - Throws: ``CryptoError/ciphertextTooShort(minimum:actual:)`` when there is no room for a tag,
     ///   ``CryptoError/authenticationFailed`` when the tag does not verify.

@@ -68,6 +68,21 @@ public struct CipherState: Sendable {
         return try Self.seal(key: key, nonce: nonce, ad: ad, plaintext: plaintext)
     }
 
+    /// Encrypts `plaintext` at an explicit `nonce` into `output`, which holds exactly the ciphertext
+    /// and the 16-byte tag; the state is not changed. For a transport that builds a datagram in one
+    /// buffer.
+    /// - Throws: ``NoiseError`` for the reserved nonce 2^64-1 or a plaintext over the message limit.
+    public func encrypt(
+        nonce: UInt64, ad: UnsafeRawBufferPointer, plaintext: UnsafeRawBufferPointer,
+        into output: UnsafeMutableRawBufferPointer
+    ) throws {
+        guard let key else { preconditionFailure("explicit-nonce encryption needs a key") }
+        try Self.checkSealable(nonce: nonce, length: plaintext.count)
+        ChaChaPoly.seal(
+            plaintext, key: key, nonce: ChaChaPoly.Nonce(noiseCounter: nonce), authenticating: ad,
+            into: output)
+    }
+
     /// Decrypts at an explicit `nonce` without touching the state. Requires a key.
     /// - Throws: `.decryptFailed`, `.messageTooShort`, `.messageTooLong` or `.nonceExhausted`.
     public func decrypt(
@@ -91,18 +106,22 @@ public struct CipherState: Sendable {
     private static func seal(
         key: ChaChaPoly.Key, nonce: UInt64, ad: some ContiguousBytes, plaintext: some ContiguousBytes
     ) throws -> [UInt8] {
+        try checkSealable(nonce: nonce, length: plaintext.withUnsafeBytes { $0.count })
+        let nonce = ChaChaPoly.Nonce(noiseCounter: nonce)
+        return plaintext.withUnsafeBytes { message in
+            ad.withUnsafeBytes { ad in ChaChaPoly.seal(message, key: key, nonce: nonce, authenticating: ad) }
+        }
+    }
+
+    /// Throws unless a plaintext of `length` bytes may be sealed at `nonce`.
+    private static func checkSealable(nonce: UInt64, length: Int) throws {
         guard nonce != maxNonce else {
             throw NoiseError(.nonceExhausted, "nonce 2^64-1 is reserved; the key is used up")
         }
-        let length = plaintext.withUnsafeBytes { $0.count }
         guard length <= noiseMaxMessageLength - ChaChaPoly.tagLength else {
             throw NoiseError(
                 .messageTooLong,
                 "plaintext of \(length) bytes exceeds the 65535-byte Noise message limit with its tag")
-        }
-        let nonce = ChaChaPoly.Nonce(noiseCounter: nonce)
-        return plaintext.withUnsafeBytes { message in
-            ad.withUnsafeBytes { ad in ChaChaPoly.seal(message, key: key, nonce: nonce, authenticating: ad) }
         }
     }
 

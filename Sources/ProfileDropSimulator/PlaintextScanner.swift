@@ -43,6 +43,9 @@ public struct PlaintextScanner {
     /// byte of traffic.
     private var filter: [UInt64] = []
     private var filterShift: UInt64 = 64
+    /// A bitmap of the fragments' first two bytes, one bit per value: a check of two bytes that
+    /// turns most datagram offsets away before the two hashes above are computed.
+    private var prefixes: [UInt64] = []
 
     /// Prepares needles for `cards`, labelled with `labels` (e.g. the device names) in reports.
     public init(cards: [ProfileCard], labels: [String]) {
@@ -77,7 +80,10 @@ public struct PlaintextScanner {
         while bits < fragments.count * 64 { bits *= 2 }
         filterShift = UInt64(64 - bits.trailingZeroBitCount)
         filter = Array(repeating: 0, count: bits / 64)
+        prefixes = Array(repeating: 0, count: (1 << 16) / 64)
         for fragment in fragments.keys {
+            let prefix = Int(truncatingIfNeeded: fragment.high >> 48)
+            prefixes[prefix >> 6] |= 1 << UInt64(prefix & 63)
             let first = filterIndex(fragment.high)
             filter[first >> 6] |= 1 << UInt64(first & 63)
             let second = secondFilterIndex(fragment.low)
@@ -105,6 +111,8 @@ public struct PlaintextScanner {
         guard !fragments.isEmpty, datagram.count >= Self.fragmentBytes else { return nil }
         return datagram.withUnsafeBytes { raw -> String? in
             for start in 0...(raw.count - Self.fragmentBytes) {
+                let prefix = Int(raw[start]) << 8 | Int(raw[start + 1])
+                guard prefixes[prefix >> 6] & (1 << UInt64(prefix & 63)) != 0 else { continue }
                 let high = UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: start, as: UInt64.self))
                 guard filterHas(filterIndex(high)) else { continue }
                 let low = UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: start + 8, as: UInt64.self))
@@ -116,6 +124,11 @@ public struct PlaintextScanner {
             }
             return nil
         }
+    }
+
+    /// The scanner of `scenario`'s cards, labelled with the device names.
+    init(for scenario: Scenario) {
+        self.init(cards: scenario.devices.map(\.card), labels: scenario.devices.map(\.name))
     }
 
     private static func fragment(_ bytes: ArraySlice<UInt8>) -> Fragment {

@@ -92,9 +92,20 @@ public enum Simulation {
         scenario: Scenario, seed: UInt64? = nil, options: SimulationOptions = SimulationOptions(),
         makeDevice: (DeviceContext) -> any SansIODevice
     ) -> SimulationReport {
+        run(scenario: scenario, seed: seed, options: options, scanner: nil, makeDevice: makeDevice)
+    }
+
+    /// Runs `scenario` with `scanner` when given, which must be the scanner of this scenario's cards
+    /// and device names: a caller that runs one scenario many times builds it once (for photos,
+    /// thousands of fragments).
+    static func run(
+        scenario: Scenario, seed: UInt64?, options: SimulationOptions, scanner: PlaintextScanner?,
+        makeDevice: (DeviceContext) -> any SansIODevice
+    ) -> SimulationReport {
         let resolvedSeed = seed ?? scenario.seed ?? Scenario.defaultSeed
         var engine = SimulationEngine(
-            scenario: scenario, seed: resolvedSeed, options: options, makeDevice: makeDevice)
+            scenario: scenario, seed: resolvedSeed, options: options,
+            scanner: scanner ?? PlaintextScanner(for: scenario), makeDevice: makeDevice)
         return engine.run()
     }
 
@@ -177,7 +188,7 @@ private struct SimulationEngine {
     private var notes: [String] = []
 
     init(
-        scenario: Scenario, seed: UInt64, options: SimulationOptions,
+        scenario: Scenario, seed: UInt64, options: SimulationOptions, scanner: PlaintextScanner,
         makeDevice: (DeviceContext) -> any SansIODevice
     ) {
         self.scenario = scenario
@@ -185,7 +196,7 @@ private struct SimulationEngine {
         self.options = options
         scripts = scenario.devices.map(\.motionScript)
         movingDevices = scenario.devices.indices.filter { !scenario.devices[$0].motion.isEmpty }
-        scanner = PlaintextScanner(cards: scenario.devices.map(\.card), labels: scenario.devices.map(\.name))
+        self.scanner = scanner
         var faults = NetworkFaultHook(
             nodeCount: scenario.devices.count, faults: scenario.faults,
             random: DeterministicRandom(seedMaterial: Simulation.seedMaterial(seed, "network")))

@@ -350,7 +350,7 @@ extension Device {
 
     /// Acts on a decided session outcome, then invites the next peer if the device is free.
     mutating func afterInput() {
-        if exchange?.link != nil, let peer = exchange?.peer, let address = exchange?.peerAddress {
+        if exchange?.isSecured == true, let peer = exchange?.peer, let address = exchange?.peerAddress {
             discovery.handshakeCompleted(with: peer, at: address, context: context)
         }
         _ = takeOutcomes()

@@ -147,6 +147,13 @@ struct CardSender {
         return due
     }
 
+    /// Applies selective acknowledgements in order; returns the round-trip sample they gave, if any.
+    mutating func apply(_ sacks: [CardSack], now: Instant) -> Double? {
+        let sampled = roundTrip.count
+        for sack in sacks { _ = apply(sack, now: now) }
+        return roundTrip.count > sampled ? roundTrip.latest : nil
+    }
+
     /// Applies a selective acknowledgement; returns how many chunks it newly covered.
     mutating func apply(_ sack: CardSack, now: Instant) -> Int {
         var newlyAcked = 0

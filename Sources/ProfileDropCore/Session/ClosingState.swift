@@ -94,7 +94,7 @@ struct DrainingState {
 extension ExchangeSession {
     /// The peer sent CLOSE: acknowledge it and drain. In a live state this decides the outcome.
     mutating func peerClosed(_ close: CloseFrame, context: inout SessionContext) {
-        guard link != nil else { return }
+        guard isSecured else { return }
         securedLink.send([.closeAck], context: &context)
         switch state {
         case .ranging, .consenting:
@@ -156,7 +156,7 @@ extension ExchangeSession {
     ) {
         guard isActive else { return }
         conclude(reason, endsDevice: endsDevice, context: &context)
-        guard link != nil else {
+        guard isSecured else {
             // A handshake has nothing to send CLOSE through.
             state = .closed
             return

@@ -18,24 +18,27 @@ struct ExchangeSession {
     let idle: Duration
 
     /// What both sides have told each other: nil until the handshake completes, and once closed.
-    var link: Link?
+    /// Boxed, copied on write: the device moves its session in and out of an optional and an array
+    /// several times per input, and a link stored inline made each move a copy of some hundreds of
+    /// bytes (and each read through the optional a copy of the whole link).
+    private var linkBox: LinkBox?
     var state: ExchangeState
+
+    /// Whether the handshake completed and the session is not yet closed: it has a link.
+    var isSecured: Bool { linkBox != nil }
 
     /// The link of a state past the handshake. Every such state has one, from the handshake's end
     /// until the session is closed, so its absence here is our own bug, never the peer's doing.
     var securedLink: Link {
         _read {
-            // In place too: reading a field must not copy the whole link (deadlines read it often).
-            // A switch borrows the stored link; `link!` copied it, with a retain per buffer.
-            switch link {
-            case .some(let link): yield link
-            case .none: preconditionFailure("session \(sessionID) has no link in \(state)")
-            }
+            guard let linkBox else { preconditionFailure("session \(sessionID) has no link in \(state)") }
+            yield linkBox.link
         }
         _modify {
-            guard link != nil else { preconditionFailure("session \(sessionID) has no link in \(state)") }
+            guard linkBox != nil else { preconditionFailure("session \(sessionID) has no link in \(state)") }
+            if !isKnownUniquelyReferenced(&linkBox) { linkBox = linkBox.map { LinkBox($0.link) } }
             // In place, so the link's buffers are not copied on every change.
-            yield &link!
+            yield &linkBox!.link
         }
     }
 
@@ -116,7 +119,7 @@ struct ExchangeSession {
                     context: &context)
             case .ranging, .consenting, .transferring:
                 // Our CONFIRM was lost.
-                if let confirm = link?.confirmDatagram {
+                if let confirm = linkBox?.link.confirmDatagram {
                     context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: confirm))
                 }
             case .closing, .draining, .closed:
@@ -155,7 +158,7 @@ struct ExchangeSession {
     mutating func handleSecure(_ packet: SecurePacket, context: inout SessionContext)
         throws(ProtocolError)
     {
-        guard link != nil else {
+        guard isSecured else {
             switch state {
             case .handshaking:
                 throw ProtocolError(.unexpectedMessage, "encrypted packet before the handshake completed")
@@ -163,10 +166,8 @@ struct ExchangeSession {
                 throw ProtocolError(.unknownSession, "session \(sessionID) is closed")
             }
         }
-        // Opened on a copy, so a packet that fails (replayed, forged or malformed) changes nothing.
-        var channel = securedLink.channel
-        let frames = try channel.open(packet)
-        link?.channel = channel
+        // A packet that fails (replayed, forged or malformed) changes nothing.
+        let frames = try securedLink.channel.open(packet)
         let inbound: Link.Inbound
         let live = isActive
         do {
@@ -189,14 +190,19 @@ struct ExchangeSession {
         case .ranging, .consenting:
             if inbound.learned { securedLink.controlSoon(context: context) }
             transition = .stay
-        case .transferring(var transferring):
+        case .transferring:
+            guard case .transferring(var transferring) = takeState() else {
+                preconditionFailure("the state was just matched")
+            }
             // Held only here while chunks go in, so the reassembly buffer is written in place
             // instead of being copied whole for every packet.
-            state = .closed
             defer { state = .transferring(transferring) }
             if inbound.learned { securedLink.controlSoon(context: context) }
             transition = try transferring.handle(inbound, link: &securedLink, context: &context)
-        case .closing(var closing):
+        case .closing:
+            guard case .closing(var closing) = takeState() else {
+                preconditionFailure("the state was just matched")
+            }
             transition = closing.handle(inbound, link: &securedLink, context: &context)
             state = .closing(closing)
         case .handshaking, .draining, .closed:
@@ -240,18 +246,31 @@ struct ExchangeSession {
         switch state {
         case .ranging(let ranging):
             transition = ranging.advance(link: securedLink)
-        case .consenting(var consenting):
+        case .consenting:
+            guard case .consenting(var consenting) = takeState() else {
+                preconditionFailure("the state was just matched")
+            }
             transition = consenting.advance(
                 link: &securedLink, peer: peer, localCard: localCard, context: &context)
             state = .consenting(consenting)
-        case .transferring(var transferring):
-            state = .closed
+        case .transferring:
+            guard case .transferring(var transferring) = takeState() else {
+                preconditionFailure("the state was just matched")
+            }
             transition = transferring.advance(link: &securedLink, context: &context)
             state = .transferring(transferring)
         case .handshaking, .closing, .draining, .closed:
             return
         }
         apply(transition, context: &context)
+    }
+
+    /// Moves the state out, leaving `.closed` in its place until it is stored back: a state mutated
+    /// while still stored would be copied first, with a retain per buffer, and then released.
+    private mutating func takeState() -> ExchangeState {
+        var taken = ExchangeState.closed
+        swap(&taken, &state)
+        return taken
     }
 
     /// Carries out a state's transition: the one place the state changes to another.
@@ -278,7 +297,7 @@ struct ExchangeSession {
         case .closed(let outcome):
             if let outcome { conclude(outcome, endsDevice: false, context: &context) }
             state = .closed
-            link = nil
+            linkBox = nil
         }
     }
 
@@ -301,7 +320,7 @@ struct ExchangeSession {
         var ranging = RangingState(
             startedAt: context.now, deadline: context.now + context.timeouts.rangingWindow)
         ranging.rangingRound(link: &link, context: &context)
-        self.link = link
+        linkBox = LinkBox(link)
         state = .ranging(ranging)
     }
 
@@ -310,14 +329,16 @@ struct ExchangeSession {
         // Either side may be the one that finds the failed proof; both warn about the peer they
         // recognised.
         if case .error(let error) = reason, error.code == .identityProofFailed,
-            let claimed = link?.pairing.claimedPeer
+            let claimed = linkBox?.link.pairing.claimedPeer
         {
             context.emit(.knownPeerMismatch(name: claimed.name))
         }
-        if reason == .exchanged, let remembered = link?.pairing.rememberedPeer {
+        if reason == .exchanged, let remembered = linkBox?.link.pairing.rememberedPeer {
             context.emit(.peerRemembered(remembered))
         }
-        if let link, link.pairing.verificationBegan, link.localConsent == nil || link.peerConsent == nil {
+        if let link = linkBox?.link, link.pairing.verificationBegan,
+            link.localConsent == nil || link.peerConsent == nil
+        {
             switch reason {
             case .exchanged, .declined(by: .local), .timeout(.consent):
                 // Our own user declined, or saw the prompt and let it run out.
@@ -353,7 +374,8 @@ struct ExchangeSession {
     /// Runs the session's due timers.
     mutating func handleTimeout(context: inout SessionContext) {
         let transition: Transition
-        switch state {
+        // Each state is moved out, changed alone and stored back (see takeState()).
+        switch takeState() {
         case .handshaking(var handshaking):
             transition = handshaking.handleTimeout(to: peerAddress, context: &context)
             state = .handshaking(handshaking)
@@ -364,13 +386,13 @@ struct ExchangeSession {
             transition = handleLiveTimeout(&consenting, context: &context)
             state = .consenting(consenting)
         case .transferring(var transferring):
-            state = .closed
             transition = handleLiveTimeout(&transferring, context: &context)
             state = .transferring(transferring)
         case .closing(var closing):
             transition = closing.handleTimeout(link: &securedLink, context: &context)
             state = .closing(closing)
         case .draining(let draining):
+            state = .draining(draining)
             transition = context.now >= draining.until ? .closed(outcome: nil) : .stay
         case .closed:
             return
@@ -400,8 +422,8 @@ struct ExchangeSession {
     /// Fills the session's part of a snapshot.
     func fill(_ snapshot: inout DeviceSnapshot) {
         snapshot.peer = peer
-        snapshot.distanceCm = link?.estimate?.distance
-        snapshot.bearingDeg = link?.estimate?.bearing
+        snapshot.distanceCm = linkBox?.link.estimate?.distance
+        snapshot.bearingDeg = linkBox?.link.estimate?.bearing
         switch state {
         case .handshaking:
             snapshot.stage = .connecting
@@ -419,4 +441,11 @@ struct ExchangeSession {
             snapshot.stage = .closing
         }
     }
+}
+
+/// A session's ``Link`` in a box of its own, copied when a shared box is about to change.
+final class LinkBox {
+    var link: Link
+
+    init(_ link: Link) { self.link = link }
 }

@@ -64,6 +64,16 @@ struct Link {
     /// Our facts the peer does not yet hold, and our receipts.
     func controlFrames() -> [Frame] {
         var frames: [Frame] = []
+        appendControlFrames(to: &frames)
+        return frames
+    }
+
+    /// A control packet's usual number of frames at most, reserved at once rather than grown.
+    private static let usualControlFrames = 8
+
+    /// Appends our facts the peer does not yet hold, and our receipts, to `frames`.
+    func appendControlFrames(to frames: inout [Frame]) {
+        frames.reserveCapacity(frames.count + Self.usualControlFrames)
         if !peerReceipts.contains(.token) { frames.append(.token(localToken)) }
         if localInRange && !peerReceipts.contains(.consent) { frames.append(.inRange(true)) }
         frames += pairing.frames(peerReceipts: peerReceipts)
@@ -75,7 +85,6 @@ struct Link {
             frames.append(.cardAck(digest: verifiedPeerCard))
         }
         frames.append(.receipt(receipts))
-        return frames
     }
 
     /// Seals and queues `frames` for the peer.
@@ -86,7 +95,9 @@ struct Link {
     /// Sends a control packet now (plus `extra` frames) and schedules the next one, `interval`
     /// later, or a doubled interval up to the cap when `backOff` is set.
     mutating func sendControl(extra: [Frame] = [], backOff: Bool, context: inout SessionContext) {
-        send(extra + controlFrames(), context: &context)
+        var frames = extra
+        appendControlFrames(to: &frames)
+        send(frames, context: &context)
         let base = context.configuration.measurement.sampleInterval
         controlInterval = backOff ? min(controlInterval * 2, max(context.timeouts.controlCap, base)) : base
         controlAt = context.now + controlInterval

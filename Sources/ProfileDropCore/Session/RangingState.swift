@@ -45,7 +45,10 @@ extension RangingState: LiveState {
             consecutiveFar = sample.distance > context.limits.farAbortDistance ? consecutiveFar + 1 : 0
         }
         // Control frames first: the peer checks RANGING against the TOKEN in front of it.
-        link.send(link.controlFrames() + [link.rangingFrame(pose: context.pose)], context: &context)
+        var frames: [Frame] = []
+        link.appendControlFrames(to: &frames)
+        frames.append(link.rangingFrame(pose: context.pose))
+        link.send(frames, context: &context)
         link.controlAt = link.rangingAt
     }
 

@@ -26,19 +26,34 @@ struct SecureChannel {
         precondition(!payload.isEmpty && payload.count <= WireConstants.maxFramePayload, "frame payload size")
         let packetNumber = nextPacketNumber
         nextPacketNumber += 1
+        let ciphertextLength = payload.count + WireConstants.tagSize
         let header = SecurePacket.header(
-            sessionID: sessionID, packetNumber: packetNumber,
-            ciphertextLength: payload.count + WireConstants.tagSize)
-        guard let ciphertext = try? sender.encrypt(nonce: packetNumber, ad: header, plaintext: payload) else {
-            // Only nonce 2^64-1 or an oversized payload can fail; both are excluded above.
-            preconditionFailure("sealing a packet failed")
+            sessionID: sessionID, packetNumber: packetNumber, ciphertextLength: ciphertextLength)
+        // Sealed straight into the datagram behind its header: no ciphertext array to copy.
+        let bytes = [UInt8](unsafeUninitializedCapacity: header.count + ciphertextLength) {
+            buffer, initialized in
+            let datagram = UnsafeMutableRawBufferPointer(buffer)
+            datagram.copyBytes(from: header)
+            let sealed = UnsafeMutableRawBufferPointer(rebasing: datagram[header.count...])
+            payload.withUnsafeBytes { plaintext in
+                do {
+                    try sender.encrypt(
+                        nonce: packetNumber, ad: UnsafeRawBufferPointer(rebasing: datagram[..<header.count]),
+                        plaintext: plaintext, into: sealed)
+                } catch {
+                    // Only nonce 2^64-1 or an oversized payload can fail; both are excluded above.
+                    preconditionFailure("sealing a packet failed")
+                }
+            }
+            initialized = header.count + ciphertextLength
         }
-        return OutgoingDatagram(destination: .unicast(peerAddress), bytes: header + ciphertext)
+        return OutgoingDatagram(destination: .unicast(peerAddress), bytes: bytes)
     }
 
-    /// Authenticates and decrypts `packet`, records its number, and decodes its frames.
-    /// - Throws: `.replayed`/`.tooOld` (window), `.authenticationFailed` (forged or corrupted) without
-    ///   changing anything; a malformed payload throws after the number was recorded.
+    /// Authenticates and decrypts `packet`, decodes its frames, and records its number.
+    /// - Throws: `.replayed`/`.tooOld` (window), `.authenticationFailed` (forged or corrupted), or a
+    ///   malformed payload's error, without changing anything, so the session opens packets on its
+    ///   own channel rather than on a copy.
     mutating func open(_ packet: SecurePacket) throws(ProtocolError) -> [Frame] {
         try replay.check(packet.packetNumber)
         let plaintext: [UInt8]
@@ -48,7 +63,8 @@ struct SecureChannel {
         } catch {
             throw ProtocolError(.authenticationFailed, "packet \(packet.packetNumber) failed authentication")
         }
+        let frames = try Frame.decodeAll(plaintext)
         replay.record(packet.packetNumber)
-        return try Frame.decodeAll(plaintext)
+        return frames
     }
 }

@@ -55,14 +55,11 @@ extension TransferringState: LiveState {
         for chunk in inbound.chunks {
             try receiver?.accept(index: chunk.index, data: chunk.data)
         }
-        if var sender {
-            let sampled = sender.roundTrip.count
-            for sack in inbound.sacks { _ = sender.apply(sack, now: context.now) }
+        // The sender and receiver are mutated in place (optional chaining), never copied out and
+        // stored back, which would copy their arrays on the first write.
+        if sender != nil {
             // The chunks' samples are the session's too: the close times itself from them.
-            if sender.roundTrip.count > sampled, let latest = sender.roundTrip.latest {
-                link.roundTrip.add(latest)
-            }
-            self.sender = sender
+            if let latest = sender?.apply(inbound.sacks, now: context.now) { link.roundTrip.add(latest) }
             reportProgress(context: &context)
             sendChunks(link: &link, context: &context)
         }
@@ -140,11 +137,10 @@ extension TransferringState: LiveState {
 
     mutating func handleTimeout(link: inout Link, context: inout SessionContext) -> Transition {
         sendChunks(link: &link, context: &context)
-        if var receiver, let sackAt = receiver.sackAt, context.now >= sackAt {
-            receiver.sackAt = nil
-            receiver.unacknowledged = 0
-            self.receiver = receiver
-            link.send([.cardSack(receiver.sack())], context: &context)
+        if let sackAt = receiver?.sackAt, context.now >= sackAt, let sack = receiver?.sack() {
+            receiver?.sackAt = nil
+            receiver?.unacknowledged = 0
+            link.send([.cardSack(sack)], context: &context)
         }
         if context.now >= link.controlAt {
             let extra: [Frame] = receiver.map { [.cardSack($0.sack())] } ?? []
@@ -203,12 +199,11 @@ extension TransferringState: LiveState {
     }
 
     mutating func sendChunks(link: inout Link, context: inout SessionContext) {
-        guard var sender else { return }
-        while let chunk = sender.takeChunk(now: context.now) {
+        guard let retransmitted = sender?.retransmissions else { return }
+        while let chunk = sender?.takeChunk(now: context.now) {
             link.send([chunk], context: &context)
         }
-        context.counters.chunkRetransmissions += sender.retransmissions - (self.sender?.retransmissions ?? 0)
-        sendAt = sender.nextDeadline(now: context.now)
-        self.sender = sender
+        context.counters.chunkRetransmissions += (sender?.retransmissions ?? retransmitted) - retransmitted
+        sendAt = sender?.nextDeadline(now: context.now)
     }
 }

@@ -253,7 +253,8 @@ public enum Frame: Equatable, Sendable {
 
     /// Encodes a packet payload of frames.
     public static func encode(_ frames: [Frame]) -> [UInt8] {
-        var writer = ByteWriter(capacity: 256)
+        // Room for a whole packet's frames at once: a chunk frame otherwise grew the buffer three times.
+        var writer = ByteWriter(capacity: WireConstants.maxFramePayload)
         for frame in frames { frame.encode(into: &writer) }
         return writer.bytes
     }
@@ -264,6 +265,8 @@ public enum Frame: Equatable, Sendable {
         guard !payload.isEmpty else { throw ProtocolError(.malformed, "secure packet without frames") }
         var reader = ByteReader(payload)
         var frames: [Frame] = []
+        // A packet carries a handful of frames: room for them at once rather than grown one by one.
+        frames.reserveCapacity(8)
         while reader.readableBytes > 0 {
             frames.append(try reader.parseFrame())
         }
