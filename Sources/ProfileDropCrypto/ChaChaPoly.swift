@@ -120,20 +120,11 @@ public enum ChaChaPoly {
         _ message: UnsafeRawBufferPointer, key: Key, nonce: Nonce,
         authenticating ad: UnsafeRawBufferPointer
     ) -> [UInt8] {
-        Sodium.ensureInitialized()
-        return key.secret.withUnsafeBytes { keyBytes in
-            nonce.withUnsafeBytes { nonceBytes in
-                [UInt8](unsafeUninitializedCapacity: message.count + tagLength) { output, initialized in
-                    var outputLength: UInt64 = 0
-                    let result = crypto_aead_chacha20poly1305_ietf_encrypt(
-                        output.sodiumPointer, &outputLength,
-                        message.sodiumPointer, UInt64(message.count),
-                        ad.sodiumPointer, UInt64(ad.count),
-                        nil, nonceBytes.sodiumPointer, keyBytes.sodiumPointer)
-                    precondition(result == 0, "ChaCha20-Poly1305 encryption cannot fail for valid lengths")
-                    initialized = Int(outputLength)
-                }
-            }
+        [UInt8](unsafeUninitializedCapacity: message.count + tagLength) { output, initialized in
+            seal(
+                message, key: key, nonce: nonce, authenticating: ad,
+                into: UnsafeMutableRawBufferPointer(output))
+            initialized = message.count + tagLength
         }
     }
 
