@@ -324,6 +324,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
     @Test func aVictimEndsAMaliciousSessionWithItsRealCauseThenPairsWithTheHonestDevice() {
         let kinds: [AttackKind] = [
             .oversizeOffer, .badChunkIndex, .badDigest, .neverAck, .slowTransfer, .consentStall, .slowloris,
+            .closeAckWithholder,
         ]
         for kind in kinds {
             guard let behaviour = Availability.malicious(kind) else { continue }

@@ -41,6 +41,9 @@ public enum AttackKind: String, CaseIterable, Sendable {
     case consentStall = "consent-stall"
     /// Availability, malicious peer: one RANGING every few seconds, nothing else.
     case slowloris
+    /// Availability, malicious peer: offers a card above the limit, then never acknowledges the
+    /// victim's CLOSE and keeps talking, drawing a CLOSE for each of its packets.
+    case closeAckWithholder = "close-ack-withholder"
     /// Availability, malicious peer: offers a card above the limit, and invites again under a
     /// fresh device id as soon as each session ends.
     case reinviter = "re-inviter"

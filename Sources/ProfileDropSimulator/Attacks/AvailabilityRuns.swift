@@ -116,6 +116,7 @@ enum Availability {
         case .slowTransfer: .slowTransfer
         case .consentStall: .consentStall
         case .slowloris: .slowloris
+        case .closeAckWithholder: .withholdCloseAck
         case .reinviter: .oversize
         default: nil
         }
@@ -124,7 +125,7 @@ enum Availability {
     /// How the victim must end the malicious session: the real cause, as its user sees it.
     static func expectedCause(_ behaviour: MaliciousBehaviour) -> String {
         switch behaviour {
-        case .oversize: "error: card-too-large"
+        case .oversize, .withholdCloseAck: "error: card-too-large"
         case .badIndex: "error: malformed"
         case .badDigest: "error: card-digest-mismatch"
         case .fakeAck: "exchanged"
@@ -134,6 +135,36 @@ enum Availability {
         case .slowloris: "out of range"
         }
     }
+
+    /// What a victim may send a peer that withholds every CLOSE_ACK and keeps talking (PROTOCOL.md
+    /// 11.4, CLOSE_ACK): a CLOSE for each of its packets at most, plus the closing schedule's own
+    /// retransmissions, and nothing after its closing limit (12.6 s).
+    static func closeWithholdingBreaches(_ withholder: MaliciousPeer) -> [String] {
+        guard let closedAt = withholder.victimClosedAt else {
+            return ["the victim never sent the CLOSE_ACK withholder a CLOSE"]
+        }
+        var breaches: [String] = []
+        let (sent, received, last) = withholder.afterClose
+        if received > sent + closeScheduleRetransmissions {
+            breaches.append(
+                "V sent the CLOSE_ACK withholder \(received) datagrams after closing, for its \(sent)")
+        }
+        if let last, last > closedAt + closingLimit + .milliseconds(200) {
+            breaches.append(
+                "V still sent CLOSE \(last - closedAt) after closing, past its 12.6 s closing limit")
+        }
+        return breaches
+    }
+
+    /// CLOSE's retransmissions on its own timer within the closing limit, at the shortest probe
+    /// timeout (10 ms doubling, each wait at most 3.2 s, for 12.6 s).
+    static let closeScheduleRetransmissions = 14
+    /// How long a closing session waits for CLOSE_ACK (PROTOCOL.md 6.7): the length of the
+    /// retransmissions that double from ``Timeouts/closeRetransmit``, 12.6 s by default.
+    static let closingLimit: Duration = {
+        let timeouts = Timeouts()
+        return timeouts.closeRetransmit * ((1 << timeouts.closeAttempts) - 1)
+    }()
 
     /// A close reason as a short label: the error's code, not its diagnostic.
     static func label(_ reason: CloseReason) -> String {
@@ -321,6 +352,11 @@ enum Availability {
             outcome.breaches.append("V never ended the malicious session")
         } else {
             outcome.problems.append("the malicious peer got no session with V")
+        }
+        if behaviour == .withholdCloseAck,
+            let withholder = stage.room.speaker(attackerMember) as? MaliciousPeer
+        {
+            outcome.breaches += closeWithholdingBreaches(withholder)
         }
         var required = false
         if let end, let baseline = result.baseline, end.at < deadline, label(end.reason) == expected {

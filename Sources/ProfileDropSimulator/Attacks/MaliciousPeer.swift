@@ -20,6 +20,14 @@ enum MaliciousBehaviour: Sendable, Equatable {
     case consentStall
     /// Sends one RANGING every few seconds after the handshake, and nothing else.
     case slowloris
+    /// Offers a card above the limit like ``oversize``, then never acknowledges the victim's CLOSE
+    /// and keeps talking for ``MaliciousPeer/withholdingTime``: the victim's closing session
+    /// answers each of its packets with CLOSE, and must neither outsend it nor stay longer than
+    /// its closing limit.
+    case withholdCloseAck
+
+    /// Whether the offer is one byte above the victim's limit.
+    var offersTooMuch: Bool { self == .oversize || self == .withholdCloseAck }
 }
 
 /// A malicious authenticated peer, written against the public wire and Noise API only (the
@@ -41,6 +49,9 @@ struct MaliciousPeer: DatagramSpeaker {
     let pose = VictimPair.poses[1]
     /// The interval of honest control packets: the victim's ranging interval.
     static let tick: Duration = MeasurementModel.default.sampleInterval
+    /// How long a CLOSE_ACK withholder goes on talking after the victim's CLOSE: past the victim's
+    /// 12.6 s closing limit.
+    static let withholdingTime: Duration = .seconds(15)
     /// How often a slow behaviour sends its one packet: under the victim's idle time.
     static let slowInterval: Duration = .seconds(4)
 
@@ -86,6 +97,11 @@ struct MaliciousPeer: DatagramSpeaker {
     /// Whether the session ended with the victim's CLOSE (else it never started: BUSY, or no
     /// ACCEPT).
     private(set) var endedByClose = false
+    /// When the victim's first CLOSE arrived (a CLOSE_ACK withholder goes on after it).
+    private(set) var victimClosedAt: Instant?
+    /// After the victim's first CLOSE: the datagrams each side sent the other, and when the
+    /// victim's last one arrived.
+    private(set) var afterClose = (sent: 0, received: 0, lastReceivedAt: Instant?.none)
     /// The verification code, once the victim revealed its nonce.
     private(set) var code: String?
     /// Datagrams we sent.
@@ -120,7 +136,7 @@ struct MaliciousPeer: DatagramSpeaker {
             self.card = honest
         }
         let length =
-            behaviour == .oversize ? UInt32(Limits().maxCardBytes + 1) : UInt32(self.card.count)
+            behaviour.offersTooMuch ? UInt32(Limits().maxCardBytes + 1) : UInt32(self.card.count)
         offer = CardOffer(
             length: length, chunkSize: UInt16(WireConstants.chunkSize),
             digest: BLAKE2b.hash(self.card, outputLength: WireConstants.digestLength))
@@ -150,6 +166,7 @@ struct MaliciousPeer: DatagramSpeaker {
     mutating func pollTransmit() -> OutgoingDatagram? {
         guard !outbox.isEmpty else { return nil }
         sentDatagrams += 1
+        if victimClosedAt != nil { afterClose.sent += 1 }
         return outbox.removeFirst()
     }
 
@@ -194,6 +211,10 @@ struct MaliciousPeer: DatagramSpeaker {
     }
 
     mutating func receive(_ bytes: [UInt8], from source: PeerAddress, at time: Instant) {
+        if victimClosedAt != nil, source == targetAddress {
+            afterClose.received += 1
+            afterClose.lastReceivedAt = time
+        }
         guard endedAt == nil, source == targetAddress, let packet = try? Packet(datagram: bytes) else {
             return
         }
@@ -272,6 +293,9 @@ struct MaliciousPeer: DatagramSpeaker {
             }
         case .cardSack(let sack):
             for index in ackedChunks.indices where sack.covers(index) { ackedChunks[index] = true }
+        case .close where behaviour == .withholdCloseAck:
+            // Never acknowledged: the ticks go on, each drawing the victim's CLOSE again.
+            if victimClosedAt == nil { victimClosedAt = time }
         case .close:
             // The victim ended the session: acknowledge, and we are done.
             send([.closeAck])
@@ -300,6 +324,11 @@ struct MaliciousPeer: DatagramSpeaker {
     }
 
     private mutating func tick(at time: Instant) {
+        if let closed = victimClosedAt, time >= closed + Self.withholdingTime {
+            endedAt = time
+            endedByClose = true
+            return
+        }
         ticks += 1
         tickAt = time + Self.tick
         switch behaviour {
@@ -325,7 +354,7 @@ struct MaliciousPeer: DatagramSpeaker {
         send(facts() + [.ranging(RangingFrame(sequence: rangingSequence, pose: pose, token: token))])
         guard transferring else { return }
         switch behaviour {
-        case .oversize:
+        case .oversize, .withholdCloseAck:
             // The offer was a lie: there is no such card to send.
             return
         case .badIndex:
