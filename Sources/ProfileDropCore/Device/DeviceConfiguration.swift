@@ -53,6 +53,13 @@ public struct Timeouts: Sendable, Equatable {
     /// The longest a closed session keeps answering CLOSE with CLOSE_ACK (draining); it drains for
     /// three of its close's probe timeouts when those are shorter.
     public var drain: Duration = .seconds(3)
+
+    /// How long a closing session waits for CLOSE_ACK: `closeRetransmit` × (2^`closeAttempts` − 1),
+    /// 12.6 s by default, at most 60 s (PROTOCOL.md 6.7).
+    public var closingLimit: Duration {
+        let attempts = min(max(closeAttempts, 1), 30)
+        return min(closeRetransmit * ((1 << attempts) - 1), .seconds(60))
+    }
     /// Back-off before inviting a peer again after a session with it failed; doubles per failure.
     public var retryBackoff: Duration = .seconds(4)
     /// Longest back-off for one peer, and for one faulty host.

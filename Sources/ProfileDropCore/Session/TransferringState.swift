@@ -96,13 +96,14 @@ extension TransferringState: LiveState {
         // The decision is taken at a ranging round that measured the peer: an open gate may
         // rest on samples up to a window old, and deciding on those alone would commit blind
         // to a peer cut off since, which could no longer learn the outcome (section 6.7).
-        let holdEnds = (completedAt ?? context.now) + context.configuration.gate.window
         if completedAt == nil {
             completedAt = context.now
             scheduleRoundAtHoldEnd(link: &link, context: context)
         }
         noteProgress(link: link, context: context)
-        guard link.gate.isOpen, link.measuredAt == context.now, context.now >= holdEnds else { return .stay }
+        guard link.gate.isOpen, link.measuredAt == context.now, let holdEnds = holdEnds(context),
+            context.now >= holdEnds
+        else { return .stay }
         deliverReceivedCard(context: &context)
         // Our outstanding facts (CARD_ACK, or CONSENT if the peer missed it) travel with CLOSE.
         let frames =
@@ -130,9 +131,13 @@ extension TransferringState: LiveState {
     /// Puts a ranging round at the end of the confirmation hold, so the decision waits for no
     /// later round; the rounds after it keep their interval.
     func scheduleRoundAtHoldEnd(link: inout Link, context: SessionContext) {
-        guard let completedAt else { return }
-        let holdEnds = completedAt + context.configuration.gate.window
-        if holdEnds > context.now { link.rangingAt = min(link.rangingAt, holdEnds) }
+        guard let holdEnds = holdEnds(context), holdEnds > context.now else { return }
+        link.rangingAt = min(link.rangingAt, holdEnds)
+    }
+
+    /// When the confirmation hold ends: one gate window after our side was done; nil before.
+    func holdEnds(_ context: SessionContext) -> Instant? {
+        completedAt.map { $0 + context.configuration.gate.window }
     }
 
     mutating func handleTimeout(link: inout Link, context: inout SessionContext) -> Transition {

@@ -149,7 +149,7 @@ enum Availability {
             breaches.append(
                 "V sent the CLOSE_ACK withholder \(received) datagrams after closing, for its \(sent)")
         }
-        if let last, last > closedAt + closingLimit + .milliseconds(200) {
+        if let last, last > closedAt + Timeouts().closingLimit + .milliseconds(200) {
             breaches.append(
                 "V still sent CLOSE \(last - closedAt) after closing, past its 12.6 s closing limit")
         }
@@ -159,12 +159,6 @@ enum Availability {
     /// CLOSE's retransmissions on its own timer within the closing limit, at the shortest probe
     /// timeout (10 ms doubling, each wait at most 3.2 s, for 12.6 s).
     static let closeScheduleRetransmissions = 14
-    /// How long a closing session waits for CLOSE_ACK (PROTOCOL.md 6.7): the length of the
-    /// retransmissions that double from ``Timeouts/closeRetransmit``, 12.6 s by default.
-    static let closingLimit: Duration = {
-        let timeouts = Timeouts()
-        return timeouts.closeRetransmit * ((1 << timeouts.closeAttempts) - 1)
-    }()
 
     /// A close reason as a short label: the error's code, not its diagnostic.
     static func label(_ reason: CloseReason) -> String {
