@@ -114,11 +114,12 @@ public enum CommandLineTool {
 
     /// The `--json` line of an error: `{"v":1,"ts":…,"event":"error","exit_code":2,"message":…}`.
     static func errorLine(_ message: String, code: ExitCode) -> String {
-        JSONValue.object([
-            ("v", .integer(ShareDisplay.schemaVersion)), ("ts", .string(ShareDisplay.wallClockTimestamp())),
-            ("event", .string("error")), ("exit_code", .integer(Int(code.rawValue))),
-            ("message", .string(message)),
-        ]).serialized
+        ShareDisplay.jsonLine(
+            [
+                ("event", .string("error")), ("exit_code", .integer(Int(code.rawValue))),
+                ("message", .string(message)),
+            ],
+            timestamp: ShareDisplay.wallClockTimestamp())
     }
 
     /// The command called `name`, if any.

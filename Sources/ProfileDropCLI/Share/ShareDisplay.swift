@@ -361,10 +361,10 @@ struct ShareDisplay {
             statusLine.show(line(snapshot) + " · " + detail)
             statusLine.finish()
             if let hint { console.output(hint) }
-            if let card { console.output(Self.printable("received: \(card.summary)")) }
-            if let saved { console.output(Self.printable("saved: \(saved)")) }
         case .lines:
             console.output("closed: \(shown)")
+        }
+        if mode != .json {
             if let card { console.output(Self.printable("received: \(card.summary)")) }
             if let saved { console.output(Self.printable("saved: \(saved)")) }
         }
@@ -406,10 +406,15 @@ struct ShareDisplay {
 
     /// One `--json` line: `v` and `ts` first, then `members` (which start with `event`).
     private func writeJSON(_ members: [(key: String, value: JSONValue)]) {
+        console.output(Self.jsonLine(members, timestamp: timestamp()))
+    }
+
+    /// A JSON line of the schema: `v`, then `ts`, then `members`.
+    static func jsonLine(_ members: [(key: String, value: JSONValue)], timestamp: String) -> String {
         let stamp: [(key: String, value: JSONValue)] = [
-            ("v", .integer(Self.schemaVersion)), ("ts", .string(timestamp())),
+            ("v", .integer(schemaVersion)), ("ts", .string(timestamp)),
         ]
-        console.output(JSONValue.object(stamp + members).serialized)
+        return JSONValue.object(stamp + members).serialized
     }
 
     /// One snapshot: in `--json` mode `event`, then `extra`, then the snapshot members `extra`

@@ -133,6 +133,7 @@ final class ShareSession {
 
         var closedAt: Instant?
         var stopped: CloseReason?
+        var quitRequested = false
         while stopped == nil {
             var wake = clock.now + .milliseconds(250)
             if movement.isMoving { wake = min(wake, clock.now + Self.motionTick) }
@@ -142,14 +143,12 @@ final class ShareSession {
             // Standard input is watched until it ends: a closed one is always readable.
             let stdinReadable = try driver.turn(
                 wakingBy: wake, alsoWatching: readsStdin && stdinOpen ? STDIN_FILENO : nil, onEvent: onEvent)
-            // Once the outcome is reported, a signal or `q` only cuts the close short.
-            if let signal = EndingSignal.received {
-                if closedAt != nil { break }
+            // A signal or `q` cancels a device still running; once it closed, the outcome is
+            // reported below and they only cut the close short.
+            if stdinReadable, readInput(&driver.device, state: state) == .quit { quitRequested = true }
+            let signal = EndingSignal.received
+            if signal != nil || quitRequested, !driver.device.isClosed {
                 return try endEarly(&driver, state: state, signal: signal, onEvent: onEvent)
-            }
-            if stdinReadable, readInput(&driver.device, state: state) == .quit {
-                if closedAt != nil { break }
-                return try endEarly(&driver, state: state, signal: nil, onEvent: onEvent)
             }
             let now = clock.now
             advanceMotion(&driver.device, at: now)
@@ -162,7 +161,7 @@ final class ShareSession {
                     try reportOutcome(driver.device[keyPath: state])
                 }
                 if driver.device.nextDeadline == nil || now >= (closedAt ?? now) + Self.exitLinger
-                    || now >= deadline + Self.deadlineGrace
+                    || now >= deadline + Self.deadlineGrace || signal != nil || quitRequested
                 {
                     break
                 }
@@ -191,16 +190,13 @@ final class ShareSession {
         _ driver: inout DeviceDriver<D, UDPHost>, state: KeyPath<D, Device>, signal: Int32?,
         onEvent: (DeviceEvent, D) -> Void
     ) throws -> ExitCode {
-        let wasClosed = driver.device.isClosed
         pendingConsent = false
         driver.device.cancel(at: clock.now)
         try driver.flush(onEvent: onEvent)
-        if !wasClosed {
-            let end = clock.now + Self.exitLinger
-            while let due = driver.device.nextDeadline, clock.now < end {
-                _ = try driver.turn(wakingBy: min(due, end), alsoWatching: nil, onEvent: onEvent)
-                try driver.flush(onEvent: onEvent)
-            }
+        let end = clock.now + Self.exitLinger
+        while let due = driver.device.nextDeadline, clock.now < end {
+            _ = try driver.turn(wakingBy: min(due, end), alsoWatching: nil, onEvent: onEvent)
+            try driver.flush(onEvent: onEvent)
         }
         display.finish(
             reason: nil, snapshot: driver.device[keyPath: state].snapshot, card: nil,
