@@ -1,5 +1,6 @@
 import Foundation
 import ProfileDropCrypto
+import ProfileDropTestSupport
 import Testing
 
 @testable import ProfileDropCLI
@@ -63,18 +64,14 @@ import Testing
         let commitLine = try #require(expected.output.first { $0.hasPrefix("commit: ") })
         let commit = String(commitLine.dropFirst("commit: ".count))
         #expect(commit == "unknown" || (commit.count == 12 && commit.allSatisfy(\.isHexDigit)))
-        // In a git checkout the plugin read HEAD before this build.
-        let git = Process()
-        git.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        git.arguments = ["git", "-C", TestPaths.packageRoot.path, "rev-parse", "--short=12", "HEAD"]
-        let pipe = Pipe()
-        git.standardOutput = pipe
-        git.standardError = FileHandle.nullDevice
-        try git.run()
-        git.waitUntilExit()
-        let head = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        if git.terminationStatus == 0 { #expect(commit == head) }
+        // In a git checkout the plugin read HEAD when this was built: HEAD itself in a fresh
+        // clone, or a commit HEAD descends from when commits came after an incremental build.
+        let root = TestPaths.packageRoot.path
+        if try runProgram("/usr/bin/env", ["git", "-C", root, "rev-parse", "HEAD"]).status == 0 {
+            let ancestry = try runProgram(
+                "/usr/bin/env", ["git", "-C", root, "merge-base", "--is-ancestor", commit, "HEAD"])
+            #expect(ancestry.status == 0, "\(commit) is no commit of this checkout's history")
+        }
         #expect(run(["version", "extra"]).code == 2)
         #expect(run(["--version", "extra"]).code == 2)
     }
