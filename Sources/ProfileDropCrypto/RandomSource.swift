@@ -11,6 +11,10 @@ internal import CSodium
 public protocol RandomSource {
     /// Fills `buffer` with random bytes.
     mutating func fill(_ buffer: UnsafeMutableRawBufferPointer)
+
+    /// Returns a uniformly random 64-bit value: the next 8 bytes, read as a native-endian integer.
+    /// A requirement so that a buffered source can hand it out without a general ``fill(_:)``.
+    mutating func nextUInt64() -> UInt64
 }
 
 extension RandomSource {
@@ -22,7 +26,7 @@ extension RandomSource {
         }
     }
 
-    /// Returns a uniformly random 64-bit value.
+    /// Returns a uniformly random 64-bit value: the next 8 bytes, read as a native-endian integer.
     public mutating func nextUInt64() -> UInt64 {
         var value: UInt64 = 0
         withUnsafeMutableBytes(of: &value) { fill($0) }
@@ -110,6 +114,19 @@ public struct DeterministicRandom: RandomSource, Sendable {
             written += take
             position += take
         }
+    }
+
+    /// The next 8 bytes of the keystream as a native-endian integer, as ``fill(_:)`` would give them,
+    /// read straight from the buffer when it holds them: the simulator draws several per datagram.
+    public mutating func nextUInt64() -> UInt64 {
+        guard buffer.count - position >= 8 else {
+            var value: UInt64 = 0
+            withUnsafeMutableBytes(of: &value) { fill($0) }
+            return value
+        }
+        let value = buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: position, as: UInt64.self) }
+        position += 8
+        return value
     }
 
     private mutating func refill() {

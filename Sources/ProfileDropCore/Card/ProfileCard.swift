@@ -206,7 +206,8 @@ public struct ProfileCard: Equatable, Sendable {
     static func textProblem(_ text: String, field: String, item: Int? = nil, _ limits: TextLimits)
         -> CardError?
     {
-        let what = item.map { "key \"\(field)\" item \($0)" } ?? "key \"\(field)\""
+        // Built only for a diagnostic: cards are checked on every decode.
+        var what: String { item.map { "key \"\(field)\" item \($0)" } ?? "key \"\(field)\"" }
         let characters = text.count
         guard limits.characters.contains(characters) else {
             return CardError(
@@ -220,12 +221,28 @@ public struct ProfileCard: Equatable, Sendable {
                 .invalidValue, field: field,
                 "\(what) must be at most \(limits.bytes.upperBound) UTF-8 bytes, found \(bytes)")
         }
-        if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+        // One pass; ASCII is decided without a Unicode property lookup (its only Cc are 0x00-0x1F and
+        // 0x7F, and it has no Cf). A control character anywhere is reported before a format one.
+        var hasControl = false
+        var firstFormat: Unicode.Scalar?
+        for scalar in text.unicodeScalars {
+            if scalar.isASCII {
+                if scalar.value < 0x20 || scalar.value == 0x7F { hasControl = true }
+                continue
+            }
+            let category = scalar.properties.generalCategory
+            if category == .control {
+                hasControl = true
+            } else if category == .format, firstFormat == nil {
+                firstFormat = scalar
+            }
+        }
+        if hasControl {
             return CardError(
                 .invalidValue, field: field,
                 "\(what) must not contain control characters: \(CardError.quoted(text))")
         }
-        if let format = text.unicodeScalars.first(where: { $0.properties.generalCategory == .format }) {
+        if let format = firstFormat {
             let codePoint = String(format.value, radix: 16, uppercase: true)
             let padded = String(repeating: "0", count: max(0, 4 - codePoint.count)) + codePoint
             return CardError(

@@ -282,7 +282,7 @@ extension Device {
     /// ``reasonAtLimit(cut:)``, unless that session's own outcome ends it (an unanswered request
     /// declines).
     mutating func enforceOverallLimit() {
-        guard closeReason == nil, context.now >= startedAt + configuration.timeouts.overall else { return }
+        guard closeReason == nil, context.now >= overallLimitAt else { return }
         var cut: CloseReason?
         if let sessionID = exchange?.sessionID {
             exchange?.closeAtDeviceLimit(context: &context)

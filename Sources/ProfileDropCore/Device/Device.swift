@@ -28,7 +28,8 @@ public struct Device {
     public let localAddress: PeerAddress
 
     var context: SessionContext
-    let startedAt: Instant
+    /// When the overall limit ends the device: its start plus `timeouts.overall`, computed once.
+    let overallLimitAt: Instant
     var discovery: DiscoverySession
     /// The live exchange session, if any (at most one at a time): our invitation, or a session
     /// secured either way.
@@ -67,7 +68,7 @@ public struct Device {
         self.configuration = configuration
         self.deviceID = deviceID
         self.localAddress = localAddress
-        self.startedAt = now
+        self.overallLimitAt = now + configuration.timeouts.overall
         var context = SessionContext(
             configuration: configuration, deviceID: deviceID, random: random, now: now,
             pose: Pose(x: 0, y: 0, heading: 0))
@@ -159,7 +160,7 @@ public struct Device {
             consider(discovery.nextDeadline)
             consider(halfOpen.nextDeadline(now: context.now))
             // The overall limit ends the device whatever its session is doing.
-            consider(startedAt + configuration.timeouts.overall)
+            consider(overallLimitAt)
             // A fresh half-open handshake holds invitations back; its end is a deadline above.
             if exchange == nil, !halfOpen.isFresh(at: context.now) {
                 consider(discovery.nextInviteCandidateAt)

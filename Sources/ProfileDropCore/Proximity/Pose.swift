@@ -111,23 +111,26 @@ extension Pose {
 
     /// The 8-byte encoding. The coordinates must be within `encodableCoordinateLimit`.
     public func encoded() -> [UInt8] {
+        var writer = ByteWriter(capacity: Self.encodedLength)
+        encode(into: &writer)
+        return writer.bytes
+    }
+
+    /// Appends the 8-byte encoding to `writer`. The coordinates must be within
+    /// `encodableCoordinateLimit`.
+    public func encode(into writer: inout ByteWriter) {
         precondition(
             abs(x) <= Self.encodableCoordinateLimit && abs(y) <= Self.encodableCoordinateLimit,
             "pose outside the encodable room")
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(Self.encodedLength)
-        for coordinate in [x, y] {
-            let millimetres = Int32((coordinate * 10).rounded())
-            let raw = UInt32(bitPattern: millimetres)
-            bytes.append(UInt8(truncatingIfNeeded: raw >> 16))
-            bytes.append(UInt8(truncatingIfNeeded: raw >> 8))
-            bytes.append(UInt8(truncatingIfNeeded: raw))
+        func writeMillimetres(_ coordinate: Double) {
+            let raw = UInt32(bitPattern: Int32((coordinate * 10).rounded()))
+            writer.writeInteger(UInt8(truncatingIfNeeded: raw >> 16))
+            writer.writeInteger(UInt16(truncatingIfNeeded: raw))
         }
+        writeMillimetres(x)
+        writeMillimetres(y)
         // Rounding 359.996° gives 36000, which is 0°.
-        let hundredths = UInt16(Int((heading * 100).rounded()) % 36_000)
-        bytes.append(UInt8(truncatingIfNeeded: hundredths >> 8))
-        bytes.append(UInt8(truncatingIfNeeded: hundredths))
-        return bytes
+        writer.writeInteger(UInt16(Int((heading * 100).rounded()) % 36_000))
     }
 
     /// Why a received pose was rejected.

@@ -22,30 +22,32 @@ struct SecureChannel {
 
     /// Seals `frames` into one datagram for the peer.
     mutating func seal(_ frames: [Frame]) -> OutgoingDatagram {
-        let payload = Frame.encode(frames)
-        precondition(!payload.isEmpty && payload.count <= WireConstants.maxFramePayload, "frame payload size")
         let packetNumber = nextPacketNumber
         nextPacketNumber += 1
-        let ciphertextLength = payload.count + WireConstants.tagSize
-        let header = SecurePacket.header(
-            sessionID: sessionID, packetNumber: packetNumber, ciphertextLength: ciphertextLength)
-        // Sealed straight into the datagram behind its header: no ciphertext array to copy.
-        let bytes = [UInt8](unsafeUninitializedCapacity: header.count + ciphertextLength) {
-            buffer, initialized in
-            let datagram = UnsafeMutableRawBufferPointer(buffer)
-            datagram.copyBytes(from: header)
-            let sealed = UnsafeMutableRawBufferPointer(rebasing: datagram[header.count...])
-            payload.withUnsafeBytes { plaintext in
-                do {
-                    try sender.encrypt(
-                        nonce: packetNumber, ad: UnsafeRawBufferPointer(rebasing: datagram[..<header.count]),
-                        plaintext: plaintext, into: sealed)
-                } catch {
-                    // Only nonce 2^64-1 or an oversized payload can fail; both are excluded above.
-                    preconditionFailure("sealing a packet failed")
-                }
+        // One buffer: the header, the frames behind it and room for the tag, sealed in place; no
+        // header, payload or ciphertext array to copy.
+        let headerSize = WireConstants.secureHeaderSize
+        var writer = ByteWriter(capacity: WireConstants.maxDatagramSize)
+        SecurePacket.writeHeader(
+            into: &writer, sessionID: sessionID, packetNumber: packetNumber, ciphertextLength: 0)
+        for frame in frames { frame.encode(into: &writer) }
+        let payloadLength = writer.count - headerSize
+        precondition(
+            payloadLength > 0 && payloadLength <= WireConstants.maxFramePayload, "frame payload size")
+        SecurePacket.setCiphertextLength(payloadLength + WireConstants.tagSize, in: &writer, headerAt: 0)
+        writer.writeZeros(WireConstants.tagSize)
+        var bytes = writer.takeBytes()
+        bytes.withUnsafeMutableBytes { datagram in
+            let sealed = UnsafeMutableRawBufferPointer(rebasing: datagram[headerSize...])
+            do {
+                // In place: libsodium allows the ciphertext to start where the plaintext does.
+                try sender.encrypt(
+                    nonce: packetNumber, ad: UnsafeRawBufferPointer(rebasing: datagram[..<headerSize]),
+                    plaintext: UnsafeRawBufferPointer(rebasing: sealed[..<payloadLength]), into: sealed)
+            } catch {
+                // Only nonce 2^64-1 or an oversized payload can fail; both are excluded above.
+                preconditionFailure("sealing a packet failed")
             }
-            initialized = header.count + ciphertextLength
         }
         return OutgoingDatagram(destination: .unicast(peerAddress), bytes: bytes)
     }

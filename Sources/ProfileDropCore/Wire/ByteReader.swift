@@ -22,9 +22,8 @@ public struct ByteReader: Sendable {
     public mutating func readInteger<T: FixedWidthInteger & UnsignedInteger>(as: T.Type = T.self) -> T? {
         let size = MemoryLayout<T>.size
         guard readableBytes >= size else { return nil }
-        var value: T = 0
-        for offset in 0..<size {
-            value = (value << 8) | T(bytes[readerIndex + offset])
+        let value = bytes.withUnsafeBytes {
+            T(bigEndian: $0.loadUnaligned(fromByteOffset: readerIndex, as: T.self))
         }
         readerIndex += size
         return value
@@ -64,10 +63,7 @@ public struct ByteWriter: Sendable {
 
     /// Appends a big-endian unsigned integer.
     public mutating func writeInteger<T: FixedWidthInteger & UnsignedInteger>(_ value: T) {
-        let size = MemoryLayout<T>.size
-        for offset in stride(from: size - 1, through: 0, by: -1) {
-            bytes.append(UInt8(truncatingIfNeeded: value >> (UInt64(offset) * 8)))
-        }
+        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
     /// Appends raw bytes.
@@ -78,6 +74,29 @@ public struct ByteWriter: Sendable {
     /// Appends a big-endian IEEE 754 double.
     public mutating func writeDouble(_ value: Double) {
         writeInteger(value.bitPattern)
+    }
+
+    /// How many bytes have been written.
+    var count: Int { bytes.count }
+
+    /// Overwrites the big-endian integer written earlier at `offset`: for a length that is known only
+    /// once what follows it is written.
+    mutating func setInteger<T: FixedWidthInteger & UnsignedInteger>(_ value: T, at offset: Int) {
+        precondition(
+            offset >= 0 && offset + MemoryLayout<T>.size <= bytes.count, "overwrite within the written bytes")
+        bytes.withUnsafeMutableBytes { $0.storeBytes(of: value.bigEndian, toByteOffset: offset, as: T.self) }
+    }
+
+    /// Appends `count` zero bytes.
+    mutating func writeZeros(_ count: Int) {
+        bytes.append(contentsOf: repeatElement(0, count: count))
+    }
+
+    /// The bytes written, handed over without a copy; the writer is left empty.
+    mutating func takeBytes() -> [UInt8] {
+        var taken: [UInt8] = []
+        swap(&taken, &bytes)
+        return taken
     }
 }
 

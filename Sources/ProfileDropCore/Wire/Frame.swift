@@ -199,7 +199,7 @@ public enum Frame: Equatable, Sendable {
         case .ranging(let ranging):
             precondition(ranging.token.count == WireConstants.tokenLength, "token length")
             writer.writeInteger(ranging.sequence)
-            writer.writeBytes(ranging.pose.encoded())
+            ranging.pose.encode(into: &writer)
             writer.writeBytes(ranging.token)
         case .inRange(let inRange):
             writer.writeInteger(UInt8(inRange ? 1 : 0))

@@ -176,13 +176,30 @@ public struct SecurePacket: Equatable, Sendable {
 
     /// The 22-byte header for `sessionID`, `packetNumber` and a ciphertext of `ciphertextLength`.
     public static func header(sessionID: UInt64, packetNumber: UInt64, ciphertextLength: Int) -> [UInt8] {
-        precondition(ciphertextLength <= maxCiphertext, "ciphertext too long")
         var writer = ByteWriter(capacity: WireConstants.secureHeaderSize)
+        writeHeader(
+            into: &writer, sessionID: sessionID, packetNumber: packetNumber,
+            ciphertextLength: ciphertextLength)
+        return writer.bytes
+    }
+
+    /// Appends the header to `writer`; ``setCiphertextLength(_:in:headerAt:)`` can fill in the length later.
+    static func writeHeader(
+        into writer: inout ByteWriter, sessionID: UInt64, packetNumber: UInt64, ciphertextLength: Int
+    ) {
+        precondition(ciphertextLength <= maxCiphertext, "ciphertext too long")
         writer.writePacketHeader(.secure)
         writer.writeInteger(sessionID)
         writer.writeInteger(packetNumber)
         writer.writeInteger(UInt16(ciphertextLength))
-        return writer.bytes
+    }
+
+    /// Sets the ciphertext length of the header that starts at `offset` in `writer`.
+    static func setCiphertextLength(
+        _ ciphertextLength: Int, in writer: inout ByteWriter, headerAt offset: Int
+    ) {
+        precondition(ciphertextLength <= maxCiphertext, "ciphertext too long")
+        writer.setInteger(UInt16(ciphertextLength), at: offset + WireConstants.secureHeaderSize - 2)
     }
 
     /// The longest ciphertext (frames and tag) a SECURE datagram holds.
