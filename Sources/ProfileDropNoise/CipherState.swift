@@ -83,6 +83,16 @@ public struct CipherState: Sendable {
             into: output)
     }
 
+    /// Decrypts `ciphertext` at an explicit `nonce` without touching the state: the raw-buffer form,
+    /// non-generic, for a transport that opens one datagram after another. Requires a key.
+    /// - Throws: `.decryptFailed`, `.messageTooShort`, `.messageTooLong` or `.nonceExhausted`.
+    public func decrypt(
+        nonce: UInt64, ad: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer
+    ) throws -> [UInt8] {
+        guard let key else { preconditionFailure("explicit-nonce decryption needs a key") }
+        return try Self.open(key: key, nonce: nonce, ad: ad, ciphertext: ciphertext)
+    }
+
     /// Decrypts at an explicit `nonce` without touching the state. Requires a key.
     /// - Throws: `.decryptFailed`, `.messageTooShort`, `.messageTooLong` or `.nonceExhausted`.
     public func decrypt(

@@ -165,6 +165,18 @@ struct ProfileCardTests {
         BadCard(
             json: cardJSON(replacing: "name", with: "\"Bo\\nri\""), code: .invalidValue, field: "name",
             mentions: ["control characters"]),
+        // DEL and the C1 controls (U+0080 to U+009F) are control characters too.
+        BadCard(
+            json: cardJSON(replacing: "name", with: "\"Bo\\u007fri\""), code: .invalidValue, field: "name",
+            mentions: ["control characters"]),
+        BadCard(
+            json: cardJSON(replacing: "owner", with: "\"min\\u0085ji\""), code: .invalidValue, field: "owner",
+            mentions: ["control characters"]),
+        // A control character is reported even behind a format character.
+        BadCard(
+            json: cardJSON(replacing: "name", with: "\"\u{200B}Bo\\nri\""), code: .invalidValue,
+            field: "name",
+            mentions: ["control characters"]),
         BadCard(
             json: cardJSON(replacing: "owner", with: "\"\(String(repeating: "m", count: 41))\""),
             code: .invalidValue, field: "owner", mentions: ["\"owner\"", "found 41"]),

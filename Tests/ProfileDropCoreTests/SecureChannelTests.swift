@@ -49,6 +49,26 @@ import Testing
         #expect(throws: ProtocolError.self) { try ownLoopback.open(first) }
     }
 
+    @Test func aSealedDatagramIsItsHeaderThenTheFramesSealedUnderIt() throws {
+        var (a, b) = try Self.pair()
+        let frames: [Frame] = [.inRange(true), .cardAck(digest: Array(repeating: 5, count: 32))]
+        _ = a.seal([.closeAck])
+        let datagram = a.seal(frames)
+        let packet = try Self.secure(datagram)
+        let header = SecurePacket.header(
+            sessionID: 9, packetNumber: 1,
+            ciphertextLength: Frame.encode(frames).count + WireConstants.tagSize)
+        #expect(Array(datagram.bytes.prefix(WireConstants.secureHeaderSize)) == header)
+        #expect(packet.header == header)
+        // The header the receiver rebuilds on the stack is the same 22 bytes.
+        let rebuilt = [UInt8](unsafeUninitializedCapacity: WireConstants.secureHeaderSize) { buffer, count in
+            packet.writeHeader(into: UnsafeMutableRawBufferPointer(buffer))
+            count = WireConstants.secureHeaderSize
+        }
+        #expect(rebuilt == header)
+        #expect(try b.open(packet) == frames)
+    }
+
     @Test func tamperingAnyByteFailsAuthenticationAndLeavesTheWindowAlone() throws {
         var (a, b) = try Self.pair()
         let datagram = a.seal([.cardAck(digest: Array(repeating: 7, count: 32))])

@@ -20,6 +20,18 @@ import Testing
         #expect(collected == expected)
     }
 
+    @Test func a64BitDrawIsTheNextEightBytesAcrossRefills() {
+        var drawn = DeterministicRandom(seed: 11)
+        var filled = DeterministicRandom(seed: 11)
+        // A 3-byte offset makes some draws straddle the 1024-byte buffer boundary.
+        #expect(drawn.bytes(3) == filled.bytes(3))
+        for _ in 0..<400 {
+            let bytes = filled.bytes(8)
+            let expected = bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+            #expect(drawn.nextUInt64() == expected)
+        }
+    }
+
     @Test func differentSeedsDiffer() {
         var first = DeterministicRandom(seed: 1)
         var second = DeterministicRandom(seed: 2)

@@ -13,7 +13,7 @@ enum RoomBenchmarkCommand {
         let counts = try deviceCounts(devices)
         let result = RoomBenchmark.run(
             deviceCounts: counts, seeds: (1...seeds).map(UInt64.init), duration: .seconds(duration),
-            cpuTime: SimulationFigures.processCPUSeconds)
+            cpuTime: { HandshakeBenchmark.cpuSeconds(CLOCK_PROCESS_CPUTIME_ID) })
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         // Linux reports the peak resident set in KiB.

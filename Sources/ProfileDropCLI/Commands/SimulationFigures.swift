@@ -7,24 +7,68 @@ import ProfileDropSimulator
 /// the handshake floor measured in the same process, traffic per exchange, and handshake bytes
 /// against the Noise XX minimum.
 enum SimulationFigures {
+    /// Alternating rounds of floor and simulation: the ratio is the median of the rounds' ratios, so a
+    /// change in machine load during the run moves both sides of a round alike.
+    static let rounds = 5
+    /// Floor units timed per round.
+    static let floorIterations = 60
+
     static func run(exchanges: Int, console: Console) throws -> ExitCode {
         // The floor: the X25519 work of one XX handshake, as in `bench handshake`.
         var random = SystemRandom()
         for _ in 0..<20 { HandshakeBenchmark.floorUnit(&random) }
-        let floor = try HandshakeBenchmark.timePerIteration(300) { HandshakeBenchmark.floorUnit(&random) }
-        console.output(String(format: "handshake floor (2 keygens + 6 X25519): %.1f µs", floor * 1e6))
-
-        let plain = SimulationBenchmark.run(exchanges: exchanges, seed: 1, cpuTime: processCPUSeconds)
-        let photo = SimulationBenchmark.run(
-            exchanges: max(1, exchanges / 20), seed: 1, photoBytes: 262_144, cpuTime: processCPUSeconds)
-        for result in [plain, photo] {
-            console.output(result.line)
-            let costPerExchange = result.cpuSeconds / Double(max(result.exchanges, 1))
+        let photoExchanges = max(1, exchanges / 20)
+        var floors: [Double] = []
+        var plain: [SimulationBenchmark.Result] = []
+        var photo: [SimulationBenchmark.Result] = []
+        for round in 0..<rounds {
+            // Every seed from 1 on is run once, split over the rounds.
+            func share(of total: Int) -> (count: Int, first: Int) {
+                let first = total * round / rounds
+                return (total * (round + 1) / rounds - first, first)
+            }
+            let plainShare = share(of: exchanges)
+            let photoShare = share(of: photoExchanges)
+            func timeFloor() throws {
+                floors.append(
+                    try HandshakeBenchmark.timePerIteration(floorIterations) {
+                        HandshakeBenchmark.floorUnit(&random)
+                    })
+            }
+            if round % 2 == 0 { try timeFloor() }
+            if plainShare.count > 0 {
+                plain.append(
+                    SimulationBenchmark.run(
+                        exchanges: plainShare.count, seed: 1 + UInt64(plainShare.first),
+                        cpuTime: threadCPUSeconds))
+            }
+            if photoShare.count > 0 {
+                photo.append(
+                    SimulationBenchmark.run(
+                        exchanges: photoShare.count, seed: 1 + UInt64(photoShare.first), photoBytes: 262_144,
+                        cpuTime: threadCPUSeconds))
+            }
+            if round % 2 == 1 { try timeFloor() }
+        }
+        console.output(
+            String(
+                format: "handshake floor (2 keygens + 6 X25519): %.1f µs (median of %d rounds)",
+                HandshakeBenchmark.median(floors) * 1e6, rounds))
+        for results in [plain, photo] {
+            guard let total = combining(results) else { continue }
+            console.output(total.line)
+            // Each round's cost against the floor timed in the same round.
+            var ratios: [Double] = []
+            for (index, result) in results.enumerated() where result.exchanges > 0 {
+                let floor = floors[min(index, floors.count - 1)]
+                ratios.append(result.cpuSeconds / Double(result.exchanges) / floor)
+            }
             console.output(
                 String(
                     format:
-                        "  one simulated exchange (both devices, discovery to close) costs %.1f handshake floors",
-                    costPerExchange / floor))
+                        "  one simulated exchange (both devices, discovery to close) costs %.1f handshake floors "
+                        + "(median of %d rounds; min %.1f, max %.1f)",
+                    HandshakeBenchmark.median(ratios), ratios.count, ratios.min() ?? 0, ratios.max() ?? 0))
         }
 
         let handshake = try handshakeBytes()
@@ -32,10 +76,30 @@ enum SimulationFigures {
             "handshake: INVITE \(handshake.invite) + ACCEPT \(handshake.accept) + CONFIRM \(handshake.confirm) "
                 + "= \(handshake.total) bytes of UDP payload; Noise messages \(handshake.noise) bytes, "
                 + "Noise XX minimum \(noiseXXMinimum) bytes (32 + 96 + 64 with empty payloads)")
-        return plain.completed == plain.exchanges && photo.completed == photo.exchanges ? .success : .failure
+        let everyRun = plain + photo
+        return everyRun.allSatisfy { $0.completed == $0.exchanges } ? .success : .failure
     }
 
-    static func processCPUSeconds() -> Double { HandshakeBenchmark.cpuSeconds(CLOCK_PROCESS_CPUTIME_ID) }
+    /// The figures of `results` (rounds with the same photo size) taken together, or nil for none.
+    static func combining(_ results: [SimulationBenchmark.Result]) -> SimulationBenchmark.Result? {
+        guard var total = results.first else { return nil }
+        for result in results.dropFirst() {
+            let exchanges = total.exchanges + result.exchanges
+            func weighted(_ left: Double, _ right: Double) -> Double {
+                (left * Double(total.exchanges) + right * Double(result.exchanges))
+                    / Double(max(exchanges, 1))
+            }
+            total.datagramsPerExchange = weighted(total.datagramsPerExchange, result.datagramsPerExchange)
+            total.bytesPerExchange = weighted(total.bytesPerExchange, result.bytesPerExchange)
+            total.exchanges = exchanges
+            total.completed += result.completed
+            total.cpuSeconds += result.cpuSeconds
+        }
+        return total
+    }
+
+    /// This thread's CPU seconds: the simulation runs on it, as the floor does.
+    static func threadCPUSeconds() -> Double { HandshakeBenchmark.threadCPUSeconds() }
 
     /// XX with empty payloads: `e` (32); `e, ee, s, es` (32 + 32 + 16 + 16); `s, se` (32 + 16 + 16).
     static let noiseXXMinimum = 192

@@ -58,11 +58,17 @@ struct SecureChannel {
     ///   own channel rather than on a copy.
     mutating func open(_ packet: SecurePacket) throws(ProtocolError) -> [Frame] {
         try replay.check(packet.packetNumber)
-        let plaintext: [UInt8]
-        do {
-            plaintext = try receiver.decrypt(
-                nonce: packet.packetNumber, ad: packet.header, ciphertext: packet.ciphertext)
-        } catch {
+        // The header is rebuilt on the stack as associated data: no array per packet.
+        let plaintext: [UInt8]? = withUnsafeTemporaryAllocation(
+            byteCount: WireConstants.secureHeaderSize, alignment: 8
+        ) { header in
+            packet.writeHeader(into: header)
+            return packet.ciphertext.withUnsafeBytes { ciphertext in
+                try? receiver.decrypt(
+                    nonce: packet.packetNumber, ad: UnsafeRawBufferPointer(header), ciphertext: ciphertext)
+            }
+        }
+        guard let plaintext else {
             throw ProtocolError(.authenticationFailed, "packet \(packet.packetNumber) failed authentication")
         }
         let frames = try Frame.decodeAll(plaintext)

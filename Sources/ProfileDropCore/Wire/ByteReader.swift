@@ -63,7 +63,11 @@ public struct ByteWriter: Sendable {
 
     /// Appends a big-endian unsigned integer.
     public mutating func writeInteger<T: FixedWidthInteger & UnsignedInteger>(_ value: T) {
-        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+        // Byte by byte: appending a raw buffer instead costs more for these few bytes.
+        let size = MemoryLayout<T>.size
+        for offset in stride(from: size - 1, through: 0, by: -1) {
+            bytes.append(UInt8(truncatingIfNeeded: value >> (offset * 8)))
+        }
     }
 
     /// Appends raw bytes.

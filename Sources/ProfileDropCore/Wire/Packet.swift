@@ -174,6 +174,19 @@ public struct SecurePacket: Equatable, Sendable {
             sessionID: sessionID, packetNumber: packetNumber, ciphertextLength: ciphertext.count)
     }
 
+    /// Writes the 22-byte header into `buffer`, which holds exactly that many bytes.
+    func writeHeader(into buffer: UnsafeMutableRawBufferPointer) {
+        precondition(buffer.count == WireConstants.secureHeaderSize, "a buffer for the header alone")
+        precondition(ciphertext.count <= Self.maxCiphertext, "ciphertext too long")
+        buffer[0] = WireConstants.magic.0
+        buffer[1] = WireConstants.magic.1
+        buffer[2] = WireConstants.version
+        buffer[3] = PacketType.secure.rawValue
+        buffer.storeBytes(of: sessionID.bigEndian, toByteOffset: 4, as: UInt64.self)
+        buffer.storeBytes(of: packetNumber.bigEndian, toByteOffset: 12, as: UInt64.self)
+        buffer.storeBytes(of: UInt16(ciphertext.count).bigEndian, toByteOffset: 20, as: UInt16.self)
+    }
+
     /// The 22-byte header for `sessionID`, `packetNumber` and a ciphertext of `ciphertextLength`.
     public static func header(sessionID: UInt64, packetNumber: UInt64, ciphertextLength: Int) -> [UInt8] {
         var writer = ByteWriter(capacity: WireConstants.secureHeaderSize)
