@@ -86,6 +86,30 @@ import Testing
         #expect(sender.isComplete && sender.nextDeadline(now: later) == nil)
     }
 
+    /// A peer may acknowledge chunks we never sent (a buggy or hostile one): they count as
+    /// delivered, the rest are still sent in order, and nothing traps.
+    @Test func acknowledgementsOfChunksNeverSentAreTakenWithoutATrap() {
+        var sender = Self.sender(Self.bytes(10 * 1120), window: 2)
+        guard case .cardChunk(let first, _) = sender.takeChunk(now: .zero) else {
+            Issue.record("no first chunk")
+            return
+        }
+        #expect(first == 0)
+        // Chunks 0 to 5 acknowledged, and 7: five of them were never sent.
+        #expect(sender.apply(CardSack(cumulative: 6, bitmap: [0x40]), now: .zero + .milliseconds(5)) == 7)
+        var later: [Int] = []
+        var now = Instant.zero + .milliseconds(5)
+        for _ in 0..<50 where !sender.isComplete {
+            while case .cardChunk(let index, _) = sender.takeChunk(now: now) {
+                later.append(Int(index))
+                #expect(sender.apply(CardSack(cumulative: UInt16(index + 1), bitmap: []), now: now) >= 1)
+            }
+            now = now + .milliseconds(20)
+        }
+        #expect(later == [6, 8, 9])
+        #expect(sender.isComplete && sender.retransmissions == 0)
+    }
+
     @Test func receiverReassemblesOutOfOrderAndAcknowledgesSelectively() throws {
         let data = Self.bytes(10 * 1120 + 17)
         let offer = CardSender.offer(for: data)

@@ -26,6 +26,13 @@ struct CardSender {
     private var largestAcknowledged: CongestionController.Transmission?
     private var inFlight = 0
     private(set) var ackedCount = 0
+    // Cursors that keep each acknowledgement and transmission from scanning the whole card: every
+    // chunk below `lowestUnacked` is acknowledged; every chunk below `lowestUnsent` is acknowledged
+    // or in flight (it is `total` when none is left to send); no chunk from `sentEnd` on was ever
+    // sent.
+    private var lowestUnacked = 0
+    private var lowestUnsent = 0
+    private var sentEnd = 0
     private(set) var retransmissions = 0
     private(set) var congestion: CongestionController
     private var pacer: Pacer
@@ -103,8 +110,9 @@ struct CardSender {
             probesDue -= 1
             let acked = acked
             let sentAt = sentAt
-            if let index = firstUnsent() ?? acked.indices.first(where: { !acked[$0] && sentAt[$0] != now })
-                ?? acked.indices.first(where: { !acked[$0] })
+            let unacked = lowestUnacked..<acked.count
+            if let index = firstUnsent() ?? unacked.first(where: { !acked[$0] && sentAt[$0] != now })
+                ?? unacked.first(where: { !acked[$0] })
             {
                 return send(index, now: now)
             }
@@ -125,6 +133,8 @@ struct CardSender {
         sentAs[index] = nextTransmission
         nextTransmission += 1
         lastSentAt = now
+        sentEnd = max(sentEnd, index + 1)
+        settleCursors()
         let start = index * Int(offer.chunkSize)
         let end = min(start + Int(offer.chunkSize), bytes.count)
         return .cardChunk(index: UInt16(index), data: Array(bytes[start..<end]))
@@ -132,7 +142,17 @@ struct CardSender {
 
     /// The lowest-numbered chunk neither acknowledged nor in flight.
     private func firstUnsent() -> Int? {
-        acked.indices.first { !acked[$0] && sentAt[$0] == nil }
+        lowestUnsent < total ? lowestUnsent : nil
+    }
+
+    /// Moves the cursors past chunks acknowledged (and, for `lowestUnsent`, in flight); called after
+    /// every change to `acked` or `sentAt`.
+    private mutating func settleCursors() {
+        while lowestUnacked < total && acked[lowestUnacked] { lowestUnacked += 1 }
+        lowestUnsent = max(lowestUnsent, lowestUnacked)
+        while lowestUnsent < total && (acked[lowestUnsent] || sentAt[lowestUnsent] != nil) {
+            lowestUnsent += 1
+        }
     }
 
     /// When the sender next has something to do: send a chunk, or probe.
@@ -159,7 +179,9 @@ struct CardSender {
         var newlyAcked = 0
         var newest: Int?
         let coveredEnd = min(total, Int(sack.cumulative) + sack.bitmap.count * 8)
-        for index in 0..<coveredEnd where sack.covers(index) && !acked[index] {
+        // Chunks below `lowestUnacked` are acknowledged already.
+        for index in lowestUnacked..<max(coveredEnd, lowestUnacked) where sack.covers(index) && !acked[index]
+        {
             acked[index] = true
             ackedCount += 1
             newlyAcked += 1
@@ -170,6 +192,7 @@ struct CardSender {
             if newest.map({ sentAs[index] > sentAs[$0] }) ?? true { newest = index }
         }
         guard newlyAcked > 0 else { return 0 }
+        settleCursors()
         // The round trip is sampled from the newest transmission acknowledged, as RFC 9002 5.1 does:
         // it most likely prompted this acknowledgement, where an older chunk's may have been lost
         // and the sample would include the wait for a later one. Karn: only from a chunk sent once.
@@ -192,12 +215,16 @@ struct CardSender {
         let delaySeconds = min(max(longest * 9 / 8, 0.001), rtoRange.upperBound.secondsDouble)
         let lossDelay = Duration.nanoseconds(Int64(delaySeconds * 1e9))
         var latestLost: CongestionController.Transmission?
-        for index in acked.indices where !acked[index] && sentAs[index] < largest {
+        // Only chunks sent and not acknowledged can be in flight.
+        // (A peer may acknowledge chunks never sent, so `lowestUnacked` can pass `sentEnd`.)
+        for index in lowestUnacked..<max(sentEnd, lowestUnacked)
+        where !acked[index] && sentAs[index] < largest {
             guard let sent = sentAt[index], largest - sentAs[index] >= 3 || sent + lossDelay <= now else {
                 continue
             }
             sentAt[index] = nil
             inFlight -= 1
+            lowestUnsent = min(lowestUnsent, index)
             latestLost = max(latestLost ?? sentAs[index], sentAs[index])
         }
         if let latestLost { congestion.lost(sent: latestLost, next: nextTransmission) }
