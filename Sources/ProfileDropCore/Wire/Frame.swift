@@ -58,6 +58,7 @@ public struct CardSack: Equatable, Sendable {
     public init(count: Int, cumulative: Int, holds: (Int) -> Bool) {
         precondition((0...count).contains(cumulative), "the cumulative point lies within the chunks")
         var bitmap: [UInt8] = []
+        bitmap.reserveCapacity(min(WireConstants.maxSackBitmap, (count - cumulative + 7) / 8))
         var index = cumulative
         while index < count && bitmap.count < WireConstants.maxSackBitmap {
             var byte: UInt8 = 0
