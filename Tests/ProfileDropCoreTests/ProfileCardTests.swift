@@ -66,6 +66,20 @@ struct ProfileCardTests {
         #expect(card.photo?.data == pngHeader + [1, 2, 3])
     }
 
+    @Test("Photos are equal when their format and every byte are")
+    func photoEquality() throws {
+        let jpeg: [UInt8] = [0xFF, 0xD8, 0xFF] + (0..<1001).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let same = try ProfileCard.Photo(data: jpeg)
+        #expect(try ProfileCard.Photo(data: jpeg) == same)
+        var lastByte = jpeg
+        lastByte[lastByte.count - 1] ^= 1
+        #expect(try ProfileCard.Photo(data: lastByte) != same)
+        #expect(try ProfileCard.Photo(data: Array(jpeg.dropLast())) != same)
+        let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        #expect(try ProfileCard.Photo(data: png) != ProfileCard.Photo(data: png + [0]))
+        #expect(try ProfileCard.Photo(data: png) == ProfileCard.Photo(data: png))
+    }
+
     @Test("The photo is read only once every other field is valid")
     func photoIsReadLast() {
         var asked: [String] = []
