@@ -107,7 +107,8 @@ public struct PlaintextScanner {
     private var labels: [String] = []
     private var fragments: FragmentTable
     /// A bitmap of the words of every fragment, two bits per word from one multiplicative hash and
-    /// about 16 bits per word: all but about 1.5 % of ciphertext words miss one of the bits.
+    /// at least 32 bits per word: all but about 0.4 % of ciphertext words miss one of the bits, so
+    /// that the eight fragment lookups of a pass are rare.
     private var filter: [UInt64] = []
     private var filterFirstShift: UInt64 = 0
     private var filterSecondShift: UInt64 = 0
@@ -144,7 +145,7 @@ public struct PlaintextScanner {
         // Two bit indices come from one 64-bit product, so at most 32 bits each.
         let wordCount = table.fragments.count * Self.wordShifts
         var filterBits = 10
-        while 1 << filterBits < wordCount * 16 && filterBits < 32 { filterBits += 1 }
+        while 1 << filterBits < wordCount * 32 && filterBits < 32 { filterBits += 1 }
         filterFirstShift = UInt64(64 - filterBits)
         filterSecondShift = UInt64(64 - 2 * filterBits)
         filterMask = (1 << UInt64(filterBits)) - 1
