@@ -75,6 +75,9 @@ public enum DatagramVerdict: Sendable {
     case duplicate(Int)
     /// Deliver exactly these arrivals, in this order of scheduling (none drops it).
     case arrivals([Arrival])
+    /// Deliver exactly this one arrival: `arrivals([arrival])` without allocating the array, for
+    /// a hook that decides every copy's arrival itself.
+    case arrival(Arrival)
 }
 
 /// Sees every datagram in flight: the network's fault model, or a test's adversary.
@@ -437,14 +440,25 @@ public struct Room {
     private mutating func noteState(of member: Int) {
         switch slots[member] {
         case .device(let slot):
-            deadlines.update(member, to: devices[slot].nextDeadline)
-            if !closed[member] && devices[slot].isClosed {
+            let (deadline, isClosed) = Self.state(of: &devices[slot])
+            deadlines.update(member, to: deadline)
+            if !closed[member] && isClosed {
                 closed[member] = true
                 openDeviceCount -= 1
             }
         case .speaker(let slot):
-            deadlines.update(member, to: speakers[slot].nextDeadline)
+            deadlines.update(member, to: Self.deadline(of: &speakers[slot]))
         }
+    }
+
+    // Read through inout, so that the existential is opened in place rather than copied out of the
+    // array for each property.
+    private static func state(of device: inout any SansIODevice) -> (deadline: Instant?, isClosed: Bool) {
+        (device.nextDeadline, device.isClosed)
+    }
+
+    private static func deadline(of speaker: inout any DatagramSpeaker) -> Instant? {
+        speaker.nextDeadline
     }
 
     private mutating func clearLast() {
@@ -517,19 +531,24 @@ public struct Room {
         case .duplicate(let times):
             for _ in 0..<max(times, 0) { flights.schedule(copy, at: now + latency) }
         case .arrivals(let arrivals):
-            for arrival in arrivals {
-                var changed = copy
-                changed.bytes = arrival.bytes
-                changed.altered = arrival.altered
-                if arrival.sourceAddress != copy.sourceAddress {
-                    changed = InFlightDatagram(
-                        number: number, source: members[arrival.sourceAddress],
-                        sourceAddress: arrival.sourceAddress,
-                        recipient: recipient, multicast: multicast, sentAt: now, bytes: arrival.bytes,
-                        altered: arrival.altered)
-                }
-                flights.schedule(changed, at: max(arrival.time, now))
-            }
+            for arrival in arrivals { schedule(arrival, of: copy) }
+        case .arrival(let arrival):
+            schedule(arrival, of: copy)
         }
+    }
+
+    /// Schedules `arrival` of `copy`, from the source address the arrival names.
+    private mutating func schedule(_ arrival: Arrival, of copy: InFlightDatagram) {
+        var changed = copy
+        changed.bytes = arrival.bytes
+        changed.altered = arrival.altered
+        if arrival.sourceAddress != copy.sourceAddress {
+            changed = InFlightDatagram(
+                number: copy.number, source: members[arrival.sourceAddress],
+                sourceAddress: arrival.sourceAddress,
+                recipient: copy.recipient, multicast: copy.multicast, sentAt: now, bytes: arrival.bytes,
+                altered: arrival.altered)
+        }
+        flights.schedule(changed, at: max(arrival.time, now))
     }
 }

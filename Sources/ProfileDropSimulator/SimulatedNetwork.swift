@@ -170,16 +170,13 @@ public struct NetworkFaultHook: DatagramHook {
             base = base + reorderExtra
         }
         let first = corrupted(copy.bytes)
-        var arrivals = [
-            Arrival(copy, at: base + jitterFirst, bytes: first.bytes, altered: first.corrupted)
-        ]
-        if duplicateDraw < faults.duplicationRate {
-            statistics.duplicated += 1
-            let second = corrupted(copy.bytes)
-            arrivals.append(
-                Arrival(copy, at: base + jitterSecond, bytes: second.bytes, altered: second.corrupted))
-        }
-        return .arrivals(arrivals)
+        let arrival = Arrival(copy, at: base + jitterFirst, bytes: first.bytes, altered: first.corrupted)
+        guard duplicateDraw < faults.duplicationRate else { return .arrival(arrival) }
+        statistics.duplicated += 1
+        let second = corrupted(copy.bytes)
+        return .arrivals([
+            arrival, Arrival(copy, at: base + jitterSecond, bytes: second.bytes, altered: second.corrupted),
+        ])
     }
 
     /// Drops a copy whose sender and recipient became separated by a partition while it was in
@@ -304,12 +301,16 @@ public struct SimulatedNetwork {
         case .deliver, .alter, .delay, .duplicate:
             preconditionFailure("the fault model decides arrivals itself")
         case .arrivals(let arrivals):
-            for arrival in arrivals {
-                let delivery = Delivery(
-                    time: arrival.time, source: source, recipient: recipient, bytes: arrival.bytes,
-                    datagramNumber: number, corrupted: arrival.altered)
-                pending.schedule(delivery, at: arrival.time)
-            }
+            for arrival in arrivals { schedule(arrival, number: number, from: source, to: recipient) }
+        case .arrival(let arrival):
+            schedule(arrival, number: number, from: source, to: recipient)
         }
+    }
+
+    private mutating func schedule(_ arrival: Arrival, number: UInt64, from source: Int, to recipient: Int) {
+        let delivery = Delivery(
+            time: arrival.time, source: source, recipient: recipient, bytes: arrival.bytes,
+            datagramNumber: number, corrupted: arrival.altered)
+        pending.schedule(delivery, at: arrival.time)
     }
 }

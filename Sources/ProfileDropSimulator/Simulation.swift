@@ -175,6 +175,9 @@ private struct SimulationEngine {
     /// Devices whose script moves them: a still one is told its pose once, at the start.
     let movingDevices: [Int]
     let scanner: PlaintextScanner
+    /// The devices' names, for transcript lines: reading one from the scenario copies the whole
+    /// device description, card included.
+    let names: [String]
     private var devices: [DeviceState] = []
     /// The pose each device was last told, so that a still device is not told again.
     private var lastPoses: [Pose] = []
@@ -197,6 +200,7 @@ private struct SimulationEngine {
         scripts = scenario.devices.map(\.motionScript)
         movingDevices = scenario.devices.indices.filter { !scenario.devices[$0].motion.isEmpty }
         self.scanner = scanner
+        names = scenario.devices.map(\.name)
         var faults = NetworkFaultHook(
             nodeCount: scenario.devices.count, faults: scenario.faults,
             random: DeterministicRandom(seedMaterial: Simulation.seedMaterial(seed, "network")))
@@ -294,7 +298,7 @@ private struct SimulationEngine {
     private mutating func record(_ index: Int, _ text: @autoclosure () -> String) {
         guard options.keepsTranscript else { return }
         let line = text()
-        transcript.append("t=\(now) \(scenario.devices[index].name) \(line)")
+        transcript.append("t=\(now) \(names[index]) \(line)")
     }
 
     private func isClosed(_ index: Int) -> Bool { room.isClosed(index) }

@@ -117,6 +117,26 @@ private func heard(_ room: Room, _ member: Int) -> [(
         #expect(heard(room, 1).map(\.source) == [addresses[0], stranger])
     }
 
+    @Test func hookSchedulesOneArrivalLikeAListOfOne() {
+        let stranger = PeerAddress(192, 168, 1, 1, port: 9)
+        func heardWith(_ verdict: @escaping (InFlightDatagram, Arrival) -> DatagramVerdict) -> [String] {
+            var room = room(
+                sending: [[1], [2]],
+                hook: ClosureHook { copy in
+                    let arrival =
+                        copy.bytes == [1]
+                        ? Arrival(copy, at: copy.sentAt + .milliseconds(9), bytes: [7], from: stranger)
+                        : Arrival(copy, at: copy.sentAt + .milliseconds(1))
+                    return verdict(copy, arrival)
+                })
+            room.run(until: Instant.zero + .seconds(1))
+            return heard(room, 1).map { "\($0.bytes) from \($0.source) at \($0.time)" }
+        }
+        let single = heardWith { _, arrival in .arrival(arrival) }
+        #expect(single == heardWith { _, arrival in .arrivals([arrival]) })
+        #expect(single.count == 2 && single[0].hasPrefix("[2]") && single[1].hasPrefix("[7]"))
+    }
+
     @Test func hookRefusesAtArrival() {
         struct Closing: DatagramHook {
             var refused = 0
