@@ -28,7 +28,9 @@ public enum Swarm {
             let plan = SwarmPlan(runSeed: runSeed, timeouts: timeouts)
             let report = Simulation.run(
                 scenario: plan.scenario, seed: runSeed,
-                options: SimulationOptions(closeBound: plan.closeBound), makeDevice: makeDevice)
+                // A transcript is built only to be shown: the checks do not read it.
+                options: SimulationOptions(closeBound: plan.closeBound, keepsTranscript: showTranscripts),
+                makeDevice: makeDevice)
             var runViolations = report.violations
             runViolations += farExchanges(in: report)
             let pairExchanged = report.devices[0].exchanged && report.devices[1].exchanged

@@ -150,24 +150,21 @@ public struct Device {
     /// When ``handleTimeout(at:)`` must be called next; nil once the device is closed and every
     /// session has finished draining.
     public var nextDeadline: Instant? {
-        var deadline: Instant? = nil
-        func consider(_ candidate: Instant?) {
-            guard let candidate else { return }
-            if let current = deadline, current <= candidate { return }
-            deadline = candidate
-        }
+        // Asked after every input, so no closure over the running minimum.
+        var deadline = exchange?.nextDeadline
         if closeReason == nil {
-            consider(discovery.nextDeadline)
-            consider(halfOpen.nextDeadline(now: context.now))
+            deadline = Instant.earliest(deadline, discovery.nextDeadline)
+            deadline = Instant.earliest(deadline, halfOpen.nextDeadline(now: context.now))
             // The overall limit ends the device whatever its session is doing.
-            consider(overallLimitAt)
+            deadline = Instant.earliest(deadline, overallLimitAt)
             // A fresh half-open handshake holds invitations back; its end is a deadline above.
             if exchange == nil, !halfOpen.isFresh(at: context.now) {
-                consider(discovery.nextInviteCandidateAt)
+                deadline = Instant.earliest(deadline, discovery.nextInviteCandidateAt)
             }
         }
-        consider(exchange?.nextDeadline)
-        for session in lingering { consider(session.nextDeadline) }
+        for index in lingering.indices {
+            deadline = Instant.earliest(deadline, lingering[index].nextDeadline)
+        }
         return deadline
     }
 

@@ -72,7 +72,8 @@ extension Link {
         let interval = context.configuration.measurement.sampleInterval
         rangingSequence &+= 1
         var sample: RangingSample?
-        if let peerPose, let peerPoseAt, context.now - peerPoseAt <= interval * 3 {
+        // Three intervals, added: `Duration * Int` goes through the generic 128-bit multiplication.
+        if let peerPose, let peerPoseAt, context.now - peerPoseAt <= interval + interval + interval {
             sample = context.configuration.measurement.sample(
                 truePose: context.pose, peerPose: peerPose, random: &context.random)
         }

@@ -28,6 +28,13 @@ public struct Instant: Comparable, Hashable, Sendable, CustomStringConvertible {
         lhs >= rhs ? .nanoseconds(Int64(clamping: lhs.nanoseconds - rhs.nanoseconds)) : .zero
     }
 
+    /// The earlier of two optional instants; nil only when both are.
+    static func earliest(_ first: Instant?, _ second: Instant?) -> Instant? {
+        guard let first else { return second }
+        guard let second else { return first }
+        return min(first, second)
+    }
+
     public var description: String {
         let millis = nanoseconds / 1_000_000
         return "\(millis / 1000).\(String(millis % 1000).leftPadded(to: 3))s"
