@@ -19,8 +19,9 @@ enum SimulationFigures {
         for _ in 0..<20 { HandshakeBenchmark.floorUnit(&random) }
         let photoExchanges = max(1, exchanges / 20)
         var floors: [Double] = []
-        var plain: [SimulationBenchmark.Result] = []
-        var photo: [SimulationBenchmark.Result] = []
+        // Each result with the round it ran in, to be set against that round's floor.
+        var plain: [(round: Int, result: SimulationBenchmark.Result)] = []
+        var photo: [(round: Int, result: SimulationBenchmark.Result)] = []
         for round in 0..<rounds {
             // Every seed from 1 on is run once, split over the rounds.
             func share(of total: Int) -> (count: Int, first: Int) {
@@ -37,16 +38,16 @@ enum SimulationFigures {
             }
             if round % 2 == 0 { try timeFloor() }
             if plainShare.count > 0 {
-                plain.append(
-                    SimulationBenchmark.run(
-                        exchanges: plainShare.count, seed: 1 + UInt64(plainShare.first),
-                        cpuTime: threadCPUSeconds))
+                let result = SimulationBenchmark.run(
+                    exchanges: plainShare.count, seed: 1 + UInt64(plainShare.first), cpuTime: threadCPUSeconds
+                )
+                plain.append((round, result))
             }
             if photoShare.count > 0 {
-                photo.append(
-                    SimulationBenchmark.run(
-                        exchanges: photoShare.count, seed: 1 + UInt64(photoShare.first), photoBytes: 262_144,
-                        cpuTime: threadCPUSeconds))
+                let result = SimulationBenchmark.run(
+                    exchanges: photoShare.count, seed: 1 + UInt64(photoShare.first), photoBytes: 262_144,
+                    cpuTime: threadCPUSeconds)
+                photo.append((round, result))
             }
             if round % 2 == 1 { try timeFloor() }
         }
@@ -54,21 +55,18 @@ enum SimulationFigures {
             String(
                 format: "handshake floor (2 keygens + 6 X25519): %.1f µs (median of %d rounds)",
                 HandshakeBenchmark.median(floors) * 1e6, rounds))
-        for results in [plain, photo] {
-            guard let total = combining(results) else { continue }
+        for ran in [plain, photo] {
+            guard let total = combining(ran.map(\.result)) else { continue }
             console.output(total.line)
             // Each round's cost against the floor timed in the same round.
-            var ratios: [Double] = []
-            for (index, result) in results.enumerated() where result.exchanges > 0 {
-                let floor = floors[min(index, floors.count - 1)]
-                ratios.append(result.cpuSeconds / Double(result.exchanges) / floor)
-            }
+            let ratios = ran.map { $0.result.cpuSeconds / Double($0.result.exchanges) / floors[$0.round] }
             console.output(
                 String(
                     format:
                         "  one simulated exchange (both devices, discovery to close) costs %.1f handshake floors "
-                        + "(median of %d rounds; min %.1f, max %.1f)",
-                    HandshakeBenchmark.median(ratios), ratios.count, ratios.min() ?? 0, ratios.max() ?? 0))
+                        + "(median of %d round%@; min %.1f, max %.1f)",
+                    HandshakeBenchmark.median(ratios), ratios.count, ratios.count == 1 ? "" : "s",
+                    ratios.min() ?? 0, ratios.max() ?? 0))
         }
 
         let handshake = try handshakeBytes()
@@ -76,7 +74,7 @@ enum SimulationFigures {
             "handshake: INVITE \(handshake.invite) + ACCEPT \(handshake.accept) + CONFIRM \(handshake.confirm) "
                 + "= \(handshake.total) bytes of UDP payload; Noise messages \(handshake.noise) bytes, "
                 + "Noise XX minimum \(noiseXXMinimum) bytes (32 + 96 + 64 with empty payloads)")
-        let everyRun = plain + photo
+        let everyRun = (plain + photo).map(\.result)
         return everyRun.allSatisfy { $0.completed == $0.exchanges } ? .success : .failure
     }
 
