@@ -130,24 +130,33 @@ public struct DeterministicRandom: RandomSource, Sendable {
     }
 
     private mutating func refill() {
-        var nonce = [UInt8](repeating: 0, count: 12)
-        for index in 0..<8 { nonce[4 + index] = UInt8(truncatingIfNeeded: nonceHigh >> (8 * UInt64(index))) }
         let blocks = UInt32(Self.bufferBytes / Self.blockBytes)
         if counter > UInt32.max - blocks {
             // Move to a fresh nonce long before the 32-bit block counter could wrap.
             counter = 0
             nonceHigh &+= 1
-            for index in 0..<8 {
-                nonce[4 + index] = UInt8(truncatingIfNeeded: nonceHigh >> (8 * UInt64(index)))
+        }
+        // The keystream is the encryption of zeros, written over the buffer in place: no arrays
+        // per refill.
+        if buffer.count == Self.bufferBytes {
+            buffer.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+        } else {
+            buffer = [UInt8](repeating: 0, count: Self.bufferBytes)
+        }
+        // Nonce: 4 zero bytes, then `nonceHigh` little-endian; three 32-bit words lie without padding.
+        var nonce: (UInt32, UInt32, UInt32) = (
+            0, UInt32(truncatingIfNeeded: nonceHigh).littleEndian,
+            UInt32(truncatingIfNeeded: nonceHigh >> 32).littleEndian
+        )
+        let result = withUnsafeBytes(of: &nonce) { nonceBytes in
+            buffer.withUnsafeMutableBytes { stream in
+                crypto_stream_chacha20_ietf_xor_ic(
+                    stream.sodiumPointer, stream.sodiumPointer, UInt64(Self.bufferBytes),
+                    nonceBytes.sodiumPointer, counter, key)
             }
         }
-        let zeros = [UInt8](repeating: 0, count: Self.bufferBytes)
-        var output = [UInt8](repeating: 0, count: Self.bufferBytes)
-        let result = crypto_stream_chacha20_ietf_xor_ic(
-            &output, zeros, UInt64(Self.bufferBytes), nonce, counter, key)
         precondition(result == 0, "crypto_stream_chacha20_ietf_xor_ic cannot fail for valid lengths")
         counter += blocks
-        buffer = output
         position = 0
     }
 }
