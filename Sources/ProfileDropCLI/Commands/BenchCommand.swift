@@ -25,7 +25,7 @@ enum BenchCommand: Subcommand {
             "iterations", in: 1...100_000, help: "handshakes per round (default 200)")
         static let runs = Option.integer(
             "runs", in: 1...100_000,
-            help: "pairing runs per card (default 20, at most 1000); simulated exchanges (default 200)")
+            help: "pairing runs per card (default 20, at most 1000); simulated exchanges (default 1000)")
         static let devices = Option.text(
             "devices", valueName: "N,N", help: "room: room sizes, 2 to 500 devices (default 20,50,200)")
         static let seeds = Option.integer(
@@ -37,7 +37,7 @@ enum BenchCommand: Subcommand {
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
         if arguments.positionals == ["simulate"] {
             return try SimulationFigures.run(
-                exchanges: arguments.value(Options.runs, default: 200), console: console)
+                exchanges: arguments.value(Options.runs, default: 1000), console: console)
         }
         if arguments.positionals == ["room"] {
             return try RoomBenchmarkCommand.run(
