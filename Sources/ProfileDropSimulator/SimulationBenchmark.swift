@@ -11,7 +11,7 @@ public enum SimulationBenchmark {
         public var exchanges: Int
         /// Exchanges in which both devices ended exchanged.
         public var completed: Int
-        /// Process CPU time spent, in seconds.
+        /// CPU time spent, in seconds, on the clock `cpuTime` reads.
         public var cpuSeconds: Double
         /// Datagrams sent per exchange, both devices together.
         public var datagramsPerExchange: Double
@@ -44,7 +44,8 @@ public enum SimulationBenchmark {
     /// to show it, for a single run). The time covers the exchanges alone: the cards and their
     /// plaintext scanner are built once, before it starts.
     ///
-    /// The simulator reads no clock: `cpuTime` (CPU seconds of this process) comes from the caller.
+    /// The simulator reads no clock: `cpuTime` (CPU seconds, of the process or of the thread) comes from
+    /// the caller.
     public static func run(
         exchanges: Int, seed: UInt64, photoBytes: Int? = nil, cpuTime: () -> Double
     ) -> Result {
