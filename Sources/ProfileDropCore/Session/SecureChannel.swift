@@ -28,16 +28,17 @@ struct SecureChannel {
         // header, payload or ciphertext array to copy.
         let headerSize = WireConstants.secureHeaderSize
         var writer = ByteWriter(capacity: WireConstants.maxDatagramSize)
-        SecurePacket.writeHeader(
-            into: &writer, sessionID: sessionID, packetNumber: packetNumber, ciphertextLength: 0)
+        writer.writeZeros(headerSize)  // Written once the payload's length is known.
         for frame in frames { frame.encode(into: &writer) }
         let payloadLength = writer.count - headerSize
         precondition(
             payloadLength > 0 && payloadLength <= WireConstants.maxFramePayload, "frame payload size")
-        SecurePacket.setCiphertextLength(payloadLength + WireConstants.tagSize, in: &writer, headerAt: 0)
         writer.writeZeros(WireConstants.tagSize)
         var bytes = writer.takeBytes()
         bytes.withUnsafeMutableBytes { datagram in
+            SecurePacket.writeHeader(
+                into: UnsafeMutableRawBufferPointer(rebasing: datagram[..<headerSize]), sessionID: sessionID,
+                packetNumber: packetNumber, ciphertextLength: payloadLength + WireConstants.tagSize)
             let sealed = UnsafeMutableRawBufferPointer(rebasing: datagram[headerSize...])
             do {
                 // In place: libsodium allows the ciphertext to start where the plaintext does.

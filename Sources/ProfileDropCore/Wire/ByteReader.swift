@@ -83,14 +83,6 @@ public struct ByteWriter: Sendable {
     /// How many bytes have been written.
     var count: Int { bytes.count }
 
-    /// Overwrites the big-endian integer written earlier at `offset`: for a length that is known only
-    /// once what follows it is written.
-    mutating func setInteger<T: FixedWidthInteger & UnsignedInteger>(_ value: T, at offset: Int) {
-        precondition(
-            offset >= 0 && offset + MemoryLayout<T>.size <= bytes.count, "overwrite within the written bytes")
-        bytes.withUnsafeMutableBytes { $0.storeBytes(of: value.bigEndian, toByteOffset: offset, as: T.self) }
-    }
-
     /// Appends `count` zero bytes.
     mutating func writeZeros(_ count: Int) {
         bytes.append(contentsOf: repeatElement(0, count: count))

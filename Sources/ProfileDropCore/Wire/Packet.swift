@@ -174,45 +174,39 @@ public struct SecurePacket: Equatable, Sendable {
             sessionID: sessionID, packetNumber: packetNumber, ciphertextLength: ciphertext.count)
     }
 
-    /// Writes the 22-byte header into `buffer`, which holds exactly that many bytes.
+    /// Writes this packet's 22-byte header into `buffer`, which holds exactly that many bytes.
     func writeHeader(into buffer: UnsafeMutableRawBufferPointer) {
+        Self.writeHeader(
+            into: buffer, sessionID: sessionID, packetNumber: packetNumber, ciphertextLength: ciphertext.count
+        )
+    }
+
+    /// The 22-byte header for `sessionID`, `packetNumber` and a ciphertext of `ciphertextLength`.
+    public static func header(sessionID: UInt64, packetNumber: UInt64, ciphertextLength: Int) -> [UInt8] {
+        var header = [UInt8](repeating: 0, count: WireConstants.secureHeaderSize)
+        header.withUnsafeMutableBytes {
+            writeHeader(
+                into: $0, sessionID: sessionID, packetNumber: packetNumber, ciphertextLength: ciphertextLength
+            )
+        }
+        return header
+    }
+
+    /// Writes the 22-byte header into `buffer`, which holds exactly that many bytes: the one encoding
+    /// of the header, for a datagram being sealed, a packet being opened and ``header(sessionID:packetNumber:ciphertextLength:)``.
+    static func writeHeader(
+        into buffer: UnsafeMutableRawBufferPointer, sessionID: UInt64, packetNumber: UInt64,
+        ciphertextLength: Int
+    ) {
         precondition(buffer.count == WireConstants.secureHeaderSize, "a buffer for the header alone")
-        precondition(ciphertext.count <= Self.maxCiphertext, "ciphertext too long")
+        precondition(ciphertextLength <= maxCiphertext, "ciphertext too long")
         buffer[0] = WireConstants.magic.0
         buffer[1] = WireConstants.magic.1
         buffer[2] = WireConstants.version
         buffer[3] = PacketType.secure.rawValue
         buffer.storeBytes(of: sessionID.bigEndian, toByteOffset: 4, as: UInt64.self)
         buffer.storeBytes(of: packetNumber.bigEndian, toByteOffset: 12, as: UInt64.self)
-        buffer.storeBytes(of: UInt16(ciphertext.count).bigEndian, toByteOffset: 20, as: UInt16.self)
-    }
-
-    /// The 22-byte header for `sessionID`, `packetNumber` and a ciphertext of `ciphertextLength`.
-    public static func header(sessionID: UInt64, packetNumber: UInt64, ciphertextLength: Int) -> [UInt8] {
-        var writer = ByteWriter(capacity: WireConstants.secureHeaderSize)
-        writeHeader(
-            into: &writer, sessionID: sessionID, packetNumber: packetNumber,
-            ciphertextLength: ciphertextLength)
-        return writer.bytes
-    }
-
-    /// Appends the header to `writer`; ``setCiphertextLength(_:in:headerAt:)`` can fill in the length later.
-    static func writeHeader(
-        into writer: inout ByteWriter, sessionID: UInt64, packetNumber: UInt64, ciphertextLength: Int
-    ) {
-        precondition(ciphertextLength <= maxCiphertext, "ciphertext too long")
-        writer.writePacketHeader(.secure)
-        writer.writeInteger(sessionID)
-        writer.writeInteger(packetNumber)
-        writer.writeInteger(UInt16(ciphertextLength))
-    }
-
-    /// Sets the ciphertext length of the header that starts at `offset` in `writer`.
-    static func setCiphertextLength(
-        _ ciphertextLength: Int, in writer: inout ByteWriter, headerAt offset: Int
-    ) {
-        precondition(ciphertextLength <= maxCiphertext, "ciphertext too long")
-        writer.setInteger(UInt16(ciphertextLength), at: offset + WireConstants.secureHeaderSize - 2)
+        buffer.storeBytes(of: UInt16(ciphertextLength).bigEndian, toByteOffset: 20, as: UInt16.self)
     }
 
     /// The longest ciphertext (frames and tag) a SECURE datagram holds.
