@@ -45,9 +45,12 @@ public enum SimulationBenchmark {
     /// plaintext scanner are built once, before it starts.
     ///
     /// The simulator reads no clock: `cpuTime` (CPU seconds, of the process or of the thread) comes from
-    /// the caller.
+    /// the caller. So does `between`, called after each exchange and outside its time: a caller that
+    /// compares the exchanges with a reference (the handshake floor) times the reference there, so
+    /// that both see the same load on the machine, a millisecond apart.
     public static func run(
-        exchanges: Int, seed: UInt64, photoBytes: Int? = nil, cpuTime: () -> Double
+        exchanges: Int, seed: UInt64, photoBytes: Int? = nil, cpuTime: () -> Double,
+        between: () -> Void = {}
     ) -> Result {
         precondition(exchanges > 0, "at least one exchange")
         let scenario = pairScenario(photoBytes: photoBytes)
@@ -57,17 +60,19 @@ public enum SimulationBenchmark {
         // The same cards in every run: their plaintext scanner is built once, not per exchange.
         let scanner = PlaintextScanner(for: scenario)
         let options = SimulationOptions(keepsTranscript: false)
-        let start = cpuTime()
+        var elapsed = 0.0
         for index in 0..<exchanges {
+            let start = cpuTime()
             let report = Simulation.run(
                 scenario: scenario, seed: seed &+ UInt64(index), options: options,
                 scanner: scanner
             ) { $0.makeCoreDevice() }
+            elapsed += cpuTime() - start
+            between()
             if report.exchangedCount == 2 { completed += 1 }
             datagrams += report.network.totalSentDatagrams
             bytes += report.network.totalSentBytes
         }
-        let elapsed = cpuTime() - start
         return Result(
             exchanges: exchanges, completed: completed, cpuSeconds: elapsed,
             datagramsPerExchange: Double(datagrams) / Double(exchanges),

@@ -140,4 +140,22 @@ private func reasons(_ report: SimulationReport) -> [String] {
         #expect(result.bytesPerExchange > 500)
         #expect(result.line.hasPrefix("bench simulate (no photo): 2/2 exchanged, "))
     }
+
+    @Test func benchmarkLeavesTheWorkBetweenExchangesOutOfTheirTime() {
+        // A fake clock: each reading advances it by 1 s, and the work between exchanges by 100 s.
+        var clock = 0.0
+        var calls = 0
+        let result = SimulationBenchmark.run(
+            exchanges: 3, seed: 1,
+            cpuTime: {
+                clock += 1
+                return clock
+            },
+            between: {
+                calls += 1
+                clock += 100
+            })
+        #expect(calls == 3)
+        #expect(result.cpuSeconds == 3)
+    }
 }

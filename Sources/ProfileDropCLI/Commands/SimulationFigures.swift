@@ -7,59 +7,65 @@ import ProfileDropSimulator
 /// the handshake floor measured in the same process, traffic per exchange, and handshake bytes
 /// against the Noise XX minimum.
 enum SimulationFigures {
-    /// Alternating rounds of floor and simulation: the ratio is the median of the rounds' ratios, so a
-    /// change in machine load during the run moves both sides of a round alike.
+    /// Rounds of exchanges: the ratio is the median of the rounds' ratios.
     static let rounds = 5
-    /// Floor units timed per round.
-    static let floorIterations = 60
+    /// Floor units timed after each exchange without a photo, and after each with photos (about
+    /// 20 floors each): the floor takes about a quarter of the time, interleaved with the exchanges
+    /// so that both see the same load.
+    static let floorUnitsPerExchange = (plain: 1, photo: 6)
 
     static func run(exchanges: Int, console: Console) throws -> ExitCode {
         // The floor: the X25519 work of one XX handshake, as in `bench handshake`.
         var random = SystemRandom()
         for _ in 0..<20 { HandshakeBenchmark.floorUnit(&random) }
         let photoExchanges = max(1, exchanges / 20)
-        var floors: [Double] = []
-        // Each result with the round it ran in, to be set against that round's floor.
-        var plain: [(round: Int, result: SimulationBenchmark.Result)] = []
-        var photo: [(round: Int, result: SimulationBenchmark.Result)] = []
+        // Each round's result with the floor timed between its exchanges, seconds per unit.
+        var plain: [(result: SimulationBenchmark.Result, floor: Double)] = []
+        var photo: [(result: SimulationBenchmark.Result, floor: Double)] = []
         for round in 0..<rounds {
             // Every seed from 1 on is run once, split over the rounds.
             func share(of total: Int) -> (count: Int, first: Int) {
                 let first = total * round / rounds
                 return (total * (round + 1) / rounds - first, first)
             }
+            func timed(_ count: Int, photoBytes: Int?, floorUnits: Int, firstSeed: Int)
+                -> (result: SimulationBenchmark.Result, floor: Double)
+            {
+                var floorSeconds = 0.0
+                let result = SimulationBenchmark.run(
+                    exchanges: count, seed: 1 + UInt64(firstSeed), photoBytes: photoBytes,
+                    cpuTime: threadCPUSeconds
+                ) {
+                    let start = threadCPUSeconds()
+                    for _ in 0..<floorUnits { HandshakeBenchmark.floorUnit(&random) }
+                    floorSeconds += threadCPUSeconds() - start
+                }
+                return (result, floorSeconds / Double(count * floorUnits))
+            }
             let plainShare = share(of: exchanges)
-            let photoShare = share(of: photoExchanges)
-            func timeFloor() throws {
-                floors.append(
-                    try HandshakeBenchmark.timePerIteration(floorIterations) {
-                        HandshakeBenchmark.floorUnit(&random)
-                    })
-            }
-            if round % 2 == 0 { try timeFloor() }
             if plainShare.count > 0 {
-                let result = SimulationBenchmark.run(
-                    exchanges: plainShare.count, seed: 1 + UInt64(plainShare.first), cpuTime: threadCPUSeconds
-                )
-                plain.append((round, result))
+                plain.append(
+                    timed(
+                        plainShare.count, photoBytes: nil, floorUnits: floorUnitsPerExchange.plain,
+                        firstSeed: plainShare.first))
             }
+            let photoShare = share(of: photoExchanges)
             if photoShare.count > 0 {
-                let result = SimulationBenchmark.run(
-                    exchanges: photoShare.count, seed: 1 + UInt64(photoShare.first), photoBytes: 262_144,
-                    cpuTime: threadCPUSeconds)
-                photo.append((round, result))
+                photo.append(
+                    timed(
+                        photoShare.count, photoBytes: 262_144, floorUnits: floorUnitsPerExchange.photo,
+                        firstSeed: photoShare.first))
             }
-            if round % 2 == 1 { try timeFloor() }
         }
         console.output(
             String(
                 format: "handshake floor (2 keygens + 6 X25519): %.1f µs (median of %d rounds)",
-                HandshakeBenchmark.median(floors) * 1e6, rounds))
+                HandshakeBenchmark.median(plain.map(\.floor)) * 1e6, plain.count))
         for ran in [plain, photo] {
             guard let total = combining(ran.map(\.result)) else { continue }
             console.output(total.line)
-            // Each round's cost against the floor timed in the same round.
-            let ratios = ran.map { $0.result.cpuSeconds / Double($0.result.exchanges) / floors[$0.round] }
+            // Each round's cost against the floor timed between its own exchanges.
+            let ratios = ran.map { $0.result.cpuSeconds / Double($0.result.exchanges) / $0.floor }
             console.output(
                 String(
                     format:
