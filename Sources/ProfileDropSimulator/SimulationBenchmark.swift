@@ -63,10 +63,7 @@ public enum SimulationBenchmark {
         var elapsed = 0.0
         for index in 0..<exchanges {
             let start = cpuTime()
-            let report = Simulation.run(
-                scenario: scenario, seed: seed &+ UInt64(index), options: options,
-                scanner: scanner
-            ) { $0.makeCoreDevice() }
+            let report = exchange(scenario, seed: seed &+ UInt64(index), options: options, scanner: scanner)
             elapsed += cpuTime() - start
             between()
             if report.exchangedCount == 2 { completed += 1 }
@@ -77,6 +74,17 @@ public enum SimulationBenchmark {
             exchanges: exchanges, completed: completed, cpuSeconds: elapsed,
             datagramsPerExchange: Double(datagrams) / Double(exchanges),
             bytesPerExchange: Double(bytes) / Double(exchanges), photoBytes: photoBytes)
+    }
+
+    /// One timed exchange. Never inlined, so that a profiler can count it alone (CONTRIBUTING.md,
+    /// "Benchmark").
+    @inline(never)
+    static func exchange(
+        _ scenario: Scenario, seed: UInt64, options: SimulationOptions, scanner: PlaintextScanner
+    ) -> SimulationReport {
+        Simulation.run(scenario: scenario, seed: seed, options: options, scanner: scanner) {
+            $0.makeCoreDevice()
+        }
     }
 
     /// Two devices 7 cm apart facing each other, both sharing at once.
