@@ -7,9 +7,10 @@
 #   diff -r BEFORE AFTER                   compare two of them; no output means no change
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: scripts/fingerprint.sh OUTDIR" >&2; exit 2; }
-out=$1
+# Resolved before moving to the repository, so that a relative OUTDIR is the caller's.
+mkdir -p "$1"
+out=$(cd "$1" && pwd)
 cd "$(dirname "$0")/.."
-mkdir -p "$out"
 swift build -c release --product profiledrop > /dev/null
 bin=.build/release/profiledrop
 # Exit codes are part of the output: a run that fails must fail the same way.

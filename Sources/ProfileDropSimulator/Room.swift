@@ -353,7 +353,7 @@ public struct Room {
 
     /// The time of the next thing to happen: a copy arriving, an alarm or a deadline.
     public var nextEventTime: Instant? {
-        Self.earliest(Self.earliest(flights.nextTime, alarms.nextTime), earliestDeadline()?.time)
+        Instant.earliest(Instant.earliest(flights.nextTime, alarms.nextTime), earliestDeadline()?.time)
     }
 
     /// The time of the next thing to happen, like ``nextEventTime``.
@@ -368,7 +368,8 @@ public struct Room {
             return deliverNextFlight()
         }
         let deadline = earliestDeadline()
-        guard let next = Self.earliest(Self.earliest(flights.nextTime, alarms.nextTime), deadline?.time),
+        guard
+            let next = Instant.earliest(Instant.earliest(flights.nextTime, alarms.nextTime), deadline?.time),
             next <= limit
         else { return nil }
         if next > now { now = next }
@@ -419,12 +420,6 @@ public struct Room {
         let arrives = hook.arrives(copy, at: now)
         self.hook = hook
         return arrives
-    }
-
-    private static func earliest(_ first: Instant?, _ second: Instant?) -> Instant? {
-        guard let first else { return second }
-        guard let second else { return first }
-        return min(first, second)
     }
 
     /// The participant whose deadline comes first, and when; a deadline already past counts as

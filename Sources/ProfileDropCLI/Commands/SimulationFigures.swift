@@ -34,11 +34,11 @@ enum SimulationFigures {
                 var floorSeconds = 0.0
                 let result = SimulationBenchmark.run(
                     exchanges: count, seed: 1 + UInt64(firstSeed), photoBytes: photoBytes,
-                    cpuTime: threadCPUSeconds
+                    cpuTime: HandshakeBenchmark.threadCPUSeconds
                 ) {
-                    let start = threadCPUSeconds()
+                    let start = HandshakeBenchmark.threadCPUSeconds()
                     for _ in 0..<floorUnits { HandshakeBenchmark.floorUnit(&random) }
-                    floorSeconds += threadCPUSeconds() - start
+                    floorSeconds += HandshakeBenchmark.threadCPUSeconds() - start
                 }
                 return (result, floorSeconds / Double(count * floorUnits))
             }
@@ -101,9 +101,6 @@ enum SimulationFigures {
         }
         return total
     }
-
-    /// This thread's CPU seconds: the simulation runs on it, as the floor does.
-    static func threadCPUSeconds() -> Double { HandshakeBenchmark.threadCPUSeconds() }
 
     /// XX with empty payloads: `e` (32); `e, ee, s, es` (32 + 32 + 16 + 16); `s, se` (32 + 16 + 16).
     static let noiseXXMinimum = 192

@@ -57,9 +57,15 @@ public struct Timeouts: Sendable, Equatable {
     /// How long a closing session waits for CLOSE_ACK: `closeRetransmit` × (2^`closeAttempts` − 1),
     /// 12.6 s by default, at most 60 s (PROTOCOL.md 6.7).
     public var closingLimit: Duration {
-        let attempts = min(max(closeAttempts, 1), 30)
-        return min(closeRetransmit * ((1 << attempts) - 1), .seconds(60))
+        min(closeRetransmit * ((1 << clampedCloseAttempts) - 1), .seconds(60))
     }
+    /// The longest wait between two retransmissions of CLOSE: the last wait of the fixed schedule,
+    /// 3.2 s by default, at most 10 s.
+    public var closeLongestInterval: Duration {
+        closeRetransmit.doubled(clampedCloseAttempts - 2, cap: .seconds(10))
+    }
+    /// `closeAttempts` within 1...30: a capture may carry any count.
+    private var clampedCloseAttempts: Int { min(max(closeAttempts, 1), 30) }
     /// Back-off before inviting a peer again after a session with it failed; doubles per failure.
     public var retryBackoff: Duration = .seconds(4)
     /// Longest back-off for one peer, and for one faulty host.

@@ -7,8 +7,6 @@ struct ClosingState {
     var lastSentAt: Instant
     /// The first retransmission's wait, from the session's round trip; each later one doubles it.
     let probeTimeout: Duration
-    /// The longest wait between two retransmissions.
-    let longestInterval: Duration
     /// When the session gives up waiting for CLOSE_ACK: as long as the close always lasted, so a
     /// peer cut off for a while still learns the outcome when the cut heals.
     let endsAt: Instant
@@ -29,18 +27,12 @@ struct CloseTimers {
     /// How long a side that answered CLOSE keeps answering: three probe timeouts, at most
     /// ``Timeouts/drain``.
     let drain: Duration
-    /// The longest wait between two retransmissions: the last wait of the fixed schedule (3.2 s
-    /// by default).
-    let longestInterval: Duration
 
     init(roundTrip: RoundTripEstimator, timeouts: Timeouts) {
         let ceiling = max(timeouts.closeRetransmit, Self.granularity)
         probeTimeout = roundTrip.timeout(
             granularity: Self.granularity, initial: ceiling, range: Self.granularity...ceiling)
         drain = min(probeTimeout * 3, timeouts.drain)
-        // Clamped as the closing limit is: a capture may carry any count.
-        let attempts = min(max(timeouts.closeAttempts, 1), 30)
-        longestInterval = timeouts.closeRetransmit.doubled(attempts - 2, cap: .seconds(10))
     }
 }
 
@@ -75,7 +67,8 @@ extension ClosingState {
         guard context.now < endsAt else { return .closed(outcome: nil) }
         guard context.now >= retransmitAt else { return .stay }
         send(through: &link, context: &context)
-        retransmitAt = context.now + probeTimeout.doubled(transmissions, cap: longestInterval)
+        retransmitAt =
+            context.now + probeTimeout.doubled(transmissions, cap: context.timeouts.closeLongestInterval)
         transmissions += 1
         return .stay
     }
@@ -164,7 +157,6 @@ extension ExchangeSession {
         state = .closing(
             ClosingState(
                 frames: frames, retransmitAt: context.now + timers.probeTimeout, lastSentAt: context.now,
-                probeTimeout: timers.probeTimeout, longestInterval: timers.longestInterval,
-                endsAt: context.now + context.timeouts.closingLimit))
+                probeTimeout: timers.probeTimeout, endsAt: context.now + context.timeouts.closingLimit))
     }
 }

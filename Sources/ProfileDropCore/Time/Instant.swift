@@ -29,7 +29,8 @@ public struct Instant: Comparable, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The earlier of two optional instants; nil only when both are.
-    static func earliest(_ first: Instant?, _ second: Instant?) -> Instant? {
+    @inlinable
+    public static func earliest(_ first: Instant?, _ second: Instant?) -> Instant? {
         guard let first else { return second }
         guard let second else { return first }
         return min(first, second)
