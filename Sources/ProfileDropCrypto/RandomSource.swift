@@ -139,7 +139,7 @@ public struct DeterministicRandom: RandomSource, Sendable {
         // The keystream is the encryption of zeros, written over the buffer in place: no arrays
         // per refill.
         if buffer.count == Self.bufferBytes {
-            buffer.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+            buffer.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
         } else {
             buffer = [UInt8](repeating: 0, count: Self.bufferBytes)
         }
