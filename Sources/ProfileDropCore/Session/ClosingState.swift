@@ -91,10 +91,10 @@ extension ExchangeSession {
         case .ranging, .consenting:
             concludePeerClose(close, exchangeComplete: false, context: &context)
         case .transferring(var transferring):
-            let exchangeComplete = transferring.isExchangeComplete(link: securedLink)
+            let exchangeComplete = transferring.value.isExchangeComplete(link: securedLink)
             // Believed (our own gate may be waiting for samples): the exchange is complete.
             if close.code == .exchanged && exchangeComplete {
-                transferring.deliverReceivedCard(context: &context)
+                transferring.value.deliverReceivedCard(context: &context)
             }
             concludePeerClose(close, exchangeComplete: exchangeComplete, context: &context)
         case .closing:

@@ -18,10 +18,8 @@ struct ExchangeSession {
     let idle: Duration
 
     /// What both sides have told each other: nil until the handshake completes, and once closed.
-    /// Boxed, copied on write: the device moves its session in and out of an optional and an array
-    /// several times per input, and a link stored inline made each move a copy of some hundreds of
-    /// bytes (and each read through the optional a copy of the whole link).
-    private var linkBox: LinkBox?
+    /// Boxed, as the large states are (``ExchangeState``).
+    private var linkBox: CopyOnWriteBox<Link>?
     var state: ExchangeState
 
     /// Whether the handshake completed and the session is not yet closed: it has a link.
@@ -32,13 +30,12 @@ struct ExchangeSession {
     var securedLink: Link {
         _read {
             guard let linkBox else { preconditionFailure("session \(sessionID) has no link in \(state)") }
-            yield linkBox.link
+            yield linkBox.value
         }
         _modify {
             guard linkBox != nil else { preconditionFailure("session \(sessionID) has no link in \(state)") }
-            if !isKnownUniquelyReferenced(&linkBox) { linkBox = linkBox.map { LinkBox($0.link) } }
             // In place, so the link's buffers are not copied on every change.
-            yield &linkBox!.link
+            yield &linkBox!.value
         }
     }
 
@@ -67,7 +64,7 @@ struct ExchangeSession {
     /// While we invite and wait for ACCEPT: how many times our INVITE went out; nil otherwise.
     var inviteTransmissions: Int? {
         switch state {
-        case .handshaking(let handshake): isInitiator ? handshake.transmissions : nil
+        case .handshaking(let handshake): isInitiator ? handshake.value.transmissions : nil
         case .ranging, .consenting, .transferring, .closing, .draining, .closed: nil
         }
     }
@@ -102,7 +99,7 @@ struct ExchangeSession {
             }
             switch state {
             case .handshaking(var handshaking):
-                handshaking.handleDuplicateInvite(to: peerAddress, context: &context)
+                handshaking.value.handleDuplicateInvite(to: peerAddress, context: &context)
                 state = .handshaking(handshaking)
             case .ranging, .consenting, .transferring, .closing, .draining, .closed:
                 break  // A stale duplicate: the initiator already has our ACCEPT.
@@ -115,11 +112,11 @@ struct ExchangeSession {
             case .handshaking(var handshaking):
                 // Not stored back: a failed handshake message leaves the state as it was.
                 apply(
-                    try handshaking.handleAccept(accept, sessionID: sessionID, context: &context),
+                    try handshaking.value.handleAccept(accept, sessionID: sessionID, context: &context),
                     context: &context)
             case .ranging, .consenting, .transferring:
                 // Our CONFIRM was lost.
-                if let confirm = linkBox?.link.confirmDatagram {
+                if let confirm = linkBox?.value.confirmDatagram {
                     context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: confirm))
                 }
             case .closing, .draining, .closed:
@@ -131,7 +128,7 @@ struct ExchangeSession {
             }
             switch state {
             case .handshaking(var handshaking):
-                let transition = try handshaking.handleConfirm(confirm, context: context)
+                let transition = try handshaking.value.handleConfirm(confirm, context: context)
                 // A half-open handshake becomes a session with a peer only now.
                 context.emit(.connecting(peer: peer, initiator: false))
                 apply(transition, context: &context)
@@ -151,7 +148,7 @@ struct ExchangeSession {
             throw ProtocolError(
                 .unexpectedMessage, "BUSY(retry) for session \(sessionID), which is past its INVITE")
         }
-        try handshaking.retry(with: cookie, to: peerAddress, context: &context)
+        try handshaking.value.retry(with: cookie, to: peerAddress, context: &context)
         state = .handshaking(handshaking)
     }
 
@@ -198,7 +195,7 @@ struct ExchangeSession {
             // instead of being copied whole for every packet.
             defer { state = .transferring(transferring) }
             if inbound.learned { securedLink.controlSoon(context: context) }
-            transition = try transferring.handle(inbound, link: &securedLink, context: &context)
+            transition = try transferring.value.handle(inbound, link: &securedLink, context: &context)
         case .closing:
             guard case .closing(var closing) = takeState() else {
                 preconditionFailure("the state was just matched")
@@ -257,7 +254,7 @@ struct ExchangeSession {
             guard case .transferring(var transferring) = takeState() else {
                 preconditionFailure("the state was just matched")
             }
-            transition = transferring.advance(link: &securedLink, context: &context)
+            transition = transferring.value.advance(link: &securedLink, context: &context)
             state = .transferring(transferring)
         case .handshaking, .closing, .draining, .closed:
             return
@@ -287,7 +284,8 @@ struct ExchangeSession {
             advance(context: &context)
         case .transfer:
             state = .transferring(
-                TransferringState(link: &securedLink, localCard: localCard, context: &context))
+                CopyOnWriteBox(TransferringState(link: &securedLink, localCard: localCard, context: &context))
+            )
             advance(context: &context)
         case .close(let reason, let frames, let endsDevice):
             close(reason, frames: frames, endsDevice: endsDevice, context: &context)
@@ -320,7 +318,7 @@ struct ExchangeSession {
         var ranging = RangingState(
             startedAt: context.now, deadline: context.now + context.timeouts.rangingWindow)
         ranging.rangingRound(link: &link, context: &context)
-        linkBox = LinkBox(link)
+        linkBox = CopyOnWriteBox(link)
         state = .ranging(ranging)
     }
 
@@ -329,14 +327,14 @@ struct ExchangeSession {
         // Either side may be the one that finds the failed proof; both warn about the peer they
         // recognised.
         if case .error(let error) = reason, error.code == .identityProofFailed,
-            let claimed = linkBox?.link.pairing.claimedPeer
+            let claimed = linkBox?.value.pairing.claimedPeer
         {
             context.emit(.knownPeerMismatch(name: claimed.name))
         }
-        if reason == .exchanged, let remembered = linkBox?.link.pairing.rememberedPeer {
+        if reason == .exchanged, let remembered = linkBox?.value.pairing.rememberedPeer {
             context.emit(.peerRemembered(remembered))
         }
-        if let link = linkBox?.link, link.pairing.verificationBegan,
+        if let link = linkBox?.value, link.pairing.verificationBegan,
             link.localConsent == nil || link.peerConsent == nil
         {
             switch reason {
@@ -357,10 +355,10 @@ struct ExchangeSession {
     /// When ``handleTimeout(context:)`` must run next; nil when closed.
     var nextDeadline: Instant? {
         switch state {
-        case .handshaking(let handshaking): handshaking.retransmitAt
+        case .handshaking(let handshaking): handshaking.value.retransmitAt
         case .ranging(let ranging): liveDeadline(ranging)
         case .consenting(let consenting): liveDeadline(consenting)
-        case .transferring(let transferring): liveDeadline(transferring)
+        case .transferring(let transferring): liveDeadline(transferring.value)
         case .closing(let closing): closing.nextDeadline
         case .draining(let draining): draining.until
         case .closed: nil
@@ -377,7 +375,7 @@ struct ExchangeSession {
         // Each state is moved out, changed alone and stored back (see takeState()).
         switch takeState() {
         case .handshaking(var handshaking):
-            transition = handshaking.handleTimeout(to: peerAddress, context: &context)
+            transition = handshaking.value.handleTimeout(to: peerAddress, context: &context)
             state = .handshaking(handshaking)
         case .ranging(var ranging):
             transition = handleLiveTimeout(&ranging, context: &context)
@@ -386,7 +384,7 @@ struct ExchangeSession {
             transition = handleLiveTimeout(&consenting, context: &context)
             state = .consenting(consenting)
         case .transferring(var transferring):
-            transition = handleLiveTimeout(&transferring, context: &context)
+            transition = handleLiveTimeout(&transferring.value, context: &context)
             state = .transferring(transferring)
         case .closing(var closing):
             transition = closing.handleTimeout(link: &securedLink, context: &context)
@@ -422,8 +420,8 @@ struct ExchangeSession {
     /// Fills the session's part of a snapshot.
     func fill(_ snapshot: inout DeviceSnapshot) {
         snapshot.peer = peer
-        snapshot.distanceCm = linkBox?.link.estimate?.distance
-        snapshot.bearingDeg = linkBox?.link.estimate?.bearing
+        snapshot.distanceCm = linkBox?.value.estimate?.distance
+        snapshot.bearingDeg = linkBox?.value.estimate?.bearing
         switch state {
         case .handshaking:
             snapshot.stage = .connecting
@@ -433,22 +431,12 @@ struct ExchangeSession {
             snapshot.stage = .consenting
         case .transferring(let transferring):
             snapshot.stage = .exchanging
-            snapshot.sentChunks = transferring.sender?.ackedCount ?? 0
-            snapshot.totalSendChunks = transferring.sender?.total ?? 0
-            snapshot.receivedChunks = transferring.receiver?.haveCount ?? 0
-            snapshot.totalReceiveChunks = transferring.receiver?.total ?? 0
+            snapshot.sentChunks = transferring.value.sender?.ackedCount ?? 0
+            snapshot.totalSendChunks = transferring.value.sender?.total ?? 0
+            snapshot.receivedChunks = transferring.value.receiver?.haveCount ?? 0
+            snapshot.totalReceiveChunks = transferring.value.receiver?.total ?? 0
         case .closing, .draining, .closed:
             snapshot.stage = .closing
         }
     }
-}
-
-/// A session's ``Link`` in a box of its own, copied when a shared box is about to change.
-final class LinkBox {
-    /// Unchecked at run time: the box is reached only through ``ExchangeSession/securedLink``,
-    /// whose `_modify` first makes it unique, so the session's static exclusivity covers it. The
-    /// dynamic check cost some hundreds of instructions per input.
-    @exclusivity(unchecked) var link: Link
-
-    init(_ link: Link) { self.link = link }
 }

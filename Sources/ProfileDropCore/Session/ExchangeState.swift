@@ -2,15 +2,18 @@ import ProfileDropNoise
 
 /// The state of an exchange session. Each case carries what only that state needs; what every
 /// state shares (the peer, the secured ``Link``) lives on ``ExchangeSession``.
+///
+/// The two large states are boxed, so that the enum, and the session that holds it, stay about a
+/// hundred bytes: inline, the transferring state made every move of a session a copy of over 600.
 enum ExchangeState {
     /// INVITE/ACCEPT/CONFIRM with retransmission.
-    case handshaking(HandshakingState)
+    case handshaking(CopyOnWriteBox<HandshakingState>)
     /// Exchanging tokens and poses until both proximity gates open, within the ranging window.
     case ranging(RangingState)
     /// Both in range; waiting for our decision (maybe the user's) and the peer's.
     case consenting(ConsentingState)
     /// Cards in flight.
-    case transferring(TransferringState)
+    case transferring(CopyOnWriteBox<TransferringState>)
     /// CLOSE sent; retransmitted until CLOSE_ACK or the attempts run out.
     case closing(ClosingState)
     /// Closed; still answering a late CLOSE with CLOSE_ACK until the drain period ends.

@@ -166,7 +166,7 @@ extension ExchangeSession {
             retransmitAt: context.now + context.timeouts.handshakeRetransmit, sentAt: context.now)
         return ExchangeSession(
             sessionID: sessionID, peer: peer, peerAddress: address, isInitiator: true,
-            state: .handshaking(state),
+            state: .handshaking(CopyOnWriteBox(state)),
             context: context)
     }
 
@@ -203,6 +203,6 @@ extension ExchangeSession {
             retransmitAt: context.now + HalfOpenHandshakes.lifetime(context.timeouts), sentAt: context.now)
         return ExchangeSession(
             sessionID: invite.sessionID, peer: invite.sender, peerAddress: source, isInitiator: false,
-            state: .handshaking(state), context: context)
+            state: .handshaking(CopyOnWriteBox(state)), context: context)
     }
 }
