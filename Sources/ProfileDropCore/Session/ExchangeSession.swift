@@ -35,7 +35,7 @@ struct ExchangeSession {
         _modify {
             guard linkBox != nil else { preconditionFailure("session \(sessionID) has no link in \(state)") }
             // In place, so the link's buffers are not copied on every change.
-            yield &linkBox!.value
+            yield &linkBox!.uniqueStorage().value
         }
     }
 
