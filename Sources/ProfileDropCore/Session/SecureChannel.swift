@@ -25,9 +25,12 @@ struct SecureChannel {
         let packetNumber = nextPacketNumber
         nextPacketNumber += 1
         // One buffer: the header, the frames behind it and room for the tag, sealed in place; no
-        // header, payload or ciphertext array to copy.
+        // header, payload or ciphertext array to copy. Sized exactly: most packets are a few dozen
+        // bytes, and a buffer for the largest datagram is too big for the allocator's fast path.
         let headerSize = WireConstants.secureHeaderSize
-        var writer = ByteWriter(capacity: WireConstants.maxDatagramSize)
+        var size = headerSize + WireConstants.tagSize
+        for frame in frames { size += frame.encodedSize }
+        var writer = ByteWriter(capacity: size)
         writer.writeZeros(headerSize)  // Written once the payload's length is known.
         for frame in frames { frame.encode(into: &writer) }
         let payloadLength = writer.count - headerSize

@@ -245,11 +245,24 @@ public enum Frame: Equatable, Sendable {
         }
     }
 
-    /// The encoded size in bytes.
+    /// The encoded size in bytes, without encoding: what ``encode(into:)`` appends.
     public var encodedSize: Int {
-        var writer = ByteWriter(capacity: 64)
-        encode(into: &writer)
-        return writer.bytes.count
+        let body: Int
+        switch self {
+        case .token(let token): body = token.count
+        case .ranging(let ranging): body = 4 + Pose.encodedLength + ranging.token.count
+        case .inRange, .receipt: body = 1
+        case .consent(_, let offer): body = 1 + (offer.map { 4 + 2 + $0.digest.count } ?? 0)
+        case .cardChunk(_, let data): body = 2 + 2 + data.count
+        case .cardSack(let sack): body = 2 + 1 + sack.bitmap.count
+        case .cardAck(let digest): body = digest.count
+        case .close: body = 1 + 2
+        case .closeAck: body = 0
+        case .ident(let field), .proof(let field), .commit(let field), .nonce(let field), .reveal(let field):
+            body = field.count
+        case .bond(let resolvingKey, let share): body = resolvingKey.count + share.count
+        }
+        return 1 + body
     }
 
     /// Encodes a packet payload of frames.
