@@ -182,6 +182,8 @@ public struct Room {
     private var flights = EventQueue<InFlightDatagram>()
     private var alarms = EventQueue<Int>()
     private var datagramCount: UInt64 = 0
+    /// What the participant being drained sent, kept between drains for its capacity.
+    private var draining: [OutgoingDatagram] = []
     /// Every participant's deadline as of its last input: only an input changes a participant, so
     /// nobody else need be asked after one.
     private var deadlines = DeadlineQueue()
@@ -415,11 +417,7 @@ public struct Room {
     }
 
     private mutating func arrives(_ copy: InFlightDatagram) -> Bool {
-        guard var hook = self.hook else { return true }
-        self.hook = nil  // keeps the existential uniquely referenced while it mutates
-        let arrives = hook.arrives(copy, at: now)
-        self.hook = hook
-        return arrives
+        hook?.arrives(copy, at: now) ?? true
     }
 
     /// The participant whose deadline comes first, and when; a deadline already past counts as
@@ -465,15 +463,24 @@ public struct Room {
     private mutating func drain(_ member: Int) {
         switch slots[member] {
         case .device(let slot):
-            while let datagram = devices[slot].pollTransmit() { send(datagram, from: member) }
-            while let event = devices[slot].pollEvent() {
-                lastEvents.append(event)
-                if keepsEventLog { eventLog[member].append(event) }
-            }
+            // Taken in one opening of the device's existential, then sent.
+            let known = lastEvents.count
+            Self.takeOutput(of: &devices[slot], into: &draining, events: &lastEvents)
+            if keepsEventLog { eventLog[member].append(contentsOf: lastEvents[known...]) }
+            for datagram in draining { send(datagram, from: member) }
+            draining.removeAll(keepingCapacity: true)
         case .speaker(let slot):
             while let datagram = speakers[slot].pollTransmit() { send(datagram, from: member) }
         }
         noteState(of: member)
+    }
+
+    private static func takeOutput(
+        of device: inout some SansIODevice, into datagrams: inout [OutgoingDatagram],
+        events: inout [DeviceEvent]
+    ) {
+        while let datagram = device.pollTransmit() { datagrams.append(datagram) }
+        while let event = device.pollEvent() { events.append(event) }
     }
 
     private mutating func send(_ datagram: OutgoingDatagram, from source: Int) {
@@ -485,27 +492,21 @@ public struct Room {
             SentDatagram(
                 number: number, source: source, bytes: datagram.bytes, destination: datagram.destination,
                 recipient: recipient))
-        var hook = self.hook
-        self.hook = nil  // keeps the existential uniquely referenced while it mutates
         hook?.sending(datagram, from: source, number: number, at: now)
         switch datagram.destination {
         case .multicast:
             for target in slots.indices where target != source {
-                route(datagram.bytes, number: number, from: source, to: target, multicast: true, hook: &hook)
+                route(datagram.bytes, number: number, from: source, to: target, multicast: true)
             }
         case .unicast:
             if let recipient {
-                route(
-                    datagram.bytes, number: number, from: source, to: recipient, multicast: false, hook: &hook
-                )
+                route(datagram.bytes, number: number, from: source, to: recipient, multicast: false)
             }
         }
-        self.hook = hook
     }
 
     private mutating func route(
-        _ bytes: [UInt8], number: UInt64, from source: Int, to recipient: Int, multicast: Bool,
-        hook: inout (any DatagramHook)?
+        _ bytes: [UInt8], number: UInt64, from source: Int, to recipient: Int, multicast: Bool
     ) {
         let copy = InFlightDatagram(
             number: number, source: source, sourceAddress: addresses[source], recipient: recipient,

@@ -156,15 +156,18 @@ extension Pose {
     /// Decodes the 8-byte encoding from a peer; throws for a wrong length, a coordinate of 0x800000 or
     /// a heading out of range.
     public init(decoding bytes: some Collection<UInt8>) throws(DecodingError) {
-        let raw = Array(bytes)
-        guard raw.count == Self.encodedLength else {
+        let count = bytes.count
+        guard count == Self.encodedLength else {
             throw DecodingError(
-                code: raw.count < Self.encodedLength ? .truncated : .trailingBytes,
-                diagnostic: "pose: needs \(Self.encodedLength) bytes, got \(raw.count)")
+                code: count < Self.encodedLength ? .truncated : .trailingBytes,
+                diagnostic: "pose: needs \(Self.encodedLength) bytes, got \(count)")
         }
-        func signed24(_ offset: Int, _ axis: String) throws(DecodingError) -> Double {
-            let unsigned =
-                (UInt32(raw[offset]) << 16) | (UInt32(raw[offset + 1]) << 8) | UInt32(raw[offset + 2])
+        // The eight bytes as one big-endian integer: x in the top 24 bits, then y, then the heading;
+        // no array for a pose in every RANGING frame.
+        var raw: UInt64 = 0
+        for byte in bytes { raw = raw << 8 | UInt64(byte) }
+        func signed24(_ shift: UInt64, _ axis: String) throws(DecodingError) -> Double {
+            let unsigned = UInt32(truncatingIfNeeded: raw >> shift) & 0xFF_FFFF
             guard unsigned != Self.unpairedNegative else {
                 throw DecodingError(
                     code: .malformed,
@@ -173,12 +176,12 @@ extension Pose {
             // Shift the 24-bit value to the top and back down to extend its sign.
             return Double(Int32(bitPattern: unsigned << 8) >> 8) / 10
         }
-        let hundredths = (UInt16(raw[6]) << 8) | UInt16(raw[7])
+        let hundredths = UInt16(truncatingIfNeeded: raw)
         guard hundredths < 36_000 else {
             throw DecodingError(
                 code: .malformed,
                 diagnostic: "pose: heading \(hundredths) hundredths of a degree is not below 36000")
         }
-        self.init(x: try signed24(0, "x"), y: try signed24(3, "y"), heading: Double(hundredths) / 100)
+        self.init(x: try signed24(40, "x"), y: try signed24(16, "y"), heading: Double(hundredths) / 100)
     }
 }

@@ -37,6 +37,15 @@ public struct ByteReader: Sendable {
         return slice
     }
 
+    /// The next `count` bytes in place, without a copy, or nil when fewer are left. A negative count
+    /// yields nil.
+    public mutating func readSlice(_ count: Int) -> ArraySlice<UInt8>? {
+        guard count >= 0, readableBytes >= count else { return nil }
+        let slice = bytes[readerIndex..<(readerIndex + count)]
+        readerIndex += count
+        return slice
+    }
+
     /// Reads everything that is left.
     public mutating func readRemaining() -> [UInt8] {
         let slice = Array(bytes[readerIndex...])
@@ -116,6 +125,16 @@ extension ByteReader {
         -> [UInt8]
     {
         guard let value = readBytes(count) else {
+            throw ProtocolError(.truncated, "\(field()): needs \(count) bytes, \(readableBytes) left")
+        }
+        return value
+    }
+
+    /// The next `count` bytes in place, or throws ``ProtocolError/Code/truncated`` naming `field`.
+    mutating func requireSlice(_ field: @autoclosure () -> String, count: Int) throws(ProtocolError)
+        -> ArraySlice<UInt8>
+    {
+        guard let value = readSlice(count) else {
             throw ProtocolError(.truncated, "\(field()): needs \(count) bytes, \(readableBytes) left")
         }
         return value

@@ -313,7 +313,7 @@ extension ByteReader {
             return .token(try requireBytes("token", count: WireConstants.tokenLength))
         case .ranging:
             let sequence = try require("ranging sequence", as: UInt32.self)
-            let poseBytes = try requireBytes("ranging pose", count: Pose.encodedLength)
+            let poseBytes = try requireSlice("ranging pose", count: Pose.encodedLength)
             let pose: Pose
             do {
                 pose = try Pose(decoding: poseBytes)

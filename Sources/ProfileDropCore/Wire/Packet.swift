@@ -158,14 +158,20 @@ public struct SecurePacket: Equatable, Sendable {
     public var sessionID: UInt64
     /// The sender's packet number, also the AEAD nonce.
     public var packetNumber: UInt64
-    /// Frames sealed with the sender's transport key, tag included.
-    public var ciphertext: [UInt8]
+    /// Frames sealed with the sender's transport key, tag included. A parsed packet's ciphertext is
+    /// the tail of the datagram it came in, not a copy.
+    public var ciphertext: ArraySlice<UInt8>
 
     /// Creates a packet.
-    public init(sessionID: UInt64, packetNumber: UInt64, ciphertext: [UInt8]) {
+    public init(sessionID: UInt64, packetNumber: UInt64, ciphertext: ArraySlice<UInt8>) {
         self.sessionID = sessionID
         self.packetNumber = packetNumber
         self.ciphertext = ciphertext
+    }
+
+    /// Creates a packet with a ciphertext of its own.
+    public init(sessionID: UInt64, packetNumber: UInt64, ciphertext: [UInt8]) {
+        self.init(sessionID: sessionID, packetNumber: packetNumber, ciphertext: ciphertext[...])
     }
 
     /// The 22-byte header, authenticated as associated data.
@@ -476,7 +482,7 @@ extension ByteReader {
             guard length >= WireConstants.tagSize else {
                 throw ProtocolError(.malformed, "ciphertext length \(length) cannot hold a 16-byte tag")
             }
-            let ciphertext = try requireBytes("ciphertext", count: length)
+            let ciphertext = try requireSlice("ciphertext", count: length)
             return .secure(
                 SecurePacket(sessionID: sessionID, packetNumber: packetNumber, ciphertext: ciphertext))
         }
