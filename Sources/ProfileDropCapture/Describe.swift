@@ -233,11 +233,11 @@ public enum Describe {
     public static func frame(_ frame: Frame) -> String {
         switch frame {
         case .token(let token):
-            return "TOKEN(\(short(token)))"
+            return "TOKEN(\(short(token.bytes)))"
         case .ranging(let ranging):
             let pose = ranging.pose
             return "RANGING(seq=\(ranging.sequence) x=\(number(pose.x)) y=\(number(pose.y)) "
-                + "heading=\(number(pose.heading)) token=\(short(ranging.token)))"
+                + "heading=\(number(pose.heading)) token=\(short(ranging.token.bytes)))"
         case .inRange(let inRange):
             return "IN_RANGE(\(inRange ? 1 : 0))"
         case .consent(let decision, let offer):

@@ -42,8 +42,8 @@ import Testing
         #expect(first.packetNumber == 0 && second.packetNumber == 1)
         #expect(try b.open(second) == [.closeAck, .receipt(.all)])
         #expect(try b.open(first) == [.inRange(true)])
-        let reply = try Self.secure(b.seal([.token(Array(repeating: 3, count: 16))]))
-        #expect(try a.open(reply) == [.token(Array(repeating: 3, count: 16))])
+        let reply = try Self.secure(b.seal([.token(DiscoveryToken(Array(repeating: 3, count: 16)))]))
+        #expect(try a.open(reply) == [.token(DiscoveryToken(Array(repeating: 3, count: 16)))])
         // Our own packets do not open with our own receive key.
         var ownLoopback = a
         #expect(throws: ProtocolError.self) { try ownLoopback.open(first) }

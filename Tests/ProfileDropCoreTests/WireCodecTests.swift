@@ -6,7 +6,7 @@ import Testing
 
 @Suite struct WireCodecTests {
     static let digest = (0..<32).map { UInt8($0) }
-    static let token = (0..<16).map { UInt8(0xA0 + $0) }
+    static let token = DiscoveryToken((0..<16).map { UInt8(0xA0 + $0) })
 
     static let packets: [Packet] = [
         .beacon(
@@ -167,6 +167,17 @@ import Testing
         }
         let all = Self.frames.filter { $0.type != .ranging && $0.type != .cardChunk }
         #expect(try Frame.decodeAll(Frame.encode(all)) == all)
+    }
+
+    @Test func tokenLayoutsAreExact() throws {
+        let tokenBytes = (0..<16).map { UInt8(0xA0 + $0) }
+        #expect(Self.token.bytes == tokenBytes)
+        #expect(Frame.encode([.token(Self.token)]) == [1] + tokenBytes)
+        let ranging = RangingFrame(
+            sequence: 0x0102_0304, pose: Pose(x: 0, y: 0, heading: 0), token: Self.token)
+        #expect(
+            Frame.encode([.ranging(ranging)]) == [2, 1, 2, 3, 4] + Array(repeating: 0, count: 8) + tokenBytes)
+        #expect(DiscoveryToken(tokenBytes).description == "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf")
     }
 
     @Test func handshakeParametersRoundTrip() throws {
@@ -425,7 +436,7 @@ import Testing
         #expect(code([16] + Array(repeating: 0, count: 63)) == .truncated)  // BOND
         var pose = [UInt8](repeating: 0, count: 8)
         pose[6] = 0xFF  // heading 65280 hundredths
-        #expect(code([2, 0, 0, 0, 1] + pose + Self.token) == .malformed)
+        #expect(code([2, 0, 0, 0, 1] + pose + Self.token.bytes) == .malformed)
     }
 
     /// Random bytes never trap the parsers; whatever is rejected is a typed error.

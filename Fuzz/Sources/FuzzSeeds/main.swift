@@ -65,9 +65,11 @@ let honest = DeviceFuzz.honestDatagrams()
 /// when a frame type is added.
 func seedFrame(_ type: FrameType) -> Frame {
     switch type {
-    case .token: .token(Array(0..<16))
+    case .token: .token(DiscoveryToken(Array(0..<16)))
     case .ranging:
-        .ranging(RangingFrame(sequence: 3, pose: Pose(x: 7, y: -1, heading: 180), token: Array(0..<16)))
+        .ranging(
+            RangingFrame(
+                sequence: 3, pose: Pose(x: 7, y: -1, heading: 180), token: DiscoveryToken(Array(0..<16))))
     case .inRange: .inRange(true)
     case .consent: .consent(.share, CardOffer(length: 3000, chunkSize: 1120, digest: Array(0..<32)))
     case .cardChunk: .cardChunk(index: 2, data: Array(repeating: 7, count: 40))

@@ -284,9 +284,9 @@ public struct DeviceFuzz {
     }
 
     private func frame(_ input: inout FuzzBytes) -> Frame {
-        func token(_ input: inout FuzzBytes) -> [UInt8] {
+        func token(_ input: inout FuzzBytes) -> DiscoveryToken {
             input.byte() < 192
-                ? peer.token : Array((input.take(16) + Array(repeating: 0, count: 16)).prefix(16))
+                ? peer.token : DiscoveryToken((input.take(16) + Array(repeating: 0, count: 16)).prefix(16))
         }
         switch input.pick(FrameType.self) {
         case .token:

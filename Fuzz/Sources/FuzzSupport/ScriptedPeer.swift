@@ -14,7 +14,7 @@ public struct ScriptedPeer {
     /// The session we invite the device into.
     public let sessionID: UInt64 = 0x5E55_1011_0000_0001
     /// Our discovery token.
-    public let token: [UInt8] = Array(0xA0..<0xB0)
+    public let token = DiscoveryToken(Array(0xA0..<0xB0))
     /// Our pose: 7 cm in front of the device, facing it.
     public var pose = Pose(x: 7, y: 0, heading: 180)
 
@@ -34,7 +34,7 @@ public struct ScriptedPeer {
 
     let card: [UInt8]
     let offer: CardOffer
-    var peerToken: [UInt8]?
+    var peerToken: DiscoveryToken?
     var peerInRange = false
     var peerConsent: ConsentDecision?
     var peerOffer: CardOffer?

@@ -303,7 +303,7 @@ struct ExchangeSession {
         _ transport: NoiseTransport, peerParameters: HandshakeParameters, confirm: [UInt8]?,
         roundTrip: Duration?, context: inout SessionContext
     ) {
-        let localToken = context.random.bytes(WireConstants.tokenLength)
+        let localToken = DiscoveryToken(context.random.bytes(DiscoveryToken.length))
         let pairing = Pairing(
             isInitiator: isInitiator, handshakeHash: transport.handshakeHash,
             identity: context.configuration.identity, random: &context.random)

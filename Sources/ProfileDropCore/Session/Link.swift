@@ -6,7 +6,7 @@
 struct Link {
     var channel: SecureChannel
     let peerParameters: HandshakeParameters
-    let localToken: [UInt8]
+    let localToken: DiscoveryToken
     /// Recognition of the peer and the verification code (PROTOCOL.md 6.5).
     var pairing: Pairing
     /// CONFIRM as sent (initiator only): repeated in front of every ranging round until the
@@ -16,7 +16,7 @@ struct Link {
     /// it.
     var heardFromPeer = false
 
-    var peerToken: [UInt8]?
+    var peerToken: DiscoveryToken?
     var localInRange = false
     var peerInRange = false
     var localConsent: ConsentDecision?

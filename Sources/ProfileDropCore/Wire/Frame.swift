@@ -29,10 +29,10 @@ public struct RangingFrame: Equatable, Sendable {
     /// Where the sender is and which way it faces.
     public var pose: Pose
     /// The sender's discovery token, which must match its TOKEN frame.
-    public var token: [UInt8]
+    public var token: DiscoveryToken
 
     /// Creates a ranging frame.
-    public init(sequence: UInt32, pose: Pose, token: [UInt8]) {
+    public init(sequence: UInt32, pose: Pose, token: DiscoveryToken) {
         self.sequence = sequence
         self.pose = pose
         self.token = token
@@ -136,7 +136,7 @@ public struct Receipts: OptionSet, Equatable, Sendable {
 /// A frame inside a SECURE packet.
 public enum Frame: Equatable, Sendable {
     /// TOKEN: the sender's 16-byte discovery token.
-    case token([UInt8])
+    case token(DiscoveryToken)
     /// RANGING: the sender's pose and token.
     case ranging(RangingFrame)
     /// IN_RANGE: whether the sender's proximity gate has opened (latched once true).
@@ -195,13 +195,11 @@ public enum Frame: Equatable, Sendable {
         writer.writeInteger(type.rawValue)
         switch self {
         case .token(let token):
-            precondition(token.count == WireConstants.tokenLength, "token length")
-            writer.writeBytes(token)
+            token.encode(into: &writer)
         case .ranging(let ranging):
-            precondition(ranging.token.count == WireConstants.tokenLength, "token length")
             writer.writeInteger(ranging.sequence)
             ranging.pose.encode(into: &writer)
-            writer.writeBytes(ranging.token)
+            ranging.token.encode(into: &writer)
         case .inRange(let inRange):
             writer.writeInteger(UInt8(inRange ? 1 : 0))
         case .consent(let decision, let offer):
@@ -249,8 +247,8 @@ public enum Frame: Equatable, Sendable {
     public var encodedSize: Int {
         let body: Int
         switch self {
-        case .token(let token): body = token.count
-        case .ranging(let ranging): body = 4 + Pose.encodedLength + ranging.token.count
+        case .token: body = DiscoveryToken.length
+        case .ranging: body = 4 + Pose.encodedLength + DiscoveryToken.length
         case .inRange, .receipt: body = 1
         case .consent(_, let offer): body = 1 + (offer.map { 4 + 2 + $0.digest.count } ?? 0)
         case .cardChunk(_, let data): body = 2 + 2 + data.count
@@ -310,7 +308,7 @@ extension ByteReader {
         }
         switch type {
         case .token:
-            return .token(try requireBytes("token", count: WireConstants.tokenLength))
+            return .token(try requireToken("token"))
         case .ranging:
             let sequence = try require("ranging sequence", as: UInt32.self)
             let poseBytes = try requireSlice("ranging pose", count: Pose.encodedLength)
@@ -320,7 +318,7 @@ extension ByteReader {
             } catch {
                 throw ProtocolError(.malformed, error.diagnostic)
             }
-            let token = try requireBytes("ranging token", count: WireConstants.tokenLength)
+            let token = try requireToken("ranging token")
             return .ranging(RangingFrame(sequence: sequence, pose: pose, token: token))
         case .inRange:
             let flag = try require("in-range flag", as: UInt8.self)

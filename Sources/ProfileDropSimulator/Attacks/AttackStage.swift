@@ -369,7 +369,7 @@ class AdversaryBrain: TapPolicy {
     override func received(_ frames: [Frame], in session: TapSession, device: DeviceID, at time: Instant) {
         for frame in frames {
             switch frame {
-            case .token(let token): learn("TOKEN", token)
+            case .token(let token): learn("TOKEN", token.bytes)
             case .ident(let ident): learn("IDENT", ident)
             case .proof(let proof): learn("PROOF", proof)
             case .commit(let commitment): learn("COMMIT", commitment)

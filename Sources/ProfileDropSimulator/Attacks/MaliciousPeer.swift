@@ -68,12 +68,12 @@ struct MaliciousPeer: DatagramSpeaker {
 
     private let card: [UInt8]
     private let offer: CardOffer
-    private let token: [UInt8]
+    private let token: DiscoveryToken
     private let ident: [UInt8]
     private let bondShare: [UInt8]
     private var proof: [UInt8]?
     private var sawPeerIdent = false
-    private var peerToken: [UInt8]?
+    private var peerToken: DiscoveryToken?
     private var peerInRange = false
     private var peerConsent: ConsentDecision?
     private var peerOffer: CardOffer?
@@ -124,7 +124,7 @@ struct MaliciousPeer: DatagramSpeaker {
         self.deviceID = deviceID ?? drawn
         sessionID = random.nextUInt64()
         let key = X25519.PrivateKey(using: &random)
-        token = random.bytes(WireConstants.tokenLength)
+        token = DiscoveryToken(random.bytes(DiscoveryToken.length))
         ident = random.bytes(WireConstants.identityFieldLength)
         bondShare = random.bytes(WireConstants.identityFieldLength)
         let honest = card.encoded()

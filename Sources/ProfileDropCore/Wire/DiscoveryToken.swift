@@ -1,0 +1,62 @@
+import ProfileDropCrypto
+
+/// A discovery token: the 16 random bytes a session sends in TOKEN and repeats in every RANGING
+/// frame, so that the peer measures only the device it shares the channel with (PROTOCOL.md 3.1,
+/// 6.4).
+///
+/// Kept as two integers rather than an array: one arrives in almost every packet of a session,
+/// and is compared with the one held.
+public struct DiscoveryToken: Hashable, Sendable, CustomStringConvertible {
+    /// The first eight bytes, big-endian.
+    private let high: UInt64
+    /// The last eight bytes, big-endian.
+    private let low: UInt64
+
+    /// The encoded length in bytes.
+    public static let length = WireConstants.tokenLength
+
+    /// The token made of exactly ``length`` bytes.
+    public init(_ bytes: some Collection<UInt8>) {
+        precondition(bytes.count == Self.length, "a discovery token is \(Self.length) bytes")
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        for (index, byte) in bytes.enumerated() {
+            if index < 8 { high = high << 8 | UInt64(byte) } else { low = low << 8 | UInt64(byte) }
+        }
+        self.high = high
+        self.low = low
+    }
+
+    init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// The 16 bytes.
+    public var bytes: [UInt8] {
+        var writer = ByteWriter(capacity: Self.length)
+        encode(into: &writer)
+        return writer.bytes
+    }
+
+    /// Lowercase hex.
+    public var description: String { Hex.encode(bytes) }
+
+    /// Appends the 16 bytes to `writer`.
+    func encode(into writer: inout ByteWriter) {
+        // One append of 16 bytes, not sixteen of one.
+        withUnsafeBytes(of: (high.bigEndian, low.bigEndian)) { writer.writeBytes($0) }
+    }
+}
+
+extension ByteReader {
+    /// Reads a discovery token or throws ``ProtocolError/Code/truncated`` naming `field`.
+    mutating func requireToken(_ field: @autoclosure () -> String) throws(ProtocolError) -> DiscoveryToken {
+        guard readableBytes >= DiscoveryToken.length else {
+            throw ProtocolError(
+                .truncated, "\(field()): needs \(DiscoveryToken.length) bytes, \(readableBytes) left")
+        }
+        let high = try require(field(), as: UInt64.self)
+        return DiscoveryToken(high: high, low: try require(field(), as: UInt64.self))
+    }
+}
