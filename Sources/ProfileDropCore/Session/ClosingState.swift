@@ -86,7 +86,7 @@ extension ExchangeSession {
     /// The peer sent CLOSE: acknowledge it and drain. In a live state this decides the outcome.
     mutating func peerClosed(_ close: CloseFrame, context: inout SessionContext) {
         guard isSecured else { return }
-        securedLink.send([.closeAck], context: &context)
+        securedLink.send(.closeAck, context: &context)
         switch state {
         case .ranging, .consenting:
             concludePeerClose(close, exchangeComplete: false, context: &context)

@@ -88,8 +88,13 @@ struct Link {
     }
 
     /// Seals and queues `frames` for the peer.
-    mutating func send(_ frames: [Frame], context: inout SessionContext) {
+    mutating func send(_ frames: some Collection<Frame>, context: inout SessionContext) {
         context.outbox.push(channel.seal(frames))
+    }
+
+    /// Seals and queues a packet of one frame, with no array for it.
+    mutating func send(_ frame: Frame, context: inout SessionContext) {
+        send(CollectionOfOne(frame), context: &context)
     }
 
     /// Sends a control packet now (plus `extra` frames) and schedules the next one, `interval`

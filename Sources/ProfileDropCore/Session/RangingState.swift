@@ -98,7 +98,7 @@ extension Link {
     /// and the control packets keep their own back-off.
     mutating func watchProximity(context: inout SessionContext) {
         measure(context: &context)
-        send([rangingFrame(pose: context.pose)], context: &context)
+        send(rangingFrame(pose: context.pose), context: &context)
     }
 
     /// RANGING with the current sequence number, our pose and our token.

@@ -21,7 +21,7 @@ struct SecureChannel {
     }
 
     /// Seals `frames` into one datagram for the peer.
-    mutating func seal(_ frames: [Frame]) -> OutgoingDatagram {
+    mutating func seal(_ frames: some Collection<Frame>) -> OutgoingDatagram {
         let packetNumber = nextPacketNumber
         nextPacketNumber += 1
         // One buffer: the header, the frames behind it and room for the tag, sealed in place; no

@@ -145,7 +145,7 @@ extension TransferringState: LiveState {
         if let sackAt = receiver?.sackAt, context.now >= sackAt, let sack = receiver?.sack() {
             receiver?.sackAt = nil
             receiver?.unacknowledged = 0
-            link.send([.cardSack(sack)], context: &context)
+            link.send(.cardSack(sack), context: &context)
         }
         if context.now >= link.controlAt {
             let extra: [Frame] = receiver.map { [.cardSack($0.sack())] } ?? []
@@ -206,7 +206,7 @@ extension TransferringState: LiveState {
     mutating func sendChunks(link: inout Link, context: inout SessionContext) {
         guard let retransmitted = sender?.retransmissions else { return }
         while let chunk = sender?.takeChunk(now: context.now) {
-            link.send([chunk], context: &context)
+            link.send(chunk, context: &context)
         }
         context.counters.chunkRetransmissions += (sender?.retransmissions ?? retransmitted) - retransmitted
         sendAt = sender?.nextDeadline(now: context.now)
