@@ -210,7 +210,10 @@ struct DiscoverySession {
             queryCount += 1
             queryAt = now + context.jittered(interval)
         }
-        peers.removeAll { now - $0.lastSeen >= lifetime }
+        // Checked first: removing nothing still costs a pass that rebuilds the array's tail.
+        if peers.contains(where: { now - $0.lastSeen >= lifetime }) {
+            peers.removeAll { now - $0.lastSeen >= lifetime }
+        }
     }
 
     private mutating func sendBeacon(busy: Bool, context: inout SessionContext) {

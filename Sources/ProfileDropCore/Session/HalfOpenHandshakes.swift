@@ -49,10 +49,11 @@ struct HalfOpenHandshakes {
 
     /// The earliest instant a half-open handshake expires or the fresh period ends; nil if none.
     func nextDeadline(now: Instant) -> Instant? {
-        var deadline = sessions.compactMap(\.nextDeadline).min()
-        if let freshUntil, freshUntil > now, !sessions.isEmpty {
-            deadline = min(deadline ?? freshUntil, freshUntil)
-        }
+        // Asked after every input, and almost always with nothing open: no array for the answer.
+        guard !sessions.isEmpty else { return nil }
+        var deadline: Instant?
+        for session in sessions { deadline = Instant.earliest(deadline, session.nextDeadline) }
+        if let freshUntil, freshUntil > now { deadline = Instant.earliest(deadline, freshUntil) }
         return deadline
     }
 
@@ -77,6 +78,8 @@ struct HalfOpenHandshakes {
 
     /// Expires half-open handshakes whose time is up; they end silently.
     mutating func runTimers(context: inout SessionContext) {
+        // Removing from the shared empty array would allocate one of its own, on every timer.
+        guard !sessions.isEmpty else { return }
         for index in sessions.indices { sessions[index].handleTimeout(context: &context) }
         sessions.removeAll { $0.nextDeadline == nil }
     }
