@@ -175,23 +175,44 @@ public enum ChaChaPoly {
         guard sealed.count >= tagLength else {
             throw CryptoError.ciphertextTooShort(minimum: tagLength, actual: sealed.count)
         }
+        let count = sealed.count - tagLength
+        // An array made at its full length, zeroed or not, looks up its type's metadata through the
+        // runtime on every call, which costs more than copying a packet's plaintext: a plaintext
+        // that fits on the stack is decrypted there and copied into an array made from it.
+        guard count <= stackPlaintextLimit else {
+            var plaintext = [UInt8](repeating: 0, count: count)
+            try plaintext.withUnsafeMutableBytes { output in
+                try decrypt(sealed, key: key, nonce: nonce, authenticating: ad, into: output)
+            }
+            return plaintext
+        }
+        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { buffer in
+            try decrypt(
+                sealed, key: key, nonce: nonce, authenticating: ad,
+                into: UnsafeMutableRawBufferPointer(buffer))
+            return Array(UnsafeBufferPointer(buffer))
+        }
+    }
+
+    /// The largest plaintext ``open(_:key:nonce:authenticating:)`` decrypts on the stack.
+    private static let stackPlaintextLimit = 1024
+
+    /// Verifies `sealed` and decrypts it into `output`, which holds exactly the plaintext.
+    private static func decrypt(
+        _ sealed: UnsafeRawBufferPointer, key: Key, nonce: Nonce, authenticating ad: UnsafeRawBufferPointer,
+        into output: UnsafeMutableRawBufferPointer
+    ) throws {
         var result: Int32 = 0
-        // Zeroed rather than `unsafeUninitializedCapacity`: that initializer looks up the array's
-        // type metadata through the runtime on every call, which costs more than clearing a packet.
-        var plaintext = [UInt8](repeating: 0, count: sealed.count - tagLength)
         key.secret.withUnsafeBytes { keyBytes in
             nonce.withUnsafeBytes { nonceBytes in
-                plaintext.withUnsafeMutableBytes { output in
-                    result = crypto_aead_chacha20poly1305_ietf_decrypt(
-                        output.sodiumPointer, nil, nil,
-                        sealed.sodiumPointer, UInt64(sealed.count),
-                        ad.sodiumPointer, UInt64(ad.count),
-                        nonceBytes.sodiumPointer, keyBytes.sodiumPointer)
-                }
+                result = crypto_aead_chacha20poly1305_ietf_decrypt(
+                    output.sodiumPointer, nil, nil,
+                    sealed.sodiumPointer, UInt64(sealed.count),
+                    ad.sodiumPointer, UInt64(ad.count),
+                    nonceBytes.sodiumPointer, keyBytes.sodiumPointer)
             }
         }
         guard result == 0 else { throw CryptoError.authenticationFailed }
-        return plaintext
     }
 }
 
