@@ -164,11 +164,17 @@ struct ExchangeSession {
             }
         }
         // A packet that fails (replayed, forged or malformed) changes nothing.
-        let frames = try securedLink.channel.open(packet)
-        let inbound: Link.Inbound
         let live = isActive
-        do {
-            inbound = try securedLink.absorb(frames, live: live, context: &context)
+        let inbound = try context.withFrameList { (frames, context) throws(ProtocolError) in
+            try securedLink.channel.open(packet, appendingTo: &frames)
+            do throws(ProtocolError) {
+                return try securedLink.absorb(frames, live: live, context: &context)
+            } catch {
+                fail(error, context: &context)
+                throw error
+            }
+        }
+        do throws(ProtocolError) {
             try handle(inbound, context: &context)
         } catch {
             fail(error, context: &context)

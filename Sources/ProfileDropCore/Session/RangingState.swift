@@ -45,10 +45,11 @@ extension RangingState: LiveState {
             consecutiveFar = sample.distance > context.limits.farAbortDistance ? consecutiveFar + 1 : 0
         }
         // Control frames first: the peer checks RANGING against the TOKEN in front of it.
-        var frames: [Frame] = []
-        link.appendControlFrames(to: &frames)
-        frames.append(link.rangingFrame(pose: context.pose))
-        link.send(frames, context: &context)
+        context.withFrameList { frames, context in
+            link.appendControlFrames(to: &frames)
+            frames.append(link.rangingFrame(pose: context.pose))
+            link.send(frames, context: &context)
+        }
         link.controlAt = link.rangingAt
     }
 

@@ -61,6 +61,14 @@ struct SecureChannel {
     ///   malformed payload's error, without changing anything, so the session opens packets on its
     ///   own channel rather than on a copy.
     mutating func open(_ packet: SecurePacket) throws(ProtocolError) -> [Frame] {
+        var frames: [Frame] = []
+        try open(packet, appendingTo: &frames)
+        return frames
+    }
+
+    /// Opens `packet` like ``open(_:)``, appending its frames to `frames`, which a failure may
+    /// leave holding some of them.
+    mutating func open(_ packet: SecurePacket, appendingTo frames: inout [Frame]) throws(ProtocolError) {
         try replay.check(packet.packetNumber)
         // The header is rebuilt on the stack as associated data: no array per packet.
         let plaintext: [UInt8]? = withUnsafeTemporaryAllocation(
@@ -75,8 +83,7 @@ struct SecureChannel {
         guard let plaintext else {
             throw ProtocolError(.authenticationFailed, "packet \(packet.packetNumber) failed authentication")
         }
-        let frames = try Frame.decodeAll(plaintext)
+        try Frame.decodeAll(plaintext, appendingTo: &frames)
         replay.record(packet.packetNumber)
-        return frames
     }
 }

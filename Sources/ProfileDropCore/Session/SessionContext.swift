@@ -13,6 +13,9 @@ struct SessionContext {
     var counters = DeviceCounters()
     /// Session outcomes as they are decided, for the device to act on.
     var outcomes = Queue<SessionOutcome>()
+    /// One frame list for every packet opened or built, lent out by ``withFrameList(_:)`` (use
+    /// that, not this): an array per packet was one in eight of an exchange's allocations.
+    var frameList: [Frame] = []
 
     var timeouts: Timeouts { configuration.timeouts }
     var limits: Limits { configuration.limits }
@@ -22,6 +25,20 @@ struct SessionContext {
     }
 
     mutating func emit(_ event: DeviceEvent) { events.push(event) }
+
+    /// Lends `body` the reusable frame list, empty, with the context; the list is emptied again
+    /// afterwards, keeping its capacity.
+    mutating func withFrameList<Result, Failure: Error>(
+        _ body: (inout [Frame], inout SessionContext) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        var frames: [Frame] = []
+        swap(&frames, &frameList)
+        defer {
+            frames.removeAll(keepingCapacity: true)
+            swap(&frames, &frameList)
+        }
+        return try body(&frames, &self)
+    }
 
     /// A uniformly random duration in `range`.
     mutating func randomDuration(in range: ClosedRange<Duration>) -> Duration {

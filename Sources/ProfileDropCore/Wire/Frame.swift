@@ -274,15 +274,23 @@ public enum Frame: Equatable, Sendable {
     /// Decodes a whole packet payload. An empty payload is malformed (every packet carries a frame).
     /// - Throws: ``ProtocolError`` for any malformed or truncated frame.
     public static func decodeAll(_ payload: [UInt8]) throws(ProtocolError) -> [Frame] {
-        guard !payload.isEmpty else { throw ProtocolError(.malformed, "secure packet without frames") }
-        var reader = ByteReader(payload)
         var frames: [Frame] = []
         // A packet carries a handful of frames: room for them at once rather than grown one by one.
         frames.reserveCapacity(8)
+        try decodeAll(payload, appendingTo: &frames)
+        return frames
+    }
+
+    /// Decodes a whole packet payload, appending its frames to `frames`.
+    /// - Throws: ``ProtocolError`` for any malformed or truncated frame; `frames` may then hold
+    ///   the frames before it.
+    public static func decodeAll(_ payload: [UInt8], appendingTo frames: inout [Frame]) throws(ProtocolError)
+    {
+        guard !payload.isEmpty else { throw ProtocolError(.malformed, "secure packet without frames") }
+        var reader = ByteReader(payload)
         while reader.readableBytes > 0 {
             frames.append(try reader.parseFrame())
         }
-        return frames
     }
 }
 
