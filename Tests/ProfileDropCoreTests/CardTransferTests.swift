@@ -20,7 +20,8 @@ import Testing
         #expect(offer.length == 2500 && offer.chunkSize == 1120 && offer.chunkCount == 3)
         #expect(offer.digest == BLAKE2b.hash(data, outputLength: 32))
         #expect(
-            Frame.cardChunk(index: 0, data: Array(repeating: 0, count: 1120)).encodedSize + 22 + 16 <= 1200)
+            Frame.cardChunk(index: 0, data: ArraySlice(repeating: 0, count: 1120)).encodedSize + 22 + 16
+                <= 1200)
     }
 
     @Test func senderRespectsWindowAndPacing() {
@@ -118,7 +119,7 @@ import Testing
         for index in order {
             let start = index * 1120
             try receiver.accept(
-                index: UInt16(index), data: Array(data[start..<min(start + 1120, data.count)]))
+                index: UInt16(index), data: data[start..<min(start + 1120, data.count)])
         }
         let sack = receiver.sack()
         #expect(sack.cumulative == 4)
@@ -128,7 +129,7 @@ import Testing
         #expect(receiver.haveCount == 6 && receiver.card == nil)
         for index in [4, 5, 6, 8, 9] {
             let start = index * 1120
-            try receiver.accept(index: UInt16(index), data: Array(data[start..<start + 1120]))
+            try receiver.accept(index: UInt16(index), data: data[start..<start + 1120])
         }
         #expect(receiver.card == data)
         #expect(receiver.sack() == CardSack(cumulative: 11, bitmap: []))
@@ -140,7 +141,7 @@ import Testing
         #expect(throws: ProtocolError.self) { try receiver.accept(index: 2, data: [1]) }
         #expect(throws: ProtocolError.self) { try receiver.accept(index: 0, data: [1, 2, 3]) }
         #expect(throws: ProtocolError.self) {
-            try receiver.accept(index: 1, data: Array(repeating: 0, count: 381))
+            try receiver.accept(index: 1, data: ArraySlice(repeating: 0, count: 381))
         }
         #expect(receiver.haveCount == 0)
     }
@@ -152,18 +153,18 @@ import Testing
         var receiver = CardReceiver(offer: offer)
         #expect(receiver.total == 3)
         try receiver.accept(index: 2, data: [data[6]])
-        try receiver.accept(index: 0, data: Array(data[0..<3]))
+        try receiver.accept(index: 0, data: data[0..<3])
         // A duplicate is acknowledged again but does not overwrite what is held.
         try receiver.accept(index: 0, data: [0, 0, 0])
         #expect(receiver.unacknowledged == 3 && receiver.haveCount == 2)
         #expect(throws: ProtocolError.self) { try receiver.accept(index: 2, data: [1, 2]) }
         #expect(throws: ProtocolError.self) { try receiver.accept(index: UInt16.max, data: [1]) }
-        try receiver.accept(index: 1, data: Array(data[3..<6]))
+        try receiver.accept(index: 1, data: data[3..<6])
         #expect(receiver.card == data)
         // The largest index and chunk size the wire allows do not overflow the arithmetic.
         var wide = CardReceiver(offer: CardOffer(length: 70_000, chunkSize: UInt16.max, digest: []))
         #expect(throws: ProtocolError.self) { try wide.accept(index: UInt16.max, data: [1]) }
-        try wide.accept(index: 1, data: Array(repeating: 9, count: 70_000 - 65_535))
+        try wide.accept(index: 1, data: ArraySlice(repeating: 9, count: 70_000 - 65_535))
         #expect(wide.haveCount == 1)
     }
 

@@ -303,7 +303,7 @@ struct ScriptedPeerRun {
                 let end = min(start + WireConstants.chunkSize, forged.count)
                 run.peer.send([
                     .cardChunk(
-                        index: UInt16(start / WireConstants.chunkSize), data: Array(forged[start..<end]))
+                        index: UInt16(start / WireConstants.chunkSize), data: forged[start..<end])
                 ])
             }
         }

@@ -74,7 +74,7 @@ import Testing
         .consent(.share, CardOffer(length: 262_300, chunkSize: 1120, digest: digest)),
         .consent(.receiveOnly, nil),
         .consent(.decline, nil),
-        .cardChunk(index: 65_534, data: Array(repeating: 0x55, count: 1120)),
+        .cardChunk(index: 65_534, data: ArraySlice(repeating: 0x55, count: 1120)),
         .cardChunk(index: 0, data: [1]),
         .cardSack(CardSack(cumulative: 17, bitmap: [])),
         .cardSack(CardSack(cumulative: 0, bitmap: Array(repeating: 0xAA, count: 32))),

@@ -72,7 +72,7 @@ func seedFrame(_ type: FrameType) -> Frame {
                 sequence: 3, pose: Pose(x: 7, y: -1, heading: 180), token: DiscoveryToken(Array(0..<16))))
     case .inRange: .inRange(true)
     case .consent: .consent(.share, CardOffer(length: 3000, chunkSize: 1120, digest: Array(0..<32)))
-    case .cardChunk: .cardChunk(index: 2, data: Array(repeating: 7, count: 40))
+    case .cardChunk: .cardChunk(index: 2, data: ArraySlice(repeating: 7, count: 40))
     case .cardSack: .cardSack(CardSack(cumulative: 1, bitmap: [0xA0, 0x01]))
     case .cardAck: .cardAck(digest: Array(0..<32))
     case .close: .close(CloseFrame(code: .error, errorCode: 9))

@@ -314,7 +314,7 @@ public struct DeviceFuzz {
         case .cardChunk:
             let index = input.uint16()
             let data = input.take(1 + Int(input.uint16() % 1150))
-            return .cardChunk(index: index, data: data.isEmpty ? [0] : data)
+            return .cardChunk(index: index, data: data.isEmpty ? [0] : data[...])
         case .cardSack:
             let bitmap = input.take(Int(input.byte() % 33))
             return .cardSack(CardSack(cumulative: input.uint16(), bitmap: bitmap))

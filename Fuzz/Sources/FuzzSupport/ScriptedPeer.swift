@@ -264,7 +264,7 @@ public struct ScriptedPeer {
                 Int(index) == peerChunks.count - 1
                 ? Int(offer.length) - Int(index) * Int(offer.chunkSize) : Int(offer.chunkSize)
             findings.check(data.count == expected, "chunk \(index) has \(data.count) bytes, not \(expected)")
-            peerChunks[Int(index)] = data
+            peerChunks[Int(index)] = Array(data)
             if verifiedPeerCard == nil, peerChunks.allSatisfy({ $0 != nil }) {
                 let card = peerChunks.flatMap { $0 ?? [] }
                 let digest = BLAKE2b.hash(card, outputLength: WireConstants.digestLength)
@@ -376,7 +376,7 @@ public struct ScriptedPeer {
             for index in 0..<offer.chunkCount where !ackedChunks.contains(index) {
                 let start = index * Int(offer.chunkSize)
                 let end = min(card.count, start + Int(offer.chunkSize))
-                send([.cardChunk(index: UInt16(index), data: Array(card[start..<end]))])
+                send([.cardChunk(index: UInt16(index), data: card[start..<end])])
             }
         }
     }

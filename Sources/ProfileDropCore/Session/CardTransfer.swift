@@ -137,7 +137,7 @@ struct CardSender {
         settleCursors()
         let start = index * Int(offer.chunkSize)
         let end = min(start + Int(offer.chunkSize), bytes.count)
-        return .cardChunk(index: UInt16(index), data: Array(bytes[start..<end]))
+        return .cardChunk(index: UInt16(index), data: bytes[start..<end])
     }
 
     /// The lowest-numbered chunk neither acknowledged nor in flight.
@@ -262,7 +262,7 @@ struct CardReceiver {
     /// Stores a chunk, copying it in place into the buffer sized by the offer. Duplicates are
     /// harmless (they only prompt another acknowledgement).
     /// - Throws: `.malformed` for an index or length that does not fit the offer.
-    mutating func accept(index rawIndex: UInt16, data: [UInt8]) throws(ProtocolError) {
+    mutating func accept(index rawIndex: UInt16, data: ArraySlice<UInt8>) throws(ProtocolError) {
         let index = Int(rawIndex)
         guard index < total else {
             throw ProtocolError(.malformed, "chunk \(index) of a card with \(total) chunks")

@@ -116,7 +116,7 @@ struct Link {
 
     /// Frames that the current state acts on, after the link absorbed the shared facts.
     struct Inbound {
-        var chunks: [(index: UInt16, data: [UInt8])] = []
+        var chunks: [(index: UInt16, data: ArraySlice<UInt8>)] = []
         var sacks: [CardSack] = []
         var close: CloseFrame?
         var closeAck = false

@@ -143,8 +143,9 @@ public enum Frame: Equatable, Sendable {
     case inRange(Bool)
     /// CONSENT: the sender's decision; with `.share` the offer of its card.
     case consent(ConsentDecision, CardOffer?)
-    /// CARD_CHUNK: bytes `index * chunkSize ..< +data.count` of the sender's card.
-    case cardChunk(index: UInt16, data: [UInt8])
+    /// CARD_CHUNK: bytes `index * chunkSize ..< +data.count` of the sender's card. A slice, of the
+    /// card being sent or of the packet it arrived in: a chunk is never copied on its own.
+    case cardChunk(index: UInt16, data: ArraySlice<UInt8>)
     /// CARD_SACK: which chunks of the peer's card the sender holds.
     case cardSack(CardSack)
     /// CARD_ACK: the sender verified the peer's card with this digest.
@@ -358,7 +359,7 @@ extension ByteReader {
             let index = try require("chunk index", as: UInt16.self)
             let length = Int(try require("chunk length", as: UInt16.self))
             guard length > 0 else { throw ProtocolError(.malformed, "empty chunk \(index)") }
-            return .cardChunk(index: index, data: try requireBytes("chunk data", count: length))
+            return .cardChunk(index: index, data: try requireSlice("chunk data", count: length))
         case .cardSack:
             let cumulative = try require("sack cumulative", as: UInt16.self)
             let length = Int(try require("sack bitmap length", as: UInt8.self))

@@ -377,7 +377,7 @@ class AdversaryBrain: TapPolicy {
             case .reveal(let nonce): learn("REVEAL", nonce)
             case .consent(_, let offer):
                 if let offer { learn("card digest", offer.digest, given: true) }
-            case .cardChunk(_, let data): learn("card", data, given: true)
+            case .cardChunk(_, let data): learn("card", Array(data), given: true)
             case .bond(let resolvingKey, let share):
                 learn("resolving key", resolvingKey, given: true)
                 learn("bond share", share, given: true)

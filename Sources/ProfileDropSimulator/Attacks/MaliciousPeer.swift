@@ -286,7 +286,7 @@ struct MaliciousPeer: DatagramSpeaker {
             }
         case .cardChunk(let index, let data):
             guard peerOffer != nil, Int(index) < peerChunks.count else { return }
-            peerChunks[Int(index)] = data
+            peerChunks[Int(index)] = Array(data)
             if verifiedPeerCard == nil, peerChunks.allSatisfy({ $0 != nil }) {
                 verifiedPeerCard = BLAKE2b.hash(
                     peerChunks.flatMap { $0 ?? [] }, outputLength: WireConstants.digestLength)
@@ -360,7 +360,7 @@ struct MaliciousPeer: DatagramSpeaker {
         case .badIndex:
             // A chunk past the end of our own offer.
             let bogus = UInt16(clamping: offer.chunkCount + 3)
-            send([.cardChunk(index: bogus, data: Array(card.prefix(Int(offer.chunkSize))))])
+            send([.cardChunk(index: bogus, data: card.prefix(Int(offer.chunkSize)))])
             return
         default:
             break
@@ -368,7 +368,10 @@ struct MaliciousPeer: DatagramSpeaker {
         for index in 0..<offer.chunkCount where !ackedChunks[index] {
             guard case .cardChunk(let number, let data)? = chunk(index) else { continue }
             // For the bad digest, the offered length with other bytes.
-            send([.cardChunk(index: number, data: behaviour == .badDigest ? data.map { $0 ^ 0x5A } : data)])
+            send([
+                .cardChunk(
+                    index: number, data: behaviour == .badDigest ? ArraySlice(data.map { $0 ^ 0x5A }) : data)
+            ])
         }
     }
 
@@ -377,7 +380,7 @@ struct MaliciousPeer: DatagramSpeaker {
         let start = index * Int(offer.chunkSize)
         guard index < offer.chunkCount, start < card.count else { return nil }
         let end = min(card.count, start + Int(offer.chunkSize))
-        return .cardChunk(index: UInt16(index), data: Array(card[start..<end]))
+        return .cardChunk(index: UInt16(index), data: card[start..<end])
     }
 
     /// Whether both of us agreed: cards move.
