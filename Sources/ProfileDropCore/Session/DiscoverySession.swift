@@ -211,9 +211,8 @@ struct DiscoverySession {
             queryAt = now + context.jittered(interval)
         }
         // Checked first: removing nothing still costs a pass that rebuilds the array's tail.
-        if peers.contains(where: { now - $0.lastSeen >= lifetime }) {
-            peers.removeAll { now - $0.lastSeen >= lifetime }
-        }
+        let expired = { (peer: DiscoveredPeer) in now - peer.lastSeen >= lifetime }
+        if peers.contains(where: expired) { peers.removeAll(where: expired) }
     }
 
     private mutating func sendBeacon(busy: Bool, context: inout SessionContext) {

@@ -168,17 +168,13 @@ struct ExchangeSession {
         let inbound = try context.withFrameList { (frames, context) throws(ProtocolError) in
             try securedLink.channel.open(packet, appendingTo: &frames)
             do throws(ProtocolError) {
-                return try securedLink.absorb(frames, live: live, context: &context)
+                let inbound = try securedLink.absorb(frames, live: live, context: &context)
+                try handle(inbound, context: &context)
+                return inbound
             } catch {
                 fail(error, context: &context)
                 throw error
             }
-        }
-        do throws(ProtocolError) {
-            try handle(inbound, context: &context)
-        } catch {
-            fail(error, context: &context)
-            throw error
         }
         // The facts in the packet count before its CLOSE: they may complete our side too.
         advance(context: &context)

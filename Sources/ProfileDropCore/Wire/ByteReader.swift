@@ -31,10 +31,7 @@ public struct ByteReader: Sendable {
 
     /// Reads `count` bytes, or nil when fewer are left. A negative count yields nil.
     public mutating func readBytes(_ count: Int) -> [UInt8]? {
-        guard count >= 0, readableBytes >= count else { return nil }
-        let slice = Array(bytes[readerIndex..<(readerIndex + count)])
-        readerIndex += count
-        return slice
+        readSlice(count).map { Array($0) }
     }
 
     /// The next `count` bytes in place, without a copy, or nil when fewer are left. A negative count
@@ -124,10 +121,7 @@ extension ByteReader {
     mutating func requireBytes(_ field: @autoclosure () -> String, count: Int) throws(ProtocolError)
         -> [UInt8]
     {
-        guard let value = readBytes(count) else {
-            throw ProtocolError(.truncated, "\(field()): needs \(count) bytes, \(readableBytes) left")
-        }
-        return value
+        Array(try requireSlice(field(), count: count))
     }
 
     /// The next `count` bytes in place, or throws ``ProtocolError/Code/truncated`` naming `field`.

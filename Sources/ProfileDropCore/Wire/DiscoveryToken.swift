@@ -27,11 +27,6 @@ public struct DiscoveryToken: Hashable, Sendable, CustomStringConvertible {
         self.low = low
     }
 
-    init(high: UInt64, low: UInt64) {
-        self.high = high
-        self.low = low
-    }
-
     /// The 16 bytes.
     public var bytes: [UInt8] {
         var writer = ByteWriter(capacity: Self.length)
@@ -52,11 +47,6 @@ public struct DiscoveryToken: Hashable, Sendable, CustomStringConvertible {
 extension ByteReader {
     /// Reads a discovery token or throws ``ProtocolError/Code/truncated`` naming `field`.
     mutating func requireToken(_ field: @autoclosure () -> String) throws(ProtocolError) -> DiscoveryToken {
-        guard readableBytes >= DiscoveryToken.length else {
-            throw ProtocolError(
-                .truncated, "\(field()): needs \(DiscoveryToken.length) bytes, \(readableBytes) left")
-        }
-        let high = try require(field(), as: UInt64.self)
-        return DiscoveryToken(high: high, low: try require(field(), as: UInt64.self))
+        DiscoveryToken(try requireSlice(field(), count: DiscoveryToken.length))
     }
 }
