@@ -94,6 +94,8 @@ public struct NetworkStatistics: Equatable, Sendable {
 ///
 /// Every random value of a copy is drawn unconditionally, in a fixed order, so that changing one
 /// rate does not shift the draws behind the others and the same sends always give the same fates.
+/// A model without any random fault draws nothing: no draw could change a fate, and nothing else
+/// reads the stream.
 public struct NetworkFaultHook: DatagramHook {
     /// The number of nodes, addressed `0..<nodeCount`.
     public let nodeCount: Int
@@ -106,6 +108,8 @@ public struct NetworkFaultHook: DatagramHook {
         ((_ source: Int, _ recipient: Int, _ bytes: [UInt8], _ time: Instant) -> LinkImpairment)?
 
     private var random: DeterministicRandom
+    /// No loss, duplication, reordering, jitter or corruption: every copy's fate is fixed.
+    private let isRandomFree: Bool
 
     /// Creates the model for `nodeCount` nodes whose faults draw from `random`.
     public init(nodeCount: Int, faults: NetworkFaults, random: DeterministicRandom) {
@@ -116,6 +120,9 @@ public struct NetworkFaultHook: DatagramHook {
         self.nodeCount = nodeCount
         self.faults = faults
         self.random = random
+        isRandomFree =
+            faults.lossRate <= 0 && faults.duplicationRate <= 0 && faults.reorderRate <= 0
+            && faults.corruptionRate <= 0 && faults.jitter.nanosecondsClamped == 0
         statistics = NetworkStatistics(nodeCount: nodeCount)
     }
 
@@ -153,6 +160,9 @@ public struct NetworkFaultHook: DatagramHook {
                 return .drop
             case .delay(let added): extra = added
             }
+        }
+        if isRandomFree {
+            return .arrival(Arrival(copy, at: time + faults.delay + extra, bytes: copy.bytes, altered: false))
         }
         let lossDraw = random.unitDouble()
         let duplicateDraw = random.unitDouble()
