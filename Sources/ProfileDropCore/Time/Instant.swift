@@ -57,8 +57,16 @@ extension Duration {
 
     /// The duration in seconds as a double, for display and arithmetic in models.
     public var secondsDouble: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) * 1e-18
+        // The same split as `components`, without its 128-bit arithmetic for a duration from zero
+        // to 18 s (the pacing and loss timers ask for one per chunk).
+        let attoseconds = attoseconds
+        if attoseconds >= 0, attoseconds >> 64 == 0 {
+            let count = UInt64(truncatingIfNeeded: attoseconds)
+            let perSecond: UInt64 = 1_000_000_000_000_000_000
+            return Double(count / perSecond) + Double(count % perSecond) * 1e-18
+        }
+        let (seconds, remainder) = components
+        return Double(seconds) + Double(remainder) * 1e-18
     }
 }
 
