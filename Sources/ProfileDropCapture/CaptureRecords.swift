@@ -363,6 +363,7 @@ public enum CaptureRecord: Equatable, Sendable {
         case .receiveOnly: 2
         case .decline: 3
         case .askUser: 4
+        case .shareWithKnownPeers: 5
         }
     }
 
@@ -372,6 +373,7 @@ public enum CaptureRecord: Equatable, Sendable {
         case 2: return .receiveOnly
         case 3: return .decline
         case 4: return .askUser
+        case 5: return .shareWithKnownPeers
         default: throw CaptureError(.malformed, "consent policy \(code) is not defined")
         }
     }

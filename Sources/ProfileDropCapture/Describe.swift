@@ -185,13 +185,14 @@ public enum Describe {
         }
     }
 
-    /// `share`, `receive-only`, `decline` or `ask-user`.
+    /// `share`, `receive-only`, `decline`, `ask-user` or `share-with-known-peers`.
     public static func policy(_ policy: ConsentPolicy) -> String {
         switch policy {
         case .share: "share"
         case .receiveOnly: "receive-only"
         case .decline: "decline"
         case .askUser: "ask-user"
+        case .shareWithKnownPeers: "share-with-known-peers"
         }
     }
 

@@ -19,7 +19,7 @@ import Testing
 
     static func jsonDisplay() -> (ShareDisplay, CapturingConsole) {
         let console = CapturingConsole()
-        var display = ShareDisplay(mode: .json, console: console, asksConsent: false)
+        var display = ShareDisplay(mode: .json, console: console, consent: .share)
         display.timestamp = { "2026-11-30T12:00:00.000Z" }
         return (display, console)
     }
@@ -92,7 +92,7 @@ import Testing
         #expect(try Self.objects(console).last?["saved"] as? String == "/tmp/cards/Bori.json")
 
         let plain = CapturingConsole()
-        var lines = ShareDisplay(mode: .lines, console: plain, asksConsent: false)
+        var lines = ShareDisplay(mode: .lines, console: plain, consent: .share)
         lines.finish(reason: .exchanged, snapshot: Self.snapshot(), card: nil, saved: "/tmp/cards/Bori.json")
         #expect(plain.outputLines.last == "saved: /tmp/cards/Bori.json")
     }
@@ -108,7 +108,7 @@ import Testing
 
     @Test func outOfRangeSaysWhereTheDevicesWereAndWhereToHoldThem() throws {
         let console = CapturingConsole()
-        var display = ShareDisplay(mode: .lines, console: console, asksConsent: false)
+        var display = ShareDisplay(mode: .lines, console: console, consent: .share)
         var snapshot = Self.snapshot(peer: Self.peer)
         snapshot.distanceCm = 13.54
         snapshot.bearingDeg = 4
@@ -127,7 +127,7 @@ import Testing
 
     @Test func noPeerSeenPointsAtThePortAndTheFirewall() {
         let console = CapturingConsole()
-        var display = ShareDisplay(mode: .lines, console: console, asksConsent: false)
+        var display = ShareDisplay(mode: .lines, console: console, consent: .share)
         display.finish(reason: .timeout(.noExchange), snapshot: Self.snapshot(), card: nil)
         let last = console.outputLines.last ?? ""
         #expect(last.hasPrefix("closed: timeout: no exchange — no peer was seen: the same --port on both?"))
@@ -136,9 +136,27 @@ import Testing
 
     @Test func afterAnsweringTheUserSeesThatThePeerIsAwaited() {
         let console = CapturingConsole()
-        var display = ShareDisplay(mode: .lines, console: console, asksConsent: true)
+        var display = ShareDisplay(mode: .lines, console: console, consent: .askUser)
         display.decided(.share, snapshot: Self.snapshot(peer: Self.peer))
         #expect(console.outputLines.last == "you answered: share; waiting for the peer to accept")
+    }
+
+    /// With `--yes-known` the code of a known peer is printed, as it is with `--yes` (nobody is
+    /// asked); a new device's code comes with the question instead.
+    @Test func sharingWithKnownPeersOnlyPrintsTheCodeOfAKnownPeer() {
+        let known = KnownPeer(
+            resolvingKey: Array(repeating: 1, count: 32), bondKey: Array(repeating: 2, count: 32),
+            name: "Kong (jae)")
+        for (peer, printed) in [(known as KnownPeer?, true), (nil, false)] {
+            let console = CapturingConsole()
+            var display = ShareDisplay(mode: .lines, console: console, consent: .shareWithKnownPeers)
+            let verification = Verification(
+                peer: Self.peer, code: "123456", knownPeer: peer, interruptedBefore: 0)
+            display.show(.verified(verification), snapshot: Self.snapshot(peer: Self.peer))
+            let line = console.outputLines.first { $0.hasPrefix("verified: code 123 456") }
+            #expect((line != nil) == printed)
+            if printed { #expect(line?.hasSuffix("known peer “Kong (jae)”") == true) }
+        }
     }
 
     @Test func nothingMovedIsNotReportedAsExchanged() throws {

@@ -95,8 +95,8 @@ import Testing
         #expect(console.errorLines.first?.contains("no interface named 'nope0'") == true)
     }
 
-    /// Asking is the default; `--confirm` says so again; `--yes` shares without asking, and
-    /// `--receive-only` offers no card either way.
+    /// Asking is the default; `--confirm` says so again; `--yes` shares without asking, `--yes-known`
+    /// with known peers only, and `--receive-only` offers no card either way.
     @Test func consentPolicyFromTheFlags() throws {
         let directory = try TestPaths.temporaryDirectory()
         let card = directory.appendingPathComponent("card.json").path
@@ -112,12 +112,24 @@ import Testing
         let receiving = try options(["--receive-only"])
         #expect(receiving.consent == .askUser && receiving.card == nil)
         #expect(try options(["--receive-only", "--yes"]).consent == .receiveOnly)
+        #expect(try options(["--profile", card, "--yes-known"]).consent == .shareWithKnownPeers)
+        #expect(try options(["--receive-only", "--yes-known"]).consent == .shareWithKnownPeers)
+        for other in ["--yes", "--confirm"] {
+            let result = run(["--profile", card, "--yes-known", other])
+            #expect(result.code == ExitCode.usage.rawValue)
+            #expect(
+                result.errors == [
+                    "profiledrop share: --yes-known cannot be combined with \(other): it shares without asking "
+                        + "with known peers only"
+                ])
+        }
         #expect(try options(["--receive-only"]).knownPeersPath == "/k/known-peers")
         #expect(try options(["--receive-only", "--known-peers", "/p"]).knownPeersPath == "/p")
         let console = CapturingConsole()
         _ = CommandLineTool.run(arguments: ["help", "share"], console: console)
         let help = console.outputLines.joined(separator: "\n")
         #expect(help.contains("anyone on this network can get your card"))
+        #expect(help.contains("ask about any other device"))
         #expect(help.contains("(the default; kept for scripts)"))
     }
 

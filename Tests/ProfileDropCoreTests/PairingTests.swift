@@ -92,6 +92,44 @@ import Testing
         #expect(Self.remembered(again, 0) == [boriKnows] && Self.remembered(again, 1) == [kongKnows])
     }
 
+    static func askedUser(_ room: VirtualRoom, _ index: Int) -> Bool {
+        room.events[index].contains { if case .consentRequested = $0 { true } else { false } }
+    }
+
+    /// `share --yes-known`: a peer that proves the bond gets the card at once, nobody is asked.
+    @Test func sharingWithKnownPeersOnlyNeedsNoAnswerFromAKnownPeer() throws {
+        let (_, boriRemembers, kongRemembers) = Self.firstExchange()
+        let boriKnows = try #require(boriRemembers)
+        let kongKnows = try #require(kongRemembers)
+        var again = Self.room(boriKnows: [boriKnows], kongKnows: [kongKnows], consent: .shareWithKnownPeers)
+        again.run(until: Instant.zero + .seconds(30))
+        #expect(again.boriAndKongSwappedCards)
+        #expect(!Self.askedUser(again, 0) && !Self.askedUser(again, 1))
+    }
+
+    /// `share --yes-known` with a stranger, or with a device that claims a known peer's identity
+    /// without the bond: the user is asked, and without an answer no card moves.
+    @Test func sharingWithKnownPeersOnlyAsksAboutAnyOtherDevice() throws {
+        var timeouts = Timeouts()
+        timeouts.consent = .seconds(5)
+        var strangers = Self.room(consent: .shareWithKnownPeers, timeouts: timeouts)
+        strangers.run(until: Instant.zero + .seconds(30))
+        #expect(Self.askedUser(strangers, 0) && Self.askedUser(strangers, 1))
+        #expect(strangers.cards(0).isEmpty && strangers.cards(1).isEmpty)
+        #expect(strangers.closeReason(0) == .timeout(.consent))
+
+        let (_, _, kongRemembers) = Self.firstExchange()
+        let kongKnows = try #require(kongRemembers)
+        let forgedBond = KnownPeer(
+            resolvingKey: Self.kong.resolvingKey, bondKey: Array(repeating: 7, count: 32), name: "Kong")
+        var impostor = Self.room(
+            boriKnows: [forgedBond], kongKnows: [kongKnows], consent: .shareWithKnownPeers, timeouts: timeouts
+        )
+        impostor.run(until: Instant.zero + .seconds(30))
+        #expect(impostor.cards(0).isEmpty && impostor.cards(1).isEmpty)
+        #expect(Self.mismatches(impostor, 1).first == "Bori (owner)")
+    }
+
     @Test func anImpostorPresentingAKnownPeersIdentityIsCaughtLoudly() throws {
         let (_, _, kongRemembers) = Self.firstExchange()
         let kongKnows = try #require(kongRemembers)

@@ -76,7 +76,7 @@ private func seed(_ kind: AttackKind, _ users: AttackUsers, _ n: Int) -> UInt64 
                 #expect(outcome.relayedIdents > 0)
                 #expect(outcome.mismatches > 0)
                 #expect(outcome.breaches.isEmpty)
-                if users == .careful {
+                if users.withholdFromStrangers {
                     #expect(outcome.cards == 0 && outcome.identities == 0)
                 }
             }
@@ -94,6 +94,33 @@ private func seed(_ kind: AttackKind, _ users: AttackUsers, _ n: Int) -> UInt64 
         stage.run(until: Instant.zero + AttackStage.timeouts.overall) { _ in false }
         #expect(stage.victims.allSatisfy { $0.latestKnown && $0.shares == 1 && $0.closed == .exchanged })
         #expect(stage.victims[0].latestCode == stage.victims[1].latestCode)
+    }
+
+    /// `share --yes-known` with nobody at the terminal: the man in the middle, as a stranger or
+    /// relaying a known peer's IDENT, gets nothing, and each request it causes declines unanswered.
+    @Test func unattendedUsersWhoShareWithKnownPeersOnlyGiveTheManInTheMiddleNothing() {
+        for kind in [AttackKind.mitmRelay, .mitmKnownPeers] {
+            for n in 0..<2 {
+                let outcome = Attacks.runOne(runSeed: seed(kind, .unattended, n))
+                #expect(outcome.cards == 0 && outcome.identities == 0, "\(outcome.summary)")
+                #expect(outcome.declines == 2)
+                #expect(outcome.breaches.isEmpty)
+                if kind == .mitmKnownPeers { #expect(outcome.mismatches > 0) }
+            }
+        }
+    }
+
+    /// The same unattended known peers, meeting without the adversary, exchange with no answer.
+    @Test func unattendedKnownPeersExchangeWithoutAnAnswer() {
+        let pair = VictimPair(runSeed: seed(.mitmKnownPeers, .unattended, 0))
+        guard let met = pair.meet(users: .careful) else {
+            Issue.record("the honest meeting did not complete")
+            return
+        }
+        var stage = AttackStage(users: .unattended, victimsKnown: true)
+        pair.addVictims(to: &stage, phase: "again", knownPeers: met)
+        stage.run(until: Instant.zero + AttackStage.timeouts.overall) { _ in false }
+        #expect(stage.victims.allSatisfy { $0.latestKnown && $0.shares == 0 && $0.closed == .exchanged })
     }
 
     @Test func grindingACommitThenRevealCodeMatchesOnlyByChance() {
@@ -131,7 +158,7 @@ private func seed(_ kind: AttackKind, _ users: AttackUsers, _ n: Int) -> UInt64 
                 let outcome = Attacks.runOne(runSeed: seed(.identityProber, users, n))
                 #expect(outcome.links.isEmpty, "\(outcome.links)")
                 #expect(outcome.breaches.isEmpty)
-                if users == .careful {
+                if users.withholdFromStrangers {
                     #expect(outcome.cards == 0 && outcome.identities == 0 && outcome.givenLinks.isEmpty)
                 }
                 if outcome.identityGiven {

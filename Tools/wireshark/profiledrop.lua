@@ -293,7 +293,9 @@ local ENTERPRISE = 32473
 local RECORD_VERSION = 3
 local record_kinds = { [1] = "DEVICE", [2] = "INPUT", [3] = "END" }
 local input_kinds = { [1] = "timer", [2] = "pose", [3] = "decision", [4] = "datagram", [5] = "cancel" }
-local consent_policies = { [1] = "share", [2] = "receive-only", [3] = "decline", [4] = "ask user" }
+local consent_policies = {
+    [1] = "share", [2] = "receive-only", [3] = "decline", [4] = "ask user", [5] = "share with known peers",
+}
 local decisions = { [1] = "share", [2] = "receive-only", [3] = "decline" }
 local r = {
     length = ProtoField.uint32("profiledrop_record.length", "Record length", base.DEC),

@@ -12,7 +12,8 @@ enum ShareCommand: Subcommand {
         command: name,
         options: [
             Options.profile, Options.interface, Options.pose, Options.still, Options.motion, Options.json,
-            Options.save, Options.receiveOnly, Options.yes, Options.confirm, Options.timeout, Options.keyFile,
+            Options.save, Options.receiveOnly, Options.yes, Options.yesKnown, Options.confirm,
+            Options.timeout, Options.keyFile,
             Options.knownPeers, Options.port, Options.verbose, Options.capture, Options.keylog,
             Options.impairLoss,
         ]
@@ -82,6 +83,11 @@ enum ShareCommand: Subcommand {
             help:
                 "share with whoever completes pairing, without asking; anyone on this network can get your card"
         )
+        static let yesKnown = Flag(
+            "yes-known",
+            help:
+                "share without asking with known peers (devices you exchanged with before, proven); "
+                + "ask about any other device")
         static let confirm = Flag(
             "confirm",
             help: "ask before sharing, showing the code to compare; declines by itself after 60 s or at "
@@ -150,8 +156,14 @@ struct ShareOptions {
     init(_ arguments: ParsedArguments) throws {
         let receiveOnly = arguments.has(ShareCommand.Options.receiveOnly)
         let yes = arguments.has(ShareCommand.Options.yes)
+        let yesKnown = arguments.has(ShareCommand.Options.yesKnown)
         if yes && arguments.has(ShareCommand.Options.confirm) {
             throw UsageError("--yes and --confirm cannot be combined: --yes shares without asking")
+        }
+        if yesKnown && (yes || arguments.has(ShareCommand.Options.confirm)) {
+            throw UsageError(
+                "--yes-known cannot be combined with --\(yes ? "yes" : "confirm"): it shares without asking "
+                    + "with known peers only")
         }
         if let path = arguments.value(ShareCommand.Options.profile) {
             guard !receiveOnly else {
@@ -166,8 +178,9 @@ struct ShareOptions {
         } else if !receiveOnly {
             throw UsageError("--profile FILE is required (or --receive-only)")
         }
-        // --receive-only offers no card; the user is asked all the same, unless --yes.
-        consent = yes ? (receiveOnly ? .receiveOnly : .share) : .askUser
+        // --receive-only offers no card; the user is asked all the same, unless --yes. With
+        // --yes-known a known peer gets the share decision, which without a card means receive-only.
+        consent = yes ? (receiveOnly ? .receiveOnly : .share) : yesKnown ? .shareWithKnownPeers : .askUser
 
         let start = arguments.value(ShareCommand.Options.pose)
         if let script = arguments.value(ShareCommand.Options.motion) {

@@ -48,13 +48,23 @@ struct ShareDisplay {
         return merged
     }
 
-    /// Whether the device asks its user before any card moves (no `--yes`).
-    let asksConsent: Bool
+    /// How the device decides: it asks its user before any card moves unless `--yes`, and with
+    /// `--yes-known` only about a device that is not a known peer.
+    let consent: ConsentPolicy
 
-    init(mode: ShareOptions.OutputMode, console: Console, asksConsent: Bool = true) {
+    init(mode: ShareOptions.OutputMode, console: Console, consent: ConsentPolicy = .askUser) {
         self.mode = mode
         self.console = console
-        self.asksConsent = asksConsent
+        self.consent = consent
+    }
+
+    /// Whether the device asks its user about the peer of `verification`.
+    private func asksUser(about verification: Verification) -> Bool {
+        switch consent {
+        case .askUser: true
+        case .shareWithKnownPeers: verification.knownPeer == nil
+        case .share, .receiveOnly, .decline: false
+        }
     }
 
     mutating func started(interfaces: [String], listening: String, snapshot: DeviceSnapshot) {
@@ -113,8 +123,9 @@ struct ShareDisplay {
             self.verification = verification
             name = "verified"
             extra = Self.identityMembers(verification)
-            if !asksConsent {
-                // Sharing without asking (--yes): the code is still worth a look.
+            if !asksUser(about: verification) {
+                // Deciding without asking (--yes, or --yes-known with a known peer): the code is
+                // still worth a look.
                 let who =
                     verification.knownPeer.map { "known peer \(Self.quoted($0.name))" } ?? "a new device"
                 printLine("verified: code \(Self.spaced(verification.code)), \(who)", snapshot: snapshot)
@@ -453,7 +464,9 @@ struct ShareDisplay {
                 text += " · code \(Self.spaced(verification.code))"
                 if let known = verification.knownPeer { text += " · known peer \(Self.quoted(known.name))" }
                 if awaitingAnswer { text += " · your answer?" }
-                if waitingForPeer || (!asksConsent && stage == .inRange) { text += " · waiting for the peer" }
+                if waitingForPeer || (!asksUser(about: verification) && stage == .inRange) {
+                    text += " · waiting for the peer"
+                }
             }
             if let distance = snapshot.distanceCm, let bearing = snapshot.bearingDeg {
                 text += " · \(Self.oneDecimal(distance)) cm · \(Self.oneDecimal(bearing))°"

@@ -54,7 +54,7 @@ final class ShareSession {
         self.console = console
         motion = options.motion
         display = ShareDisplay(
-            mode: options.output, console: console, asksConsent: options.consent == .askUser)
+            mode: options.output, console: console, consent: options.consent)
         movement = DeviceMotion(options.motion)
     }
 
@@ -126,7 +126,7 @@ final class ShareSession {
 
         let terminal = RawTerminal()
         let readsKeys = options.output == .terminal
-        let readsStdin = readsKeys || options.consent == .askUser
+        let readsStdin = readsKeys || options.consent.mayAskUser
         EndingSignal.install()
         if readsKeys { terminal.enable() }
         defer { terminal.restore() }

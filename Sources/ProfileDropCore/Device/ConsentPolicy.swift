@@ -9,6 +9,19 @@ public enum ConsentPolicy: Sendable, Equatable {
     /// Emit ``DeviceEvent/consentRequested(peer:)`` and wait for ``Device/decide(_:at:)``;
     /// declines automatically after ``Timeouts/consent`` (60 s by default).
     case askUser
+    /// Share without asking with a peer that proved to be a known peer (its verification shows
+    /// ``Verification/knownPeer``); ask, as ``askUser`` does, about any other device. A relay that
+    /// replays a known peer's IDENT cannot prove the bond, so it is asked about as a stranger.
+    case shareWithKnownPeers
+
+    /// Whether a consent request may reach the user: always with ``askUser``, for strangers with
+    /// ``shareWithKnownPeers``.
+    public var mayAskUser: Bool {
+        switch self {
+        case .askUser, .shareWithKnownPeers: true
+        case .share, .receiveOnly, .decline: false
+        }
+    }
 }
 
 /// The user's answer to ``DeviceEvent/consentRequested(peer:)``.

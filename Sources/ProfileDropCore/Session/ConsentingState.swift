@@ -79,6 +79,13 @@ extension ConsentingState: LiveState {
             case .askUser:
                 userDeadline = context.now + context.timeouts.consent
                 context.emit(.consentRequested(peer: peer))
+            case .shareWithKnownPeers:
+                if known != nil {
+                    Self.consent(.share, link: &link, localCard: localCard, context: &context)
+                } else {
+                    userDeadline = context.now + context.timeouts.consent
+                    context.emit(.consentRequested(peer: peer))
+                }
             }
         }
         if link.localConsent == .decline {

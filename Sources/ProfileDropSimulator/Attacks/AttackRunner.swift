@@ -145,16 +145,16 @@ public struct AttackReport: Sendable {
 /// swarm: every run draws everything from its own seed, and a run's seed alone replays it.
 ///
 /// A run's kind and users are its seed modulo the number of cells of the kinds that run (each
-/// confidentiality kind with careful and careless users, each availability kind with careless
-/// users), and the seeds of a multi-run invocation are chosen to cycle through the cells, so the
+/// confidentiality kind with careful, careless and unattended users, each availability kind with
+/// careless users), and the seeds of a multi-run invocation are chosen to cycle through the cells, so the
 /// runs split evenly. The kinds in ``pendingFixKinds`` are left out unless asked for, which changes
 /// the cells: a run is replayed with the kinds it ran with (the reproduce line says them).
 ///
-/// A breach is: with careful users, a victim's card or long-term identity (resolving key, or the
-/// victims' bond key) reaching the adversary; with known peers (any users), a victim shown an
+/// A breach is: with careful or unattended users, a victim's card or long-term identity (resolving
+/// key, or the victims' bond key) reaching the adversary; with known peers (any users), a victim shown an
 /// adversary's device as its known peer; for the prober, a link between the victim's two runs
-/// through anything but what a careless user gave by sharing (and, with a careful user, its
-/// identity reaching the prober at all). For the availability kinds, the rules of
+/// through anything but what a careless user gave by sharing (and, with a careful or unattended
+/// user, its identity reaching the prober at all). For the availability kinds, the rules of
 /// ``Availability``.
 public enum Attacks {
     /// The kinds a plain `--attacks` runs: every kind.
@@ -235,7 +235,8 @@ public enum Attacks {
         let confidentiality = kinds.filter { !$0.isAvailability }
         var lines = [
             "attacks: seed=\(seed) runs=\(runs) kinds=\(kinds.map(\.rawValue).joined(separator: ","))"
-                + (confidentiality.isEmpty ? "" : " users=careful,careless"),
+                + (confidentiality.isEmpty
+                    ? "" : " users=" + AttackUsers.allCases.map(\.rawValue).joined(separator: ",")),
             "attacks: a run's seed mod \(cells(of: kinds).count) picks its kind and users; victims 7 cm apart, timers "
                 + "\(Instant.zero + AttackStage.timeouts.overall) overall, "
                 + "\(Instant.zero + AttackStage.timeouts.consent) consent",
@@ -292,7 +293,8 @@ public enum Attacks {
         let pair = VictimPair(runSeed: runSeed)
         var knownPeers: [[KnownPeer]] = [[], []]
         if known {
-            guard let met = pair.meet(users: users) else {
+            // Unattended victims met at their terminals first: that meeting's users compared codes.
+            guard let met = pair.meet(users: users == .unattended ? .careful : users) else {
                 outcome.setupFailed = true
                 outcome.problems.append(
                     "setup: the victims' honest exchange did not complete, so no attack ran")
@@ -352,12 +354,12 @@ public enum Attacks {
         for link in outcome.links {
             outcome.breaches.append("the prober linked the victim's two runs: \(link)")
         }
-        if users == .careful && runs.identityGiven {
+        if users.withholdFromStrangers && runs.identityGiven {
             outcome.breaches.append(
-                "the victim's resolving key reached the prober although its user declined")
+                "the victim's resolving key reached the prober although its user did not agree")
         }
-        if users == .careful && runs.cardsGiven > 0 {
-            outcome.breaches.append("the victim's card reached the prober although its user declined")
+        if users.withholdFromStrangers && runs.cardsGiven > 0 {
+            outcome.breaches.append("the victim's card reached the prober although its user did not agree")
         }
         return outcome
     }
@@ -393,9 +395,10 @@ public enum Attacks {
         if let first = stage.victims[0].latestCode, let second = stage.victims[1].latestCode {
             outcome.codesEqual = first == second
         }
-        if outcome.users == .careful {
+        if outcome.users.withholdFromStrangers {
+            let users = outcome.users == .careful ? "the users compare codes" : "nobody agreed to share"
             for item in taken {
-                outcome.breaches.append("\(item) reached the adversary although the users compare codes")
+                outcome.breaches.append("\(item) reached the adversary although \(users)")
             }
         }
     }

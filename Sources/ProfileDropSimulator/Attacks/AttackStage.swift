@@ -8,6 +8,20 @@ public enum AttackUsers: String, CaseIterable, Sendable {
     case careful
     /// Shares with every request (`--yes`).
     case careless
+    /// Nobody at the terminal: the device shares without asking with a peer that proves to be a
+    /// known peer (`--yes-known`), and any other request stays unanswered until it declines by
+    /// itself at the consent timeout.
+    case unattended
+
+    /// Whether the users never give a card or an identity to a device that has not proved to be
+    /// a known peer (every kind of user but the careless one), so that anything that reaches the
+    /// adversary is a breach.
+    var withholdFromStrangers: Bool {
+        switch self {
+        case .careful, .unattended: true
+        case .careless: false
+        }
+    }
 }
 
 /// What one victim's screen showed during a run, and what its user did.
@@ -129,7 +143,8 @@ struct AttackStage {
         var keyRandom = DeterministicRandom(
             seedMaterial: staticKeySeedMaterial ?? seedMaterial + Array("/static-key".utf8))
         let configuration = DeviceConfiguration(
-            card: card, consent: .askUser, staticKey: X25519.PrivateKey(using: &keyRandom),
+            card: card, consent: users == .unattended ? .shareWithKnownPeers : .askUser,
+            staticKey: X25519.PrivateKey(using: &keyRandom),
             identity: identity,
             knownPeers: knownPeers, timeouts: Self.timeouts)
         let device = Device(
@@ -295,11 +310,13 @@ struct AttackStage {
 
     /// Each user answers its pending request if it can: the careless one at once, the careful one
     /// once the other victim's screen shows a code to compare (a careful user alone with a stranger
-    /// has nothing to compare and declines).
+    /// has nothing to compare and declines), the unattended one never.
     private mutating func answerRequests() {
         for index in victims.indices where victims[index].requestedAt != nil {
             let decision: ConsentDecision
             switch users {
+            case .unattended:
+                continue
             case .careless:
                 decision = .share
             case .careful:
