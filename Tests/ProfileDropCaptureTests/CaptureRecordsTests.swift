@@ -92,8 +92,10 @@ struct CaptureRecordsTests {
         low.deviceID = DeviceID(rawValue: 0)
         var declining = device(name: "雪")
         declining.consent = .decline
+        var knownOnly = device(name: "known")
+        knownOnly.consent = .shareWithKnownPeers
         return [
-            .device(device()), .device(edge), .device(low), .device(declining),
+            .device(device()), .device(edge), .device(low), .device(declining), .device(knownOnly),
             input(.timeout), input(.timeout, randomBytes: CaptureFormat.uncounted),
             input(.pose(Pose(x: limit, y: -limit, heading: 0))),
             input(.pose(Pose(x: -0.0, y: 0, heading: Double(360).nextDown))),
