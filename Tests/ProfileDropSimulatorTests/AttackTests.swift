@@ -83,16 +83,21 @@ private func seed(_ kind: AttackKind, _ users: AttackUsers, _ n: Int) -> UInt64 
         }
     }
 
-    @Test func knownPeersMeetingAgainWithoutTheAdversarySeeEachOtherAsKnownAndShare() {
-        let pair = VictimPair(runSeed: seed(.mitmKnownPeers, .careful, 0))
+    /// Known peers meeting again without the adversary see each other as known and exchange: the
+    /// careful users by sharing, the unattended ones (`--yes-known`) with no answer at all.
+    @Test(arguments: [AttackUsers.careful, .unattended])
+    func knownPeersMeetingAgainWithoutTheAdversarySeeEachOtherAsKnownAndExchange(users: AttackUsers) {
+        let pair = VictimPair(runSeed: seed(.mitmKnownPeers, users, 0))
         guard let met = pair.meet(users: .careful) else {
             Issue.record("the honest meeting did not complete")
             return
         }
-        var stage = AttackStage(users: .careful, victimsKnown: true)
+        var stage = AttackStage(users: users, victimsKnown: true)
         pair.addVictims(to: &stage, phase: "again", knownPeers: met)
         stage.run(until: Instant.zero + AttackStage.timeouts.overall) { _ in false }
-        #expect(stage.victims.allSatisfy { $0.latestKnown && $0.shares == 1 && $0.closed == .exchanged })
+        let answers = users == .careful ? 1 : 0
+        #expect(
+            stage.victims.allSatisfy { $0.latestKnown && $0.shares == answers && $0.closed == .exchanged })
         #expect(stage.victims[0].latestCode == stage.victims[1].latestCode)
     }
 
@@ -108,19 +113,6 @@ private func seed(_ kind: AttackKind, _ users: AttackUsers, _ n: Int) -> UInt64 
                 if kind == .mitmKnownPeers { #expect(outcome.mismatches > 0) }
             }
         }
-    }
-
-    /// The same unattended known peers, meeting without the adversary, exchange with no answer.
-    @Test func unattendedKnownPeersExchangeWithoutAnAnswer() {
-        let pair = VictimPair(runSeed: seed(.mitmKnownPeers, .unattended, 0))
-        guard let met = pair.meet(users: .careful) else {
-            Issue.record("the honest meeting did not complete")
-            return
-        }
-        var stage = AttackStage(users: .unattended, victimsKnown: true)
-        pair.addVictims(to: &stage, phase: "again", knownPeers: met)
-        stage.run(until: Instant.zero + AttackStage.timeouts.overall) { _ in false }
-        #expect(stage.victims.allSatisfy { $0.latestKnown && $0.shares == 0 && $0.closed == .exchanged })
     }
 
     @Test func grindingACommitThenRevealCodeMatchesOnlyByChance() {
