@@ -54,6 +54,22 @@ public struct GateQualityReport: Equatable, Sendable {
     /// Mean time from the start of an in-range trial until both gates were open, over the trials
     /// that opened, in seconds.
     public var meanTimeToOpen: Double
+    /// Pairs held still after their gates opened, and how many of them a false cancel ended.
+    public var held: [HeldResult] = []
+
+    /// Pairs held still in the band, as a user holds two devices together: how often the leaving
+    /// rule (PROTOCOL.md 6.7) took noise for a walk-away.
+    public struct HeldResult: Equatable, Sendable {
+        /// The distance the pairs were held at, in centimetres.
+        public var distance: Double
+        /// Pairs held, each for ``GateTrials/heldTime``.
+        public var pairs: Int
+        /// Pairs in which a device saw the peer leave.
+        public var falseCancels: Int
+
+        /// Hours of holding.
+        public var hours: Double { Double(pairs) * GateTrials.heldTime.secondsDouble / 3600 }
+    }
 
     /// The result for `kind`.
     public func result(_ kind: Kind) -> KindResult {
@@ -106,6 +122,17 @@ public struct GateQualityReport: Equatable, Sendable {
             String(
                 format: "  false reject rate %.3f%% (target <= %.1f%%), mean time to open %.2f s",
                 falseRejectPercent, Self.falseRejectTargetPercent, meanTimeToOpen))
+        for result in held {
+            let rate =
+                result.falseCancels == 0
+                ? "" : String(format: " (one per %.0f h)", result.hours / Double(result.falseCancels))
+            lines.append(
+                String(
+                    format:
+                        "  held %.0f cm  %d pairs x %.0f s (%.0f h), %.0f%% of rounds failing: %d false cancels%@",
+                    result.distance, result.pairs, GateTrials.heldTime.secondsDouble, result.hours,
+                    GateTrials.heldFailedRounds * 100, result.falseCancels, rate))
+        }
         lines.append(meetsTargets ? "  targets met" : "  TARGETS MISSED")
         return lines
     }
@@ -132,14 +159,26 @@ public enum GateTrials {
     public static let holdTime: Duration = .seconds(5)
     /// How long in-range trials allow for both gates to open.
     public static let openDeadline: Duration = .seconds(2)
+    /// How long a held pair stays still.
+    public static let heldTime: Duration = .seconds(60)
+    /// The distances pairs are held at: 1 cm inside each end of the band, where noise crosses the
+    /// leaving band most often (the swarm holds pairs at 6–9 cm).
+    public static let heldDistances: [Double] = [6, 9]
+    /// The share of a held pair's rounds that fail on top of the model's dropouts, as on a lossy
+    /// link, which starves the gate of samples.
+    public static let heldFailedRounds = 0.2
 
     /// Runs `trialsPerKind` trials of each `GateQualityReport.Kind`. The same arguments always give
     /// the same report: each kind draws from its own `DeterministicRandom` derived from `seed`.
+    ///
+    /// `heldPairs` pairs are also held still at each of ``heldDistances`` for ``heldTime``, facing
+    /// each other, each device measuring and watching for the peer leaving as a session does; the
+    /// report counts the pairs a device wrongly saw leave.
     public static func run(
         trialsPerKind: Int, seed: UInt64, model: MeasurementModel = .default,
-        gate: ProximityGate.Configuration = .default
+        gate: ProximityGate.Configuration = .default, heldPairs: Int = 0
     ) -> GateQualityReport {
-        precondition(trialsPerKind >= 0, "trial count must not be negative")
+        precondition(trialsPerKind >= 0 && heldPairs >= 0, "trial count must not be negative")
         var results: [GateQualityReport.KindResult] = []
         var openTimeSum = 0.0
         var openedCount = 0
@@ -163,9 +202,63 @@ public enum GateTrials {
             }
             results.append(.init(kind: kind, trials: trialsPerKind, failures: failures))
         }
-        return GateQualityReport(
+        var report = GateQualityReport(
             seed: seed, model: model, gate: gate, results: results,
             meanTimeToOpen: openedCount == 0 ? 0 : openTimeSum / Double(openedCount))
+        guard heldPairs > 0 else { return report }
+        for distance in heldDistances {
+            var material = Array("gate trials held ".utf8) + Array(String(distance).utf8)
+            for shift in stride(from: 56, through: 0, by: -8) {
+                material.append(UInt8(truncatingIfNeeded: seed >> shift))
+            }
+            var random = DeterministicRandom(seedMaterial: material)
+            var falseCancels = 0
+            for _ in 0..<heldPairs {
+                let deviceA = Pose(x: 0, y: 0, heading: 0)
+                let deviceB = Pose(x: distance, y: 0, heading: 180)
+                if holdEndsInACancel(deviceA, deviceB, model: model, gate: gate, random: &random) {
+                    falseCancels += 1
+                }
+            }
+            report.held.append(.init(distance: distance, pairs: heldPairs, falseCancels: falseCancels))
+        }
+        return report
+    }
+
+    /// Holds a pair still for ``heldTime``: whether either device saw the peer leave after its gate
+    /// had opened (the gate closed, and the last ``ProximityGate/leavingSamples`` measurements lay
+    /// outside the leaving band).
+    private static func holdEndsInACancel(
+        _ deviceA: Pose, _ deviceB: Pose, model: MeasurementModel,
+        gate configuration: ProximityGate.Configuration, random: inout DeterministicRandom
+    ) -> Bool {
+        var gates = [
+            ProximityGate(configuration: configuration), ProximityGate(configuration: configuration),
+        ]
+        var opened = [false, false]
+        var outside = [0, 0]
+        let poses = [(deviceA, deviceB), (deviceB, deviceA)]
+        let end = Instant.zero + heldTime
+        var now = Instant.zero
+        while now <= end {
+            for device in 0..<2 {
+                let fails = random.unitDouble() < heldFailedRounds
+                let measured = model.sample(
+                    truePose: poses[device].0, peerPose: poses[device].1, random: &random)
+                let sample = fails ? nil : measured
+                gates[device].add(sample, at: now)
+                if let sample {
+                    outside[device] = gates[device].isOutsideLeavingBand(sample) ? outside[device] + 1 : 0
+                }
+                if gates[device].isOpen { opened[device] = true }
+                if opened[device] && !gates[device].isOpen && outside[device] >= ProximityGate.leavingSamples
+                {
+                    return true
+                }
+            }
+            now = now + model.sampleInterval
+        }
+        return false
     }
 
     private enum Criterion {

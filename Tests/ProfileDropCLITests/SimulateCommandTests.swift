@@ -91,6 +91,7 @@ import Testing
         let gate = run(["simulate", "--gate-trials", "200", "--seed", "2"])
         #expect(gate.code == 0)
         #expect(gate.output.contains { $0.contains("false accept rate") })
+        #expect(gate.output.contains { $0.contains("held 9 cm  20 pairs x 60 s") })
     }
 
     @Test func badInputIsOneLineAndExitCode2() {

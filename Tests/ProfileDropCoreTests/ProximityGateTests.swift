@@ -44,6 +44,20 @@ private func firstOpening(_ history: [(Instant, ProximityGate.State)]) -> Instan
 
 @Suite("Proximity gate")
 struct ProximityGateTests {
+    @Test("The leaving band is the band widened by three hysteresis margins: 3.5-11.5 cm and 45 degrees")
+    func leavingBand() {
+        let gate = ProximityGate()
+        for (distance, bearing, outside) in [
+            (7.0, 0.0, false), (11.4, 0.0, false), (11.6, 0.0, true), (3.6, 0.0, false), (3.4, 0.0, true),
+            (7.0, 44.0, false), (7.0, 46.0, true), (10.8, 38.0, false),
+        ] {
+            #expect(
+                gate.isOutsideLeavingBand(RangingSample(distance: distance, bearing: bearing)) == outside,
+                "\(distance) cm, \(bearing)°")
+        }
+        #expect(ProximityGate.leavingSamples == 6)
+    }
+
     @Test("Exact samples at 7 cm: searching, then dwelling at 0.5 s, open at 1.0 s")
     func opensAfterDwell() throws {
         var gate = ProximityGate()

@@ -48,6 +48,18 @@ struct GateTrialsTests {
         #expect(report.result(.tooFar).failures == 0)
     }
 
+    @Test("Pairs held still in the band are not taken for a walk-away; a radio twice as noisy is")
+    func heldPairsAreNotCancelledByNoise() {
+        let report = GateTrials.run(trialsPerKind: 0, seed: 4, heldPairs: 120)
+        #expect(report.held.map(\.distance) == GateTrials.heldDistances)
+        #expect(report.held.allSatisfy { $0.pairs == 120 && $0.falseCancels == 0 }, "\(report.lines)")
+        #expect(report.lines.contains { $0.contains("held 9 cm  120 pairs x 60 s (2 h)") })
+        let noisy = GateTrials.run(
+            trialsPerKind: 0, seed: 4, model: MeasurementModel(distanceNoise: 2.4), heldPairs: 120)
+        #expect(noisy.held.allSatisfy { $0.falseCancels > 0 }, "\(noisy.lines)")
+        #expect(noisy.lines.contains { $0.contains("false cancels (one per") })
+    }
+
     @Test("The summary names every kind with its counts and both rates")
     func summaryLines() {
         let report = GateTrials.run(trialsPerKind: 40, seed: 1)

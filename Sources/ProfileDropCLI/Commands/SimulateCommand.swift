@@ -50,7 +50,10 @@ enum SimulateCommand: Subcommand {
             "runs", valueName: "R", in: 1...1_000_000,
             help: "swarm runs (default 100), or attack runs over all kinds (default 80)")
         static let gateTrials = Option.integer(
-            "gate-trials", in: 1...10_000_000, help: "gate quality: N trials of each kind")
+            "gate-trials", in: 1...10_000_000,
+            help:
+                "gate quality: N trials of each kind, and N/10 pairs held still for a minute at 6 and at 9 cm"
+        )
         static let quiet = Flag("quiet", help: "scenario: header and outcome only, no transcript")
         static let capture = Option.text(
             "capture", valueName: "FILE.pcapng",
@@ -101,7 +104,8 @@ enum SimulateCommand: Subcommand {
         }
         if arguments.has(Options.swarm) { return try swarm(arguments, seed: seed ?? 1, console: console) }
         if let trials = arguments.value(Options.gateTrials) {
-            let report = GateTrials.run(trialsPerKind: trials, seed: seed ?? 1)
+            let report = GateTrials.run(
+                trialsPerKind: trials, seed: seed ?? 1, heldPairs: max(1, trials / 10))
             report.lines.forEach(console.output)
             return .success
         }

@@ -81,7 +81,7 @@ extension Link {
         gate.add(sample, at: context.now)
         if let sample {
             measuredAt = context.now
-            consecutiveOutside = isOutsideWidenedBand(sample) ? consecutiveOutside + 1 : 0
+            consecutiveOutside = gate.isOutsideLeavingBand(sample) ? consecutiveOutside + 1 : 0
         }
         if sample != nil, let estimate = gate.estimate {
             self.estimate = estimate
@@ -107,27 +107,11 @@ extension Link {
         .ranging(RangingFrame(sequence: rangingSequence, pose: pose, token: localToken))
     }
 
-    /// Measurements in a row outside the widened band that, with our gate closed, show the peer
-    /// has left. Six (0.75 s at 8 Hz) keep noise from cancelling a held pair: at the edges of the
-    /// band a measurement falls outside about one time in eight, and the gate, with its hysteresis,
-    /// rarely closes; a quick walk-away is seen about six rounds after it began.
-    static let leavingSamples = 6
-
     /// Whether our measurements show that the peer left after our gate opened: the gate closed and
-    /// the last ``leavingSamples`` measurements all lie outside the band widened by the gate's
-    /// hysteresis margins. A gate that closed for want of samples (a lossy link, a partition) is no
-    /// evidence either way: failed rounds neither count nor break the run.
+    /// the last ``ProximityGate/leavingSamples`` measurements all lie outside its leaving band. A gate that closed
+    /// for want of samples (a lossy link, a partition) is no evidence either way: failed rounds
+    /// neither count nor break the run.
     var peerLeft: Bool {
-        localInRange && !gate.isOpen && consecutiveOutside >= Self.leavingSamples
-    }
-
-    /// Whether a raw measurement lies outside the distance band or the bearing limit, each widened
-    /// by the gate's hysteresis margin.
-    func isOutsideWidenedBand(_ sample: RangingSample) -> Bool {
-        let tuning = gate.configuration
-        let nearest = tuning.distanceBand.lowerBound - tuning.distanceHysteresis
-        let farthest = tuning.distanceBand.upperBound + tuning.distanceHysteresis
-        return sample.distance < nearest || sample.distance > farthest
-            || sample.bearing > tuning.maximumBearing + tuning.bearingHysteresis
+        localInRange && !gate.isOpen && consecutiveOutside >= ProximityGate.leavingSamples
     }
 }
