@@ -207,11 +207,8 @@ public enum GateTrials {
             meanTimeToOpen: openedCount == 0 ? 0 : openTimeSum / Double(openedCount))
         guard heldPairs > 0 else { return report }
         for distance in heldDistances {
-            var material = Array("gate trials held ".utf8) + Array(String(distance).utf8)
-            for shift in stride(from: 56, through: 0, by: -8) {
-                material.append(UInt8(truncatingIfNeeded: seed >> shift))
-            }
-            var random = DeterministicRandom(seedMaterial: material)
+            var random = DeterministicRandom(
+                seedMaterial: seedMaterial(seed: seed, label: Array("gate trials held \(distance)".utf8)))
             var falseCancels = 0
             for _ in 0..<heldPairs {
                 let deviceA = Pose(x: 0, y: 0, heading: 0)
@@ -267,7 +264,12 @@ public enum GateTrials {
     }
 
     private static func seedMaterial(seed: UInt64, kind: GateQualityReport.Kind) -> [UInt8] {
-        var material = Array("gate trials ".utf8) + Array(kind.rawValue.utf8) + [0]
+        seedMaterial(seed: seed, label: Array("gate trials ".utf8) + Array(kind.rawValue.utf8) + [0])
+    }
+
+    /// `label` followed by the seed's bytes, most significant first.
+    private static func seedMaterial(seed: UInt64, label: [UInt8]) -> [UInt8] {
+        var material = label
         for shift in stride(from: 56, through: 0, by: -8) {
             material.append(UInt8(truncatingIfNeeded: seed >> shift))
         }

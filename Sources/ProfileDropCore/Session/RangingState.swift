@@ -108,9 +108,9 @@ extension Link {
     }
 
     /// Whether our measurements show that the peer left after our gate opened: the gate closed and
-    /// the last ``ProximityGate/leavingSamples`` measurements all lie outside its leaving band. A gate that closed
-    /// for want of samples (a lossy link, a partition) is no evidence either way: failed rounds
-    /// neither count nor break the run.
+    /// the last ``ProximityGate/leavingSamples`` measurements all lie outside its leaving band. A
+    /// gate that closed for want of samples (a lossy link, a partition) is no evidence either way:
+    /// failed rounds neither count nor break the run.
     var peerLeft: Bool {
         localInRange && !gate.isOpen && consecutiveOutside >= ProximityGate.leavingSamples
     }
