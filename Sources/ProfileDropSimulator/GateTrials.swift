@@ -210,9 +210,9 @@ public enum GateTrials {
             var random = DeterministicRandom(
                 seedMaterial: seedMaterial(seed: seed, label: Array("gate trials held \(distance)".utf8)))
             var falseCancels = 0
+            let deviceA = Pose(x: 0, y: 0, heading: 0)
+            let deviceB = Pose(x: distance, y: 0, heading: 180)
             for _ in 0..<heldPairs {
-                let deviceA = Pose(x: 0, y: 0, heading: 0)
-                let deviceB = Pose(x: distance, y: 0, heading: 180)
                 if holdEndsInACancel(deviceA, deviceB, model: model, gate: gate, random: &random) {
                     falseCancels += 1
                 }

@@ -60,11 +60,7 @@ struct ShareDisplay {
 
     /// Whether the device asks its user about the peer of `verification`.
     private func asksUser(about verification: Verification) -> Bool {
-        switch consent {
-        case .askUser: true
-        case .shareWithKnownPeers: verification.knownPeer == nil
-        case .share, .receiveOnly, .decline: false
-        }
+        consent.decision(knownPeer: verification.knownPeer != nil) == nil
     }
 
     mutating func started(interfaces: [String], listening: String, snapshot: DeviceSnapshot) {

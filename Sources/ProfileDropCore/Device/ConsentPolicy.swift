@@ -14,14 +14,21 @@ public enum ConsentPolicy: Sendable, Equatable {
     /// replays a known peer's IDENT cannot prove the bond, so it is asked about as a stranger.
     case shareWithKnownPeers
 
-    /// Whether a consent request may reach the user: always with ``askUser``, for strangers with
-    /// ``shareWithKnownPeers``.
-    public var mayAskUser: Bool {
+    /// The decision the policy takes by itself once the code is shown, for a peer that proved to
+    /// be a known peer or not; nil when the user is asked.
+    public func decision(knownPeer: Bool) -> ConsentDecision? {
         switch self {
-        case .askUser, .shareWithKnownPeers: true
-        case .share, .receiveOnly, .decline: false
+        case .share: .share
+        case .receiveOnly: .receiveOnly
+        case .decline: .decline
+        case .askUser: nil
+        case .shareWithKnownPeers: knownPeer ? .share : nil
         }
     }
+
+    /// Whether a consent request may reach the user: with ``askUser``, and for a stranger with
+    /// ``shareWithKnownPeers``.
+    public var mayAskUser: Bool { decision(knownPeer: false) == nil }
 }
 
 /// The user's answer to ``DeviceEvent/consentRequested(peer:)``.

@@ -71,21 +71,11 @@ extension ConsentingState: LiveState {
                     Verification(
                         peer: peer, code: code, knownPeer: known,
                         interruptedBefore: context.counters.interruptedPairings)))
-            switch context.configuration.consent {
-            case .share: Self.consent(.share, link: &link, localCard: localCard, context: &context)
-            case .receiveOnly:
-                Self.consent(.receiveOnly, link: &link, localCard: localCard, context: &context)
-            case .decline: Self.consent(.decline, link: &link, localCard: localCard, context: &context)
-            case .askUser:
+            if let decision = context.configuration.consent.decision(knownPeer: known != nil) {
+                Self.consent(decision, link: &link, localCard: localCard, context: &context)
+            } else {
                 userDeadline = context.now + context.timeouts.consent
                 context.emit(.consentRequested(peer: peer))
-            case .shareWithKnownPeers:
-                if known != nil {
-                    Self.consent(.share, link: &link, localCard: localCard, context: &context)
-                } else {
-                    userDeadline = context.now + context.timeouts.consent
-                    context.emit(.consentRequested(peer: peer))
-                }
             }
         }
         if link.localConsent == .decline {
