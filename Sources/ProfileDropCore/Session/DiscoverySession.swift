@@ -303,8 +303,7 @@ struct DiscoverySession {
     /// How many peers may be established by hearing alone.
     private func establishedRoom(_ limits: Limits) -> Int { max(limits.maxPeers, 1) - unverifiedCap(limits) }
 
-    /// The unverified peer to evict first: one out of reach before one in reach, then the one heard
-    /// fewest times, then longest ago, then of the lowest id.
+    /// The unverified peer to evict first, in ``evictionRank`` order.
     private var weakestUnverified: Int? {
         peers.indices.filter { peers[$0].isUnverified }.min {
             evictionRank($0) < evictionRank($1)
@@ -378,8 +377,8 @@ struct DiscoverySession {
     mutating func handshakeCompleted(with peer: DeviceID, at address: PeerAddress, context: SessionContext) {
         guard let index = peers.firstIndex(where: { $0.id == peer }) else {
             // A peer we never heard, or lost to churn, that completed a handshake with us: it is
-            // live at that address, so it gets a verified entry if an unverified one heard once can
-            // make room.
+            // live at that address, so it gets a verified entry if an entry may make way for it as
+            // for a newcomer within reach.
             guard !isClosed, makeRoomForNewcomer(context.limits, verified: true) else { return }
             var entry = DiscoveredPeer(
                 id: peer, address: address, firstHeard: context.now, lastSeen: context.now, sequence: nil,
