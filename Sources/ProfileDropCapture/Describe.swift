@@ -309,8 +309,11 @@ public enum Describe {
 
     private static func hex16(_ value: UInt64) -> String { DeviceID(rawValue: value).description }
 
-    /// A quantity to one decimal, without a trailing `.0`.
+    /// A quantity to one decimal, without a trailing `.0`. A capture's configuration may hold any
+    /// finite value, and what a device computes from it may not be finite: those are written as
+    /// Swift writes them, never converted to an integer.
     static func number(_ value: Double) -> String {
+        guard value.magnitude < 1e15 else { return String(value) }
         let rounded = (value * 10).rounded() / 10
         return rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
     }

@@ -529,6 +529,46 @@ final class InteractiveShare: Sendable {
         #expect(console.errorLines.first?.contains("is not a directory") == true, "\(console.errorLines)")
     }
 
+    /// A save directory that stops taking files during the run (here it becomes a file): the card
+    /// received is still shown in full, the failure is one line on stderr, and the exit code is 6,
+    /// while the peer, whose exchange succeeded, exits 0.
+    @Test func aCardThatCannotBeSavedIsStillShownAndTheRunFails() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let saveDirectory = directory.appendingPathComponent("cards")
+        try FileManager.default.createDirectory(at: saveDirectory, withIntermediateDirectories: false)
+        let port = String(freeUDPPort())
+        func arguments(_ index: Int, card: String, pose: String, extra: [String]) throws -> [String] {
+            let path = directory.appendingPathComponent("card\(index).json").path
+            try card.write(toFile: path, atomically: true, encoding: .utf8)
+            return [
+                "share", "--profile", path, "--yes", "--json", "--interface", "lo", "--port", port,
+                "--timeout", "20",
+                "--pose", pose, "--still", "--key-file", directory.appendingPathComponent("key\(index)").path,
+                "--known-peers", directory.appendingPathComponent("peers\(index)").path,
+            ] + extra
+        }
+        let saver = try InteractiveShare(
+            try arguments(
+                0, card: ShareCommandTests.bori, pose: "0,0,0", extra: ["--save", saveDirectory.path]))
+        _ = try #require(saver.next("advertising", within: 10), "\(saver.lines)")
+        // Checked at the start, then taken away before the card can arrive.
+        try FileManager.default.removeItem(at: saveDirectory)
+        try Data("not a directory".utf8).write(to: saveDirectory)
+        let peer = try InteractiveShare(
+            try arguments(1, card: ShareCommandTests.max, pose: "7,0,180", extra: []))
+        let saved = saver.finish(within: 25)
+        let other = peer.finish(within: 25)
+        #expect(saved.code == 6, "\(saved.lines.suffix(2)) \(saved.errors)")
+        #expect(other.code == 0, "\(other.lines.suffix(2)) \(other.errors)")
+        let closed = try #require(saved.lines.last.flatMap(InteractiveShare.parse))
+        #expect(closed["reason"] as? String == "exchanged")
+        #expect((closed["card"] as? [String: Any])?["name"] as? String == "Max")
+        #expect(closed["saved"] is NSNull)
+        #expect(saved.errors.count == 1, "\(saved.errors)")
+        #expect(saved.errors.first?.contains("cannot save the received card") == true, "\(saved.errors)")
+    }
+
     @Test func twoReceiversReportThatNothingMoved() throws {
         let directory = try TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

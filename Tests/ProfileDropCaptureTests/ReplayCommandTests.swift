@@ -1,5 +1,6 @@
 import Foundation
 import ProfileDropCapture
+import ProfileDropCore
 import ProfileDropJSON
 import ProfileDropTestSupport
 import Testing
@@ -188,5 +189,41 @@ struct ReplayCommandTests {
                 result.errors.first?.hasPrefix("profiledrop replay: --timeline") == true, "\(result.errors)")
             #expect(result.output.isEmpty, "\(path): the replay ran")
         }
+    }
+
+    /// A capture may hold any configuration the core accepts: here a distance band up to 1e300 cm,
+    /// ranging noise of 1e300 cm, no outlier rejection and no far abort. Replay describes and draws it without trapping on numbers an
+    /// integer cannot hold.
+    @Test(
+        .enabled(
+            if: ReplayCommandTests.executable != nil, "the profiledrop executable is not built (swift build)")
+    )
+    func extremeConfigurationsAreDescribedAndDrawn() throws {
+        var run = try TwoDeviceRun(
+            options: CaptureOptions(keylog: true),
+            staticKeys: (0..<2).map { .embedded(TwoDeviceRun.staticKey($0).rawRepresentation) }
+        ) { configuration in
+            configuration.gate.distanceBand = 5...1e300
+            configuration.gate.outlierDistance = 1e300
+            configuration.limits.farAbortDistance = 1e300
+            configuration.measurement.distanceNoise = 1e300
+        }
+        run.run(until: Instant.zero + .seconds(20))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "profiledrop-replay-extreme-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let capture = directory.appendingPathComponent("extreme.pcapng").path
+        try Data(run.recorder.fileBytes()).write(to: URL(fileURLWithPath: capture))
+        let picture = directory.appendingPathComponent("extreme.svg").path
+
+        let result = try Self.run([capture, "--timeline", picture])
+        #expect(result.status == 0, "\(result.output.suffix(3)) \(result.errors)")
+        #expect(result.output.last?.hasSuffix(" datagrams, identical") == true)
+        #expect(
+            result.output.contains { $0.contains("** ranging distance_cm=") && $0.contains("e+") },
+            "a huge distance is written in full")
+        let svg = try String(contentsOfFile: picture, encoding: .utf8)
+        #expect(svg.contains("1e+300"), "the band's far edge is labelled")
     }
 }

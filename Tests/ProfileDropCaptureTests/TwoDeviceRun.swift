@@ -66,19 +66,21 @@ struct TwoDeviceRun {
     ///   - staticKeys: how each device's key is recorded.
     ///   - bonded: whether the devices know each other from an earlier exchange (each has an
     ///     identity either way).
+    ///   - configure: changes to both devices' configuration (gate, measurement, limits).
     init(
         options: CaptureOptions, distance: Double = 7,
         staticKeys: [StaticKeySource] = [.external, .external],
-        bonded: Bool = false
+        bonded: Bool = false, configure: (inout DeviceConfiguration) -> Void = { _ in }
     )
         throws
     {
         recorder = CaptureRecorder(options: options)
         let cards = try Self.cards()
         for index in 0..<2 {
-            let configuration = DeviceConfiguration(
+            var configuration = DeviceConfiguration(
                 card: cards[index], consent: .share, staticKey: Self.staticKey(index),
                 identity: Self.identity(index), knownPeers: bonded ? [Self.knownPeer(of: index)] : [])
+            configure(&configuration)
             var device = CapturingDevice(
                 configuration: configuration, random: DeterministicRandom(seed: Self.seed(index)), now: .zero,
                 localAddress: Self.address(index), name: index == 0 ? "left" : "right", recorder: recorder,

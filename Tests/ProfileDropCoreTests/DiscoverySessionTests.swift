@@ -414,6 +414,20 @@ import Testing
         #expect(far.invite(at: Instant.zero + .seconds(6)) == 1)
     }
 
+    /// A reach as large as a configuration allows (a capture may hold any finite value) ranks a
+    /// hintless peer at that edge without converting it to an integer it cannot fit: the peers are
+    /// still invited nearest first.
+    @Test func aHugeReachStillRanksPeers() {
+        var table = Table { $0.limits.farAbortDistance = 1e19 }
+        for id in UInt64(1)...2 {
+            let position = id == 1 ? PositionHint(x: 7, y: 0) : nil
+            table.hear(id, sequence: 1, at: .zero, position: position)
+            table.hear(id, sequence: 2, at: Instant.zero + .seconds(2), position: position)
+        }
+        let order = (0..<2).compactMap { _ in table.invite(at: Instant.zero + .seconds(2)) }
+        #expect(order == [1, 2])
+    }
+
     /// A spoofer sending BEACONs from a peer's own address, its sequence numbers ahead, saying busy
     /// and far away, cannot hide the peer: the real BEACONs then arrive as replays, which marks the
     /// address contested, and for the peer lifetime its busy flag and position are not believed.

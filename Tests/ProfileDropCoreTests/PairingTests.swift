@@ -249,4 +249,26 @@ import Testing
         #expect(reports.count == 1)
         #expect(room.rejections(0).filter { $0.code == .unsupportedVersion }.count == 3)
     }
+
+    /// A configuration of zero peers (a capture may hold one) still remembers one device of another
+    /// version: each new one replaces it and is reported, and nothing traps on the empty list.
+    @Test func aTableOfZeroPeersStillReportsOtherVersions() {
+        var room = VirtualRoom()
+        var configuration = Fixtures.configuration("Bori", seed: 1, identity: Self.bori)
+        configuration.limits.maxPeers = 0
+        room.add(configuration, pose: Pose(x: 0, y: 0, heading: 0), seed: 11)
+        for id: UInt64 in [0xAB, 0xAC, 0xAB] {
+            var beacon = Packet.beacon(
+                Beacon(deviceID: DeviceID(rawValue: id), port: 9, busy: false, sequence: 1)
+            ).encoded()
+            beacon[2] = 1
+            room.act(0) { device, now in
+                device.handleDatagram(beacon, from: PeerAddress(10, 0, 0, 9, port: 9), at: now)
+            }
+        }
+        let reported = room.events[0].compactMap {
+            if case .incompatiblePeer(let peer, version: 1) = $0 { peer.rawValue } else { nil }
+        }
+        #expect(reported == [0xAB, 0xAC, 0xAB])
+    }
 }

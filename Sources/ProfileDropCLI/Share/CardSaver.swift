@@ -77,7 +77,17 @@ enum CardSaver {
                 photoName = name
             }
             let path = URL(fileURLWithPath: directory).appendingPathComponent("\(stem).json")
-            try Data(card.jsonData(photoFileName: photoName)).write(to: path, options: .withoutOverwriting)
+            do {
+                try Data(card.jsonData(photoFileName: photoName)).write(
+                    to: path, options: .withoutOverwriting)
+            } catch {
+                // No photo left behind without the card that names it.
+                if let photoName {
+                    try? FileManager.default.removeItem(
+                        at: URL(fileURLWithPath: directory).appendingPathComponent(photoName))
+                }
+                throw error
+            }
             return path.path
         } catch {
             throw SaveError(

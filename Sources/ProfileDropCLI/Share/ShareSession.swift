@@ -48,6 +48,8 @@ final class ShareSession {
     private var cardAcknowledged = false
     /// The exchange closed with no card either way (both sides only receive).
     private var nothingMoved = false
+    /// The received card could not be saved (`--save`): it was shown, and the run fails.
+    private var saveFailed = false
 
     init(options: ShareOptions, console: Console) throws {
         self.options = options
@@ -158,7 +160,7 @@ final class ShareSession {
                 if closedAt == nil {
                     // Report the outcome now; the process only lingers to answer retransmitted CLOSEs.
                     closedAt = now
-                    try reportOutcome(driver.device[keyPath: state])
+                    reportOutcome(driver.device[keyPath: state])
                 }
                 if driver.device.nextDeadline == nil || now >= (closedAt ?? now) + Self.exitLinger
                     || now >= deadline + Self.deadlineGrace || signal != nil || quitRequested
@@ -178,6 +180,7 @@ final class ShareSession {
         let core = driver.device[keyPath: state]
         if options.verbose { console.error(Self.countersLine(core.counters, host: host.statistics)) }
         if nothingMoved { return .declined }
+        if saveFailed { return .runtimeError }
         return Self.exitCode(for: stopped ?? core.closedReason ?? .timeout(.noExchange))
     }
 
@@ -222,11 +225,18 @@ final class ShareSession {
             + "chunks \(counters.chunkRetransmissions); send failures \(host.sendFailures)"
     }
 
-    private func reportOutcome(_ device: Device) throws {
+    private func reportOutcome(_ device: Device) {
         let reason = device.closedReason ?? .timeout(.noExchange)
         var saved: String?
         if case .exchanged = reason, let card = receivedCard, let directory = options.saveDirectory {
-            saved = try CardSaver.save(card, in: directory)
+            // A card that cannot be written is still shown in full below, and the process still
+            // lingers to answer the peer's close: only the exit code says the save failed.
+            do {
+                saved = try CardSaver.save(card, in: directory)
+            } catch {
+                saveFailed = true
+                console.error("profiledrop share: \(error)")
+            }
         }
         // Both sides only receive: the session closes as exchanged with nothing to move, which
         // the user must not read as a success.

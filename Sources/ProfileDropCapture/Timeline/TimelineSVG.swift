@@ -39,6 +39,8 @@ public enum TimelineSVG {
     /// platform.
     static func decimal(_ value: Double) -> String {
         guard value.isFinite else { return "0" }
+        // Beyond what tenths in an Int hold (a capture's configuration may be any finite value).
+        guard value.magnitude < 1e15 else { return String(value) }
         let tenths = Int((value * 10).rounded())
         let sign = tenths < 0 ? "-" : ""
         let magnitude = tenths.magnitude
@@ -357,6 +359,7 @@ private struct Canvas {
 
     func tickLabel(_ value: Double) -> String {
         // Ticks are multiples of 1, 2 or 5 × 10^k: three decimals at most for the spans replays have.
+        guard value.isFinite, value.magnitude < 1e12 else { return String(value) }
         let thousandths = Int((value * 1000).rounded())
         var text = "\(thousandths / 1000)"
         var fraction = thousandths % 1000
@@ -531,6 +534,7 @@ private struct Canvas {
 
     /// Seconds with three decimals: `1.042`.
     static func fixed3(_ value: Double) -> String {
+        guard value.isFinite, value.magnitude < 1e12 else { return String(value) }
         let thousandths = Int((value * 1000).rounded())
         let fraction = String(thousandths % 1000)
         return "\(thousandths / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction

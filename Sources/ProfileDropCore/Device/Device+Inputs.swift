@@ -60,7 +60,11 @@ extension Device {
         for byte in bytes[offset..<(offset + 8)] { raw = raw << 8 | UInt64(byte) }
         let sender = DeviceID(rawValue: raw)
         guard sender != deviceID, !incompatiblePeers.contains(sender) else { return }
-        if incompatiblePeers.count >= configuration.limits.maxPeers { incompatiblePeers.removeFirst() }
+        // At least one place, as the peer table has: a configuration of zero peers (one read from a
+        // capture, say) must not empty an empty list.
+        if incompatiblePeers.count >= max(configuration.limits.maxPeers, 1) {
+            incompatiblePeers.removeFirst()
+        }
         incompatiblePeers.append(sender)
         context.emit(.incompatiblePeer(sender, version: bytes[2]))
     }

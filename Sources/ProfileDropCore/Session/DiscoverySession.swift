@@ -457,7 +457,10 @@ struct DiscoverySession {
         }
         // Then the nearest by their hints (to the centimetre; a peer with none counts as at the edge
         // of reach), so that two devices held together invite each other before anyone farther.
-        func rank(_ peer: DiscoveredPeer) -> Int { Int((hintDistance(peer) ?? reach).rounded()) }
+        // Whole centimetres, saturated: the reach comes from the configuration, which may be huge.
+        func rank(_ peer: DiscoveredPeer) -> Int {
+            Int(min(max(hintDistance(peer) ?? reach, 0), 1e15).rounded())
+        }
         if let nearest = least.map(rank).min() { least = least.filter { rank($0) == nearest } }
         let chosen =
             wanting.max { ($0.wantedAt ?? .zero, $0.id) < ($1.wantedAt ?? .zero, $1.id) }
