@@ -1,6 +1,7 @@
 import Foundation
 import ProfileDropCapture
 import ProfileDropCore
+import ProfileDropSimulator
 import Testing
 
 #if canImport(FoundationXML)
@@ -76,6 +77,47 @@ struct TimelineSVGTests {
         for track in timeline.tracks {
             #expect(svg.contains("> \(track.closeReason ?? "did not close")</tspan>"))
         }
+    }
+
+    /// A photo's transfer is hundreds of chunk and SACK datagrams: long runs of them fold into one
+    /// line each, and every datagram is still accounted for, drawn or counted in exactly one fold,
+    /// and so is every one not received.
+    @Test func longTransfersFoldAndEveryDatagramIsCounted() throws {
+        let scenario = try Scenario.load(
+            contentsOf: GoldenCaptures.packageRoot.appendingPathComponent("Scenarios/walk-in-photo.json").path
+        )
+        let recorder = CaptureRecorder(options: CaptureOptions(keylog: true))
+        _ = Simulation.run(scenario: scenario, seed: nil, options: SimulationOptions(keepsTranscript: false))
+        {
+            context -> any SansIODevice in
+            CapturingDevice(
+                context.makeCoreDevice(), name: context.spec.name, recorder: recorder,
+                randomSeedMaterial: context.seedMaterial,
+                staticKey: .seedMaterial(context.staticKeySeedMaterial))
+        }
+        let timeline = try SessionTimeline(
+            capture: try CaptureFile(bytes: recorder.fileBytes()), title: "photo")
+        let svg = TimelineSVG.render(timeline)
+        #expect(Self.parse(svg).wellFormed)
+        func attributes(_ name: String) -> [Int] {
+            svg.components(separatedBy: "<g class=\"datagram-run\" ").dropFirst().compactMap { group in
+                group.components(separatedBy: "\(name)=\"").dropFirst().first?.split(separator: "\"").first
+                    .flatMap { Int($0) }
+            }
+        }
+        let folded = attributes("data-count")
+        let foldedLost = attributes("data-not-received")
+        #expect(folded.count >= 3, "the transfer folds")
+        #expect(foldedLost.count == folded.count)
+        #expect(folded.allSatisfy { $0 >= TimelineSVG.foldThreshold - 1 })
+        #expect(timeline.datagrams.count > 800)
+        #expect(Self.count("<g class=\"datagram ", in: svg) + folded.reduce(0, +) == timeline.datagrams.count)
+        let lost = timeline.datagrams.filter { $0.fate == .notReceived }.count
+        #expect(lost > 0)
+        #expect(Self.count("<g class=\"datagram not-received\"", in: svg) + foldedLost.reduce(0, +) == lost)
+        // Folding is what keeps the picture readable: far fewer rows than datagrams.
+        let height = try #require(Self.parse(svg).height)
+        #expect(height < timeline.datagrams.count * 18 / 3)
     }
 
     @Test func theBandSpansFiveToTenCentimetresOnTheAxis() throws {

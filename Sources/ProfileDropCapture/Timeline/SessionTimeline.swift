@@ -51,6 +51,9 @@ public struct SessionTimeline: Equatable, Sendable {
         public var copies: Int
         /// Why the receiver dropped it (`authentication-failed`, …), when it did.
         public var rejection: String?
+        /// Whether it is bulk card transfer: a SECURE datagram whose frames are card chunks and
+        /// SACKs (with receipts) and nothing else. A picture may fold long runs of these.
+        public var isTransfer = false
     }
 
     /// A filtered distance and bearing estimate of the peer, as a device reported it.
@@ -487,7 +490,8 @@ extension SessionTimeline {
                         sender: item.lane, receiver: first?.lane ?? audience, sentAt: item.time,
                         receivedAt: first?.time, type: Describe.datagram(item.bytes).type,
                         frames: item.frames.map { $0.map(Self.frameName) } ?? [], fate: fate,
-                        copies: sameReceiver.count, rejection: first?.rejection))
+                        copies: sameReceiver.count, rejection: first?.rejection,
+                        isTransfer: item.frames.map(Self.isTransfer) ?? false))
             }
             // Then receipts of bytes nobody sent: changed on the way (matched to a datagram of the
             // same length and type from the same sender that did not arrive), or from uncaptured
@@ -543,6 +547,21 @@ extension SessionTimeline {
         }
 
         /// A frame's name as the picture shows it: `RANGING`, `CARD_CHUNK 3`, `CLOSE(declined)`.
+        /// Card chunks and SACKs, with receipts, and nothing else.
+        static func isTransfer(_ frames: [Frame]) -> Bool {
+            var carriesTransfer = false
+            for frame in frames {
+                switch frame {
+                case .cardChunk, .cardSack: carriesTransfer = true
+                case .receipt: continue
+                case .token, .ranging, .ident, .proof, .commit, .nonce, .reveal, .bond, .cardAck, .consent,
+                    .close, .inRange, .closeAck:
+                    return false
+                }
+            }
+            return carriesTransfer
+        }
+
         static func frameName(_ frame: Frame) -> String {
             switch frame {
             case .cardChunk(let index, _): return "CARD_CHUNK \(index)"

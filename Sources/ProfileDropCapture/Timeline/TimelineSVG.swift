@@ -11,6 +11,12 @@ public enum TimelineSVG {
     /// The picture's width in pixels.
     public static let width = 1200
 
+    /// A run of more than this many transfer datagrams keeps its first and last and folds the rest
+    /// into one line that counts them, by sender and kind, and those not received: a 256 KiB photo
+    /// is some 700 of them, which made the chart 13,000 pixels tall and said nothing more.
+    /// Duplicates, changed and rejected datagrams and every other kind are always drawn.
+    public static let foldThreshold = 6
+
     /// The SVG document for `timeline`.
     public static func render(_ timeline: SessionTimeline) -> String {
         var canvas = Canvas(timeline: timeline)
@@ -381,13 +387,63 @@ private struct Canvas {
     enum Row {
         case datagram(SessionTimeline.Datagram)
         case mark(SessionTimeline.Mark)
+        /// Datagrams of a card's transfer drawn as one line.
+        case fold(Fold)
 
         var time: Instant {
             switch self {
             case .datagram(let datagram): datagram.sentAt
             case .mark(let mark): mark.time
+            case .fold(let fold): fold.datagrams[0].sentAt
             }
         }
+
+        /// A datagram of bulk transfer that arrived as sent, once, or not at all: the kind a fold
+        /// may hold.
+        var isPlainTransfer: Bool {
+            switch self {
+            case .datagram(let datagram):
+                guard datagram.isTransfer, datagram.rejection == nil, datagram.copies <= 1 else {
+                    return false
+                }
+                switch datagram.fate {
+                case .delivered, .notReceived: return true
+                case .altered, .unknown: return false
+                }
+            case .mark, .fold: return false
+            }
+        }
+    }
+
+    /// Consecutive transfer datagrams, each delivered as sent or not received.
+    struct Fold {
+        var datagrams: [SessionTimeline.Datagram]
+    }
+
+    /// `rows` with each long run of plain transfer datagrams folded.
+    static func folded(_ rows: [Row]) -> [Row] {
+        var result: [Row] = []
+        var index = rows.startIndex
+        while index < rows.endIndex {
+            guard rows[index].isPlainTransfer else {
+                result.append(rows[index])
+                index += 1
+                continue
+            }
+            var end = index
+            while end < rows.endIndex && rows[end].isPlainTransfer { end += 1 }
+            let run = rows[index..<end]
+            if run.count > TimelineSVG.foldThreshold, let first = run.first, let last = run.last {
+                let middle = run.dropFirst().dropLast().compactMap { row -> SessionTimeline.Datagram? in
+                    if case .datagram(let datagram) = row { datagram } else { nil }
+                }
+                result += [first, .fold(Fold(datagrams: middle)), last]
+            } else {
+                result += run
+            }
+            index = end
+        }
+        return result
     }
 
     mutating func sequenceChart(top: Double) -> Double {
@@ -415,9 +471,10 @@ private struct Canvas {
             }
         }
         var rows: [Row] = timeline.datagrams.map(Row.datagram) + timeline.marks.map(Row.mark)
-        rows = rows.indices.sorted { a, b in
-            rows[a].time != rows[b].time ? rows[a].time < rows[b].time : a < b
-        }.map { rows[$0] }
+        rows = Self.folded(
+            rows.indices.sorted { a, b in
+                rows[a].time != rows[b].time ? rows[a].time < rows[b].time : a < b
+            }.map { rows[$0] })
         var y = top + 30
         var previous: Instant?
         var content = ""
@@ -437,6 +494,10 @@ private struct Canvas {
             switch row {
             case .datagram(let datagram): arrow(datagram, y: y, laneX: laneX)
             case .mark(let mark): markBox(mark, y: y, x: laneX(mark.lane))
+            case .fold(let fold): y += foldLine(fold, y: y, laneX: laneX)
+            }
+            if case .fold(let fold) = row, let end = fold.datagrams.last?.sentAt {
+                previous = end
             }
             y += 18
         }
@@ -513,6 +574,49 @@ private struct Canvas {
                 "<text x=\"\(dec(Self.framesX))\" y=\"\(dec(y + 4))\" font-size=\"10\" fill=\"#4b5563\">\(esc(frames))</text>"
         }
         body += group + "</g>\n"
+    }
+
+    /// A folded run: a band across the lanes it travelled between, saying how many datagrams it
+    /// holds, until when, and how many were not received; on the right, one line per sender with
+    /// its counts by kind. Returns the height it took.
+    mutating func foldLine(_ fold: Fold, y: Double, laneX: (Int) -> Double) -> Double {
+        var senders: [Int] = []
+        for datagram in fold.datagrams where !senders.contains(datagram.sender) {
+            senders.append(datagram.sender)
+        }
+        let lines = senders.map { sender -> String in
+            let sent = fold.datagrams.filter { $0.sender == sender }
+            let chunks = sent.filter { $0.frames.contains { $0.hasPrefix("CARD_CHUNK") } }.count
+            let sacks = sent.filter { $0.frames.contains { $0.hasPrefix("CARD_SACK") } }.count
+            var kinds: [String] = []
+            if chunks > 0 { kinds.append("\(chunks) CARD_CHUNK") }
+            if sacks > 0 { kinds.append("\(sacks) CARD_SACK") }
+            let lost = sent.filter { $0.fate == .notReceived }.count
+            if lost > 0 { kinds.append("\(lost) not received") }
+            return "\(name(sender)): \(sent.count) (\(kinds.joined(separator: ", ")))"
+        }
+        let lost = fold.datagrams.filter { $0.fate == .notReceived }.count
+        let end =
+            fold.datagrams.last.map { Double(($0.sentAt - timeline.start).nanosecondsClamped) / 1e9 } ?? 0
+        let lanes = Set(fold.datagrams.flatMap { [$0.sender] + ($0.receiver.map { [$0] } ?? []) }).sorted()
+        let left = (lanes.first.map(laneX) ?? 240) - 12
+        let right = (lanes.last.map(laneX) ?? 740) + 12
+        let height = 14 * Double(max(lines.count, 1))
+        var label = "⋮ \(fold.datagrams.count) more until \(Self.fixed3(end)) s"
+        label += lost > 0 ? ", \(lost) not received" : ", all delivered"
+        var group =
+            "<g class=\"datagram-run\" data-count=\"\(fold.datagrams.count)\" data-not-received=\"\(lost)\">"
+            + "<rect x=\"\(dec(left))\" y=\"\(dec(y - 7))\" width=\"\(dec(right - left))\" "
+            + "height=\"\(dec(height))\" rx=\"3\" fill=\"#f3f4f6\" stroke=\"#d1d5db\"/>"
+            + "<text x=\"\(dec((left + right) / 2))\" y=\"\(dec(y - 7 + height / 2 + 3.5))\" font-size=\"10\" "
+            + "text-anchor=\"middle\" fill=\"\(lost > 0 ? Self.red : "#4b5563")\">\(esc(label))</text>"
+        for (index, line) in lines.enumerated() {
+            group +=
+                "<text x=\"\(dec(Self.framesX))\" y=\"\(dec(y + 4 + 14 * Double(index)))\" font-size=\"10\" "
+                + "fill=\"#4b5563\">\(esc(line))</text>"
+        }
+        body += group + "</g>\n"
+        return height - 14
     }
 
     mutating func markBox(_ mark: SessionTimeline.Mark, y: Double, x: Double) {
