@@ -72,6 +72,16 @@ public enum CommandLineTool {
 
     /// Runs `profiledrop` with `arguments` (without the program name) and returns the exit code.
     public static func run(arguments: [String], console: Console = StandardConsole()) -> Int32 {
+        let code = runCommand(arguments: arguments, console: console)
+        // Output that could not be written (a reader that went away, a full disk) is lost: say so,
+        // and a run that would have succeeded fails.
+        guard let failure = console.outputFailure else { return code }
+        let name = arguments.first.map { subcommand(named: $0) != nil ? " \($0)" : "" } ?? ""
+        console.error("profiledrop\(name): cannot write the output: \(failure)")
+        return code == ExitCode.success.rawValue ? ExitCode.runtimeError.rawValue : code
+    }
+
+    private static func runCommand(arguments: [String], console: Console) -> Int32 {
         guard let first = arguments.first else { return HelpText.overview(console: console).rawValue }
         if first == "--help" || first == "-h" {
             return HelpText.show(topic: arguments.dropFirst().first, console: console).rawValue

@@ -106,16 +106,6 @@ public final class CaptureRecorder {
         return writer.bytes
     }
 
-    /// Writes ``fileBytes()`` to `path`, replacing any file there.
-    /// - Throws: ``CaptureError`` with code `io`.
-    public func write(to path: String) throws(CaptureError) {
-        do {
-            try Data(fileBytes()).write(to: URL(fileURLWithPath: path))
-        } catch {
-            throw CaptureError(.io, "cannot write \(path): \(error.localizedDescription)")
-        }
-    }
-
     // MARK: - Used by CapturingDevice
 
     /// Adds a device whose secrets (kept for the keylog) are `random`, `staticKey` and those of
@@ -239,7 +229,7 @@ struct RecordingRandom: RandomSource {
 ///     name: "alice", recorder: recorder)
 /// device.handleDatagram(bytes, from: source, at: clock.now)
 /// while let datagram = device.pollTransmit() { send(datagram) }
-/// try recorder.write(to: "run.pcapng")
+/// let file = recorder.fileBytes()  // a keylog holds secrets: write it where only its owner reads
 /// ```
 ///
 /// A device that draws from `DeterministicRandom(seedMaterial:)` (the simulator's devices) can be

@@ -42,6 +42,27 @@ import Testing
         #expect(single.output.allSatisfy { !$0.contains(" alice ") })
     }
 
+    /// A capture's file is checked before the run, like the timeline's; with its keylog it holds
+    /// secrets, so only its owner can read it.
+    @Test func aCaptureIsCheckedFirstAndAKeylogOneIsPrivate() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let refused = run([
+            "simulate", Self.scenario, "--quiet", "--capture",
+            directory.appendingPathComponent("no/run.pcapng").path,
+        ])
+        #expect(refused.code == 2)
+        #expect(refused.output.isEmpty, "the run went ahead")
+        #expect(
+            refused.errors.count == 1 && refused.errors.first?.contains("--capture") == true,
+            "\(refused.errors)")
+        let capture = directory.appendingPathComponent("run.pcapng").path
+        let written = run(["simulate", Self.scenario, "--quiet", "--capture", capture, "--keylog"])
+        #expect(written.code == 0, "\(written.errors)")
+        let mode = try FileManager.default.attributesOfItem(atPath: capture)[.posixPermissions] as? NSNumber
+        #expect(mode?.intValue == 0o600)
+    }
+
     /// `--timeline OUT.svg` draws the scenario's run (the same run as the transcript: it is
     /// deterministic), beside a capture or without one; it goes with a scenario only.
     @Test func aScenarioRunIsDrawnWithTimeline() throws {

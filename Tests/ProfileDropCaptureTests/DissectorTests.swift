@@ -263,7 +263,7 @@ struct DissectorTests {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent(
             "profiledrop-\(UUID().uuidString).pcapng"
         ).path
-        try run.recorder.write(to: path)
+        try Data(run.recorder.fileBytes()).write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
         let (_, lines) = try Self.run(
             tshark,

@@ -31,7 +31,7 @@ enum ReplayCommand: Subcommand {
         }
         let json = arguments.has(Options.json)
         let timelinePath = arguments.value(Options.timeline)
-        if let timelinePath { try TimelineOutput.checkWritable(timelinePath) }
+        if let timelinePath { try OutputFile.checkWritable(timelinePath, option: "--timeline") }
         let capture = try CaptureFile.read(path: path)
         var devices = capture.devices
         if let selector = arguments.value(Options.device) {

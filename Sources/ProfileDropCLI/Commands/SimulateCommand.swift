@@ -111,7 +111,10 @@ enum SimulateCommand: Subcommand {
         }
         guard arguments.positionals.count == 1 else { throw UsageError("give one scenario file") }
         let timelinePath = arguments.value(Options.timeline)
-        if let timelinePath { try TimelineOutput.checkWritable(timelinePath) }
+        if let timelinePath { try OutputFile.checkWritable(timelinePath, option: "--timeline") }
+        if let capturePath = arguments.value(Options.capture) {
+            try OutputFile.checkWritable(capturePath, option: "--capture")
+        }
         let scenario: Scenario
         do {
             scenario = try Scenario.load(contentsOf: arguments.positionals[0])
@@ -143,7 +146,7 @@ enum SimulateCommand: Subcommand {
                     randomSeedMaterial: context.seedMaterial,
                     staticKey: .seedMaterial(context.staticKeySeedMaterial))
             }
-            try recorder.write(to: path)
+            try OutputFile.replace(path, with: recorder.fileBytes(), secret: arguments.has(Options.keylog))
         } else {
             guard !arguments.has(Options.captureDevice) && !arguments.has(Options.keylog) else {
                 throw UsageError("--capture-device and --keylog go with --capture FILE")
@@ -222,9 +225,9 @@ enum SimulateCommand: Subcommand {
     /// reads half of one.
     private static func writeSummary(_ text: String, to path: String) throws(SummaryWriteError) {
         do {
-            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            try OutputFile.replace(path, with: Array(text.utf8), secret: false)
         } catch {
-            throw SummaryWriteError(path: path, reason: error.localizedDescription)
+            throw SummaryWriteError(path: path, reason: error.reason)
         }
     }
 }

@@ -9,28 +9,6 @@ enum TimelineOutput {
     /// The most devices a picture shows lifelines and estimates for.
     static let maximumDevices = 6
 
-    /// Checks, before any work is done, that the picture can be written to `path`: not a
-    /// directory, in a directory that exists and can be written, not over a file that cannot.
-    static func checkWritable(_ path: String) throws(UsageError) {
-        guard !path.isEmpty else { throw UsageError("--timeline needs a file name") }
-        let files = FileManager.default
-        var isDirectory: ObjCBool = false
-        if files.fileExists(atPath: path, isDirectory: &isDirectory) {
-            guard !isDirectory.boolValue else { throw UsageError("--timeline \(path) is a directory") }
-            guard files.isWritableFile(atPath: path) else {
-                throw UsageError("--timeline cannot write \(path)")
-            }
-            return
-        }
-        let parent = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        guard files.fileExists(atPath: parent, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw UsageError("--timeline \(path): no directory \(parent)")
-        }
-        guard files.isWritableFile(atPath: parent) else {
-            throw UsageError("--timeline cannot write \(path): the directory is not writable")
-        }
-    }
-
     /// Draws `timeline` and writes it to `path`.
     static func write(_ timeline: SessionTimeline, to path: String) throws(UsageError) {
         do {

@@ -63,6 +63,8 @@ final class ShareSession {
     func run() throws -> ExitCode {
         // Checked before anything is exchanged: a card must never arrive with nowhere to go.
         if let directory = options.saveDirectory { try CardSaver.checkDirectory(directory) }
+        // So is the capture's file, not found unwritable once the session it records is over.
+        if let path = options.capturePath { try OutputFile.checkWritable(path, option: "--capture") }
         deadline = clock.now + options.timeout
         // The key file holds the long-term identity secret, which only known peers can recognise;
         // the Noise static key is new every run, so nothing long-term reaches a stranger.
@@ -90,16 +92,22 @@ final class ShareSession {
                 name: "share", recorder: recorder,
                 // The run's key is on no disk: replay can only find it in the capture.
                 staticKey: options.keylog ? .embedded(runKey.rawRepresentation) : .external)
-            // Written however the session ends, so that a failing pairing can be replayed.
-            defer {
-                do {
-                    try recorder.write(to: path)
-                } catch {
-                    console.error("profiledrop share: \(error)")
-                }
+            // Written however the session ends, so that a failing pairing can be replayed; with its
+            // keylog it holds the identity's and the known peers' secrets, so only its owner reads
+            // it. A capture that cannot be written fails the run (exit 6), whatever its outcome.
+            let outcome = Result {
+                try drive(
+                    ImpairedDevice(device, impairment: options.impairment), state: \.inner.device, host: host)
             }
-            return try drive(
-                ImpairedDevice(device, impairment: options.impairment), state: \.inner.device, host: host)
+            var written = true
+            do {
+                try OutputFile.replace(path, with: recorder.fileBytes(), secret: options.keylog)
+            } catch {
+                console.error("profiledrop share: --capture \(error)")
+                written = false
+            }
+            let code = try outcome.get()
+            return written ? code : .runtimeError
         }
         let device = Device(
             configuration: configuration, random: SystemRandom(), now: clock.now,

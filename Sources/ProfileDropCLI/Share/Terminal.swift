@@ -139,7 +139,7 @@ struct StatusLine {
         guard shown != last else { return }
         last = shown
         // Carriage return, the text, then erase whatever a longer previous line left behind.
-        writeAll(STDOUT_FILENO, "\r" + shown + "\u{1b}[K")
+        _ = writeAll(STDOUT_FILENO, "\r" + shown + "\u{1b}[K")
     }
 
     /// `text` cut to leave the last column free (a character there would wrap on some terminals),
@@ -153,13 +153,13 @@ struct StatusLine {
     /// Erases the live line, so that a line printed now takes its place and the live line is drawn
     /// again below it: one live row, never a stale copy above the messages.
     mutating func clear() {
-        if !last.isEmpty { writeAll(STDOUT_FILENO, "\r\u{1b}[K") }
+        if !last.isEmpty { _ = writeAll(STDOUT_FILENO, "\r\u{1b}[K") }
         last = ""
     }
 
     /// Ends the live line so that later output starts on a fresh line.
     mutating func finish() {
-        if !last.isEmpty { writeAll(STDOUT_FILENO, "\n") }
+        if !last.isEmpty { _ = writeAll(STDOUT_FILENO, "\n") }
         last = ""
     }
 }

@@ -10,32 +10,47 @@ public protocol Console: AnyObject {
     func output(_ line: String)
     /// Writes one line of diagnostics.
     func error(_ line: String)
+    /// Why regular output could not be written (a closed pipe, a full disk), once it failed.
+    var outputFailure: String? { get }
+}
+
+extension Console {
+    /// Nothing fails to write in memory.
+    public var outputFailure: String? { nil }
 }
 
 /// Writes output to standard output and diagnostics to standard error, unbuffered, so that two
 /// processes sharing a terminal interleave whole lines.
 public final class StandardConsole: Console {
+    /// The first error writing standard output; later output is not attempted.
+    public private(set) var outputFailure: String?
+
     /// A console on the process's standard streams.
     public init() {}
 
     /// Writes `line` and a newline to standard output.
-    public func output(_ line: String) { writeAll(STDOUT_FILENO, line + "\n") }
+    public func output(_ line: String) {
+        guard outputFailure == nil else { return }
+        outputFailure = writeAll(STDOUT_FILENO, line + "\n")
+    }
 
     /// Writes `line` and a newline to standard error.
-    public func error(_ line: String) { writeAll(STDERR_FILENO, line + "\n") }
+    public func error(_ line: String) { _ = writeAll(STDERR_FILENO, line + "\n") }
 }
 
 /// Writes all of `text` to `descriptor`, retrying short writes and interrupted calls.
-func writeAll(_ descriptor: Int32, _ text: String) {
+/// - Returns: nil, or why the write failed.
+func writeAll(_ descriptor: Int32, _ text: String) -> String? {
     var bytes = Array(text.utf8)[...]
     while !bytes.isEmpty {
         let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
         if written < 0 {
             if errno == EINTR { continue }
-            return
+            return String(cString: strerror(errno))
         }
         bytes = bytes.dropFirst(written)
     }
+    return nil
 }
 
 /// Keeps every line in memory, for tests.

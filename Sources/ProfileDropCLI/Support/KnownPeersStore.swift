@@ -41,7 +41,7 @@ public enum KnownPeersStore {
     /// The known-peers file beside the static key file at `keyFilePath`, by default
     /// `$XDG_CONFIG_HOME/profiledrop/known-peers`.
     public static func defaultPath(keyFilePath: String) -> String {
-        directoryPrefix(of: keyFilePath) + fileName
+        OutputFile.directoryPrefix(of: keyFilePath) + fileName
     }
 
     // MARK: Reading
@@ -152,13 +152,19 @@ public enum KnownPeersStore {
     public static func save(_ peers: [KnownPeer], at path: String) throws {
         try check(peers, path: path)
         try createDirectories(for: path)
-        try replaceFile(at: path, with: fileContents(peers))
+        do {
+            // Through a new 0600 file and a rename: a reader sees the old list or the new one.
+            try OutputFile.replace(path, with: fileContents(peers), secret: true)
+        } catch {
+            throw KnownPeersStoreError(description: error.description)
+        }
     }
 
     /// Adds `peer`, or, when a peer with its resolving key is known, replaces that one's bond key and
     /// name in place; the other peers keep their order. Creates the file when there is none.
     public static func remember(_ peer: KnownPeer, at path: String) throws {
         try check([peer], path: path)
+        let path = try writableTarget(path)
         try createDirectories(for: path)
         try withDirectoryLocked(for: path) {
             var peers = try load(at: path)
@@ -178,7 +184,8 @@ public enum KnownPeersStore {
     ///   than one peer in any of these ways; the error says which numbers to pick from.
     @discardableResult
     public static func forget(_ selector: String, at path: String) throws -> [KnownPeer] {
-        try withDirectoryLocked(for: path) {
+        let path = try writableTarget(path)
+        return try withDirectoryLocked(for: path) {
             var peers = try load(at: path)
             let matches = indices(matching: selector, in: peers)
             guard let first = matches.first else {
@@ -303,53 +310,14 @@ public enum KnownPeersStore {
         }
     }
 
-    /// Writes `contents` to a new temporary file beside `path` (mode 0600), syncs it and renames it
-    /// over `path`, so that a reader sees the old file or the new one, never a part.
-    private static func replaceFile(at path: String, with contents: [UInt8]) throws {
-        let directory = directoryPrefix(of: path)
-        let base = String(decoding: path.utf8.dropFirst(directory.utf8.count), as: UTF8.self)
-        var temporary = ""
-        var descriptor: Int32 = -1
-        for _ in 0..<8 {
-            temporary = directory + ".\(base).\(String(UInt64.random(in: .min ... .max), radix: 16)).tmp"
-            descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-            if descriptor >= 0 || errno != EEXIST { break }
+    /// The file an update writes: `path`, or the file its symbolic link names, so that the lock is
+    /// taken in the directory the file is replaced in, whichever name each process uses.
+    private static func writableTarget(_ path: String) throws -> String {
+        do {
+            return try OutputFile.target(of: path)
+        } catch {
+            throw KnownPeersStoreError(description: error.description)
         }
-        guard descriptor >= 0 else {
-            throw KnownPeersStoreError(description: "cannot create a file beside \(path): \(systemError())")
-        }
-        var failure: String?
-        // The umask can only take permissions away; make sure of 0600 whatever it is.
-        if fchmod(descriptor, 0o600) != 0 {
-            failure = systemError()
-        } else if !writeAll(contents, to: descriptor) || fsync(descriptor) != 0 {
-            failure = systemError()
-        }
-        if close(descriptor) != 0 && failure == nil { failure = systemError() }
-        if failure == nil && rename(temporary, path) != 0 { failure = systemError() }
-        if let failure {
-            unlink(temporary)
-            throw KnownPeersStoreError(description: "cannot write \(path): \(failure)")
-        }
-        // Make the rename itself durable. Best effort: some file systems cannot sync a directory.
-        let directoryDescriptor = open(directory.isEmpty ? "." : directory, O_RDONLY | O_CLOEXEC)
-        if directoryDescriptor >= 0 {
-            _ = fsync(directoryDescriptor)
-            close(directoryDescriptor)
-        }
-    }
-
-    private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            offset += written
-        }
-        return true
     }
 
     /// Runs `body` holding an exclusive lock on the file's directory, so that two processes updating
@@ -358,7 +326,7 @@ public enum KnownPeersStore {
     private static func withDirectoryLocked<Result>(for path: String, _ body: () throws -> Result) throws
         -> Result
     {
-        let directory = directoryPrefix(of: path)
+        let directory = OutputFile.directoryPrefix(of: path)
         let descriptor = open(directory.isEmpty ? "." : directory, O_RDONLY | O_CLOEXEC)
         if descriptor < 0 {
             if errno == ENOENT { return try body() }
@@ -374,17 +342,10 @@ public enum KnownPeersStore {
         return try body()
     }
 
-    /// `path` up to and including its last `/`; empty for a bare file name. Found in bytes: as a
-    /// character, a `/` followed by a combining mark is not a `/`.
-    private static func directoryPrefix(of path: String) -> String {
-        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "" }
-        return String(decoding: path.utf8[...slash], as: UTF8.self)
-    }
-
     /// Creates the directories above `path` that do not exist, with mode 0700.
     private static func createDirectories(for path: String) throws {
         var current = path.hasPrefix("/") ? "" : "."
-        for component in directoryPrefix(of: path).utf8.split(separator: UInt8(ascii: "/")) {
+        for component in OutputFile.directoryPrefix(of: path).utf8.split(separator: UInt8(ascii: "/")) {
             current += "/" + String(decoding: component, as: UTF8.self)
             if mkdir(current, 0o700) != 0 && errno != EEXIST {
                 throw KnownPeersStoreError(

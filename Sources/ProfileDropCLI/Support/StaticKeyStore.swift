@@ -42,17 +42,17 @@ public enum StaticKeyStore {
         try createDirectories(for: path)
         var random = SystemRandom()
         let key = X25519.PrivateKey(using: &random)
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        if descriptor < 0 {
-            if errno == EEXIST, let raced = try load(at: path) { return (raced, false) }
-            throw StaticKeyStoreError(description: "cannot create \(path): \(systemError())")
+        // Written whole beside it, then linked to its name: a process that starts at the same
+        // moment finds no file or the whole key, never an empty one, and the first to link wins.
+        let created: Bool
+        do {
+            created = try OutputFile.createSecret(path, with: fileContents(key))
+        } catch {
+            throw StaticKeyStoreError(description: error.description)
         }
-        defer { close(descriptor) }
-        let text = fileContents(key)
-        let written = text.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        guard written == text.count, fsync(descriptor) == 0 else {
-            unlink(path)
-            throw StaticKeyStoreError(description: "cannot write \(path): \(systemError())")
+        if !created, let raced = try load(at: path) { return (raced, false) }
+        guard created else {
+            throw StaticKeyStoreError(description: "cannot create \(path): it appeared and vanished")
         }
         return (key, true)
     }
