@@ -72,9 +72,13 @@ private func seed(_ kind: AttackKind, _ users: AttackUsers, _ n: Int) -> UInt64 
                 let outcome = Attacks.runOne(runSeed: seed(.mitmKnownPeers, users, n))
                 #expect(!outcome.setupFailed)
                 #expect(outcome.adversaryShownKnown == 0, "\(outcome.summary)")
-                // The relayed IDENT names the known peer, whose PROOF the adversary cannot give.
-                #expect(outcome.relayedIdents > 0)
-                #expect(outcome.mismatches > 0)
+                // The relayed IDENT names the known peer. The adversary relays the genuine PROOF the
+                // other victim made with the pair's bond key, and it fails: it is bound to the
+                // session it was made in. Each victim's screen shows the warning.
+                #expect(outcome.relayedIdents == 2)
+                #expect(outcome.relayedProofs >= 1, "\(outcome.summary)")
+                #expect(outcome.proofFailures == 2, "\(outcome.summary)")
+                #expect(outcome.mismatchesPerVictim == [1, 1], "\(outcome.summary)")
                 #expect(outcome.breaches.isEmpty)
                 if users.withholdFromStrangers {
                     #expect(outcome.cards == 0 && outcome.identities == 0)

@@ -100,6 +100,12 @@ public struct AttackOutcome: Sendable {
     public var grindMatched = false
     /// Known peers: sessions into which the adversary put the other victim's IDENT.
     public var relayedIdents = 0
+    /// Known peers: sessions into which it put the other victim's genuine PROOF.
+    public var relayedProofs = 0
+    /// Known-peer mismatch warnings, per victim (A, then B).
+    public var mismatchesPerVictim: [Int] = []
+    /// Sessions the victims closed as `identity-proof-failed`.
+    public var proofFailures = 0
     /// Man in the middle: copies between the victims that the adversary kept from arriving.
     public var intercepted = 0
     /// The honest meeting that makes the victims known peers did not complete (no attack ran).
@@ -308,6 +314,7 @@ public enum Attacks {
         adversary.addDevices(to: &stage, runSeed: runSeed, phase: "attack")
         stage.run(until: runLimit) { _ in false }
         outcome.relayedIdents = adversary.identRelayedSessions.count
+        outcome.relayedProofs = adversary.proofRelayedSessions.count
         assess(&outcome, stage: stage, adversary: adversary, bondKey: knownPeers[0].first?.bondKey)
         return outcome
     }
@@ -380,6 +387,15 @@ public enum Attacks {
             }
             outcome.interrupted += victim.interrupted
             outcome.mismatches += victim.mismatches
+            outcome.mismatchesPerVictim.append(victim.mismatches)
+            outcome.proofFailures +=
+                victim.ended.filter {
+                    if case .error(let error) = $0.reason {
+                        error.code == .identityProofFailed
+                    } else {
+                        false
+                    }
+                }.count
             outcome.declines += victim.declines
             outcome.adversaryShownKnown += victim.adversaryShownKnown
             outcome.screens.append(describe(victim))
@@ -461,6 +477,8 @@ public enum Attacks {
             if given { notes.append("cards and identities given by careless users") }
         case .mitmKnownPeers:
             notes.append("IDENT relayed in \(cell.reduce(0) { $0 + $1.relayedIdents }) sessions")
+            notes.append("genuine PROOF relayed in \(cell.reduce(0) { $0 + $1.relayedProofs })")
+            notes.append("identity-proof-failed \(cell.reduce(0) { $0 + $1.proofFailures })")
             notes.append("adversary shown as known \(cell.reduce(0) { $0 + $1.adversaryShownKnown })")
             let failed = cell.filter(\.setupFailed).count
             if failed > 0 { notes.append("honest meeting failed in \(failed) runs") }

@@ -70,8 +70,12 @@ enum AttackCards {
 ///
 /// With `relaysIdentities`, it first tries to pass as each victim's known peer: it puts the IDENT
 /// each victim sent it into the session with the other victim (holding that session's first
-/// IDENT until it has one, at most 1 s), which it can do only as the endpoint of both sessions. It
-/// cannot answer the PROOF that follows, so when that fails it comes back as a stranger.
+/// IDENT until it has one, at most 1 s), which it can do only as the endpoint of both sessions.
+/// Each victim, taking the other for its known peer, answers with a genuine PROOF made with the
+/// pair's bond key; the adversary puts that PROOF into the other session too (leaving its own out
+/// until it has one, at most 1 s). There it fails, being bound to the session it was made in
+/// (PROTOCOL.md 6.5); a victim that checks it before sending its own gives nothing to relay back.
+/// When that fails too, the adversary comes back as a stranger.
 final class MITMRelay: AdversaryBrain {
     /// Which victim each of our devices faces: 0 for A, 1 for B.
     private var sides: [(device: DeviceID, side: Int)] = []
@@ -86,6 +90,12 @@ final class MITMRelay: AdversaryBrain {
     private var abandonedRelays: [UInt64] = []
     /// Sessions into which we put the other victim's IDENT.
     private(set) var identRelayedSessions: [UInt64] = []
+    /// The latest PROOF each victim sent us in a relayed session: made with the real bond key.
+    private var victimProofs: [[UInt8]?] = [nil, nil]
+    /// Sessions where relaying the PROOF was given up because the other victim's never came.
+    private var abandonedProofRelays: [UInt64] = []
+    /// Sessions into which we put the other victim's genuine PROOF.
+    private(set) var proofRelayedSessions: [UInt64] = []
 
     init(relaysIdentities: Bool) { self.relaysIdentities = relaysIdentities }
 
@@ -121,13 +131,24 @@ final class MITMRelay: AdversaryBrain {
         super.received(frames, in: session, device: device, at: time)
         guard let side = side(of: device) else { return }
         for case .ident(let ident) in frames { victimIdents[side] = ident }
+        if relayedSessions.contains(session.sessionID) {
+            for case .proof(let proof) in frames { victimProofs[side] = proof }
+        }
     }
 
     override func sending(_ frames: [Frame], in session: TapSession, device: DeviceID, at time: Instant)
         -> [Frame]
     {
-        guard relayedSessions.contains(session.sessionID), !abandonedRelays.contains(session.sessionID),
-            let side = side(of: device),
+        guard relayedSessions.contains(session.sessionID), let side = side(of: device) else { return frames }
+        return relayingProof(
+            relayingIdent(frames, in: session, side: side, at: time), in: session, side: side, at: time)
+    }
+
+    /// `frames` with our device's IDENT replaced by the other victim's.
+    private func relayingIdent(_ frames: [Frame], in session: TapSession, side: Int, at time: Instant)
+        -> [Frame]
+    {
+        guard !abandonedRelays.contains(session.sessionID),
             frames.contains(where: { if case .ident = $0 { true } else { false } })
         else { return frames }
         guard let ident = victimIdents[1 - side] else {
@@ -140,6 +161,33 @@ final class MITMRelay: AdversaryBrain {
         }
         return frames.map { frame in
             if case .ident = frame { return .ident(ident) }
+            return frame
+        }
+    }
+
+    /// `frames` with our device's PROOF (a stranger's) replaced by the genuine one the other victim
+    /// made for its own session.
+    private func relayingProof(_ frames: [Frame], in session: TapSession, side: Int, at time: Instant)
+        -> [Frame]
+    {
+        guard identRelayedSessions.contains(session.sessionID),
+            !abandonedProofRelays.contains(session.sessionID),
+            frames.contains(where: { if case .proof = $0 { true } else { false } })
+        else { return frames }
+        guard let proof = victimProofs[1 - side] else {
+            // Held back without the rest of the packet: the IDENT in it must reach the victim, whose
+            // PROOF we wait for. The device repeats its PROOF until the victim acknowledges it.
+            if let securedAt = session.securedAt, time < securedAt + .seconds(1) {
+                return frames.filter { if case .proof = $0 { false } else { true } }
+            }
+            abandonedProofRelays.append(session.sessionID)
+            return frames
+        }
+        if !proofRelayedSessions.contains(session.sessionID) {
+            proofRelayedSessions.append(session.sessionID)
+        }
+        return frames.map { frame in
+            if case .proof = frame { return .proof(proof) }
             return frame
         }
     }
