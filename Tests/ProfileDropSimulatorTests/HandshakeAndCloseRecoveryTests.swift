@@ -101,4 +101,37 @@ import Testing
         let learnt = try #require(report.devices[1 - x].closedAt)
         #expect(learnt >= lossEnds && learnt < lossEnds + .milliseconds(250))
     }
+
+    /// The cut PROTOCOL.md 11.4 (CLOSE, withheld) grants an on-path attacker: everything from the
+    /// first side to decide (X) to the other (Y) is dropped for good, from half a second before X's
+    /// decision (cut later, Y's own deciding round still measures X and both exchange). X keeps its
+    /// exchange and Y's card; Y hears nothing more, decides nothing blind, and its session ends
+    /// `timeout: peer silent` with no card. The simulator's checker reports the uneven outcome, as
+    /// it must: only a partition that never heals excuses it, and this one-way cut is no partition.
+    @Test func aCutAtTheDecisionLeavesOneSideExchangedAndTheOtherSilent() throws {
+        let baseline = Simulation.run(scenario: Self.pair())
+        let decisions = baseline.devices.map { $0.closedAt! }
+        let x = decisions[0] <= decisions[1] ? 0 : 1
+        let decision = decisions[x]
+        let cut = Instant(nanoseconds: decision.nanoseconds - 500_000_000)
+        let options = SimulationOptions(impairment: { source, _, _, time in
+            source == x && time >= cut ? .drop : .pass
+        })
+        let report = Simulation.run(scenario: Self.pair(), options: options)
+        let names = ["alice", "bob"]
+        #expect(
+            report.violations == [
+                "\(names[x]) closed as exchanged but \(names[1 - x]) never received \(names[x])'s card, "
+                    + "and no partition that never heals separated them"
+            ])
+        #expect(report.devices[x].exchanged)
+        #expect(report.devices[x].closedAt == decision)
+        #expect(report.devices[x].receivedCard != nil)
+        #expect(!report.devices[1 - x].exchanged)
+        #expect(report.devices[1 - x].receivedCard == nil)
+        #expect(
+            report.transcript.contains {
+                $0.contains("\(names[1 - x]) -> session with \(names[x]) ended: timeout: peer silent")
+            }, "\(report.transcript.suffix(8))")
+    }
 }
