@@ -60,4 +60,28 @@ import Testing
         let names = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
         #expect(names == ["Bori-2.jpg", "Bori-2.json", "Bori-3.json", "Bori.jpg", "Bori.json"])
     }
+
+    /// A name held by anything, a link to nowhere included, is never written through: the card
+    /// takes the next name, and nothing is left half-written beside it.
+    @Test func aNameHeldByALinkIsPassedOver() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createSymbolicLink(
+            atPath: directory + "/Bori.json", withDestinationPath: directory + "/elsewhere.json")
+        let card = try Self.card(photo: [0xFF, 0xD8, 0xFF, 0xE0, 1, 2, 3])
+        #expect(try CardSaver.save(card, in: directory) == directory + "/Bori-2.json")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/elsewhere.json"))
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
+        #expect(names == ["Bori-2.jpg", "Bori-2.json", "Bori.json"])
+    }
+
+    /// A peer's name never becomes an option-like or hidden file name.
+    @Test func stemsNeverStartWithADashOrADot() throws {
+        for (name, expected) in [("-rf", "rf"), ("--help me", "help_me"), ("..", "card"), ("_x_", "x")] {
+            let card = try ProfileCard(
+                name: name, age: 3, sex: .female, neutered: true, size: .small, keywords: ["calm"],
+                owner: "Mina")
+            #expect(CardSaver.stem(for: card) == expected, "\(name)")
+        }
+    }
 }

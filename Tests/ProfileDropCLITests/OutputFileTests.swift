@@ -79,9 +79,9 @@ import Testing
         let directory = try TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("key").path
-        #expect(try OutputFile.createSecret(path, with: Array("first\n".utf8)))
+        #expect(try OutputFile.create(path, with: Array("first\n".utf8), secret: true))
         #expect(try Self.mode(path) == 0o600)
-        #expect(try OutputFile.createSecret(path, with: Array("second\n".utf8)) == false)
+        #expect(try OutputFile.create(path, with: Array("second\n".utf8), secret: true) == false)
         #expect(try Self.contents(path) == "first\n")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["key"])
     }

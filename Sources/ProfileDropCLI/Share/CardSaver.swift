@@ -13,13 +13,15 @@ enum CardSaver {
     }
 
     /// The card's file stem: the dog's name with everything but letters, digits, `-` and `_`
-    /// replaced, since the name comes from the peer and must never become a path.
+    /// replaced, since the name comes from the peer and must never become a path, and without
+    /// leading or trailing `-` and `_`.
     static func stem(for card: ProfileCard) -> String {
         let safe = card.name.unicodeScalars.map { scalar -> Character in
             scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "-" || scalar == "_"
                 ? Character(scalar) : "_"
         }
-        let text = String(safe).trimmingCharacters(in: CharacterSet(charactersIn: "_"))
+        // Never a leading `-`, which a command given the file name would take for an option.
+        let text = String(safe).trimmingCharacters(in: CharacterSet(charactersIn: "_-"))
         return text.isEmpty ? "card" : String(text.prefix(40))
     }
 
@@ -46,52 +48,54 @@ enum CardSaver {
         }
     }
 
-    /// The first stem free in `directory`: `stem`, then `stem-2`, `stem-3`…, so that a second card
-    /// with the same name (and its photo) never overwrites the first.
-    static func freeStem(_ stem: String, in directory: String, photoExtension: String?) -> String {
-        let manager = FileManager.default
-        func isFree(_ candidate: String) -> Bool {
-            let base = URL(fileURLWithPath: directory)
-            let names = ["\(candidate).json"] + (photoExtension.map { ["\(candidate).\($0)"] } ?? [])
-            return names.allSatisfy { !manager.fileExists(atPath: base.appendingPathComponent($0).path) }
-        }
-        if isFree(stem) { return stem }
-        var number = 2
-        while !isFree("\(stem)-\(number)") { number += 1 }
-        return "\(stem)-\(number)"
-    }
-
-    /// Writes the files under a free stem and returns the path of the JSON file.
+    /// Writes the files under the first free stem, `stem`, then `stem-2`, `stem-3`…, so that a
+    /// second card with the same name (and its photo) never overwrites the first, and returns the
+    /// path of the JSON file. Each name is claimed by linking a file written whole to it, so two
+    /// processes saving into one directory at once each take their own, and a full disk leaves no
+    /// part of a file.
     @discardableResult
     static func save(_ card: ProfileCard, in directory: String) throws -> String {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            let stem = freeStem(
-                stem(for: card), in: directory, photoExtension: card.photo?.format.fileExtension)
-            var photoName: String?
-            if let photo = card.photo {
-                let name = "\(stem).\(photo.format.fileExtension)"
-                try Data(photo.data).write(
-                    to: URL(fileURLWithPath: directory).appendingPathComponent(name),
-                    options: .withoutOverwriting)
-                photoName = name
-            }
-            let path = URL(fileURLWithPath: directory).appendingPathComponent("\(stem).json")
-            do {
-                try Data(card.jsonData(photoFileName: photoName)).write(
-                    to: path, options: .withoutOverwriting)
-            } catch {
-                // No photo left behind without the card that names it.
-                if let photoName {
-                    try? FileManager.default.removeItem(
-                        at: URL(fileURLWithPath: directory).appendingPathComponent(photoName))
-                }
-                throw error
-            }
-            return path.path
         } catch {
             throw SaveError(
                 description: "cannot save the received card in \(directory): \(error.localizedDescription)")
+        }
+        let base = stem(for: card)
+        let folder = directory.hasSuffix("/") ? directory : directory + "/"
+        do {
+            for number in 1...10_000 {
+                let stem = number == 1 ? base : "\(base)-\(number)"
+                var photoName: String?
+                if let photo = card.photo {
+                    let name = "\(stem).\(photo.format.fileExtension)"
+                    guard try OutputFile.create(folder + name, with: photo.data, secret: false) else {
+                        continue
+                    }
+                    photoName = name
+                }
+                let path = folder + "\(stem).json"
+                let created: Bool
+                do {
+                    created = try OutputFile.create(
+                        path, with: card.jsonData(photoFileName: photoName), secret: false)
+                } catch {
+                    if let photoName { unlink(folder + photoName) }
+                    throw error
+                }
+                guard created else {
+                    // No photo left behind without the card that names it.
+                    if let photoName { unlink(folder + photoName) }
+                    continue
+                }
+                return path
+            }
+            throw SaveError(
+                description: "cannot save the received card in \(directory): 10,000 cards named \(base)")
+        } catch let error as SaveError {
+            throw error
+        } catch {
+            throw SaveError(description: "cannot save the received card in \(directory): \(error)")
         }
     }
 }

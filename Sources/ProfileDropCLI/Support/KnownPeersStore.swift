@@ -151,13 +151,10 @@ public enum KnownPeersStore {
     ///   bytes, a name ``load(at:)`` would refuse, a resolving key given twice) or a failed write.
     public static func save(_ peers: [KnownPeer], at path: String) throws {
         try check(peers, path: path)
-        try createDirectories(for: path)
-        do {
-            // Through a new 0600 file and a rename: a reader sees the old list or the new one.
-            try OutputFile.replace(path, with: fileContents(peers), secret: true)
-        } catch {
-            throw KnownPeersStoreError(description: error.description)
-        }
+        // Failing to create or write is a runtime error (exit 6), not a bad file. Through a new
+        // 0600 file and a rename: a reader sees the old list or the new one.
+        try OutputFile.createDirectories(for: path)
+        try OutputFile.replace(path, with: fileContents(peers), secret: true)
     }
 
     /// Adds `peer`, or, when a peer with its resolving key is known, replaces that one's bond key and
@@ -165,7 +162,7 @@ public enum KnownPeersStore {
     public static func remember(_ peer: KnownPeer, at path: String) throws {
         try check([peer], path: path)
         let path = try writableTarget(path)
-        try createDirectories(for: path)
+        try OutputFile.createDirectories(for: path)
         try withDirectoryLocked(for: path) {
             var peers = try load(at: path)
             if let index = peers.firstIndex(where: { $0.resolvingKey == peer.resolvingKey }) {
@@ -340,17 +337,5 @@ public enum KnownPeersStore {
             }
         }
         return try body()
-    }
-
-    /// Creates the directories above `path` that do not exist, with mode 0700.
-    private static func createDirectories(for path: String) throws {
-        var current = path.hasPrefix("/") ? "" : "."
-        for component in OutputFile.directoryPrefix(of: path).utf8.split(separator: UInt8(ascii: "/")) {
-            current += "/" + String(decoding: component, as: UTF8.self)
-            if mkdir(current, 0o700) != 0 && errno != EEXIST {
-                throw KnownPeersStoreError(
-                    description: "cannot create directory \(current): \(systemError())")
-            }
-        }
     }
 }

@@ -89,11 +89,12 @@ enum OutputFile {
         syncDirectory(of: target)
     }
 
-    /// Creates `path` with `contents`, 0600, unless something is there already.
+    /// Creates `path` with `contents`, unless something is there already (a dangling symbolic link
+    /// included). A `secret` file is made 0600; any other gets the umask's permissions.
     /// - Returns: false, writing nothing, when `path` exists (another process may have just made
     ///   it); true once the file is in place whole.
-    static func createSecret(_ path: String, with contents: [UInt8]) throws(Failure) -> Bool {
-        let temporary = try writeTemporary(beside: path, contents: contents, secret: true)
+    static func create(_ path: String, with contents: [UInt8], secret: Bool) throws(Failure) -> Bool {
+        let temporary = try writeTemporary(beside: path, contents: contents, secret: secret)
         defer { unlink(temporary) }
         guard link(temporary, path) == 0 else {
             if errno == EEXIST { return false }
@@ -135,6 +136,18 @@ enum OutputFile {
         return temporary
     }
 
+    /// Creates the directories above `path` that do not exist, with mode 0700 (they may hold
+    /// secrets).
+    static func createDirectories(for path: String) throws(Failure) {
+        var current = path.hasPrefix("/") ? "" : "."
+        for component in directoryPrefix(of: path).utf8.split(separator: UInt8(ascii: "/")) {
+            current += "/" + String(decoding: component, as: UTF8.self)
+            if mkdir(current, 0o700) != 0 && errno != EEXIST {
+                throw Failure(path: path, reason: "cannot create the directory \(current): \(systemError())")
+            }
+        }
+    }
+
     /// Makes a rename or link in `path`'s directory durable. Best effort: some file systems cannot
     /// sync a directory.
     private static func syncDirectory(of path: String) {
@@ -165,6 +178,4 @@ enum OutputFile {
         guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "" }
         return String(decoding: path.utf8[...slash], as: UTF8.self)
     }
-
-    private static func systemError() -> String { String(cString: strerror(errno)) }
 }

@@ -39,17 +39,13 @@ public enum StaticKeyStore {
     /// - Returns: the key, and whether it was created by this call.
     public static func loadOrCreate(at path: String) throws -> (key: X25519.PrivateKey, created: Bool) {
         if let existing = try load(at: path) { return (existing, false) }
-        try createDirectories(for: path)
+        // Failing to create or write is a runtime error (exit 6), not a bad file.
+        try OutputFile.createDirectories(for: path)
         var random = SystemRandom()
         let key = X25519.PrivateKey(using: &random)
         // Written whole beside it, then linked to its name: a process that starts at the same
         // moment finds no file or the whole key, never an empty one, and the first to link wins.
-        let created: Bool
-        do {
-            created = try OutputFile.createSecret(path, with: fileContents(key))
-        } catch {
-            throw StaticKeyStoreError(description: error.description)
-        }
+        let created = try OutputFile.create(path, with: fileContents(key), secret: true)
         if !created, let raced = try load(at: path) { return (raced, false) }
         guard created else {
             throw StaticKeyStoreError(description: "cannot create \(path): it appeared and vanished")
@@ -100,18 +96,6 @@ public enum StaticKeyStore {
         let text = String(decoding: contents, as: UTF8.self).trimmingWhitespace()
         guard let bytes = Hex.decode(text), bytes.count == X25519.keyLength else { return nil }
         return try? X25519.PrivateKey(rawRepresentation: bytes)
-    }
-
-    private static func createDirectories(for path: String) throws {
-        var components = path.split(separator: "/", omittingEmptySubsequences: false).dropLast()
-        var current = path.hasPrefix("/") ? "" : "."
-        if path.hasPrefix("/") { components = components.dropFirst() }
-        for component in components where !component.isEmpty {
-            current += "/" + component
-            if mkdir(current, 0o700) != 0 && errno != EEXIST {
-                throw StaticKeyStoreError(description: "cannot create directory \(current): \(systemError())")
-            }
-        }
     }
 }
 
