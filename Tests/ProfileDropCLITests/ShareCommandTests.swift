@@ -529,6 +529,21 @@ final class InteractiveShare: Sendable {
         #expect(console.errorLines.first?.contains("is not a directory") == true, "\(console.errorLines)")
     }
 
+    /// The arguments of device `index` sharing `card` with `--yes --json`, standing still at `pose`
+    /// on loopback at `port`, its card, key and known peers in `directory`.
+    static func stillSharing(_ index: Int, card: String, pose: String, directory: URL, port: String) throws
+        -> [String]
+    {
+        let path = directory.appendingPathComponent("card\(index).json").path
+        try card.write(toFile: path, atomically: true, encoding: .utf8)
+        return [
+            "share", "--profile", path, "--yes", "--json", "--interface", "lo", "--port", port, "--timeout",
+            "20",
+            "--pose", pose, "--still", "--key-file", directory.appendingPathComponent("key\(index)").path,
+            "--known-peers", directory.appendingPathComponent("peers\(index)").path,
+        ]
+    }
+
     /// A save directory that stops taking files during the run (here it becomes a file): the card
     /// received is still shown in full, the failure is one line on stderr, and the exit code is 6,
     /// while the peer, whose exchange succeeded, exits 0.
@@ -539,14 +554,7 @@ final class InteractiveShare: Sendable {
         try FileManager.default.createDirectory(at: saveDirectory, withIntermediateDirectories: false)
         let port = String(freeUDPPort())
         func arguments(_ index: Int, card: String, pose: String, extra: [String]) throws -> [String] {
-            let path = directory.appendingPathComponent("card\(index).json").path
-            try card.write(toFile: path, atomically: true, encoding: .utf8)
-            return [
-                "share", "--profile", path, "--yes", "--json", "--interface", "lo", "--port", port,
-                "--timeout", "20",
-                "--pose", pose, "--still", "--key-file", directory.appendingPathComponent("key\(index)").path,
-                "--known-peers", directory.appendingPathComponent("peers\(index)").path,
-            ] + extra
+            try Self.stillSharing(index, card: card, pose: pose, directory: directory, port: port) + extra
         }
         let saver = try InteractiveShare(
             try arguments(
@@ -597,14 +605,7 @@ final class InteractiveShare: Sendable {
         defer { try? FileManager.default.removeItem(at: directory) }
         let port = String(freeUDPPort())
         func arguments(_ index: Int, card: String, pose: String) throws -> [String] {
-            let path = directory.appendingPathComponent("card\(index).json").path
-            try card.write(toFile: path, atomically: true, encoding: .utf8)
-            return [
-                "share", "--profile", path, "--yes", "--json", "--interface", "lo", "--port", port,
-                "--timeout", "20",
-                "--pose", pose, "--still", "--key-file", directory.appendingPathComponent("key\(index)").path,
-                "--known-peers", directory.appendingPathComponent("peers\(index)").path,
-            ]
+            try Self.stillSharing(index, card: card, pose: pose, directory: directory, port: port)
         }
         // 20 cm apart: they pair and range, but never come in range, so only the interruption can
         // end the peer's session early (its ranging window alone would take 3 s, then it would

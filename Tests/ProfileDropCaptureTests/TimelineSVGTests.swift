@@ -1,7 +1,7 @@
 import Foundation
 import ProfileDropCapture
 import ProfileDropCore
-import ProfileDropSimulator
+import ProfileDropTestSupport
 import Testing
 
 #if canImport(FoundationXML)
@@ -81,23 +81,26 @@ struct TimelineSVGTests {
 
     /// A photo's transfer is hundreds of chunk and SACK datagrams: long runs of them fold into one
     /// line each, and every datagram is still accounted for, drawn or counted in exactly one fold,
-    /// and so is every one not received.
-    @Test func longTransfersFoldAndEveryDatagramIsCounted() throws {
-        let scenario = try Scenario.load(
-            contentsOf: GoldenCaptures.packageRoot.appendingPathComponent("Scenarios/walk-in-photo.json").path
-        )
-        let recorder = CaptureRecorder(options: CaptureOptions(keylog: true))
-        _ = Simulation.run(scenario: scenario, seed: nil, options: SimulationOptions(keepsTranscript: false))
-        {
-            context -> any SansIODevice in
-            CapturingDevice(
-                context.makeCoreDevice(), name: context.spec.name, recorder: recorder,
-                randomSeedMaterial: context.seedMaterial,
-                staticKey: .seedMaterial(context.staticKeySeedMaterial))
-        }
-        let timeline = try SessionTimeline(
-            capture: try CaptureFile(bytes: recorder.fileBytes()), title: "photo")
-        let svg = TimelineSVG.render(timeline)
+    /// and so is every one not received. Drawn as a user draws it, by `simulate --timeline`, and
+    /// counted from the capture of the same run.
+    @Test(
+        .enabled(
+            if: ReplayCommandTests.executable != nil, "the profiledrop executable is not built (swift build)")
+    )
+    func longTransfersFoldAndEveryDatagramIsCounted() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "profiledrop-fold-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let capture = directory.appendingPathComponent("photo.pcapng").path
+        let picture = directory.appendingPathComponent("photo.svg").path
+        let scenario = GoldenCaptures.packageRoot.appendingPathComponent("Scenarios/walk-in-photo.json").path
+        let result = try runProgram(
+            try #require(ReplayCommandTests.executable),
+            ["simulate", scenario, "--quiet", "--capture", capture, "--keylog", "--timeline", picture])
+        #expect(result.status == 0, "\(result.errors)")
+        let timeline = try SessionTimeline(capture: try CaptureFile.read(path: capture), title: "photo")
+        let svg = try String(contentsOfFile: picture, encoding: .utf8)
         #expect(Self.parse(svg).wellFormed)
         func attributes(_ name: String) -> [Int] {
             svg.components(separatedBy: "<g class=\"datagram-run\" ").dropFirst().compactMap { group in

@@ -36,6 +36,13 @@ import Testing
         return Instant(nanoseconds: UInt64((seconds * 1e9).rounded()))
     }
 
+    /// The side that decides first in the unimpaired pair, and when.
+    static func firstDecision() -> (side: Int, at: Instant) {
+        let decisions = Simulation.run(scenario: Self.pair()).devices.map { $0.closedAt ?? .zero }
+        let side = decisions[0] <= decisions[1] ? 0 : 1
+        return (side, decisions[side])
+    }
+
     /// Every CONFIRM sent in the first 2.4 s is lost. The responder's ACCEPT retransmissions, which
     /// also prompt CONFIRM, come 0.25, 0.75 and 1.75 s after the first and then 3.75 s, after the
     /// initiator's 3 s ranging window; CONFIRM in front of every ranging round reaches the
@@ -85,10 +92,7 @@ import Testing
     /// as exchanged within a round trip, not at the backed-off retransmission 3 s after X's first
     /// CLOSE.
     @Test func closeIsResentWhenThePeerShowsItMissedIt() throws {
-        let baseline = Simulation.run(scenario: Self.pair())
-        let decisions = baseline.devices.map { $0.closedAt! }
-        let x = decisions[0] <= decisions[1] ? 0 : 1
-        let decision = decisions[x]
+        let (x, decision) = Self.firstDecision()
         let lossStarts = Instant(nanoseconds: decision.nanoseconds - 500_000_000)
         let lossEnds = decision + .milliseconds(1500)
         let options = SimulationOptions(impairment: { source, _, _, time in
@@ -109,10 +113,7 @@ import Testing
     /// `timeout: peer silent` with no card. The simulator's checker reports the uneven outcome, as
     /// it must: only a partition that never heals excuses it, and this one-way cut is no partition.
     @Test func aCutAtTheDecisionLeavesOneSideExchangedAndTheOtherSilent() throws {
-        let baseline = Simulation.run(scenario: Self.pair())
-        let decisions = baseline.devices.map { $0.closedAt! }
-        let x = decisions[0] <= decisions[1] ? 0 : 1
-        let decision = decisions[x]
+        let (x, decision) = Self.firstDecision()
         let cut = Instant(nanoseconds: decision.nanoseconds - 500_000_000)
         let options = SimulationOptions(impairment: { source, _, _, time in
             source == x && time >= cut ? .drop : .pass

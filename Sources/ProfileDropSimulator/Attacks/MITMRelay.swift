@@ -77,25 +77,60 @@ enum AttackCards {
 /// (PROTOCOL.md 6.5); a victim that checks it before sending its own gives nothing to relay back.
 /// When that fails too, the adversary comes back as a stranger.
 final class MITMRelay: AdversaryBrain {
+    /// One kind of frame carried from each victim's session into the other victim's.
+    private struct FrameRelay {
+        /// The frame's bytes, when it is of this kind.
+        let bytes: (Frame) -> [UInt8]?
+        let frame: ([UInt8]) -> Frame
+        /// Whether our device's packet is held whole until the victim's frame is there (IDENT,
+        /// which the rest follows), rather than sent without our own frame of the kind (PROOF).
+        let holdsPacket: Bool
+        /// The latest frame of the kind each victim sent us.
+        var fromVictim: [[UInt8]?] = [nil, nil]
+        /// Sessions where the relay was given up because the other victim's frame never came.
+        var abandoned: [UInt64] = []
+        /// Sessions into which we put the other victim's frame.
+        var relayedSessions: [UInt64] = []
+
+        /// `frames`, which our device facing victim `side` sends, with its frame of the kind
+        /// replaced by the other victim's: held back for at most 1 s from the session's start while
+        /// there is none yet, then given up.
+        mutating func relaying(_ frames: [Frame], in session: TapSession, side: Int, at time: Instant)
+            -> [Frame]
+        {
+            guard !abandoned.contains(session.sessionID), frames.contains(where: { bytes($0) != nil }) else {
+                return frames
+            }
+            guard let relayed = fromVictim[1 - side] else {
+                if let securedAt = session.securedAt, time < securedAt + .seconds(1) {
+                    return holdsPacket ? [] : frames.filter { bytes($0) == nil }
+                }
+                abandoned.append(session.sessionID)
+                return frames
+            }
+            if !relayedSessions.contains(session.sessionID) { relayedSessions.append(session.sessionID) }
+            return frames.map { bytes($0) == nil ? $0 : frame(relayed) }
+        }
+    }
+
     /// Which victim each of our devices faces: 0 for A, 1 for B.
     private var sides: [(device: DeviceID, side: Int)] = []
     private let relaysIdentities: Bool
-    /// The latest IDENT each victim sent us.
-    private var victimIdents: [[UInt8]?] = [nil, nil]
     /// Secured sessions so far on each side.
     private var sessionCounts = [0, 0]
-    /// The sessions whose IDENT we replace.
+    /// The sessions whose IDENT (and then PROOF) we replace.
     private var relayedSessions: [UInt64] = []
-    /// Sessions where relaying was given up because the other victim's IDENT never came.
-    private var abandonedRelays: [UInt64] = []
+    private var idents = FrameRelay(
+        bytes: { if case .ident(let bytes) = $0 { bytes } else { nil } }, frame: Frame.ident,
+        holdsPacket: true)
+    private var proofs = FrameRelay(
+        bytes: { if case .proof(let bytes) = $0 { bytes } else { nil } }, frame: Frame.proof,
+        holdsPacket: false)
+
     /// Sessions into which we put the other victim's IDENT.
-    private(set) var identRelayedSessions: [UInt64] = []
-    /// The latest PROOF each victim sent us in a relayed session: made with the real bond key.
-    private var victimProofs: [[UInt8]?] = [nil, nil]
-    /// Sessions where relaying the PROOF was given up because the other victim's never came.
-    private var abandonedProofRelays: [UInt64] = []
+    var identRelayedSessions: [UInt64] { idents.relayedSessions }
     /// Sessions into which we put the other victim's genuine PROOF.
-    private(set) var proofRelayedSessions: [UInt64] = []
+    var proofRelayedSessions: [UInt64] { proofs.relayedSessions }
 
     init(relaysIdentities: Bool) { self.relaysIdentities = relaysIdentities }
 
@@ -130,9 +165,12 @@ final class MITMRelay: AdversaryBrain {
     override func received(_ frames: [Frame], in session: TapSession, device: DeviceID, at time: Instant) {
         super.received(frames, in: session, device: device, at: time)
         guard let side = side(of: device) else { return }
-        for case .ident(let ident) in frames { victimIdents[side] = ident }
-        if relayedSessions.contains(session.sessionID) {
-            for case .proof(let proof) in frames { victimProofs[side] = proof }
+        for frame in frames {
+            if let ident = idents.bytes(frame) { idents.fromVictim[side] = ident }
+            // Only a PROOF made for the known peer the victim took us for is worth relaying.
+            if relayedSessions.contains(session.sessionID), let proof = proofs.bytes(frame) {
+                proofs.fromVictim[side] = proof
+            }
         }
     }
 
@@ -140,55 +178,9 @@ final class MITMRelay: AdversaryBrain {
         -> [Frame]
     {
         guard relayedSessions.contains(session.sessionID), let side = side(of: device) else { return frames }
-        return relayingProof(
-            relayingIdent(frames, in: session, side: side, at: time), in: session, side: side, at: time)
-    }
-
-    /// `frames` with our device's IDENT replaced by the other victim's.
-    private func relayingIdent(_ frames: [Frame], in session: TapSession, side: Int, at time: Instant)
-        -> [Frame]
-    {
-        guard !abandonedRelays.contains(session.sessionID),
-            frames.contains(where: { if case .ident = $0 { true } else { false } })
-        else { return frames }
-        guard let ident = victimIdents[1 - side] else {
-            if let securedAt = session.securedAt, time < securedAt + .seconds(1) { return [] }
-            abandonedRelays.append(session.sessionID)
-            return frames
-        }
-        if !identRelayedSessions.contains(session.sessionID) {
-            identRelayedSessions.append(session.sessionID)
-        }
-        return frames.map { frame in
-            if case .ident = frame { return .ident(ident) }
-            return frame
-        }
-    }
-
-    /// `frames` with our device's PROOF (a stranger's) replaced by the genuine one the other victim
-    /// made for its own session.
-    private func relayingProof(_ frames: [Frame], in session: TapSession, side: Int, at time: Instant)
-        -> [Frame]
-    {
-        guard identRelayedSessions.contains(session.sessionID),
-            !abandonedProofRelays.contains(session.sessionID),
-            frames.contains(where: { if case .proof = $0 { true } else { false } })
-        else { return frames }
-        guard let proof = victimProofs[1 - side] else {
-            // Held back without the rest of the packet: the IDENT in it must reach the victim, whose
-            // PROOF we wait for. The device repeats its PROOF until the victim acknowledges it.
-            if let securedAt = session.securedAt, time < securedAt + .seconds(1) {
-                return frames.filter { if case .proof = $0 { false } else { true } }
-            }
-            abandonedProofRelays.append(session.sessionID)
-            return frames
-        }
-        if !proofRelayedSessions.contains(session.sessionID) {
-            proofRelayedSessions.append(session.sessionID)
-        }
-        return frames.map { frame in
-            if case .proof = frame { return .proof(proof) }
-            return frame
-        }
+        let withIdent = idents.relaying(frames, in: session, side: side, at: time)
+        // The PROOF follows the IDENT: only into a session that got the other victim's.
+        guard idents.relayedSessions.contains(session.sessionID) else { return withIdent }
+        return proofs.relaying(withIdent, in: session, side: side, at: time)
     }
 }
