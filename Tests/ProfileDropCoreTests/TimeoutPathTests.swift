@@ -228,6 +228,28 @@ struct ScriptedPeerRun {
         let waited = ended.time - start
         #expect(waited > bound - .milliseconds(500) && waited <= bound, "ended \(waited) after \(start)")
         #expect(run.peer.receivedClose?.code == .timeout)
+        // An interrupted pairing is one that ended after verification began and before both
+        // decisions (PROTOCOL.md 6.5). A peer that withholds its NONCE never began it on our side:
+        // as responder we never held NONCE, so the peer learnt no code (11.4, NONCE withheld). A
+        // peer that never decides ends a pairing whose code we showed. The transfer began with both
+        // decisions.
+        let interrupted = run.events.compactMap {
+            if case .pairingInterrupted(_, let code, let reason) = $0.event {
+                (code: code, reason: reason)
+            } else {
+                nil
+            }
+        }
+        switch stall {
+        case .verification:
+            #expect(interrupted.isEmpty, "\(interrupted)")
+            #expect(run.peer.peerCommitment != nil, "the device committed: verification was under way")
+        case .consent:
+            #expect(interrupted.map(\.reason) == [.timeout(.peerConsent)])
+            #expect(interrupted.first?.code != nil && interrupted.first?.code == run.peer.code)
+        case .transfer:
+            #expect(interrupted.isEmpty, "\(interrupted)")
+        }
         #expect(run.findings.violations.isEmpty, "\(run.findings.violations)")
     }
 
