@@ -253,24 +253,29 @@ extension VirtualRoom {
             if secureSeen % 7 == 5 { copy[30] ^= 0x80 }  // corrupt the ciphertext
             return copy
         }
-        // Also replay every tenth SECURE packet from the first device, 20 ms after it was sent
-        // (it has long been delivered by then), twice.
+        // Also replay every tenth SECURE packet from the first device that arrives intact, twice,
+        // at the next 20 ms step: each copy repeats a packet number the second device took (from
+        // the original, or from the first copy if the original is still in flight), so each pair
+        // of copies and its original count one acceptance and two `replayed` drops.
         var replays: [(at: Instant, bytes: [UInt8])] = []
         let tamperCorrupting = room.tamper
         var fromFirst = 0
         room.tamper = { from, to, bytes in
+            let delivered = tamperCorrupting?(from, to, bytes) ?? bytes
             if from == 0, bytes.count > 3, bytes[3] == PacketType.secure.rawValue {
                 fromFirst += 1
-                if fromFirst % 10 == 0 { replays.append((Instant.zero, bytes)) }
+                if fromFirst % 10 == 0 && delivered == bytes { replays.append((Instant.zero, bytes)) }
             }
-            return tamperCorrupting?(from, to, bytes) ?? bytes
+            return delivered
         }
+        var injected = 0
         while room.now < Instant.zero + .seconds(3) {
             room.run(until: room.now + .milliseconds(20))
             room.act(1) { device, now in
                 for replay in replays {
                     device.handleDatagram(replay.bytes, from: VirtualRoom.address(0), at: now)
                     device.handleDatagram(replay.bytes, from: VirtualRoom.address(0), at: now)
+                    injected += 2
                 }
             }
             replays.removeAll()
@@ -279,7 +284,11 @@ extension VirtualRoom {
         room.run(until: Instant.zero + .seconds(40))
         let rejected = room.rejections(0) + room.rejections(1)
         #expect(rejected.contains { $0.code == .authenticationFailed })
-        #expect(rejected.contains { $0.code == .replayed })
+        // Every copy injected was dropped as a replay, and nothing else was: the link itself
+        // neither duplicates nor reorders.
+        #expect(injected > 0)
+        #expect(rejected.filter { $0.code == .replayed }.count == injected, "\(injected) copies injected")
+        #expect(room.rejections(1).filter { $0.code == .unknownSession || $0.code == .tooOld }.isEmpty)
         #expect(room.boriAndKongSwappedCards)
         let counted = room.devices.map { $0.counters.rejected(.authenticationFailed) }.reduce(0, +)
         #expect(counted == rejected.filter { $0.code == .authenticationFailed }.count)

@@ -73,8 +73,9 @@ import Testing
     }
 }
 
-/// The device under test against a ``ScriptedPeer`` that invites it, with datagrams handed over
-/// at once (no loss, no delay), in virtual time.
+/// The device under test against a ``ScriptedPeer`` that invites it (or, with `peerInvites` false,
+/// that announces itself and waits for the device's INVITE), with datagrams handed over at once (no
+/// loss, no delay), in virtual time.
 struct ScriptedPeerRun {
     var device: Device
     var peer: ScriptedPeer
@@ -84,18 +85,28 @@ struct ScriptedPeerRun {
     /// How often the peer speaks: a ranging interval, as an honest peer; a slowloris speaks rarely.
     var tickInterval: Duration = .milliseconds(125)
     var nextTick = Instant.zero + .milliseconds(40)
+    /// Called after every round of the peer, before what it queued is delivered: a test's chance to
+    /// add packets of its own.
+    var afterTick: ((inout ScriptedPeer) -> Void)?
 
     /// The device with `configuration`, and a peer offering a card with a `peerPhotoBytes` photo,
-    /// or `peerCardBytes` when given.
-    init(configuration: DeviceConfiguration, peerPhotoBytes: Int = 1500, peerCardBytes: [UInt8]? = nil) {
+    /// or `peerCardBytes` when given. The peer invites the device, or, unless `peerInvites`, sends
+    /// it a BEACON and answers its INVITE as responder.
+    init(
+        configuration: DeviceConfiguration, peerPhotoBytes: Int = 1500, peerCardBytes: [UInt8]? = nil,
+        peerInvites: Bool = true
+    ) {
         device = Device(
             configuration: configuration, random: DeterministicRandom(seed: 0xF022), now: .zero,
             localAddress: PeerAddress(10, 0, 0, 1, port: 5001))
-        peer = ScriptedPeer(
-            target: device.deviceID,
-            cardBytes: peerCardBytes ?? DeviceFuzz.card("Kong", photoBytes: peerPhotoBytes).encoded(),
-            seed: 0x9EE2)
-        peer.invite()
+        let card = peerCardBytes ?? DeviceFuzz.card("Kong", photoBytes: peerPhotoBytes).encoded()
+        if peerInvites {
+            peer = ScriptedPeer(target: device.deviceID, cardBytes: card, seed: 0x9EE2)
+            peer.invite()
+        } else {
+            peer = ScriptedPeer(respondingTo: device.deviceID, cardBytes: card, seed: 0x9EE2)
+            peer.beacon()
+        }
         deliver()
     }
 
@@ -129,6 +140,7 @@ struct ScriptedPeerRun {
             device.handleTimeout(at: next)
             if next >= nextTick {
                 peer.tick()
+                afterTick?(&peer)
                 nextTick = next + tickInterval
             }
             deliver()
@@ -216,6 +228,28 @@ struct ScriptedPeerRun {
         let waited = ended.time - start
         #expect(waited > bound - .milliseconds(500) && waited <= bound, "ended \(waited) after \(start)")
         #expect(run.peer.receivedClose?.code == .timeout)
+        // An interrupted pairing is one that ended after verification began and before both
+        // decisions (PROTOCOL.md 6.5). A peer that withholds its NONCE never began it on our side:
+        // as responder we never held NONCE, so the peer learnt no code (11.4, NONCE withheld). A
+        // peer that never decides ends a pairing whose code we showed. The transfer began with both
+        // decisions.
+        let interrupted = run.events.compactMap {
+            if case .pairingInterrupted(_, let code, let reason) = $0.event {
+                (code: code, reason: reason)
+            } else {
+                nil
+            }
+        }
+        switch stall {
+        case .verification:
+            #expect(interrupted.isEmpty, "\(interrupted)")
+            #expect(run.peer.peerCommitment != nil, "the device committed: verification was under way")
+        case .consent:
+            #expect(interrupted.map(\.reason) == [.timeout(.peerConsent)])
+            #expect(interrupted.first?.code != nil && interrupted.first?.code == run.peer.code)
+        case .transfer:
+            #expect(interrupted.isEmpty, "\(interrupted)")
+        }
         #expect(run.findings.violations.isEmpty, "\(run.findings.violations)")
     }
 

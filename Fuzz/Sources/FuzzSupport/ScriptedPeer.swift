@@ -6,19 +6,27 @@ import ProfileDropNoise
 /// test, completes the XX handshake, and then speaks the secured protocol honestly (token, ranging,
 /// in-range, consent and offer, card chunks, acknowledgements, close), while also letting a fuzzer
 /// seal arbitrary frames with the real transport key, so fuzzed frames get past authentication.
+///
+/// A peer made with ``init(respondingTo:cardBytes:seed:)`` plays the other role: it announces
+/// itself with ``beacon()``, accepts the device's INVITE, and as responder commits to its nonce
+/// (COMMIT) and reveals it (REVEAL) once the device sent its NONCE.
 public struct ScriptedPeer {
     /// Our cleartext device id.
     public let deviceID = DeviceID(rawValue: 0x0123_4567_89AB_CDEF)
     /// Where our datagrams come from.
     public let address = PeerAddress(10, 0, 0, 2, port: 5002)
-    /// The session we invite the device into.
-    public let sessionID: UInt64 = 0x5E55_1011_0000_0001
+    /// The session we invite the device into; as responder, the session of the device's INVITE.
+    public private(set) var sessionID: UInt64 = 0x5E55_1011_0000_0001
+    /// Whether the device invites us (``init(respondingTo:cardBytes:seed:)``): we accept, commit and
+    /// reveal.
+    public let isResponder: Bool
     /// Our discovery token.
     public let token = DiscoveryToken(Array(0xA0..<0xB0))
     /// Our pose: 7 cm in front of the device, facing it.
     public var pose = Pose(x: 7, y: 0, heading: 180)
 
     let target: DeviceID
+    let staticKey: X25519.PrivateKey
     var noise: HandshakeState
     var random: DeterministicRandom
     var transport: NoiseTransport?
@@ -42,6 +50,8 @@ public struct ScriptedPeer {
     var verifiedPeerCard: [UInt8]?
     var peerReceipts: Receipts = []
     var ackedChunks: Set<Int> = []
+    /// CARD_CHUNK frames the device sent us, duplicates included.
+    public private(set) var chunksReceived = 0
     var peerClosed = false
     var closeAcked = false
 
@@ -50,10 +60,19 @@ public struct ScriptedPeer {
     /// Our PROOF, once the device's IDENT arrived (random: we recognise nobody).
     var proof: [UInt8]?
     var sawPeerIdent = false
+    /// Whether the device sent its PROOF.
+    var sawPeerProof = false
     /// The device's commitment, our nonce, and the device's revealed nonce.
     var peerCommitment: [UInt8]?
     var nonce: [UInt8]?
     var peerRevealed: [UInt8]?
+    /// As responder: our commitment to ``nonce``, and the device's NONCE.
+    var commitment: [UInt8]?
+    var peerNonce: [UInt8]?
+    /// As responder: the ACCEPT we answered the device's INVITE with, sent again for every INVITE
+    /// of the session, and the sequence number of our next BEACON.
+    var acceptDatagram: [UInt8]?
+    var beaconSequence: UInt32 = 1
     /// The verification code, once the device revealed a nonce that opens its commitment.
     public private(set) var code: String?
     var handshakeHash: [UInt8] = []
@@ -79,6 +98,20 @@ public struct ScriptedPeer {
         public static let chunks = Withheld(rawValue: 4)
         /// CARD_SACK and CARD_ACK: the device never learns that its card arrived.
         public static let acknowledgements = Withheld(rawValue: 8)
+        /// IDENT (so PROOF too: the device never sends PROOF without our IDENT, nor we ours).
+        public static let ident = Withheld(rawValue: 16)
+        /// PROOF: the device never learns whether we are a known peer.
+        public static let proof = Withheld(rawValue: 32)
+        /// As responder, COMMIT: the device, as initiator, never sends its NONCE.
+        public static let commit = Withheld(rawValue: 64)
+        /// As responder, REVEAL: the device, as initiator, never learns the code.
+        public static let reveal = Withheld(rawValue: 128)
+        /// BOND: the device never holds our bond share.
+        public static let bond = Withheld(rawValue: 256)
+        /// TOKEN: the device cannot check our RANGING, so it ignores it.
+        public static let token = Withheld(rawValue: 512)
+        /// RANGING: the device gets no pose of ours to measure.
+        public static let ranging = Withheld(rawValue: 1024)
     }
 
     /// What this peer withholds; nothing for an honest peer.
@@ -97,9 +130,21 @@ public struct ScriptedPeer {
     /// A peer that will invite `target` and offer `cardBytes` as its card, whatever they hold: a
     /// card no honest device would send, to check how the device refuses it.
     public init(target: DeviceID, cardBytes: [UInt8], seed: UInt64) {
+        self.init(target: target, cardBytes: cardBytes, seed: seed, isResponder: false)
+    }
+
+    /// A peer that announces itself to `target` with ``beacon()``, waits for the device's INVITE and
+    /// answers it as responder, offering `cardBytes` as its card.
+    public init(respondingTo target: DeviceID, cardBytes: [UInt8], seed: UInt64) {
+        self.init(target: target, cardBytes: cardBytes, seed: seed, isResponder: true)
+    }
+
+    private init(target: DeviceID, cardBytes: [UInt8], seed: UInt64, isResponder: Bool) {
         self.target = target
+        self.isResponder = isResponder
         var random = DeterministicRandom(seed: seed)
         let key = X25519.PrivateKey(using: &random)
+        staticKey = key
         ident = random.bytes(32)
         bondShare = random.bytes(32)
         self.random = random
@@ -107,20 +152,41 @@ public struct ScriptedPeer {
         self.offer = CardOffer(
             length: UInt32(self.card.count), chunkSize: UInt16(WireConstants.chunkSize),
             digest: BLAKE2b.hash(self.card, outputLength: WireConstants.digestLength))
+        // As responder the session and the prologue come with the device's INVITE; until then the
+        // state only holds our key.
+        noise = Self.handshakeState(
+            role: isResponder ? .responder : .initiator, sessionID: sessionID,
+            initiator: isResponder ? target : deviceID, responder: isResponder ? deviceID : target,
+            staticKey: key)
+    }
+
+    private static func handshakeState(
+        role: NoiseRole, sessionID: UInt64, initiator: DeviceID, responder: DeviceID,
+        staticKey: X25519.PrivateKey
+    ) -> HandshakeState {
         var prologue = WireConstants.prologueLabel
         prologue.append(WireConstants.version)
-        for value in [sessionID, deviceID.rawValue, target.rawValue] {
+        for value in [sessionID, initiator.rawValue, responder.rawValue] {
             for shift in stride(from: 56, through: 0, by: -8) {
                 prologue.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
             }
         }
         do {
-            noise = try HandshakeState(
-                protocolName: WireConstants.noiseProtocolName, role: .initiator, prologue: prologue,
-                staticKey: key, remoteStaticKey: nil)
+            return try HandshakeState(
+                protocolName: WireConstants.noiseProtocolName, role: role, prologue: prologue,
+                staticKey: staticKey, remoteStaticKey: nil)
         } catch {
             preconditionFailure("XX with a static key is valid: \(error)")
         }
+    }
+
+    /// As responder: queues a BEACON announcing us (no position: within reach), with a fresh
+    /// sequence number, so the device invites us.
+    public mutating func beacon() {
+        guard isResponder else { return }
+        let beacon = Beacon(deviceID: deviceID, port: address.port, busy: false, sequence: beaconSequence)
+        beaconSequence += 1
+        outbox.append(Packet.beacon(beacon).encoded())
     }
 
     /// Whether the handshake completed.
@@ -134,7 +200,7 @@ public struct ScriptedPeer {
     /// later calls until ACCEPT arrives: the device answers each INVITE once and never repeats its
     /// ACCEPT by itself.
     public mutating func invite() {
-        guard transport == nil else { return }
+        guard !isResponder, transport == nil else { return }
         if inviteMessage == nil {
             guard !noise.isComplete, noise.isMyTurnToWrite,
                 let message = try? noise.writeMessage(payload: [], random: &random)
@@ -207,6 +273,21 @@ public struct ScriptedPeer {
             } catch {
                 findings.fail("the device's ACCEPT did not verify: \(error)")
             }
+        case .invite(let invite) where isResponder && invite.receiver == deviceID:
+            accept(invite, &findings)
+        case .confirm(let confirm) where isResponder && confirm.sessionID == sessionID:
+            guard transport == nil, acceptDatagram != nil, !noise.isComplete, !noise.isMyTurnToWrite else {
+                return
+            }
+            do {
+                let payload = try noise.readMessage(confirm.noiseMessage)
+                let parameters = try HandshakeParameters(decoding: payload)
+                findings.check(parameters.receiveWindow > 0, "device announced a zero receive window")
+                handshakeHash = noise.handshakeHash
+                transport = noise.split()
+            } catch {
+                findings.fail("the device's CONFIRM did not verify: \(error)")
+            }
         case .busy(let busy) where busy.sessionID == sessionID && busy.receiver == deviceID:
             // The device is under load (the fuzzer's INVITEs left half-open handshakes): answer
             // BUSY(retry) with the INVITE again, carrying its cookie. (A BUSY to another receiver
@@ -237,6 +318,37 @@ public struct ScriptedPeer {
         }
     }
 
+    /// As responder: answers the device's INVITE with ACCEPT (Noise message 2), once per INVITE of
+    /// the session we accepted, as a device does.
+    private mutating func accept(_ invite: HandshakePacket, _ findings: inout FuzzFindings) {
+        guard invite.sender == target else {
+            findings.fail("INVITE from another device id")
+            return
+        }
+        if let acceptDatagram {
+            if invite.sessionID == sessionID && transport == nil { outbox.append(acceptDatagram) }
+            return
+        }
+        sessionID = invite.sessionID
+        noise = Self.handshakeState(
+            role: .responder, sessionID: invite.sessionID, initiator: target, responder: deviceID,
+            staticKey: staticKey)
+        do {
+            let payload = try noise.readMessage(invite.noiseMessage)
+            findings.check(payload.isEmpty, "the device's INVITE carries a payload")
+            let ours = HandshakeParameters(maxCardBytes: 512 * 1024, receiveWindow: 64).encoded()
+            let message = try noise.writeMessage(payload: ours, random: &random)
+            let accept = Packet.accept(
+                HandshakePacket(
+                    sessionID: invite.sessionID, sender: deviceID, receiver: target, noiseMessage: message)
+            ).encoded()
+            acceptDatagram = accept
+            outbox.append(accept)
+        } catch {
+            findings.fail("the device's INVITE did not verify: \(error)")
+        }
+    }
+
     private mutating func absorb(_ frame: Frame, _ findings: inout FuzzFindings) {
         switch frame {
         case .token(let token):
@@ -264,6 +376,7 @@ public struct ScriptedPeer {
                 Int(index) == peerChunks.count - 1
                 ? Int(offer.length) - Int(index) * Int(offer.chunkSize) : Int(offer.chunkSize)
             findings.check(data.count == expected, "chunk \(index) has \(data.count) bytes, not \(expected)")
+            chunksReceived += 1
             peerChunks[Int(index)] = Array(data)
             if verifiedPeerCard == nil, peerChunks.allSatisfy({ $0 != nil }) {
                 let card = peerChunks.flatMap { $0 ?? [] }
@@ -289,13 +402,27 @@ public struct ScriptedPeer {
             if proof == nil { proof = random.bytes(32) }
         case .proof:
             findings.check(sawPeerIdent, "the device sent PROOF before IDENT")
+            sawPeerProof = true
+        case .commit where isResponder:
+            findings.fail("the initiator sent COMMIT")
         case .commit(let commitment):
             findings.check(
                 peerCommitment == nil || peerCommitment == commitment, "the device changed its commitment")
             peerCommitment = commitment
             if nonce == nil { nonce = random.bytes(VerificationCode.nonceLength) }
+        case .nonce(let initiatorNonce) where isResponder:
+            guard let nonce, commitment != nil else {
+                findings.check(isMisled, "the device sent NONCE before our COMMIT")
+                return
+            }
+            findings.check(peerNonce == nil || peerNonce == initiatorNonce, "the device changed its NONCE")
+            peerNonce = initiatorNonce
+            code = VerificationCode.code(
+                handshakeHash: handshakeHash, initiatorNonce: initiatorNonce, responderNonce: nonce)
         case .nonce:
             findings.fail("the responder sent NONCE")
+        case .reveal where isResponder:
+            findings.fail("the initiator sent REVEAL")
         case .reveal(let revealed):
             guard let peerCommitment, let nonce else {
                 findings.check(isMisled, "the device revealed before our NONCE")
@@ -337,21 +464,43 @@ public struct ScriptedPeer {
         guard isSecured, !isFinished else { return }
         ticks += 1
         var frames: [Frame] = []
-        if !peerReceipts.contains(.token) { frames.append(.token(token)) }
-        if !peerReceipts.contains(.ident) { frames.append(.ident(ident)) }
-        if let proof, !peerReceipts.contains(.proof) { frames.append(.proof(proof)) }
+        if !peerReceipts.contains(.token) && !withheld.contains(.token) { frames.append(.token(token)) }
+        if !peerReceipts.contains(.ident) && !withheld.contains(.ident) { frames.append(.ident(ident)) }
+        // Without our IDENT, our PROOF would be an error: withholding IDENT withholds PROOF too.
+        if let proof, !peerReceipts.contains(.proof), withheld.isDisjoint(with: [.ident, .proof]) {
+            frames.append(.proof(proof))
+        }
         rangingSequence += 1
-        frames.append(.ranging(RangingFrame(sequence: rangingSequence, pose: pose, token: token)))
+        if !withheld.contains(.ranging) {
+            frames.append(.ranging(RangingFrame(sequence: rangingSequence, pose: pose, token: token)))
+        }
         let inRange = ticks >= 4
         if inRange && !peerReceipts.contains(.consent) { frames.append(.inRange(true)) }
-        if inRange, let nonce, peerRevealed == nil, !peerReceipts.contains(.verification),
+        if isResponder {
+            // We commit once both gates are open (we are in range and hold the device's IN_RANGE),
+            // and reveal once we hold the device's NONCE.
+            if inRange && peerInRange && nonce == nil {
+                let drawn = random.bytes(VerificationCode.nonceLength)
+                nonce = drawn
+                commitment = VerificationCode.commitment(handshakeHash: handshakeHash, responderNonce: drawn)
+            }
+            if let nonce, let commitment {
+                if peerNonce == nil {
+                    if !withheld.contains(.commit) { frames.append(.commit(commitment)) }
+                } else if !peerReceipts.contains(.verification) && !withheld.contains(.reveal) {
+                    frames.append(.reveal(nonce))
+                }
+            }
+        } else if inRange, let nonce, peerRevealed == nil, !peerReceipts.contains(.verification),
             !withheld.contains(.nonce)
         {
             frames.append(.nonce(nonce))
         }
         let consenting = inRange && peerInRange && code != nil && !withheld.contains(.consent)
         if consenting && !peerReceipts.contains(.consent) { frames.append(.consent(.share, offer)) }
-        if consenting, let peerConsent, peerConsent != .decline, !peerReceipts.contains(.bond) {
+        if consenting, let peerConsent, peerConsent != .decline, !peerReceipts.contains(.bond),
+            !withheld.contains(.bond)
+        {
             frames.append(.bond(resolvingKey: ident, share: bondShare))
         }
         let acknowledges = !withheld.contains(.acknowledgements)
@@ -365,7 +514,7 @@ public struct ScriptedPeer {
         if peerToken != nil { receipts.insert(.token) }
         if peerConsent != nil { receipts.insert(.consent) }
         if sawPeerIdent { receipts.insert(.ident) }
-        if peerRevealed != nil { receipts.insert(.verification) }
+        if isResponder ? peerNonce != nil : peerRevealed != nil { receipts.insert(.verification) }
         if sawPeerBond { receipts.insert(.bond) }
         frames.append(.receipt(receipts))
         // A peer that withholds a step is never done (an honest one closes once it is).
