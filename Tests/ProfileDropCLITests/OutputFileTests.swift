@@ -1,4 +1,5 @@
 import Foundation
+import ProfileDropTestSupport
 import Testing
 
 @testable import ProfileDropCLI
@@ -123,5 +124,14 @@ import Testing
         let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(process.terminationStatus == 6)
         #expect(text == "profiledrop completion: cannot write the output: No space left on device\n")
+    }
+
+    /// A diagnostic stays one line whatever it quotes: a file name with a line break in it.
+    @Test func aDiagnosticQuotingALineBreakIsOneLine() throws {
+        let result = try runProgram(TestPaths.executable.path, ["replay", "/nonexistent/a\nb.pcapng"])
+        #expect(result.status == 2)
+        #expect(result.errors.hasSuffix("\n"))
+        #expect(result.errors.dropLast().contains("\n") == false, "\(result.errors)")
+        #expect(result.errors.contains("a\\nb.pcapng"), "\(result.errors)")
     }
 }

@@ -18,6 +18,21 @@ import Testing
         #expect(loaded.publicKey == created.publicKey)
     }
 
+    /// A key file name that is a link to nowhere says so, rather than failing to create the file.
+    @Test func aLinkToNowhereIsNamedAsSuch() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("key").path
+        try FileManager.default.createSymbolicLink(
+            atPath: path, withDestinationPath: directory.appendingPathComponent("nowhere").path)
+        do {
+            _ = try StaticKeyStore.loadOrCreate(at: path)
+            Issue.record("a dangling link was taken")
+        } catch {
+            #expect("\(error)".contains("is a symbolic link to nothing"), "\(error)")
+        }
+    }
+
     @Test func refusesAKeyOthersCanRead() throws {
         let directory = try TestPaths.temporaryDirectory()
         let path = directory.appendingPathComponent("static-key").path

@@ -73,6 +73,10 @@ final class ShareSession {
         var random = SystemRandom()
         let runKey = X25519.PrivateKey(using: &random)
         let knownPeers = try KnownPeersStore.load(at: options.knownPeersPath)
+        // Written when an exchange with a new peer completes: a bond that could not be kept is
+        // found now, before anything is exchanged.
+        try OutputFile.createDirectories(for: options.knownPeersPath)
+        try OutputFile.checkWritable(options.knownPeersPath, option: "--known-peers")
         let host = try UDPHost(interfaces: options.interfaces, endpoint: options.endpoint, clock: clock)
         var timeouts = Timeouts()
         timeouts.overall = options.timeout

@@ -34,8 +34,12 @@ public final class StandardConsole: Console {
         outputFailure = writeAll(STDOUT_FILENO, line + "\n")
     }
 
-    /// Writes `line` and a newline to standard error.
-    public func error(_ line: String) { _ = writeAll(STDERR_FILENO, line + "\n") }
+    /// Writes `line` and a newline to standard error. A diagnostic is one line whatever it quotes:
+    /// a line break in it (from a file name, say) is written as `\n`.
+    public func error(_ line: String) {
+        let oneLine = line.replacing("\r", with: "\\r").replacing("\n", with: "\\n")
+        _ = writeAll(STDERR_FILENO, oneLine + "\n")
+    }
 }
 
 /// Writes all of `text` to `descriptor`, retrying short writes and interrupted calls.

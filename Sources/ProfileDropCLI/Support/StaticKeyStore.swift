@@ -57,7 +57,15 @@ public enum StaticKeyStore {
     public static func load(at path: String) throws -> X25519.PrivateKey? {
         var info = stat()
         if stat(path, &info) != 0 {
-            if errno == ENOENT { return nil }
+            if errno == ENOENT {
+                // A link to nowhere is no missing file: creating one would fail on its name.
+                if lstat(path, &info) == 0 {
+                    throw StaticKeyStoreError(
+                        description:
+                            "\(path) is a symbolic link to nothing; remove it or name another key file")
+                }
+                return nil
+            }
             throw StaticKeyStoreError(description: "cannot read \(path): \(systemError())")
         }
         guard info.st_mode & S_IFMT != S_IFDIR else {
