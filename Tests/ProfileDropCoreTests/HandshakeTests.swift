@@ -99,6 +99,59 @@ import Testing
         #expect(lone.device.stage == .discovering)
     }
 
+    /// BUSY(2) and BUSY(4, stale id) are held to the same address check as BUSY(1): from anywhere
+    /// but the invited address they are dropped, the invitation goes on, the peer is neither backed
+    /// off from nor forgotten, and the invitee's ACCEPT still secures (PROTOCOL.md 5).
+    @Test func unavailableAndStaleIdBusyFromAnotherAddressAreDropped() throws {
+        var (lone, invite) = try Self.invited()
+        let spoofed = PeerAddress(10, 0, 0, 66, port: 4000)
+        // The invitee's IP address with another port is another address too.
+        let otherPort = PeerAddress(10, 0, 0, 7, port: 4001)
+        for (index, reason) in [BusyReason.unavailable, .staleID].enumerated() {
+            let busy = Packet.busy(
+                Busy(
+                    sessionID: invite.sessionID, sender: Self.ghostID, receiver: invite.sender, reason: reason
+                ))
+            lone.deliver(busy, from: spoofed, at: lone.device.now + .milliseconds(1))
+            lone.deliver(busy, from: otherPort, at: lone.device.now + .milliseconds(1))
+            #expect(lone.device.counters.rejected(.unexpectedMessage) == 2 * (index + 1), "\(reason)")
+            #expect(lone.device.stage == .connecting, "\(reason)")
+            #expect(lone.device.exchange?.sessionID == invite.sessionID, "\(reason)")
+            #expect(lone.device.snapshot.peersSeen == 1, "\(reason)")
+        }
+        #expect(!lone.events.contains(where: Self.isBusyEvent))
+        let (_, accept) = try Self.accept(invite, seed: 7)
+        lone.deliver(accept, from: Self.ghost, at: lone.device.now + .milliseconds(1))
+        #expect(lone.events.contains { if case .secured(Self.ghostID) = $0 { true } else { false } })
+    }
+
+    /// Once ACCEPT has arrived the invitation is over: a BUSY of any reason for its session, even
+    /// from the invitee's own address, is dropped and changes nothing: the session stays secured,
+    /// no INVITE goes out again, the peer is neither shown busy nor forgotten.
+    @Test func busyAfterTheHandshakeCompletedChangesNothing() throws {
+        var (lone, invite) = try Self.invited()
+        let (_, accept) = try Self.accept(invite, seed: 7)
+        lone.deliver(accept, from: Self.ghost, at: lone.device.now)
+        #expect(lone.device.stage == .ranging)
+        let invitesBefore = lone.sent.filter { $0.packet.type == .invite }.count
+        let reasons: [BusyReason] = [.inSession, .unavailable, .retry, .staleID]
+        for reason in reasons {
+            let busy = Packet.busy(
+                Busy(
+                    sessionID: invite.sessionID, sender: Self.ghostID, receiver: invite.sender,
+                    reason: reason,
+                    cookie: reason == .retry ? Array(repeating: 5, count: WireConstants.cookieLength) : []))
+            lone.deliver(busy, from: Self.ghost, at: lone.device.now + .milliseconds(1))
+            #expect(lone.device.stage == .ranging, "\(reason)")
+            #expect(lone.device.exchange?.sessionID == invite.sessionID, "\(reason)")
+        }
+        #expect(lone.device.counters.rejected(.unknownSession) == reasons.count)
+        #expect(lone.sent.filter { $0.packet.type == .invite }.count == invitesBefore)
+        #expect(!lone.events.contains(where: Self.isBusyEvent))
+        #expect(!lone.events.contains { if case .sessionEnded = $0 { true } else { false } })
+        #expect(lone.device.snapshot.peersSeen == 1)
+    }
+
     /// An id whose device has gone (or a replayed BEACON) costs one round trip, not a handshake
     /// timeout: the device now at that address answers BUSY(stale id) naming the invited id, and
     /// the inviter forgets the id at once. A device invited under another id answers exactly so.

@@ -41,7 +41,7 @@ enum SimulateCommand: Subcommand {
         static let attacks = Flag(
             "attacks",
             help:
-                "adversaries (man in the middle, code grinder, identity prober; availability attackers) "
+                "adversaries (man in the middle, accept racer, code grinder, identity prober; availability attackers) "
                 + "against honest victims")
         static let kinds = Option.text(
             "kinds", valueName: "K,K|all",

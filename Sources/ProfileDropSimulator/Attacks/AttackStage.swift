@@ -158,11 +158,12 @@ struct AttackStage {
         return member
     }
 
-    /// Adds one of the adversary's own core devices, seen through `policy`.
+    /// Adds one of the adversary's own core devices, seen through `policy`; with `claimedID`, it
+    /// claims that id (a victim's) instead of drawing its own.
     @discardableResult
     mutating func addAdversary(
         card: ProfileCard, consent: ConsentPolicy, identity: DeviceIdentity?, knownPeers: [KnownPeer] = [],
-        pose: Pose, seedMaterial: [UInt8], policy: TapPolicy
+        pose: Pose, seedMaterial: [UInt8], policy: TapPolicy, claimedID: DeviceID? = nil
     ) -> Int {
         var keyRandom = DeterministicRandom(seedMaterial: seedMaterial + Array("/static-key".utf8))
         let configuration = DeviceConfiguration(
@@ -171,7 +172,7 @@ struct AttackStage {
         let device = TappedDevice(
             configuration: configuration, seedMaterial: seedMaterial, now: room.now,
             localAddress: nextAddress,
-            policy: policy)
+            policy: policy, claimedID: claimedID)
         adversaryIDs.append(device.deviceID)
         let member = add(device, pose: pose)
         adversaryMembers.append(member)

@@ -45,6 +45,8 @@ public struct AvailabilityResult: Sendable {
     public var exchangeRequired = false
     /// Malicious peers: how many of its sessions the victim ended.
     public var attackSessions = 0
+    /// The busy forger: what its BUSYs did.
+    public var forgedBusy: ForgedBusyResult?
 }
 
 /// The availability kinds of `simulate --attacks`: cleartext attackers with a budget in datagrams
@@ -168,8 +170,13 @@ enum Availability {
         }
     }
 
+    /// Whether `kind` is a cleartext attacker with a budget: one that forges on its timer, or the
+    /// busy forger, which answers what it sees.
+    static func isCleartext(_ kind: AttackKind) -> Bool { cleartext(kind) != nil || kind == .busyForger }
+
     /// Runs the availability run of seed `runSeed` facing `kind`.
     static func run(runSeed: UInt64, kind: AttackKind) -> AttackOutcome {
+        if kind == .busyForger { return busyForgerRun(runSeed: runSeed) }
         if let behaviour = cleartext(kind) {
             return cleartextRun(runSeed: runSeed, kind: kind, behaviour: behaviour)
         }
@@ -395,7 +402,7 @@ enum Availability {
 
     /// The breach of an exchange the rule requires, if any: `who` did not exchange, or took more than
     /// ``maxRatio`` times the pair's no-attack time, `when` (the attack's condition).
-    private static func exchangeBreach(
+    static func exchangeBreach(
         _ result: AvailabilityResult, stage: AttackStage, who: String, when condition: String
     ) -> String? {
         guard result.underAttack != nil else {
@@ -410,7 +417,7 @@ enum Availability {
 
     /// The run's outcome with the breaches every availability run shares (deadlines and memory), the
     /// interrupted pairings its victims were shown, and what was measured.
-    private static func finish(_ outcome: AttackOutcome, result: AvailabilityResult, stage: AttackStage)
+    static func finish(_ outcome: AttackOutcome, result: AvailabilityResult, stage: AttackStage)
         -> AttackOutcome
     {
         var outcome = outcome
@@ -507,7 +514,7 @@ enum Availability {
         }
     }
 
-    private static func describe(_ screen: VictimScreen) -> String {
+    static func describe(_ screen: VictimScreen) -> String {
         let ended = screen.ended.map { "\(label($0.reason)) at \($0.at)" }
         return "\(screen.name) (on at \(screen.startedAt)): sessions ended "
             + (ended.isEmpty ? "none" : ended.joined(separator: ", "))

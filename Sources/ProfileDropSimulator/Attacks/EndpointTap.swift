@@ -11,12 +11,29 @@ final class DrawRecorder: RandomSource {
     private var source: DeterministicRandom
     /// The 32-byte draws since the last ``clear()``, in order.
     private(set) var keyDraws: [[UInt8]] = []
+    /// The value the next 64-bit draw returns instead of a random one: a device draws its id first,
+    /// so an adversary's device can be made to claim a victim's id.
+    private var claimed: UInt64?
 
-    init(seedMaterial: [UInt8]) { source = DeterministicRandom(seedMaterial: seedMaterial) }
+    init(seedMaterial: [UInt8], claimedID: DeviceID? = nil) {
+        source = DeterministicRandom(seedMaterial: seedMaterial)
+        claimed = claimedID?.rawValue
+    }
 
     func fill(_ buffer: UnsafeMutableRawBufferPointer) {
         source.fill(buffer)
         if buffer.count == X25519.keyLength { keyDraws.append(Array(buffer)) }
+    }
+
+    func nextUInt64() -> UInt64 {
+        if let claimed {
+            self.claimed = nil
+            return claimed
+        }
+        // As the protocol's default does: eight bytes through fill.
+        var value: UInt64 = 0
+        withUnsafeMutableBytes(of: &value) { fill($0) }
+        return value
     }
 
     /// Forgets the draws of the previous input.
@@ -91,12 +108,13 @@ struct TappedDevice: SansIODevice {
     /// Whether the adversary abandoned the device: it hears, sends and reports nothing more.
     private(set) var isRetired = false
 
-    /// A device with `configuration` whose every draw comes from `seedMaterial`.
+    /// A device with `configuration` whose every draw comes from `seedMaterial`; with `claimedID`,
+    /// under that id instead of a drawn one (an impersonator of the device that holds it).
     init(
         configuration: DeviceConfiguration, seedMaterial: [UInt8], now: Instant, localAddress: PeerAddress,
-        policy: TapPolicy
+        policy: TapPolicy, claimedID: DeviceID? = nil
     ) {
-        draws = DrawRecorder(seedMaterial: seedMaterial)
+        draws = DrawRecorder(seedMaterial: seedMaterial, claimedID: claimedID)
         device = Device(configuration: configuration, random: draws, now: now, localAddress: localAddress)
         self.policy = policy
         staticKey = configuration.staticKey

@@ -1,0 +1,438 @@
+import ProfileDropCore
+import ProfileDropCrypto
+
+/// What the busy forger did and what the victims did with its BUSYs, against what PROTOCOL.md
+/// (5; 11.4, BUSY; 11.6 item 3) says they do.
+public struct ForgedBusyResult: Sendable {
+    /// BUSYs forged, by reason: in-session (1), unavailable (2), retry (3), stale id (4).
+    public var forged = [0, 0, 0, 0]
+    /// Of those, the ones the initiator acted on (it was still awaiting ACCEPT), by reason.
+    public var taken = [0, 0, 0, 0]
+    /// INVITEs seen that the budget left unanswered.
+    public var unanswered = 0
+    /// BUSY(1) and BUSY(2) taken that the initiator's user was shown as the peer being busy.
+    public var refusalsShown = 0
+    /// From a BUSY(1) or BUSY(2) taken to the initiator's next INVITE of the same peer, when no
+    /// session of its own came between.
+    public var reinvitations: [Duration] = []
+    /// Re-invitations sooner than the BUSY back-off allows.
+    public var early = 0
+    /// Re-invitations later than the BUSY back-off (and a fresh half-open handshake) explain, with no
+    /// session between: the back-off of a failure.
+    public var late = 0
+    /// INVITEs the initiator sent in answer to forged BUSY(retry), per invitation that took one.
+    public var extraInvites: [Int] = []
+    /// Forged BUSY(retry) dropped because the invitation had taken its three cookies.
+    public var cookiesRefused = 0
+    /// Invitations whose last INVITEs carried a forged cookie and that got no ACCEPT: the forger
+    /// used up the cookies the invitee's own BUSY(retry) needed.
+    public var cookieStarved = 0
+    /// BUSY(4) taken after which the initiator's table no longer held the peer.
+    public var staleForgotten = 0
+    /// From a BUSY(4) taken to the peer's next BEACON at the initiator, when that BEACON put it back.
+    public var staleBack: [Duration] = []
+    /// BUSY(4) after which the peer's next BEACON did not put it back.
+    public var staleNotBack = 0
+    /// Sessions the victims saw end without an exchange (a failure counted against the peer).
+    public var failures = 0
+}
+
+/// An observer on an open network that, for each INVITE between the victims that its
+/// ``UnicastTap`` shows it, forges a BUSY from the invitee's address (which PROTOCOL.md 5 checks)
+/// with the session id and both device ids the INVITE carries, arriving half a latency after the
+/// INVITE left: before the real ACCEPT, a full round trip away. Each invitation gets one reason, in
+/// turn: in-session (1), unavailable (2), retry (3, with a random cookie) and stale id (4); every
+/// INVITE of an invitation, its retransmissions and the INVITEs sent again with a cookie included,
+/// gets one BUSY. It holds no key, and forges at most its budget of datagrams in any second of
+/// the run (the harness's seconds, those its meter counts).
+final class BusyForger {
+    static let allReasons: [BusyReason] = [.inSession, .unavailable, .retry, .staleID]
+
+    /// One forged BUSY for the driver to inject.
+    struct Forged {
+        let bytes: [UInt8]
+        /// The invitee's address.
+        let source: PeerAddress
+        /// The initiator.
+        let recipient: Int
+        let reason: BusyReason
+        let sessionID: UInt64
+    }
+
+    /// Datagrams a second.
+    let budget: Int
+    /// The reasons it gives, in turn.
+    let reasons: [BusyReason]
+    private var random: DeterministicRandom
+    /// The reason of the next invitation, as an index into ``reasons``.
+    private var turn: Int
+    /// Each invitation seen and its reason.
+    private var invitations: [(sessionID: UInt64, reason: BusyReason)] = []
+    private var second: Int64 = -1
+    private var inSecond = 0
+    private(set) var forged = [0, 0, 0, 0]
+    private(set) var unanswered = 0
+
+    /// A forger of `budget` datagrams a second whose invitations get `reasons` in turn, from one
+    /// drawn from `seedMaterial`.
+    init(budget: Int, seedMaterial: [UInt8], reasons: [BusyReason] = BusyForger.allReasons) {
+        precondition(budget > 0, "a budget of at least one datagram a second")
+        precondition(!reasons.isEmpty, "at least one reason")
+        self.budget = budget
+        self.reasons = reasons
+        random = DeterministicRandom(seedMaterial: seedMaterial)
+        turn = Int(random.uniform(below: UInt64(reasons.count)))
+    }
+
+    /// The index of `reason` in ``allReasons``.
+    static func index(_ reason: BusyReason) -> Int { Int(reason.rawValue) - 1 }
+
+    /// The BUSY for `invite`, seen going from participant `initiator` to `invitee` at `time`; nil
+    /// when this second's budget is spent.
+    func answer(_ invite: HandshakePacket, from initiator: Int, to invitee: PeerAddress, at time: Instant)
+        -> Forged?
+    {
+        let reason: BusyReason
+        if let known = invitations.first(where: { $0.sessionID == invite.sessionID }) {
+            reason = known.reason
+        } else {
+            reason = reasons[turn % reasons.count]
+            turn += 1
+            invitations.append((invite.sessionID, reason))
+        }
+        let current = (time - .zero).components.seconds
+        if current != second {
+            second = current
+            inSecond = 0
+        }
+        guard inSecond < budget else {
+            unanswered += 1
+            return nil
+        }
+        inSecond += 1
+        forged[Self.index(reason)] += 1
+        let busy = Busy(
+            sessionID: invite.sessionID, sender: invite.receiver, receiver: invite.sender, reason: reason,
+            cookie: reason == .retry ? random.bytes(WireConstants.cookieLength) : [])
+        return Forged(
+            bytes: Packet.busy(busy).encoded(), source: invitee, recipient: initiator, reason: reason,
+            sessionID: invite.sessionID)
+    }
+}
+
+extension Availability {
+    /// Most new cookies an invitation takes (PROTOCOL.md 5, "Cookies").
+    static let cookieLimit = 3
+
+    /// The busy forger's run: the pair against the same room without it, as every cleartext
+    /// attacker, and what its BUSYs did against what PROTOCOL.md says they do (``BusyWatch``).
+    /// `reasons` other than all four, in turn, are for tests.
+    static func busyForgerRun(runSeed: UInt64, reasons: [BusyReason] = BusyForger.allReasons) -> AttackOutcome
+    {
+        let kind = AttackKind.busyForger
+        var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: .careless)
+        var result = AvailabilityResult()
+        let pair = VictimPair(runSeed: runSeed)
+        var calm = AttackStage(users: .careless, victimsKnown: false)
+        pair.addVictims(to: &calm, phase: "availability")
+        calm.run(until: runLimit) { _ in false }
+        result.baseline = exchangeTime(calm.victims, from: .zero)
+        if result.baseline == nil {
+            outcome.problems.append(
+                "setup: the pair did not exchange without the attacker, so nothing was measured")
+        }
+
+        var stage = AttackStage(users: .careless, victimsKnown: false)
+        pair.addVictims(to: &stage, phase: "availability")
+        let tap = UnicastTap(victims: stage.victims.map(\.member))
+        stage.room.hook = TapHook(tap: tap)
+        let budget = budget(runSeed: runSeed)
+        result.budget = budget
+        let forger = BusyForger(
+            budget: budget,
+            seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/\(kind.rawValue)"),
+            reasons: reasons)
+        // The forger is no participant: it only injects, as a spoofer does.
+        var meter = Meter(attacker: -1)
+        var watch = BusyWatch(stage: stage)
+        let delay = stage.room.latency / 2
+        stage.run(until: runLimit) { stage in
+            let copies = tap.take()
+            watch.judge(stage, copies: copies)
+            for copy in copies {
+                let toVictim = stage.victims.contains {
+                    $0.member != copy.source && stage.room.address(of: $0.member) == copy.destination
+                }
+                guard toVictim, case .invite(let invite)? = try? Packet(datagram: copy.bytes),
+                    let forged = forger.answer(
+                        invite, from: copy.source, to: copy.destination, at: stage.room.now)
+                else { continue }
+                let number = stage.room.inject(
+                    forged.bytes, from: forged.source, to: forged.recipient, after: delay)
+                watch.inFlight.append((number, forged))
+                meter.countAttack(bytes: forged.bytes.count, at: stage.room.now)
+            }
+            meter.observe(stage)
+            return false
+        }
+        result.underAttack = exchangeTime(stage.victims, from: .zero)
+        result.exchangeRequired = result.baseline != nil
+        meter.fill(&result, stage: stage)
+        var forgery = watch.result
+        forgery.forged = forger.forged
+        forgery.unanswered = forger.unanswered
+        forgery.failures = stage.victims.reduce(0) { $0 + $1.ended.filter { $0.reason != .exchanged }.count }
+        result.forgedBusy = forgery
+        outcome.screens = stage.victims.map(describe)
+        if result.baseline != nil,
+            let breach = exchangeBreach(
+                result, stage: stage, who: "the pair", when: "under \(budget) forged BUSYs/s")
+        {
+            outcome.breaches.append(breach)
+        }
+        outcome.breaches += forgedBusyBreaches(forgery)
+        return finish(outcome, result: result, stage: stage)
+    }
+
+    /// What PROTOCOL.md says a forged BUSY does, broken: a back-off that is not the BUSY's own
+    /// (5: 0.5–1.5 s, no failure), more than three INVITEs for forged cookies in one invitation
+    /// (5, "Cookies"), a peer forgotten for BUSY(4) that its next BEACON does not bring back (5,
+    /// "Stale ids").
+    static func forgedBusyBreaches(_ forgery: ForgedBusyResult) -> [String] {
+        var breaches: [String] = []
+        if forgery.early > 0 {
+            breaches.append(
+                "\(forgery.early) re-invitations came sooner than the BUSY back-off after a forged BUSY")
+        }
+        if forgery.late > 0 {
+            breaches.append(
+                "\(forgery.late) re-invitations after a forged BUSY(1/2) came later than its back-off, as after a failure"
+            )
+        }
+        if let most = forgery.extraInvites.max(), most > cookieLimit {
+            breaches.append("forged BUSY(retry) cost \(most) extra INVITEs in one invitation")
+        }
+        if forgery.cookieStarved > 0 {
+            breaches.append(
+                "in \(forgery.cookieStarved) invitations the initiator refused the invitee's own BUSY(retry) after "
+                    + "\(cookieLimit) forged cookies, so the invitation could only time out")
+        }
+        if forgery.staleNotBack > 0 {
+            breaches.append(
+                "after a forged BUSY(4), the peer's next BEACON did not put it back (\(forgery.staleNotBack) times)"
+            )
+        }
+        return breaches
+    }
+}
+
+/// Follows, step by step, what each forged BUSY did at the initiator it reached.
+struct BusyWatch {
+    /// Forged BUSYs in flight: the datagram number of each and what it was.
+    var inFlight: [(number: UInt64, forged: BusyForger.Forged)] = []
+    private var counts = ForgedBusyResult()
+
+    /// What was seen so far.
+    var result: ForgedBusyResult {
+        var result = counts
+        result.extraInvites = retried.map(\.extra)
+        result.cookieStarved = retried.filter(\.starved).count
+        return result
+    }
+    private let members: [Int]
+    /// Per victim: how many of its events were read.
+    private var cursors: [Int]
+    /// Per victim: a forged BUSY(1/2) it took, until its next invitation: when, which session, and
+    /// whether something else could hold that invitation back meanwhile (a session of its own, or
+    /// the peer inviting it, busy in its BEACONs until that invitation ends).
+    private var awaitingInvite: [(at: Instant, sessionID: UInt64, intervened: Bool)?]
+    /// Per victim: a forged BUSY(4) it took, until the peer's next BEACON.
+    private var awaitingBeacon: [Instant?]
+    /// Per invitation that took a forged BUSY(retry): INVITEs sent in answer, the cookies its
+    /// INVITEs carried, and whether the invitee's own BUSY(retry) was then refused for the cap.
+    private var retried: [(sessionID: UInt64, extra: Int, carried: [[UInt8]], starved: Bool)] = []
+    /// The latest re-invitation the BUSY back-off explains, with a fresh half-open handshake of
+    /// ours (which holds invitations back for 500 ms) after it; a failure's back-off is 3.2 s or more.
+    private let window: Duration
+
+    init(stage: AttackStage) {
+        members = stage.victims.map(\.member)
+        cursors = members.map { stage.room.eventLog[$0].count }
+        awaitingInvite = members.map { _ in nil }
+        awaitingBeacon = members.map { _ in nil }
+        let timeouts = AttackStage.timeouts
+        window = timeouts.busyBackoff.upperBound + timeouts.handshakeRetransmit * 2 + .milliseconds(10)
+    }
+
+    /// Reads what the last step did: a forged BUSY delivered, a victim's new INVITE, the peer's
+    /// BEACON after a BUSY(4). `copies` are the victims' unicast of the step.
+    mutating func judge(_ stage: AttackStage, copies: [UnicastTap.Copy]) {
+        var events: [[DeviceEvent]] = []
+        for (index, member) in members.enumerated() {
+            let log = stage.room.eventLog[member]
+            events.append(Array(log[cursors[index]...]))
+            cursors[index] = log.count
+        }
+        for (index, list) in events.enumerated() {
+            for event in list {
+                switch event {
+                case .connecting(_, initiator: false), .secured:
+                    // A session of its own (its own invitation's `connecting` is the re-invitation).
+                    if awaitingInvite[index] != nil { awaitingInvite[index]?.intervened = true }
+                case .closed:
+                    awaitingInvite[index] = nil
+                    awaitingBeacon[index] = nil
+                default: break
+                }
+            }
+        }
+        if case .delivered(let copy)? = stage.lastStep {
+            if let position = inFlight.firstIndex(where: { $0.number == copy.number }) {
+                let forged = inFlight.remove(at: position).forged
+                if let index = members.firstIndex(of: forged.recipient) {
+                    delivered(forged, to: index, events: events[index], copies: copies, stage: stage)
+                }
+            } else if let source = copy.source, members.contains(source), !copy.multicast,
+                let index = members.firstIndex(of: copy.recipient),
+                case .busy(let busy)? = try? Packet(datagram: copy.bytes), busy.reason == .retry,
+                let position = retried.firstIndex(where: { $0.sessionID == busy.sessionID }),
+                !retried[position].carried.contains(busy.cookie),
+                events[index].contains(where: { event in
+                    if case .datagramRejected(let reason) = event {
+                        reason.code == .unexpectedMessage
+                    } else {
+                        false
+                    }
+                })
+            {
+                // The invitee's own cookie, never carried and refused: the forger's took the
+                // invitation's three.
+                retried[position].starved = true
+            } else if copy.multicast, let source = copy.source, members.contains(source),
+                let index = members.firstIndex(of: copy.recipient), let since = awaitingBeacon[index],
+                case .beacon? = try? Packet(datagram: copy.bytes)
+            {
+                awaitingBeacon[index] = nil
+                if peersSeen(stage, index) > 0 {
+                    counts.staleBack.append(stage.room.now - since)
+                } else {
+                    counts.staleNotBack += 1
+                }
+            }
+        }
+        for copy in copies {
+            guard let index = members.firstIndex(of: copy.source),
+                case .invite(let invite)? = try? Packet(datagram: copy.bytes)
+            else { continue }
+            if !invite.cookie.isEmpty,
+                let position = retried.firstIndex(where: { $0.sessionID == invite.sessionID }),
+                !retried[position].carried.contains(invite.cookie)
+            {
+                retried[position].carried.append(invite.cookie)
+            }
+            // The peer invites us: it is busy in its BEACONs (or we hold its fresh half-open
+            // handshake) until that invitation ends, which no BUSY of ours decides.
+            for other in members.indices where other != index && awaitingInvite[other] != nil {
+                awaitingInvite[other]?.intervened = true
+            }
+            if let waiting = awaitingInvite[index], invite.sessionID != waiting.sessionID {
+                awaitingInvite[index] = nil
+                let delay = stage.room.now - waiting.at
+                if delay < AttackStage.timeouts.busyBackoff.lowerBound {
+                    counts.early += 1
+                } else if !waiting.intervened {
+                    counts.reinvitations.append(delay)
+                    if delay > window { counts.late += 1 }
+                }
+            }
+        }
+    }
+
+    private mutating func delivered(
+        _ forged: BusyForger.Forged, to index: Int, events: [DeviceEvent], copies: [UnicastTap.Copy],
+        stage: AttackStage
+    ) {
+        let rejection = events.lazy.compactMap { event -> ProtocolError? in
+            if case .datagramRejected(let reason) = event { reason } else { nil }
+        }.first
+        guard rejection == nil else {
+            // A fresh cookie is dropped as unexpected only for the cap (a session past ACCEPT, or
+            // ended, is an unknown one).
+            if forged.reason == .retry, rejection?.code == .unexpectedMessage { counts.cookiesRefused += 1 }
+            return
+        }
+        counts.taken[BusyForger.index(forged.reason)] += 1
+        switch forged.reason {
+        case .inSession, .unavailable:
+            if events.contains(where: { if case .peerBusy = $0 { true } else { false } }) {
+                counts.refusalsShown += 1
+            }
+            awaitingInvite[index] = (stage.room.now, forged.sessionID, false)
+        case .retry:
+            let sent = copies.filter { copy in
+                guard copy.source == forged.recipient,
+                    case .invite(let invite)? = try? Packet(datagram: copy.bytes)
+                else { return false }
+                return invite.sessionID == forged.sessionID
+            }.count
+            let cookies = copies.compactMap { copy -> [UInt8]? in
+                guard copy.source == forged.recipient,
+                    case .invite(let invite)? = try? Packet(datagram: copy.bytes),
+                    invite.sessionID == forged.sessionID, !invite.cookie.isEmpty
+                else { return nil }
+                return invite.cookie
+            }
+            if let position = retried.firstIndex(where: { $0.sessionID == forged.sessionID }) {
+                retried[position].extra += sent
+                retried[position].carried += cookies.filter { !retried[position].carried.contains($0) }
+            } else {
+                retried.append((forged.sessionID, sent, cookies, false))
+            }
+        case .staleID:
+            if peersSeen(stage, index) == 0 { counts.staleForgotten += 1 }
+            awaitingBeacon[index] = stage.room.now
+        }
+    }
+
+    private func peersSeen(_ stage: AttackStage, _ index: Int) -> Int {
+        (stage.room.device(members[index]) as? Device)?.snapshot.peersSeen ?? 0
+    }
+}
+
+extension Availability {
+    /// The busy forger's notes over `forgeries`: what it forged and what was taken, the
+    /// re-invitations after BUSY(1/2), the INVITEs forged cookies cost, and BUSY(4)'s peers coming
+    /// back.
+    static func forgedBusyNotes(_ forgeries: [ForgedBusyResult]) -> [String] {
+        func sum(_ values: (ForgedBusyResult) -> Int) -> Int { forgeries.reduce(0) { $0 + values($1) } }
+        func byReason(_ values: (ForgedBusyResult) -> [Int]) -> String {
+            (0..<4).map { reason in "\(forgeries.reduce(0) { $0 + values($1)[reason] })" }.joined(
+                separator: "/")
+        }
+        var notes = [
+            "BUSY 1/2/3/4 forged \(byReason(\.forged)), taken \(byReason(\.taken)); INVITEs unanswered for the budget \(sum(\.unanswered))"
+        ]
+        let delays = forgeries.flatMap(\.reinvitations)
+        if let low = delays.min(), let high = delays.max() {
+            notes.append(
+                "after BUSY(1/2) re-invited in \(seconds(low))–\(seconds(high)) (\(delays.count) times; "
+                    + "sooner than the back-off \(sum(\.early)), later \(sum(\.late)))")
+        }
+        let extra = forgeries.flatMap(\.extraInvites)
+        if let most = extra.max() {
+            notes.append(
+                "forged cookies cost at most \(most) extra INVITEs an invitation (\(extra.reduce(0, +)) in "
+                    + "\(extra.count)), \(sum(\.cookiesRefused)) refused over the cap, the invitee's own refused in "
+                    + "\(sum(\.cookieStarved))")
+        }
+        let back = forgeries.flatMap(\.staleBack)
+        if sum(\.taken[3]) > 0 {
+            notes.append(
+                "BUSY(4): peer forgotten \(sum(\.staleForgotten)), back on its next BEACON \(back.count) "
+                    + (back.max().map { "(within \(seconds($0)))" } ?? "")
+                    + ", not back \(sum(\.staleNotBack))")
+        }
+        notes.append("sessions failed \(sum(\.failures))")
+        return notes
+    }
+}
