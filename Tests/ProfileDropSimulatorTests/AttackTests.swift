@@ -440,8 +440,11 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
             #expect((forgery.extraInvites.max() ?? 0) <= Availability.cookieLimit, "seed \(runSeed)")
             #expect(forgery.staleForgotten == forgery.taken[3])
             #expect(forgery.staleNotBack == 0, "seed \(runSeed)")
-            // Only the exchange time and the starved cookie can breach (a known issue).
-            #expect(Availability.forgedBusyBreaches(forgery).count == (forgery.cookieStarved > 0 ? 1 : 0))
+            // Forged cookies never make an invitation time out: the invitee's own, which comes after
+            // them, is carried by the next retransmission. Only the exchange time can breach (the
+            // known issue: BUSY(1/2/4) end the invitations they race).
+            #expect(forgery.cookieStarved == 0, "seed \(runSeed)")
+            #expect(Availability.forgedBusyBreaches(forgery).isEmpty, "seed \(runSeed)")
             for reason in 0..<4 {
                 total.forged[reason] += forgery.forged[reason]
                 total.taken[reason] += forgery.taken[reason]

@@ -35,9 +35,11 @@ extension HandshakingState {
     }
 
     /// BUSY(retry) from the invitee (initiator): send the INVITE again at once carrying `cookie`, and
-    /// keep it in every later retransmission. The same cookie again, or more than
-    /// ``HalfOpenHandshakes/cookieRetries`` new ones in one invitation, are dropped, so forged
-    /// BUSY(retry)s cannot make us send more than a few extra INVITEs.
+    /// keep it in every later retransmission. The same cookie again is dropped. Past
+    /// ``HalfOpenHandshakes/cookieRetries`` new ones in one invitation, a new cookie sends nothing
+    /// at once but still replaces the kept one, for the next retransmission: forged BUSY(retry)s
+    /// cannot make us send more than a few extra INVITEs, nor crowd out the invitee's own cookie,
+    /// which comes after them.
     mutating func retry(with cookie: [UInt8], to peerAddress: PeerAddress, context: inout SessionContext)
         throws(ProtocolError)
     {
@@ -50,9 +52,10 @@ extension HandshakingState {
             throw ProtocolError(.unexpectedMessage, "BUSY(retry) repeats the cookie our INVITE carries")
         }
         guard cookieRetries < HalfOpenHandshakes.cookieRetries else {
-            throw ProtocolError(
-                .unexpectedMessage,
-                "more than \(HalfOpenHandshakes.cookieRetries) BUSY(retry) in one invitation")
+            invite.cookie = cookie
+            self.invite = invite
+            lastDatagram = Packet.invite(invite).encoded()
+            return
         }
         cookieRetries += 1
         resent = true

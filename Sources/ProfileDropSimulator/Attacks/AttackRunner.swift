@@ -188,8 +188,8 @@ public enum Attacks {
         guard pendingFixKinds.contains(kind) else { return nil }
         switch kind {
         case .busyForger:
-            return "three forged cookies make the initiator refuse the invitee's own BUSY(retry), and the "
-                + "invitation times out (PROTOCOL.md 5, Cookies; 11.4, BUSY)"
+            return "a forged BUSY(1/2/4) ends each invitation it races, so the pair can take more than twice "
+                + "its no-attack time (PROTOCOL.md 11.6 item 3)"
         default: return "unknown"
         }
     }

@@ -22,10 +22,12 @@ public struct ForgedBusyResult: Sendable {
     public var late = 0
     /// INVITEs the initiator sent in answer to forged BUSY(retry), per invitation that took one.
     public var extraInvites: [Int] = []
-    /// Forged BUSY(retry) dropped because the invitation had taken its three cookies.
+    /// Forged BUSY(retry) taken past the invitation's three cookies: no INVITE at once, the cookie
+    /// kept for the next retransmission.
     public var cookiesRefused = 0
-    /// Invitations whose last INVITEs carried a forged cookie and that got no ACCEPT: the forger
-    /// used up the cookies the invitee's own BUSY(retry) needed.
+    /// Invitations that ran out as `timeout: handshake`: forged BUSYs must not make one fail (a
+    /// forged cookie past the three is kept for the next retransmission, so the invitee's own,
+    /// which comes after it, is carried).
     public var cookieStarved = 0
     /// BUSY(4) taken after which the initiator's table no longer held the peer.
     public var staleForgotten = 0
@@ -182,6 +184,9 @@ extension Availability {
         forgery.forged = forger.forged
         forgery.unanswered = forger.unanswered
         forgery.failures = stage.victims.reduce(0) { $0 + $1.ended.filter { $0.reason != .exchanged }.count }
+        forgery.cookieStarved = stage.victims.reduce(0) { total, victim in
+            total + victim.ended.filter { $0.reason == .timeout(.handshake) }.count
+        }
         result.forgedBusy = forgery
         outcome.screens = stage.victims.map(describe)
         if result.baseline != nil,
@@ -214,8 +219,7 @@ extension Availability {
         }
         if forgery.cookieStarved > 0 {
             breaches.append(
-                "in \(forgery.cookieStarved) invitations the initiator refused the invitee's own BUSY(retry) after "
-                    + "\(cookieLimit) forged cookies, so the invitation could only time out")
+                "\(forgery.cookieStarved) invitations ran out as timeout: handshake under forged BUSYs")
         }
         if forgery.staleNotBack > 0 {
             breaches.append(
@@ -236,7 +240,6 @@ struct BusyWatch {
     var result: ForgedBusyResult {
         var result = counts
         result.extraInvites = retried.map(\.extra)
-        result.cookieStarved = retried.filter(\.starved).count
         return result
     }
     private let members: [Int]
@@ -248,9 +251,9 @@ struct BusyWatch {
     private var awaitingInvite: [(at: Instant, sessionID: UInt64, intervened: Bool)?]
     /// Per victim: a forged BUSY(4) it took, until the peer's next BEACON.
     private var awaitingBeacon: [Instant?]
-    /// Per invitation that took a forged BUSY(retry): INVITEs sent in answer, the cookies its
-    /// INVITEs carried, and whether the invitee's own BUSY(retry) was then refused for the cap.
-    private var retried: [(sessionID: UInt64, extra: Int, carried: [[UInt8]], starved: Bool)] = []
+    /// Per invitation that took a forged BUSY(retry): INVITEs sent in answer, and the cookies its
+    /// INVITEs carried.
+    private var retried: [(sessionID: UInt64, extra: Int, carried: [[UInt8]])] = []
     /// The latest re-invitation the BUSY back-off explains, with a fresh half-open handshake of
     /// ours (which holds invitations back for 500 ms) after it; a failure's back-off is 3.2 s or more.
     private let window: Duration
@@ -292,22 +295,6 @@ struct BusyWatch {
                 if let index = members.firstIndex(of: forged.recipient) {
                     delivered(forged, to: index, events: events[index], copies: copies, stage: stage)
                 }
-            } else if let source = copy.source, members.contains(source), !copy.multicast,
-                let index = members.firstIndex(of: copy.recipient),
-                case .busy(let busy)? = try? Packet(datagram: copy.bytes), busy.reason == .retry,
-                let position = retried.firstIndex(where: { $0.sessionID == busy.sessionID }),
-                !retried[position].carried.contains(busy.cookie),
-                events[index].contains(where: { event in
-                    if case .datagramRejected(let reason) = event {
-                        reason.code == .unexpectedMessage
-                    } else {
-                        false
-                    }
-                })
-            {
-                // The invitee's own cookie, never carried and refused: the forger's took the
-                // invitation's three.
-                retried[position].starved = true
             } else if copy.multicast, let source = copy.source, members.contains(source),
                 let index = members.firstIndex(of: copy.recipient), let since = awaitingBeacon[index],
                 case .beacon? = try? Packet(datagram: copy.bytes)
@@ -355,12 +342,7 @@ struct BusyWatch {
         let rejection = events.lazy.compactMap { event -> ProtocolError? in
             if case .datagramRejected(let reason) = event { reason } else { nil }
         }.first
-        guard rejection == nil else {
-            // A fresh cookie is dropped as unexpected only for the cap (a session past ACCEPT, or
-            // ended, is an unknown one).
-            if forged.reason == .retry, rejection?.code == .unexpectedMessage { counts.cookiesRefused += 1 }
-            return
-        }
+        guard rejection == nil else { return }
         counts.taken[BusyForger.index(forged.reason)] += 1
         switch forged.reason {
         case .inSession, .unavailable:
@@ -382,11 +364,13 @@ struct BusyWatch {
                 else { return nil }
                 return invite.cookie
             }
+            // Past the cap a cookie sends nothing at once; it is kept for the next retransmission.
+            if sent == 0 { counts.cookiesRefused += 1 }
             if let position = retried.firstIndex(where: { $0.sessionID == forged.sessionID }) {
                 retried[position].extra += sent
                 retried[position].carried += cookies.filter { !retried[position].carried.contains($0) }
             } else {
-                retried.append((forged.sessionID, sent, cookies, false))
+                retried.append((forged.sessionID, sent, cookies))
             }
         case .staleID:
             if peersSeen(stage, index) == 0 { counts.staleForgotten += 1 }
@@ -422,7 +406,7 @@ extension Availability {
         if let most = extra.max() {
             notes.append(
                 "forged cookies cost at most \(most) extra INVITEs an invitation (\(extra.reduce(0, +)) in "
-                    + "\(extra.count)), \(sum(\.cookiesRefused)) refused over the cap, the invitee's own refused in "
+                    + "\(extra.count)), \(sum(\.cookiesRefused)) past the cap kept for the next retransmission, invitations timed out "
                     + "\(sum(\.cookieStarved))")
         }
         let back = forgeries.flatMap(\.staleBack)
