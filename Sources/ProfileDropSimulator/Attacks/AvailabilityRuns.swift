@@ -192,14 +192,7 @@ enum Availability {
         var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: .careless)
         var result = AvailabilityResult()
         let pair = VictimPair(runSeed: runSeed)
-        var calm = AttackStage(users: .careless, victimsKnown: false)
-        pair.addVictims(to: &calm, phase: "availability")
-        calm.run(until: runLimit) { _ in false }
-        result.baseline = exchangeTime(calm.victims, from: .zero)
-        if result.baseline == nil {
-            outcome.problems.append(
-                "setup: the pair did not exchange without the attacker, so nothing was measured")
-        }
+        result.baseline = calmExchangeTime(of: pair, outcome: &outcome)
 
         var stage = AttackStage(users: .careless, victimsKnown: false)
         pair.addVictims(to: &stage, phase: "availability")
@@ -393,6 +386,20 @@ enum Availability {
     }
 
     // MARK: - Measuring
+
+    /// The pair's time to exchange in the same room and seed without any attacker, what an attack
+    /// is timed against; nil, noted in `outcome` as a failed setup, when it did not exchange.
+    static func calmExchangeTime(of pair: VictimPair, outcome: inout AttackOutcome) -> Duration? {
+        var calm = AttackStage(users: .careless, victimsKnown: false)
+        pair.addVictims(to: &calm, phase: "availability")
+        calm.run(until: runLimit) { _ in false }
+        let time = exchangeTime(calm.victims, from: .zero)
+        if time == nil {
+            outcome.problems.append(
+                "setup: the pair did not exchange without the attacker, so nothing was measured")
+        }
+        return time
+    }
 
     /// When every device on `screens` closed as exchanged, counted from `start`; nil if one did not.
     static func exchangeTime(_ screens: [VictimScreen], from start: Instant) -> Duration? {

@@ -135,14 +135,7 @@ extension Availability {
         var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: .careless)
         var result = AvailabilityResult()
         let pair = VictimPair(runSeed: runSeed)
-        var calm = AttackStage(users: .careless, victimsKnown: false)
-        pair.addVictims(to: &calm, phase: "availability")
-        calm.run(until: runLimit) { _ in false }
-        result.baseline = exchangeTime(calm.victims, from: .zero)
-        if result.baseline == nil {
-            outcome.problems.append(
-                "setup: the pair did not exchange without the attacker, so nothing was measured")
-        }
+        result.baseline = calmExchangeTime(of: pair, outcome: &outcome)
 
         var stage = AttackStage(users: .careless, victimsKnown: false)
         pair.addVictims(to: &stage, phase: "availability")
