@@ -443,7 +443,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
             // Forged cookies never make an invitation time out: the invitee's own, which comes after
             // them, is carried by the next retransmission. Only the exchange time can breach (the
             // known issue: BUSY(1/2/4) end the invitations they race).
-            #expect(forgery.cookieStarved == 0, "seed \(runSeed)")
+            #expect(forgery.invitationsTimedOut == 0, "seed \(runSeed)")
             #expect(Availability.forgedBusyBreaches(forgery).isEmpty, "seed \(runSeed)")
             for reason in 0..<4 {
                 total.forged[reason] += forgery.forged[reason]
@@ -451,7 +451,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
             }
             total.reinvitations += forgery.reinvitations
             total.extraInvites += forgery.extraInvites
-            total.cookiesRefused += forgery.cookiesRefused
+            total.cookiesPastCap += forgery.cookiesPastCap
             total.staleBack += forgery.staleBack
         }
         // Every reason was forged and taken; the checks above were exercised.
@@ -459,7 +459,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         #expect(!total.reinvitations.isEmpty)
         let backoff = AttackStage.timeouts.busyBackoff
         #expect(total.reinvitations.allSatisfy { backoff.contains($0) }, "\(total.reinvitations)")
-        #expect(total.extraInvites.max() == Availability.cookieLimit && total.cookiesRefused > 0)
+        #expect(total.extraInvites.max() == Availability.cookieLimit && total.cookiesPastCap > 0)
         // The next BEACON comes within one interval at rest: 4 s ± 10 %.
         #expect(!total.staleBack.isEmpty && total.staleBack.allSatisfy { $0 <= .milliseconds(4_400) })
     }
@@ -471,7 +471,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
             let outcome = Availability.busyForgerRun(runSeed: runSeed, reasons: [.retry])
             let forgery = outcome.availability?.forgedBusy
             #expect((forgery?.extraInvites.max() ?? 99) <= Availability.cookieLimit)
-            #expect(forgery?.cookieStarved == 0)
+            #expect(forgery?.invitationsTimedOut == 0)
             #expect(outcome.breaches.isEmpty, "\(outcome.breaches)")
         }
     }
@@ -486,7 +486,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         for runSeed: UInt64 in [1, 2, 3, 4] {
             let outcome = Attacks.runOne(runSeed: runSeed, kind: .busyForger, users: .careless)
             unlessPending(.busyForger) {
-                #expect(outcome.availability?.forgedBusy?.cookieStarved == 0, "seed \(runSeed)")
+                #expect(outcome.availability?.forgedBusy?.invitationsTimedOut == 0, "seed \(runSeed)")
                 #expect(outcome.breaches.isEmpty, "seed \(runSeed): \(outcome.breaches)")
             }
         }

@@ -189,13 +189,8 @@ enum Availability {
     private static func cleartextRun(runSeed: UInt64, kind: AttackKind, behaviour: CleartextBehaviour)
         -> AttackOutcome
     {
-        var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: .careless)
-        var result = AvailabilityResult()
         let pair = VictimPair(runSeed: runSeed)
-        result.baseline = calmExchangeTime(of: pair, outcome: &outcome)
-
-        var stage = AttackStage(users: .careless, victimsKnown: false)
-        pair.addVictims(to: &stage, phase: "availability")
+        var (outcome, result, stage) = startPairRun(pair, runSeed: runSeed, kind: kind)
         let budget = budget(runSeed: runSeed)
         result.budget = budget
         let attacker = CleartextAttacker(
@@ -387,18 +382,26 @@ enum Availability {
 
     // MARK: - Measuring
 
-    /// The pair's time to exchange in the same room and seed without any attacker, what an attack
-    /// is timed against; nil, noted in `outcome` as a failed setup, when it did not exchange.
-    static func calmExchangeTime(of pair: VictimPair, outcome: inout AttackOutcome) -> Duration? {
+    /// The start of a run of `kind` against `pair`, whose careless users share at once: the outcome
+    /// to fill; the result, timed against the pair's exchange in the same room and seed without any
+    /// attacker (a failed setup noted in the outcome when there was none); and the stage with the
+    /// pair, for the attacker to join.
+    static func startPairRun(_ pair: VictimPair, runSeed: UInt64, kind: AttackKind) -> (
+        outcome: AttackOutcome, result: AvailabilityResult, stage: AttackStage
+    ) {
+        var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: .careless)
+        var result = AvailabilityResult()
         var calm = AttackStage(users: .careless, victimsKnown: false)
         pair.addVictims(to: &calm, phase: "availability")
         calm.run(until: runLimit) { _ in false }
-        let time = exchangeTime(calm.victims, from: .zero)
-        if time == nil {
+        result.baseline = exchangeTime(calm.victims, from: .zero)
+        if result.baseline == nil {
             outcome.problems.append(
                 "setup: the pair did not exchange without the attacker, so nothing was measured")
         }
-        return time
+        var stage = AttackStage(users: .careless, victimsKnown: false)
+        pair.addVictims(to: &stage, phase: "availability")
+        return (outcome, result, stage)
     }
 
     /// When every device on `screens` closed as exchanged, counted from `start`; nil if one did not.
@@ -458,11 +461,30 @@ enum Availability {
         }
     }
 
+    /// Datagrams in the current whole second of the run, the seconds an attacker's budget and its
+    /// meter count by.
+    struct SecondCounter {
+        private var second: Int64 = -1
+        /// Datagrams counted in the current second.
+        private(set) var count = 0
+
+        /// Moves to the second of `time`, starting it at zero if it is a new one.
+        mutating func enter(_ time: Instant) {
+            let current = (time - .zero).components.seconds
+            if current != second {
+                second = current
+                count = 0
+            }
+        }
+
+        /// Counts one datagram in the current second.
+        mutating func add() { count += 1 }
+    }
+
     /// What the attacker sent and the victims held, step by step.
     struct Meter {
         let attacker: Int
-        private var second: Int64 = -1
-        private var inSecond = 0
+        private var thisSecond = SecondCounter()
         private(set) var peakRate = 0
         private(set) var attackerBytes = 0
         private(set) var bytesToNowhere = 0
@@ -474,13 +496,9 @@ enum Availability {
         /// One datagram of the attacker's, sent at `time`.
         mutating func countAttack(bytes: Int, at time: Instant) {
             attackerBytes += bytes
-            let current = (time - .zero).components.seconds
-            if current != second {
-                second = current
-                inSecond = 0
-            }
-            inSecond += 1
-            peakRate = max(peakRate, inSecond)
+            thisSecond.enter(time)
+            thisSecond.add()
+            peakRate = max(peakRate, thisSecond.count)
         }
 
         /// Reads what the stage's last step did: the attacker's sends, the victims' sends to nobody,

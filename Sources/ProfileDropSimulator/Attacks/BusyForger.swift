@@ -24,11 +24,11 @@ public struct ForgedBusyResult: Sendable {
     public var extraInvites: [Int] = []
     /// Forged BUSY(retry) taken past the invitation's three cookies: no INVITE at once, the cookie
     /// kept for the next retransmission.
-    public var cookiesRefused = 0
+    public var cookiesPastCap = 0
     /// Invitations that ran out as `timeout: handshake`: forged BUSYs must not make one fail (a
     /// forged cookie past the three is kept for the next retransmission, so the invitee's own,
     /// which comes after it, is carried).
-    public var cookieStarved = 0
+    public var invitationsTimedOut = 0
     /// BUSY(4) taken after which the initiator's table no longer held the peer.
     public var staleForgotten = 0
     /// From a BUSY(4) taken to the peer's next BEACON at the initiator, when that BEACON put it back.
@@ -70,8 +70,7 @@ final class BusyForger {
     private var turn: Int
     /// Each invitation seen and its reason.
     private var invitations: [(sessionID: UInt64, reason: BusyReason)] = []
-    private var second: Int64 = -1
-    private var inSecond = 0
+    private var thisSecond = Availability.SecondCounter()
     private(set) var forged = [0, 0, 0, 0]
     private(set) var unanswered = 0
 
@@ -102,16 +101,12 @@ final class BusyForger {
             turn += 1
             invitations.append((invite.sessionID, reason))
         }
-        let current = (time - .zero).components.seconds
-        if current != second {
-            second = current
-            inSecond = 0
-        }
-        guard inSecond < budget else {
+        thisSecond.enter(time)
+        guard thisSecond.count < budget else {
             unanswered += 1
             return nil
         }
-        inSecond += 1
+        thisSecond.add()
         forged[Self.index(reason)] += 1
         let busy = Busy(
             sessionID: invite.sessionID, sender: invite.receiver, receiver: invite.sender, reason: reason,
@@ -132,13 +127,8 @@ extension Availability {
     static func busyForgerRun(runSeed: UInt64, reasons: [BusyReason] = BusyForger.allReasons) -> AttackOutcome
     {
         let kind = AttackKind.busyForger
-        var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: .careless)
-        var result = AvailabilityResult()
         let pair = VictimPair(runSeed: runSeed)
-        result.baseline = calmExchangeTime(of: pair, outcome: &outcome)
-
-        var stage = AttackStage(users: .careless, victimsKnown: false)
-        pair.addVictims(to: &stage, phase: "availability")
+        var (outcome, result, stage) = startPairRun(pair, runSeed: runSeed, kind: kind)
         let tap = UnicastTap(victims: stage.victims.map(\.member))
         stage.room.hook = TapHook(tap: tap)
         let budget = budget(runSeed: runSeed)
@@ -177,7 +167,7 @@ extension Availability {
         forgery.forged = forger.forged
         forgery.unanswered = forger.unanswered
         forgery.failures = stage.victims.reduce(0) { $0 + $1.ended.filter { $0.reason != .exchanged }.count }
-        forgery.cookieStarved = stage.victims.reduce(0) { total, victim in
+        forgery.invitationsTimedOut = stage.victims.reduce(0) { total, victim in
             total + victim.ended.filter { $0.reason == .timeout(.handshake) }.count
         }
         result.forgedBusy = forgery
@@ -210,9 +200,9 @@ extension Availability {
         if let most = forgery.extraInvites.max(), most > cookieLimit {
             breaches.append("forged BUSY(retry) cost \(most) extra INVITEs in one invitation")
         }
-        if forgery.cookieStarved > 0 {
+        if forgery.invitationsTimedOut > 0 {
             breaches.append(
-                "\(forgery.cookieStarved) invitations ran out as timeout: handshake under forged BUSYs")
+                "\(forgery.invitationsTimedOut) invitations ran out as timeout: handshake under forged BUSYs")
         }
         if forgery.staleNotBack > 0 {
             breaches.append(
@@ -244,9 +234,8 @@ struct BusyWatch {
     private var awaitingInvite: [(at: Instant, sessionID: UInt64, intervened: Bool)?]
     /// Per victim: a forged BUSY(4) it took, until the peer's next BEACON.
     private var awaitingBeacon: [Instant?]
-    /// Per invitation that took a forged BUSY(retry): INVITEs sent in answer, and the cookies its
-    /// INVITEs carried.
-    private var retried: [(sessionID: UInt64, extra: Int, carried: [[UInt8]])] = []
+    /// Per invitation that took a forged BUSY(retry): the INVITEs sent in answer.
+    private var retried: [(sessionID: UInt64, extra: Int)] = []
     /// The latest re-invitation the BUSY back-off explains, with a fresh half-open handshake of
     /// ours (which holds invitations back for 500 ms) after it; a failure's back-off is 3.2 s or more.
     private let window: Duration
@@ -304,12 +293,6 @@ struct BusyWatch {
             guard let index = members.firstIndex(of: copy.source),
                 case .invite(let invite)? = try? Packet(datagram: copy.bytes)
             else { continue }
-            if !invite.cookie.isEmpty,
-                let position = retried.firstIndex(where: { $0.sessionID == invite.sessionID }),
-                !retried[position].carried.contains(invite.cookie)
-            {
-                retried[position].carried.append(invite.cookie)
-            }
             // The peer invites us: it is busy in its BEACONs (or we hold its fresh half-open
             // handshake) until that invitation ends, which no BUSY of ours decides.
             for other in members.indices where other != index && awaitingInvite[other] != nil {
@@ -350,20 +333,12 @@ struct BusyWatch {
                 else { return false }
                 return invite.sessionID == forged.sessionID
             }.count
-            let cookies = copies.compactMap { copy -> [UInt8]? in
-                guard copy.source == forged.recipient,
-                    case .invite(let invite)? = try? Packet(datagram: copy.bytes),
-                    invite.sessionID == forged.sessionID, !invite.cookie.isEmpty
-                else { return nil }
-                return invite.cookie
-            }
             // Past the cap a cookie sends nothing at once; it is kept for the next retransmission.
-            if sent == 0 { counts.cookiesRefused += 1 }
+            if sent == 0 { counts.cookiesPastCap += 1 }
             if let position = retried.firstIndex(where: { $0.sessionID == forged.sessionID }) {
                 retried[position].extra += sent
-                retried[position].carried += cookies.filter { !retried[position].carried.contains($0) }
             } else {
-                retried.append((forged.sessionID, sent, cookies))
+                retried.append((forged.sessionID, sent))
             }
         case .staleID:
             if peersSeen(stage, index) == 0 { counts.staleForgotten += 1 }
@@ -399,8 +374,8 @@ extension Availability {
         if let most = extra.max() {
             notes.append(
                 "forged cookies cost at most \(most) extra INVITEs an invitation (\(extra.reduce(0, +)) in "
-                    + "\(extra.count)), \(sum(\.cookiesRefused)) past the cap kept for the next retransmission, invitations timed out "
-                    + "\(sum(\.cookieStarved))")
+                    + "\(extra.count)), \(sum(\.cookiesPastCap)) past the cap kept for the next retransmission, invitations timed out "
+                    + "\(sum(\.invitationsTimedOut))")
         }
         let back = forgeries.flatMap(\.staleBack)
         if sum(\.taken[3]) > 0 {
