@@ -79,6 +79,21 @@ extension ScriptedPeerRun {
     static func isSecured(_ event: DeviceEvent) -> Bool { if case .secured = event { true } else { false } }
 }
 
+extension ScriptedPeerRun {
+    /// Injects `frames` from the peer, runs until the first session ends, and expects it to end
+    /// by the peer's broken rule `code` (``expectProtocolError(_:_:_:sourceLocation:)``).
+    @discardableResult
+    mutating func endsInError(
+        afterInjecting frames: [Frame], _ code: ProtocolError.Code,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> (time: Instant, reason: CloseReason) {
+        inject(frames)
+        let ended = try firstSessionEnd()
+        expectProtocolError(self, ended, code, sourceLocation: sourceLocation)
+        return ended
+    }
+}
+
 /// What a session ended by the peer's broken rule must show: the error's code as the local reason,
 /// CLOSE(error, code) at the peer, and no card delivered.
 func expectProtocolError(
@@ -112,9 +127,7 @@ func expectProtocolError(
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
         run.run(until: .zero + .seconds(20)) { $0.peer.peerCommitment != nil }
         let commitment = try #require(run.peer.peerCommitment)
-        run.inject([.commit(commitment)])
-        let ended = try run.firstSessionEnd()
-        expectProtocolError(run, ended, .unexpectedMessage)
+        try run.endsInError(afterInjecting: [.commit(commitment)], .unexpectedMessage)
         #expect(run.interruptions.isEmpty)
         #expect(run.shownCodes.isEmpty)
     }
@@ -125,9 +138,9 @@ func expectProtocolError(
         run.run(until: .zero + .seconds(20)) { $0.peer.sawPeerIdent }
         #expect(run.device.stage == .ranging)
         #expect(run.peer.peerCommitment == nil)
-        run.inject([.nonce(Array(repeating: 0x4E, count: VerificationCode.nonceLength))])
-        let ended = try run.firstSessionEnd()
-        expectProtocolError(run, ended, .unexpectedMessage)
+        try run.endsInError(
+            afterInjecting: [.nonce(Array(repeating: 0x4E, count: VerificationCode.nonceLength))],
+            .unexpectedMessage)
         #expect(run.interruptions.isEmpty)
         #expect(run.shownCodes.isEmpty)
     }
@@ -139,9 +152,7 @@ func expectProtocolError(
         run.run(until: .zero + .seconds(20)) { $0.peer.code != nil }
         let code = try #require(run.peer.code)
         let nonce = try #require(run.peer.nonce)
-        run.inject([.reveal(nonce)])
-        let ended = try run.firstSessionEnd()
-        expectProtocolError(run, ended, .unexpectedMessage)
+        let ended = try run.endsInError(afterInjecting: [.reveal(nonce)], .unexpectedMessage)
         #expect(run.shownCodes == [code])
         #expect(run.interruptions.map(\.code) == [code])
         #expect(run.interruptions.map(\.reason) == [ended.reason])
@@ -154,9 +165,7 @@ func expectProtocolError(
         let code = try #require(run.peer.code)
         var other = try #require(run.peer.nonce)
         other[0] ^= 0xFF
-        run.inject([.nonce(other)])
-        let ended = try run.firstSessionEnd()
-        expectProtocolError(run, ended, .unexpectedMessage)
+        try run.endsInError(afterInjecting: [.nonce(other)], .unexpectedMessage)
         #expect(run.interruptions.map(\.code) == [code])
     }
 
@@ -183,9 +192,9 @@ func expectProtocolError(
         run.peer.withheld = .reveal
         run.run(until: .zero + .seconds(20)) { $0.peer.peerNonce != nil }
         #expect(run.peer.peerNonce != nil)
-        run.inject([.reveal(Array(repeating: 0x52, count: VerificationCode.nonceLength))])
-        let ended = try run.firstSessionEnd()
-        expectProtocolError(run, ended, .commitmentMismatch)
+        let ended = try run.endsInError(
+            afterInjecting: [.reveal(Array(repeating: 0x52, count: VerificationCode.nonceLength))],
+            .commitmentMismatch)
         #expect(run.shownCodes.isEmpty)
         #expect(run.interruptions.count == 1)
         #expect(run.interruptions.first?.code == nil)
@@ -232,9 +241,9 @@ func expectProtocolError(
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration(), peerInvites: false)
         run.run(until: .zero + .seconds(20)) { $0.peer.sawPeerIdent }
         #expect(run.peer.isSecured)
-        run.inject([.nonce(Array(repeating: 0x4E, count: VerificationCode.nonceLength))])
-        let ended = try run.firstSessionEnd()
-        expectProtocolError(run, ended, .unexpectedMessage)
+        try run.endsInError(
+            afterInjecting: [.nonce(Array(repeating: 0x4E, count: VerificationCode.nonceLength))],
+            .unexpectedMessage)
         #expect(run.interruptions.isEmpty)
     }
 
@@ -243,9 +252,9 @@ func expectProtocolError(
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration(), peerInvites: false)
         run.run(until: .zero + .seconds(20)) { $0.peer.sawPeerIdent }
         #expect(run.device.stage == .ranging)
-        run.inject([.reveal(Array(repeating: 0x52, count: VerificationCode.nonceLength))])
-        let ended = try run.firstSessionEnd()
-        expectProtocolError(run, ended, .unexpectedMessage)
+        try run.endsInError(
+            afterInjecting: [.reveal(Array(repeating: 0x52, count: VerificationCode.nonceLength))],
+            .unexpectedMessage)
         #expect(run.interruptions.isEmpty)
     }
 
@@ -256,9 +265,7 @@ func expectProtocolError(
         run.run(until: .zero + .seconds(20)) { $0.peer.peerNonce != nil }
         var other = try #require(run.peer.commitment)
         other[0] ^= 0xFF
-        run.inject([.commit(other)])
-        let ended = try run.firstSessionEnd()
-        expectProtocolError(run, ended, .unexpectedMessage)
+        try run.endsInError(afterInjecting: [.commit(other)], .unexpectedMessage)
         #expect(run.interruptions.count == 1 && run.interruptions.first?.code == nil)
     }
 }
@@ -271,9 +278,7 @@ func expectProtocolError(
         run.run(until: .zero + .seconds(20)) { $0.peer.peerReceipts.contains(.ident) }
         var other = run.peer.ident
         other[0] ^= 0xFF
-        run.inject([.ident(other)])
-        let ended = try run.firstSessionEnd()
-        expectProtocolError(run, ended, .unexpectedMessage)
+        try run.endsInError(afterInjecting: [.ident(other)], .unexpectedMessage)
     }
 
     /// A PROOF before the sender's IDENT: CLOSE(error 17).
@@ -281,9 +286,8 @@ func expectProtocolError(
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
         run.peer.withheld = .ident
         run.run(until: .zero + .seconds(20)) { $0.peer.sawPeerIdent }
-        run.inject([.proof(Array(repeating: 0x50, count: 32))])
-        let ended = try run.firstSessionEnd()
-        expectProtocolError(run, ended, .unexpectedMessage)
+        try run.endsInError(
+            afterInjecting: [.proof(Array(repeating: 0x50, count: 32))], .unexpectedMessage)
     }
 }
 
@@ -324,9 +328,7 @@ func expectProtocolError(
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
         run.peer.withheld = .chunks
         run.run(until: .zero + .seconds(20)) { $0.peer.peerReceipts.contains(.consent) }
-        run.inject([.consent(.receiveOnly, nil)])
-        let ended = try run.firstSessionEnd()
-        expectProtocolError(run, ended, .unexpectedMessage)
+        try run.endsInError(afterInjecting: [.consent(.receiveOnly, nil)], .unexpectedMessage)
     }
 }
 
@@ -471,9 +473,8 @@ func expectProtocolError(
     @Test func aSecondDifferentTokenIsATokenMismatch() throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
         run.run(until: .zero + .seconds(20)) { $0.peer.peerReceipts.contains(.token) }
-        run.inject([.token(DiscoveryToken(Array(0x10..<0x20)))])
-        let ended = try run.firstSessionEnd()
-        expectProtocolError(run, ended, .tokenMismatch)
+        try run.endsInError(
+            afterInjecting: [.token(DiscoveryToken(Array(0x10..<0x20)))], .tokenMismatch)
     }
 
     /// A RANGING whose token is not the peer's TOKEN: CLOSE(error 13), even with a sequence never
@@ -483,9 +484,7 @@ func expectProtocolError(
         run.run(until: .zero + .seconds(20)) { $0.peer.peerReceipts.contains(.token) }
         let ranging = RangingFrame(
             sequence: 1_000, pose: run.peer.pose, token: DiscoveryToken(Array(0x10..<0x20)))
-        run.inject([.ranging(ranging)])
-        let ended = try run.firstSessionEnd()
-        expectProtocolError(run, ended, .tokenMismatch)
+        try run.endsInError(afterInjecting: [.ranging(ranging)], .tokenMismatch)
     }
 
     /// A peer 30 cm away that claims IN_RANGE(1) from its fourth round on: our own gate never opens,
@@ -591,9 +590,9 @@ func expectProtocolError(
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
         run.run(until: .zero + .seconds(20)) { $0.peer.code != nil }
         #expect(run.peer.peerReceipts.contains(.consent) == false)
-        run.inject([.bond(resolvingKey: run.peer.ident, share: Array(repeating: 0xB0, count: 32))])
-        let ended = try run.firstSessionEnd()
-        expectProtocolError(run, ended, .unexpectedMessage)
+        let ended = try run.endsInError(
+            afterInjecting: [.bond(resolvingKey: run.peer.ident, share: Array(repeating: 0xB0, count: 32))],
+            .unexpectedMessage)
         #expect(run.interruptions.map(\.reason) == [ended.reason])
     }
 
@@ -622,9 +621,9 @@ func expectProtocolError(
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
         run.peer.withheld = .acknowledgements
         run.run(until: .zero + .seconds(20)) { $0.time(of: ScriptedPeerRun.isExchanging) != nil }
-        run.inject([.cardAck(digest: Array(repeating: 0xDD, count: WireConstants.digestLength))])
-        let ended = try run.firstSessionEnd()
-        expectProtocolError(run, ended, .cardDigestMismatch)
+        try run.endsInError(
+            afterInjecting: [.cardAck(digest: Array(repeating: 0xDD, count: WireConstants.digestLength))],
+            .cardDigestMismatch)
         #expect(run.acknowledgedAt == nil)
     }
 
