@@ -84,7 +84,7 @@ import Testing
     }
 
     /// BUSY is believed only from the address we invited: a forged one from anywhere else is
-    /// dropped and the invitation goes on; the invitee's own ends it.
+    /// dropped and the invitation goes on; the invitee's own ends it once its hold is over.
     @Test func busyFromAnotherAddressIsDropped() throws {
         var (lone, invite) = try Self.invited()
         let busy = Packet.busy(
@@ -95,8 +95,86 @@ import Testing
         #expect(lone.device.counters.rejected(.unexpectedMessage) == 1)
         #expect(lone.device.stage == .connecting && !lone.events.contains(where: Self.isBusyEvent))
         lone.deliver(busy, from: Self.ghost, at: lone.device.now + .milliseconds(1))
+        #expect(lone.device.stage == .connecting && !lone.events.contains(where: Self.isBusyEvent))
+        lone.runUntilTheHeldRefusalEnds()
         #expect(lone.events.contains(where: Self.isBusyEvent))
         #expect(lone.device.stage == .discovering)
+    }
+
+    static func isSecuredEvent(_ event: DeviceEvent) -> Bool {
+        if case .secured = event { true } else { false }
+    }
+
+    static func invites(_ lone: DiscoverySessionTests.Lone) -> Int {
+        lone.sent.filter { if case .invite = $0.packet { true } else { false } }.count
+    }
+
+    /// A BUSY(1), (2) or (4) from the invitee's address is held, not believed at once, because
+    /// anyone who sees the INVITE can forge it from there: the invitee's ACCEPT, arriving during the
+    /// hold, overrules it. The handshake secures, the peer is neither shown busy nor forgotten, and
+    /// the end of the hold changes nothing (PROTOCOL.md 5, "Refusals").
+    @Test(arguments: [BusyReason.inSession, .unavailable, .staleID])
+    func theInviteesAcceptOverrulesAHeldBusy(reason: BusyReason) throws {
+        var (lone, invite) = try Self.invited()
+        let busy = Packet.busy(
+            Busy(sessionID: invite.sessionID, sender: Self.ghostID, receiver: invite.sender, reason: reason))
+        let arrival = lone.device.now + .milliseconds(1)
+        lone.deliver(busy, from: Self.ghost, at: arrival)
+        #expect(lone.device.stage == .connecting && lone.device.heldRefusal != nil)
+        #expect(lone.device.counters.datagramsRejected == 0)
+        let (_, accept) = try Self.accept(invite, seed: 7)
+        lone.deliver(accept, from: Self.ghost, at: arrival + .milliseconds(4))
+        #expect(lone.events.contains(where: Self.isSecuredEvent))
+        #expect(lone.device.heldRefusal == nil)
+        lone.run(until: arrival + .seconds(1))
+        #expect(lone.device.stage == .ranging)
+        #expect(!lone.events.contains(where: Self.isBusyEvent))
+        #expect(lone.device.snapshot.peersSeen == 1)
+    }
+
+    /// A refusal is held as long again as it took to come since the INVITE last went out, at least
+    /// 50 ms, and never past the INVITE's next retransmission.
+    @Test func aRefusalIsHeldAsLongAgainAsTheInvitationWaited() {
+        let invited = Instant.zero + .seconds(2)
+        let retransmitAt = invited + .milliseconds(250)
+        func until(afterWaiting waited: Duration) -> Duration {
+            HeldRefusal.until(now: invited + waited, invitedAt: invited, retransmitAt: retransmitAt) - invited
+        }
+        #expect(until(afterWaiting: .milliseconds(4)) == .milliseconds(54))
+        #expect(until(afterWaiting: .milliseconds(80)) == .milliseconds(160))
+        #expect(until(afterWaiting: .milliseconds(200)) == .milliseconds(250))
+        #expect(until(afterWaiting: .milliseconds(240)) == .milliseconds(250))
+    }
+
+    /// Without an ACCEPT the refusal is believed exactly when its hold ends, in place of the INVITE's
+    /// retransmission: nothing goes out meanwhile, and a second BUSY during the hold does not
+    /// prolong it.
+    @Test func aHeldBusyIsBelievedWhenItsHoldEndsAndNotLater() throws {
+        var (lone, invite) = try Self.invited()
+        guard let last = lone.sent.last(where: { if case .invite = $0.packet { true } else { false } })
+        else {
+            Issue.record("no INVITE")
+            return
+        }
+        let busy = Packet.busy(
+            Busy(
+                sessionID: invite.sessionID, sender: Self.ghostID, receiver: invite.sender, reason: .inSession
+            ))
+        // 100 ms after the INVITE: held 100 ms more, before the retransmission 250 ms or more after it.
+        let arrival = last.time + .milliseconds(100)
+        lone.deliver(busy, from: Self.ghost, at: arrival)
+        let sentBefore = Self.invites(lone)
+        let waited = arrival - last.time
+        let end = arrival + waited
+        #expect(lone.device.heldRefusal?.until == end)
+        lone.deliver(busy, from: Self.ghost, at: arrival + .milliseconds(40))
+        #expect(lone.device.heldRefusal?.until == end)
+        lone.run(until: arrival + (waited - .milliseconds(1)))
+        #expect(lone.device.stage == .connecting && !lone.events.contains(where: Self.isBusyEvent))
+        lone.run(until: end)
+        #expect(lone.device.stage == .discovering && lone.events.contains(where: Self.isBusyEvent))
+        #expect(Self.invites(lone) == sentBefore)
+        #expect(lone.device.heldRefusal == nil)
     }
 
     /// BUSY(2) and BUSY(4, stale id) are held to the same address check as BUSY(1): from anywhere
@@ -173,6 +251,8 @@ import Testing
                     reason: .staleID))
         #expect(Packet.busy(answer).encoded().count < Packet.invite(invite).encoded().count)
         lone.deliver(.busy(answer), from: Self.ghost, at: lone.device.now)
+        #expect(lone.device.snapshot.peersSeen == 1)
+        lone.runUntilTheHeldRefusalEnds()
         #expect(lone.device.stage == .discovering)
         #expect(lone.device.snapshot.peersSeen == 0)
         #expect(!lone.events.contains { if case .sessionEnded = $0 { true } else { false } })
@@ -263,5 +343,16 @@ import Testing
         // A cookie from elsewhere is not believed.
         lone.deliver(retry(11), from: PeerAddress(10, 0, 0, 66, port: 4000), at: lone.device.now)
         #expect(lone.device.counters.rejected(.unexpectedMessage) == 2)
+    }
+}
+
+extension DiscoverySessionTests.Lone {
+    /// Runs the device until the refusal it holds is believed (nothing happens without one).
+    mutating func runUntilTheHeldRefusalEnds() {
+        guard let until = device.heldRefusal?.until else {
+            Issue.record("no refusal held")
+            return
+        }
+        run(until: until)
     }
 }

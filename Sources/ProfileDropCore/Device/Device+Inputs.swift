@@ -228,14 +228,33 @@ extension Device {
             exchange = nil
             defer { exchange = session }
             try session.retry(with: busy.cookie, context: &context)
+        case .inSession, .unavailable, .staleID:
+            // The first refusal is held; later ones change nothing, so that a forger cannot prolong
+            // the wait.
+            guard heldRefusal == nil, let until = session.refusalHeldUntil(now: context.now) else { return }
+            heldRefusal = HeldRefusal(busy: busy, until: until)
+        }
+    }
+
+    /// Believes a held refusal once its time came and the invitation it refused still awaits ACCEPT:
+    /// ends the invitation, then backs off from the peer (BUSY 1 or 2) or forgets its id at that
+    /// address (BUSY 4, another device answers there).
+    private mutating func applyHeldRefusal() {
+        guard let refusal = heldRefusal, context.now >= refusal.until else { return }
+        heldRefusal = nil
+        let busy = refusal.busy
+        guard let session = exchange, session.sessionID == busy.sessionID, session.isAwaitingAccept else {
+            return
+        }
+        exchange = nil
+        switch busy.reason {
         case .inSession, .unavailable:
-            exchange = nil
             context.emit(.peerBusy(busy.sender))
             discovery.peerBusy(busy.sender, context: &context)
         case .staleID:
-            // Another device answers at the address we hold for this id: forget the id.
-            exchange = nil
-            discovery.forget(busy.sender, at: source, context: &context)
+            discovery.forget(busy.sender, at: session.peerAddress, context: &context)
+        case .retry:
+            preconditionFailure("BUSY(retry) is followed at once, never held")
         }
     }
 
@@ -273,6 +292,8 @@ extension Device {
 
     /// Runs due timers of the discovery session, the exchange session and lingering sessions.
     mutating func runTimers() {
+        // Before the exchange's own timer: a refusal held until the INVITE's retransmission replaces it.
+        applyHeldRefusal()
         // A tentative invitation (of a peer not yet established) does not make us busy to others.
         discovery.runTimers(busy: exchange != nil && !isInvitingTentatively, context: &context)
         exchange?.handleTimeout(context: &context)
@@ -370,6 +391,12 @@ extension Device {
         enforceOverallLimit()
         if !lingering.isEmpty { lingering.removeAll { $0.nextDeadline == nil } }
         if lingering.count > Self.maxLingering { lingering.removeFirst(lingering.count - Self.maxLingering) }
+        // A refusal outlives neither the invitation it refused nor that invitation's wait for ACCEPT.
+        if let refusal = heldRefusal,
+            exchange?.sessionID != refusal.busy.sessionID || exchange?.isAwaitingAccept != true
+        {
+            heldRefusal = nil
+        }
         if closeReason == nil, exchange == nil, !halfOpen.isFresh(at: context.now),
             let invitee = discovery.nextInvitee(context: &context)
         {

@@ -34,6 +34,8 @@ public struct Device {
     /// The live exchange session, if any (at most one at a time): our invitation, or a session
     /// secured either way.
     var exchange: ExchangeSession?
+    /// A BUSY for our invitation, believed only if the invitee's ACCEPT has not come by its end.
+    var heldRefusal: HeldRefusal?
     /// INVITEs we accepted whose CONFIRM has not arrived, side by side (PROTOCOL.md 5).
     var halfOpen = HalfOpenHandshakes()
     /// Sessions that ended and are still closing or draining; bounded.
@@ -155,6 +157,7 @@ public struct Device {
         if closeReason == nil {
             deadline = Instant.earliest(deadline, discovery.nextDeadline)
             deadline = Instant.earliest(deadline, halfOpen.nextDeadline(now: context.now))
+            deadline = Instant.earliest(deadline, heldRefusal?.until)
             // The overall limit ends the device whatever its session is doing.
             deadline = Instant.earliest(deadline, overallLimitAt)
             // A fresh half-open handshake holds invitations back; its end is a deadline above.

@@ -69,6 +69,20 @@ struct ExchangeSession {
         }
     }
 
+    /// While we invite and wait for ACCEPT: when a refusal that arrives now is believed
+    /// (``HeldRefusal/until(now:invitedAt:retransmitAt:)``); nil otherwise.
+    func refusalHeldUntil(now: Instant) -> Instant? {
+        switch state {
+        case .handshaking(let handshake):
+            isInitiator
+                ? HeldRefusal.until(
+                    now: now, invitedAt: handshake.value.lastSentAt,
+                    retransmitAt: handshake.value.retransmitAt)
+                : nil
+        case .ranging, .consenting, .transferring, .closing, .draining, .closed: nil
+        }
+    }
+
     /// Whether we accepted an INVITE and still wait for CONFIRM (a half-open handshake, PROTOCOL.md 5).
     var isHalfOpen: Bool {
         switch state {

@@ -22,6 +22,8 @@ struct HandshakingState {
     var retransmitAt: Instant
     /// When our first handshake datagram (INVITE or ACCEPT) went out.
     let sentAt: Instant
+    /// Initiator: when our INVITE last went out, first or again; a BUSY answers that one.
+    var lastSentAt: Instant
     /// Whether more than one of our handshake datagrams went out, so that the answer may belong to
     /// any of them (Karn): the handshake then gives no round-trip sample.
     var resent = false
@@ -64,6 +66,7 @@ extension HandshakingState {
         lastDatagram = Packet.invite(invite).encoded()
         context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: lastDatagram))
         context.counters.handshakeRetransmissions += 1
+        lastSentAt = context.now
     }
 
     /// ACCEPT (initiator): reads Noise message 2 and writes message 3 for CONFIRM, which the first
@@ -125,6 +128,7 @@ extension HandshakingState {
         context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: lastDatagram))
         context.counters.handshakeRetransmissions += 1
         resent = true
+        lastSentAt = context.now
         retransmitAt =
             context.now + context.timeouts.handshakeRetransmit.doubled(transmissions, cap: .seconds(30))
         transmissions += 1
@@ -166,7 +170,8 @@ extension ExchangeSession {
         context.emit(.connecting(peer: peer, initiator: true))
         let state = HandshakingState(
             noise: noise, lastDatagram: datagram, invite: invite,
-            retransmitAt: context.now + context.timeouts.handshakeRetransmit, sentAt: context.now)
+            retransmitAt: context.now + context.timeouts.handshakeRetransmit, sentAt: context.now,
+            lastSentAt: context.now)
         return ExchangeSession(
             sessionID: sessionID, peer: peer, peerAddress: address, isInitiator: true,
             state: .handshaking(CopyOnWriteBox(state)),
@@ -203,7 +208,8 @@ extension ExchangeSession {
         context.outbox.push(OutgoingDatagram(destination: .unicast(source), bytes: datagram))
         let state = HandshakingState(
             noise: noise, lastDatagram: datagram,
-            retransmitAt: context.now + HalfOpenHandshakes.lifetime(context.timeouts), sentAt: context.now)
+            retransmitAt: context.now + HalfOpenHandshakes.lifetime(context.timeouts), sentAt: context.now,
+            lastSentAt: context.now)
         return ExchangeSession(
             sessionID: invite.sessionID, peer: invite.sender, peerAddress: source, isInitiator: false,
             state: .handshaking(CopyOnWriteBox(state)), context: context)

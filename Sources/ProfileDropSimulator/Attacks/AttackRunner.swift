@@ -178,20 +178,18 @@ public struct AttackReport: Sendable {
 /// user, its identity reaching the prober at all). For the availability kinds, the rules of
 /// ``Availability``.
 public enum Attacks {
-    /// Kinds that still breach on the core they were written against, waiting for a fix: kept in
-    /// the runner (`--kinds all` or `--kinds NAME` runs them) but out of the default run, so that CI
-    /// stays green. Each row's note names the fix it waits for.
-    public static let pendingFixKinds: [AttackKind] = [.busyForger]
+    /// Kinds that still breach on the core they were written against, each with the fix it waits
+    /// for: kept in the runner (`--kinds all` or `--kinds NAME` runs them) but out of the default run,
+    /// so that CI stays green. None today: the busy forger left when a refusal came to be held for the
+    /// invitee's ACCEPT (PROTOCOL.md 5, "Refusals").
+    static let pendingFixes: [(kind: AttackKind, fix: String)] = []
+
+    /// The kinds of ``pendingFixes``.
+    public static let pendingFixKinds: [AttackKind] = pendingFixes.map(\.kind)
 
     /// The fix a pending kind waits for, nil for a kind that is not pending.
     static func pendingFix(_ kind: AttackKind) -> String? {
-        guard pendingFixKinds.contains(kind) else { return nil }
-        switch kind {
-        case .busyForger:
-            return "a forged BUSY(1/2/4) ends each invitation it races, so the pair can take more than twice "
-                + "its no-attack time (PROTOCOL.md 11.6 item 3)"
-        default: return "unknown"
-        }
+        pendingFixes.first { $0.kind == kind }?.fix
     }
 
     /// The kinds a plain `--attacks` runs: every kind but the pending ones.

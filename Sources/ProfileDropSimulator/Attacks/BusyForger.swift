@@ -6,13 +6,19 @@ import ProfileDropCrypto
 public struct ForgedBusyResult: Sendable {
     /// BUSYs forged, by reason: in-session (1), unavailable (2), retry (3), stale id (4).
     public var forged = [0, 0, 0, 0]
-    /// Of those, the ones the initiator acted on (it was still awaiting ACCEPT), by reason.
+    /// Of those, the ones the initiator took (it was still awaiting ACCEPT), by reason: it follows a
+    /// BUSY(retry) at once and holds the first BUSY(1), (2) or (4) of an invitation for its ACCEPT.
     public var taken = [0, 0, 0, 0]
+    /// Of the BUSYs held, the ones the invitee's ACCEPT overruled (the initiator sent CONFIRM), by
+    /// reason.
+    public var overruled = [0, 0, 0, 0]
+    /// Of the BUSYs held, the ones believed when no ACCEPT came in time, by reason.
+    public var believed = [0, 0, 0, 0]
     /// INVITEs seen that the budget left unanswered.
     public var unanswered = 0
-    /// BUSY(1) and BUSY(2) taken that the initiator's user was shown as the peer being busy.
+    /// BUSY(1) and BUSY(2) believed that the initiator's user was shown as the peer being busy.
     public var refusalsShown = 0
-    /// From a BUSY(1) or BUSY(2) taken to the initiator's next INVITE of the same peer, when no
+    /// From a BUSY(1) or BUSY(2) believed to the initiator's next INVITE of the same peer, when no
     /// session of its own came between.
     public var reinvitations: [Duration] = []
     /// Re-invitations sooner than the BUSY back-off allows.
@@ -29,9 +35,9 @@ public struct ForgedBusyResult: Sendable {
     /// forged cookie past the three is kept for the next retransmission, so the invitee's own,
     /// which comes after it, is carried).
     public var invitationsTimedOut = 0
-    /// BUSY(4) taken after which the initiator's table no longer held the peer.
+    /// BUSY(4) believed after which the initiator's table no longer held the peer.
     public var staleForgotten = 0
-    /// From a BUSY(4) taken to the peer's next BEACON at the initiator, when that BEACON put it back.
+    /// From a BUSY(4) believed to the peer's next BEACON at the initiator, when that BEACON put it back.
     public var staleBack: [Duration] = []
     /// BUSY(4) after which the peer's next BEACON did not put it back.
     public var staleNotBack = 0
@@ -123,13 +129,16 @@ extension Availability {
 
     /// The busy forger's run: the pair against the same room without it, as every cleartext
     /// attacker, and what its BUSYs did against what PROTOCOL.md says they do (``BusyWatch``).
-    /// `reasons` other than all four, in turn, are for tests.
-    static func busyForgerRun(runSeed: UInt64, reasons: [BusyReason] = BusyForger.allReasons) -> AttackOutcome
-    {
+    /// `reasons` other than all four, in turn, and an observer `withholdingAccepts` (so that its
+    /// refusals are believed) are for tests.
+    static func busyForgerRun(
+        runSeed: UInt64, reasons: [BusyReason] = BusyForger.allReasons, withholdingAccepts: Bool = false
+    ) -> AttackOutcome {
         let kind = AttackKind.busyForger
         let pair = VictimPair(runSeed: runSeed)
         var (outcome, result, stage) = startPairRun(pair, runSeed: runSeed, kind: kind)
         let tap = UnicastTap(victims: stage.victims.map(\.member))
+        tap.withholdsAccepts = withholdingAccepts
         stage.room.hook = TapHook(tap: tap)
         let budget = budget(runSeed: runSeed)
         result.budget = budget
@@ -228,12 +237,15 @@ struct BusyWatch {
     private let members: [Int]
     /// Per victim: how many of its events were read.
     private var cursors: [Int]
-    /// Per victim: a forged BUSY(1/2) it took, until its next invitation: when, which session, and
+    /// Per victim: a forged BUSY(1/2) it believed, until its next invitation: when, which session, and
     /// whether something else could hold that invitation back meanwhile (a session of its own, or
     /// the peer inviting it, busy in its BEACONs until that invitation ends).
     private var awaitingInvite: [(at: Instant, sessionID: UInt64, intervened: Bool)?]
-    /// Per victim: a forged BUSY(4) it took, until the peer's next BEACON.
+    /// Per victim: a forged BUSY(4) it believed, until the peer's next BEACON.
     private var awaitingBeacon: [Instant?]
+    /// Per victim: the forged BUSY(1), (2) or (4) it holds for its invitation's ACCEPT, until the
+    /// invitation goes on (CONFIRM) or the BUSY is believed.
+    private var held: [BusyForger.Forged?]
     /// Per invitation that took a forged BUSY(retry): the INVITEs sent in answer.
     private var retried: [(sessionID: UInt64, extra: Int)] = []
     /// The latest re-invitation the BUSY back-off explains, with a fresh half-open handshake of
@@ -245,6 +257,7 @@ struct BusyWatch {
         cursors = members.map { stage.room.eventLog[$0].count }
         awaitingInvite = members.map { _ in nil }
         awaitingBeacon = members.map { _ in nil }
+        held = members.map { _ in nil }
         let timeouts = AttackStage.timeouts
         window = timeouts.busyBackoff.upperBound + timeouts.handshakeRetransmit * 2 + .milliseconds(10)
     }
@@ -267,9 +280,11 @@ struct BusyWatch {
                 case .closed:
                     awaitingInvite[index] = nil
                     awaitingBeacon[index] = nil
+                    held[index] = nil
                 default: break
                 }
             }
+            settleHeld(index, events: list, copies: copies, stage: stage)
         }
         if case .delivered(let copy)? = stage.lastStep {
             if let position = inFlight.firstIndex(where: { $0.number == copy.number }) {
@@ -298,6 +313,7 @@ struct BusyWatch {
             for other in members.indices where other != index && awaitingInvite[other] != nil {
                 awaitingInvite[other]?.intervened = true
             }
+            if let refusal = held[index], invite.sessionID != refusal.sessionID { held[index] = nil }
             if let waiting = awaitingInvite[index], invite.sessionID != waiting.sessionID {
                 awaitingInvite[index] = nil
                 let delay = stage.room.now - waiting.at
@@ -321,11 +337,9 @@ struct BusyWatch {
         guard rejection == nil else { return }
         counts.taken[BusyForger.index(forged.reason)] += 1
         switch forged.reason {
-        case .inSession, .unavailable:
-            if events.contains(where: { if case .peerBusy = $0 { true } else { false } }) {
-                counts.refusalsShown += 1
-            }
-            awaitingInvite[index] = (stage.room.now, forged.sessionID, false)
+        case .inSession, .unavailable, .staleID:
+            // The initiator holds only an invitation's first refusal; it ignores the others.
+            if held[index] == nil { held[index] = forged }
         case .retry:
             let sent = copies.filter { copy in
                 guard copy.source == forged.recipient,
@@ -340,10 +354,42 @@ struct BusyWatch {
             } else {
                 retried.append((forged.sessionID, sent))
             }
-        case .staleID:
-            if peersSeen(stage, index) == 0 { counts.staleForgotten += 1 }
-            awaitingBeacon[index] = stage.room.now
         }
+    }
+
+    /// What became of the refusal victim `index` holds, after the step that gave it `events` and
+    /// sent `copies`: overruled when its CONFIRM for that invitation went out; believed when it showed
+    /// the peer busy (BUSY 1 or 2) or no longer holds the peer (BUSY 4).
+    private mutating func settleHeld(
+        _ index: Int, events: [DeviceEvent], copies: [UnicastTap.Copy], stage: AttackStage
+    ) {
+        guard let refusal = held[index] else { return }
+        let reason = BusyForger.index(refusal.reason)
+        let confirmed = copies.contains { copy in
+            guard copy.source == refusal.recipient,
+                case .confirm(let confirm)? = try? Packet(datagram: copy.bytes)
+            else { return false }
+            return confirm.sessionID == refusal.sessionID
+        }
+        if confirmed {
+            held[index] = nil
+            counts.overruled[reason] += 1
+            return
+        }
+        switch refusal.reason {
+        case .inSession, .unavailable:
+            guard events.contains(where: { if case .peerBusy = $0 { true } else { false } }) else { return }
+            counts.refusalsShown += 1
+            awaitingInvite[index] = (stage.room.now, refusal.sessionID, false)
+        case .staleID:
+            guard peersSeen(stage, index) == 0 else { return }
+            counts.staleForgotten += 1
+            awaitingBeacon[index] = stage.room.now
+        case .retry:
+            preconditionFailure("BUSY(retry) is followed at once, never held")
+        }
+        held[index] = nil
+        counts.believed[reason] += 1
     }
 
     private func peersSeen(_ stage: AttackStage, _ index: Int) -> Int {
@@ -357,12 +403,13 @@ extension Availability {
     /// back.
     static func forgedBusyNotes(_ forgeries: [ForgedBusyResult]) -> [String] {
         func sum(_ values: (ForgedBusyResult) -> Int) -> Int { forgeries.reduce(0) { $0 + values($1) } }
-        func byReason(_ values: (ForgedBusyResult) -> [Int]) -> String {
-            (0..<4).map { reason in "\(forgeries.reduce(0) { $0 + values($1)[reason] })" }.joined(
+        func byReason(_ values: (ForgedBusyResult) -> [Int], _ reasons: [Int] = [0, 1, 2, 3]) -> String {
+            reasons.map { reason in "\(forgeries.reduce(0) { $0 + values($1)[reason] })" }.joined(
                 separator: "/")
         }
         var notes = [
-            "BUSY 1/2/3/4 forged \(byReason(\.forged)), taken \(byReason(\.taken)); INVITEs unanswered for the budget \(sum(\.unanswered))"
+            "BUSY 1/2/3/4 forged \(byReason(\.forged)), taken \(byReason(\.taken)); INVITEs unanswered for the budget \(sum(\.unanswered))",
+            "BUSY 1/2/4 held for the ACCEPT: overruled by it \(byReason(\.overruled, [0, 1, 3])), believed \(byReason(\.believed, [0, 1, 3]))",
         ]
         let delays = forgeries.flatMap(\.reinvitations)
         if let low = delays.min(), let high = delays.max() {
@@ -378,7 +425,7 @@ extension Availability {
                     + "\(sum(\.invitationsTimedOut))")
         }
         let back = forgeries.flatMap(\.staleBack)
-        if sum(\.taken[3]) > 0 {
+        if sum(\.believed[3]) > 0 {
             notes.append(
                 "BUSY(4): peer forgotten \(sum(\.staleForgotten)), back on its next BEACON \(back.count) "
                     + (back.max().map { "(within \(seconds($0)))" } ?? "")

@@ -24,6 +24,9 @@ final class UnicastTap {
     var impersonators: [(member: Int, address: PeerAddress)] = []
     /// How long an impersonator's datagram takes to arrive.
     var spoofedDelay: Duration = .zero
+    /// Whether the victims' ACCEPTs are dropped on the way: an observer that is also on the path, so
+    /// that refusals it forges are believed (for tests of what a believed refusal does).
+    var withholdsAccepts = false
     private var copies: [Copy] = []
 
     init(victims: [Int]) { self.victims = victims }
@@ -56,6 +59,11 @@ struct TapHook: DatagramHook {
     }
 
     mutating func route(_ copy: InFlightDatagram) -> DatagramVerdict {
+        if tap.withholdsAccepts, let source = copy.source, tap.victims.contains(source),
+            case .accept? = try? Packet(datagram: copy.bytes)
+        {
+            return .drop
+        }
         guard !tap.impersonators.isEmpty else { return .deliver }
         if let source = copy.source, let address = tap.impersonated(by: source) {
             if copy.multicast { return .drop }
