@@ -229,9 +229,11 @@ extension Device {
             defer { exchange = session }
             try session.retry(with: busy.cookie, context: &context)
         case .inSession, .unavailable, .staleID:
-            // The first refusal is held; later ones change nothing, so that a forger cannot prolong
-            // the wait.
-            guard heldRefusal == nil, let until = session.refusalHeldUntil(now: context.now) else { return }
+            // The invitation's first refusal is held; later ones change nothing, so that a forger
+            // cannot prolong the wait.
+            guard heldRefusal?.busy.sessionID != busy.sessionID,
+                let until = session.refusalHeldUntil(now: context.now)
+            else { return }
             heldRefusal = HeldRefusal(busy: busy, until: until)
         }
     }
