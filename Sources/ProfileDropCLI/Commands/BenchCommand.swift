@@ -35,6 +35,7 @@ enum BenchCommand: Subcommand {
             help: "room: the devices' overall limit, the virtual time a room runs (default 120)")
     }
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
+        HeapTuning.keepFreedMemory()
         if arguments.positionals == ["simulate"] {
             return try SimulationFigures.run(
                 exchanges: arguments.value(Options.runs, default: 1000), console: console)

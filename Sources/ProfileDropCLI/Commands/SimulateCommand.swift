@@ -68,6 +68,7 @@ enum SimulateCommand: Subcommand {
         )
     }
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
+        HeapTuning.keepFreedMemory()
         let seed = arguments.value(Options.seed)
         let modes = [
             arguments.has(Options.swarm), arguments.has(Options.attacks), arguments.has(Options.gateTrials),
