@@ -230,7 +230,8 @@ private struct SimulationEngine {
             room.updatePose(pose, of: index)
             drained(index)
         }
-        room.setAlarm(Scheduled.poseTick.tag, at: now + options.poseInterval)
+        // Ticks only tell moving devices their poses: a still scene needs none.
+        if !movingDevices.isEmpty { room.setAlarm(Scheduled.poseTick.tag, at: now + options.poseInterval) }
         var eventsThisInstant = 0
         while !allClosed {
             guard let next = room.nextTime(), next <= limit else {
@@ -271,14 +272,17 @@ private struct SimulationEngine {
     private mutating func handle(_ event: Scheduled) {
         switch event {
         case .poseTick:
+            var anyMoving = false
             for index in movingDevices where !isClosed(index) {
+                anyMoving = true
                 let pose = scripts[index].pose(at: now)
                 guard pose != lastPoses[index] else { continue }
                 lastPoses[index] = pose
                 room.updatePose(pose, of: index)
                 drained(index)
             }
-            room.setAlarm(Scheduled.poseTick.tag, at: now + options.poseInterval)
+            // Once every moving device closed, further ticks would do nothing.
+            if anyMoving { room.setAlarm(Scheduled.poseTick.tag, at: now + options.poseInterval) }
         case .decision(let index, let accept):
             guard !isClosed(index) else { return }
             record(index, "<- user \(accept ? "accepts" : "declines")")
