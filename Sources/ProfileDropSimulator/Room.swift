@@ -177,8 +177,7 @@ public struct Room {
     private var slots: [Slot] = []
     private var devices: [any SansIODevice] = []
     private var speakers: [any DatagramSpeaker] = []
-    private var addresses: [PeerAddress] = []
-    private var members: [PeerAddress: Int] = [:]
+    private var addresses = AddressBook()
     private var flights = EventQueue<InFlightDatagram>()
     private var alarms = EventQueue<Int>()
     private var datagramCount: UInt64 = 0
@@ -209,10 +208,10 @@ public struct Room {
     public var count: Int { slots.count }
 
     /// The address of participant `member`.
-    public func address(of member: Int) -> PeerAddress { addresses[member] }
+    public func address(of member: Int) -> PeerAddress { addresses.address(of: member) }
 
     /// The participant holding `address`, if any.
-    public func member(at address: PeerAddress) -> Int? { members[address] }
+    public func member(at address: PeerAddress) -> Int? { addresses.member(at: address) }
 
     /// The number the next datagram sent or injected will get.
     public var nextDatagramNumber: UInt64 { datagramCount }
@@ -246,11 +245,10 @@ public struct Room {
     }
 
     private mutating func register(_ address: PeerAddress, slot: Slot) -> Int {
-        precondition(members[address] == nil, "two participants at \(address)")
+        precondition(addresses.member(at: address) == nil, "two participants at \(address)")
         let member = slots.count
         slots.append(slot)
         addresses.append(address)
-        members[address] = member
         eventLog.append([])
         deadlines.addMember()
         switch slot {
@@ -332,7 +330,7 @@ public struct Room {
         let number = datagramCount
         datagramCount += 1
         let copy = InFlightDatagram(
-            number: number, source: members[sourceAddress], sourceAddress: sourceAddress,
+            number: number, source: addresses.member(at: sourceAddress), sourceAddress: sourceAddress,
             recipient: recipient,
             multicast: false, sentAt: now, bytes: bytes, altered: false)
         flights.schedule(copy, at: now + max(delay, .zero))
@@ -487,7 +485,7 @@ public struct Room {
         let number = datagramCount
         datagramCount += 1
         var recipient: Int?
-        if case .unicast(let address) = datagram.destination { recipient = members[address] }
+        if case .unicast(let address) = datagram.destination { recipient = addresses.member(at: address) }
         lastSent.append(
             SentDatagram(
                 number: number, source: source, bytes: datagram.bytes, destination: datagram.destination,
@@ -509,7 +507,8 @@ public struct Room {
         _ bytes: [UInt8], number: UInt64, from source: Int, to recipient: Int, multicast: Bool
     ) {
         let copy = InFlightDatagram(
-            number: number, source: source, sourceAddress: addresses[source], recipient: recipient,
+            number: number, source: source, sourceAddress: addresses.address(of: source),
+            recipient: recipient,
             multicast: multicast, sentAt: now, bytes: bytes, altered: false)
         let verdict = hook?.route(copy) ?? .deliver
         switch verdict {
@@ -540,7 +539,7 @@ public struct Room {
         changed.altered = arrival.altered
         if arrival.sourceAddress != copy.sourceAddress {
             changed = InFlightDatagram(
-                number: copy.number, source: members[arrival.sourceAddress],
+                number: copy.number, source: addresses.member(at: arrival.sourceAddress),
                 sourceAddress: arrival.sourceAddress,
                 recipient: copy.recipient, multicast: copy.multicast, sentAt: now, bytes: arrival.bytes,
                 altered: arrival.altered)
@@ -555,5 +554,35 @@ extension Array {
     /// `removeAll(keepingCapacity: true)`, which goes through the general `replaceSubrange`.
     mutating func removeAllKeepingStorage() {
         while popLast() != nil {}
+    }
+}
+
+/// The participants' addresses, by index and by address.
+private struct AddressBook {
+    /// The most participants whose addresses ``member(at:)`` compares one by one: a few addresses
+    /// are compared faster than one is hashed.
+    private static let largestScannedCount = 8
+
+    private var addresses: [PeerAddress] = []
+    /// Filled only once there are more than ``largestScannedCount`` participants.
+    private var members: [PeerAddress: Int] = [:]
+
+    /// The address of participant `member`.
+    func address(of member: Int) -> PeerAddress { addresses[member] }
+
+    /// The participant holding `address`, if any.
+    func member(at address: PeerAddress) -> Int? {
+        guard addresses.count > Self.largestScannedCount else { return addresses.firstIndex(of: address) }
+        return members[address]
+    }
+
+    /// Adds the next participant's address.
+    mutating func append(_ address: PeerAddress) {
+        addresses.append(address)
+        if addresses.count == Self.largestScannedCount + 1 {
+            for (member, known) in addresses.enumerated() { members[known] = member }
+        } else if addresses.count > Self.largestScannedCount + 1 {
+            members[address] = addresses.count - 1
+        }
     }
 }
