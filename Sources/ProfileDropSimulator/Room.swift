@@ -430,21 +430,25 @@ public struct Room {
     /// Reads participant `member`'s deadline and whether it closed, after an input.
     private mutating func noteState(of member: Int) {
         switch slots[member] {
-        case .device(let slot):
-            let (deadline, isClosed) = Self.state(of: &devices[slot])
-            deadlines.update(member, to: deadline)
-            if !closed[member] && isClosed {
-                closed[member] = true
-                openDeviceCount -= 1
-            }
-        case .speaker(let slot):
-            deadlines.update(member, to: Self.deadline(of: &speakers[slot]))
+        case .device(let slot): note(Self.state(of: &devices[slot]), ofDevice: member)
+        case .speaker(let slot): deadlines.update(member, to: Self.deadline(of: &speakers[slot]))
         }
     }
 
+    private mutating func note(_ state: DeviceState, ofDevice member: Int) {
+        deadlines.update(member, to: state.deadline)
+        if !closed[member] && state.isClosed {
+            closed[member] = true
+            openDeviceCount -= 1
+        }
+    }
+
+    /// What the room keeps of a device after each input.
+    private typealias DeviceState = (deadline: Instant?, isClosed: Bool)
+
     // Read through inout, so that the existential is opened in place rather than copied out of the
     // array for each property.
-    private static func state(of device: inout any SansIODevice) -> (deadline: Instant?, isClosed: Bool) {
+    private static func state(of device: inout some SansIODevice) -> DeviceState {
         (device.nextDeadline, device.isClosed)
     }
 
@@ -461,24 +465,27 @@ public struct Room {
     private mutating func drain(_ member: Int) {
         switch slots[member] {
         case .device(let slot):
-            // Taken in one opening of the device's existential, then sent.
+            // Output and state are taken in one opening of the device's existential, then sent:
+            // sending does not touch the device.
             let known = lastEvents.count
-            Self.takeOutput(of: &devices[slot], into: &draining, events: &lastEvents)
+            let state = Self.takeOutput(of: &devices[slot], into: &draining, events: &lastEvents)
             if keepsEventLog { eventLog[member].append(contentsOf: lastEvents[known...]) }
             for datagram in draining { send(datagram, from: member) }
             draining.removeAllKeepingStorage()
+            note(state, ofDevice: member)
         case .speaker(let slot):
             while let datagram = speakers[slot].pollTransmit() { send(datagram, from: member) }
+            noteState(of: member)
         }
-        noteState(of: member)
     }
 
     private static func takeOutput(
         of device: inout some SansIODevice, into datagrams: inout [OutgoingDatagram],
         events: inout [DeviceEvent]
-    ) {
+    ) -> DeviceState {
         while let datagram = device.pollTransmit() { datagrams.append(datagram) }
         while let event = device.pollEvent() { events.append(event) }
+        return state(of: &device)
     }
 
     private mutating func send(_ datagram: OutgoingDatagram, from source: Int) {
