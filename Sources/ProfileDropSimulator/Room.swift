@@ -177,8 +177,7 @@ public struct Room {
     private var slots: [Slot] = []
     private var devices: [any SansIODevice] = []
     private var speakers: [any DatagramSpeaker] = []
-    private var addresses: [PeerAddress] = []
-    private var members: [PeerAddress: Int] = [:]
+    private var addresses = AddressBook()
     private var flights = EventQueue<InFlightDatagram>()
     private var alarms = EventQueue<Int>()
     private var datagramCount: UInt64 = 0
@@ -209,10 +208,10 @@ public struct Room {
     public var count: Int { slots.count }
 
     /// The address of participant `member`.
-    public func address(of member: Int) -> PeerAddress { addresses[member] }
+    public func address(of member: Int) -> PeerAddress { addresses.address(of: member) }
 
     /// The participant holding `address`, if any.
-    public func member(at address: PeerAddress) -> Int? { members[address] }
+    public func member(at address: PeerAddress) -> Int? { addresses.member(at: address) }
 
     /// The number the next datagram sent or injected will get.
     public var nextDatagramNumber: UInt64 { datagramCount }
@@ -246,11 +245,10 @@ public struct Room {
     }
 
     private mutating func register(_ address: PeerAddress, slot: Slot) -> Int {
-        precondition(members[address] == nil, "two participants at \(address)")
+        precondition(addresses.member(at: address) == nil, "two participants at \(address)")
         let member = slots.count
         slots.append(slot)
         addresses.append(address)
-        members[address] = member
         eventLog.append([])
         deadlines.addMember()
         switch slot {
@@ -332,7 +330,7 @@ public struct Room {
         let number = datagramCount
         datagramCount += 1
         let copy = InFlightDatagram(
-            number: number, source: members[sourceAddress], sourceAddress: sourceAddress,
+            number: number, source: addresses.member(at: sourceAddress), sourceAddress: sourceAddress,
             recipient: recipient,
             multicast: false, sentAt: now, bytes: bytes, altered: false)
         flights.schedule(copy, at: now + max(delay, .zero))
@@ -432,21 +430,25 @@ public struct Room {
     /// Reads participant `member`'s deadline and whether it closed, after an input.
     private mutating func noteState(of member: Int) {
         switch slots[member] {
-        case .device(let slot):
-            let (deadline, isClosed) = Self.state(of: &devices[slot])
-            deadlines.update(member, to: deadline)
-            if !closed[member] && isClosed {
-                closed[member] = true
-                openDeviceCount -= 1
-            }
-        case .speaker(let slot):
-            deadlines.update(member, to: Self.deadline(of: &speakers[slot]))
+        case .device(let slot): note(Self.state(of: &devices[slot]), ofDevice: member)
+        case .speaker(let slot): deadlines.update(member, to: Self.deadline(of: &speakers[slot]))
         }
     }
 
+    private mutating func note(_ state: DeviceState, ofDevice member: Int) {
+        deadlines.update(member, to: state.deadline)
+        if !closed[member] && state.isClosed {
+            closed[member] = true
+            openDeviceCount -= 1
+        }
+    }
+
+    /// What the room keeps of a device after each input.
+    private typealias DeviceState = (deadline: Instant?, isClosed: Bool)
+
     // Read through inout, so that the existential is opened in place rather than copied out of the
     // array for each property.
-    private static func state(of device: inout any SansIODevice) -> (deadline: Instant?, isClosed: Bool) {
+    private static func state(of device: inout some SansIODevice) -> DeviceState {
         (device.nextDeadline, device.isClosed)
     }
 
@@ -455,39 +457,42 @@ public struct Room {
     }
 
     private mutating func clearLast() {
-        if !lastSent.isEmpty { lastSent.removeAll(keepingCapacity: true) }
-        if !lastEvents.isEmpty { lastEvents.removeAll(keepingCapacity: true) }
+        lastSent.removeAllKeepingStorage()
+        lastEvents.removeAllKeepingStorage()
     }
 
     /// Moves what `member` produced into flight and into ``lastSent`` and ``lastEvents``.
     private mutating func drain(_ member: Int) {
         switch slots[member] {
         case .device(let slot):
-            // Taken in one opening of the device's existential, then sent.
+            // Output and state are taken in one opening of the device's existential, then sent:
+            // sending does not touch the device.
             let known = lastEvents.count
-            Self.takeOutput(of: &devices[slot], into: &draining, events: &lastEvents)
+            let state = Self.takeOutput(of: &devices[slot], into: &draining, events: &lastEvents)
             if keepsEventLog { eventLog[member].append(contentsOf: lastEvents[known...]) }
             for datagram in draining { send(datagram, from: member) }
-            draining.removeAll(keepingCapacity: true)
+            draining.removeAllKeepingStorage()
+            note(state, ofDevice: member)
         case .speaker(let slot):
             while let datagram = speakers[slot].pollTransmit() { send(datagram, from: member) }
+            noteState(of: member)
         }
-        noteState(of: member)
     }
 
     private static func takeOutput(
         of device: inout some SansIODevice, into datagrams: inout [OutgoingDatagram],
         events: inout [DeviceEvent]
-    ) {
+    ) -> DeviceState {
         while let datagram = device.pollTransmit() { datagrams.append(datagram) }
         while let event = device.pollEvent() { events.append(event) }
+        return state(of: &device)
     }
 
     private mutating func send(_ datagram: OutgoingDatagram, from source: Int) {
         let number = datagramCount
         datagramCount += 1
         var recipient: Int?
-        if case .unicast(let address) = datagram.destination { recipient = members[address] }
+        if case .unicast(let address) = datagram.destination { recipient = addresses.member(at: address) }
         lastSent.append(
             SentDatagram(
                 number: number, source: source, bytes: datagram.bytes, destination: datagram.destination,
@@ -509,7 +514,8 @@ public struct Room {
         _ bytes: [UInt8], number: UInt64, from source: Int, to recipient: Int, multicast: Bool
     ) {
         let copy = InFlightDatagram(
-            number: number, source: source, sourceAddress: addresses[source], recipient: recipient,
+            number: number, source: source, sourceAddress: addresses.address(of: source),
+            recipient: recipient,
             multicast: multicast, sentAt: now, bytes: bytes, altered: false)
         let verdict = hook?.route(copy) ?? .deliver
         switch verdict {
@@ -540,11 +546,50 @@ public struct Room {
         changed.altered = arrival.altered
         if arrival.sourceAddress != copy.sourceAddress {
             changed = InFlightDatagram(
-                number: copy.number, source: members[arrival.sourceAddress],
+                number: copy.number, source: addresses.member(at: arrival.sourceAddress),
                 sourceAddress: arrival.sourceAddress,
                 recipient: copy.recipient, multicast: copy.multicast, sentAt: now, bytes: arrival.bytes,
                 altered: arrival.altered)
         }
         flights.schedule(changed, at: max(arrival.time, now))
+    }
+}
+
+extension Array {
+    /// Empties the array and keeps its storage for the next fill. For the few elements a room's
+    /// buffers hold between steps, popping them is several times cheaper than
+    /// `removeAll(keepingCapacity: true)`, which goes through the general `replaceSubrange`.
+    mutating func removeAllKeepingStorage() {
+        while popLast() != nil {}
+    }
+}
+
+/// The participants' addresses, by index and by address.
+private struct AddressBook {
+    /// The most participants whose addresses ``member(at:)`` compares one by one: a few addresses
+    /// are compared faster than one is hashed.
+    private static let largestScannedCount = 8
+
+    private var addresses: [PeerAddress] = []
+    /// Filled only once there are more than ``largestScannedCount`` participants.
+    private var members: [PeerAddress: Int] = [:]
+
+    /// The address of participant `member`.
+    func address(of member: Int) -> PeerAddress { addresses[member] }
+
+    /// The participant holding `address`, if any.
+    func member(at address: PeerAddress) -> Int? {
+        guard addresses.count > Self.largestScannedCount else { return addresses.firstIndex(of: address) }
+        return members[address]
+    }
+
+    /// Adds the next participant's address.
+    mutating func append(_ address: PeerAddress) {
+        addresses.append(address)
+        if addresses.count == Self.largestScannedCount + 1 {
+            for (member, known) in addresses.enumerated() { members[known] = member }
+        } else if addresses.count > Self.largestScannedCount + 1 {
+            members[address] = addresses.count - 1
+        }
     }
 }

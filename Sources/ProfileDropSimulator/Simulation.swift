@@ -230,24 +230,26 @@ private struct SimulationEngine {
             room.updatePose(pose, of: index)
             drained(index)
         }
-        room.setAlarm(Scheduled.poseTick.tag, at: now + options.poseInterval)
+        // Ticks only tell moving devices their poses: a still scene needs none.
+        if !movingDevices.isEmpty { room.setAlarm(Scheduled.poseTick.tag, at: now + options.poseInterval) }
         var eventsThisInstant = 0
         while !allClosed {
-            guard let next = room.nextTime(), next <= limit else {
-                now = limit
-                break
-            }
-            if next > now {
-                now = next
-                eventsThisInstant = 0
-            }
-            eventsThisInstant += 1
-            if eventsThisInstant > Self.maximumEventsPerInstant {
+            // Asked only when the instant is full, so that the room finds the next event once per step.
+            if eventsThisInstant == Self.maximumEventsPerInstant, room.nextEventTime == now {
                 violate(
                     "t=\(now) livelock: more than \(Self.maximumEventsPerInstant) events at one instant")
                 break
             }
-            switch room.step(notAfter: next) {
+            guard let step = room.step(notAfter: limit) else {
+                now = limit
+                break
+            }
+            if room.now > now {
+                now = room.now
+                eventsThisInstant = 0
+            }
+            eventsThisInstant += 1
+            switch step {
             case .delivered(let copy):
                 if let source = copy.source, let decision = devices[source].decision,
                     copy.number >= decision.datagram, !copy.altered
@@ -255,7 +257,7 @@ private struct SimulationEngine {
                     devices[source].decisionReached.insert(copy.recipient)
                 }
                 drained(copy.recipient)
-            case .lost, nil:
+            case .lost:
                 break
             case .alarm(let tag):
                 handle(Scheduled(tag: tag))
@@ -271,14 +273,17 @@ private struct SimulationEngine {
     private mutating func handle(_ event: Scheduled) {
         switch event {
         case .poseTick:
+            var anyMoving = false
             for index in movingDevices where !isClosed(index) {
+                anyMoving = true
                 let pose = scripts[index].pose(at: now)
                 guard pose != lastPoses[index] else { continue }
                 lastPoses[index] = pose
                 room.updatePose(pose, of: index)
                 drained(index)
             }
-            room.setAlarm(Scheduled.poseTick.tag, at: now + options.poseInterval)
+            // Once every moving device closed, further ticks would do nothing.
+            if anyMoving { room.setAlarm(Scheduled.poseTick.tag, at: now + options.poseInterval) }
         case .decision(let index, let accept):
             guard !isClosed(index) else { return }
             record(index, "<- user \(accept ? "accepts" : "declines")")

@@ -184,6 +184,27 @@ private func pairScenario(
         ])
 }
 
+/// How often a ``StuckDevice`` was woken.
+private final class WakeCounter {
+    var wakes = 0
+}
+
+/// A device that asks to be woken at 1 s again after every wake, and never closes.
+private struct StuckDevice: SansIODevice {
+    let counter: WakeCounter
+    var deviceID: DeviceID { DeviceID(rawValue: 1) }
+    var nextDeadline: Instant? { Instant.zero + .seconds(1) }
+    var isClosed: Bool { false }
+
+    mutating func handleDatagram(_ bytes: [UInt8], from source: PeerAddress, at time: Instant) {}
+    mutating func handleTimeout(at time: Instant) { counter.wakes += 1 }
+    mutating func updatePose(_ pose: Pose, at time: Instant) {}
+    mutating func decide(_ decision: ConsentDecision, at time: Instant) {}
+    mutating func cancel(at time: Instant) {}
+    mutating func pollTransmit() -> OutgoingDatagram? { nil }
+    mutating func pollEvent() -> DeviceEvent? { nil }
+}
+
 @Suite struct SimulationLoopTests {
     @Test func groundTruthRangeStaysInsideTheGateTrialBoundaries() {
         let options = SimulationOptions()
@@ -403,6 +424,20 @@ private let toyTimeouts: Timeouts = {
 }()
 
 @Suite struct SwarmLoopTests {
+    @Test func wakingAtOneInstantForeverIsALivelock() {
+        let counter = WakeCounter()
+        let scenario = Scenario(
+            seed: 1, timeLimit: .seconds(5),
+            devices: [.init(name: "stuck", pose: Pose(x: 0, y: 0, heading: 0), card: card("Stuck"))])
+        let report = Simulation.run(scenario: scenario) { _ in StuckDevice(counter: counter) }
+        // Exactly the allowed number of events at the instant ran; the one after it did not.
+        #expect(counter.wakes == 100_000)
+        #expect(
+            report.violations.first
+                == "t=\(Instant.zero + .seconds(1)) livelock: more than 100000 events at one instant")
+        #expect(report.virtualDuration == .seconds(1))
+    }
+
     @Test func toySwarmIsDeterministicAndCounts() {
         let first = Swarm.run(runs: 20, seed: 77, timeouts: toyTimeouts) { ToyDevice(context: $0) }
         let second = Swarm.run(runs: 20, seed: 77, timeouts: toyTimeouts) { ToyDevice(context: $0) }
