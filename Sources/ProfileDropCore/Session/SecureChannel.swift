@@ -12,6 +12,10 @@ struct SecureChannel {
     private let receiver: CipherState
     private(set) var nextPacketNumber: UInt64 = 0
     private(set) var replay = ReplayWindow()
+    /// Where packets are opened, one after another, and their frames decoded from: as long as the
+    /// longest plaintext so far. No array per packet; a chunk frame still holding a slice of it when
+    /// the next packet is opened makes that one open into a copy.
+    private var plaintextBuffer: [UInt8] = []
 
     init(sessionID: UInt64, peerAddress: PeerAddress, transport: NoiseTransport) {
         self.sessionID = sessionID
@@ -70,20 +74,34 @@ struct SecureChannel {
     /// leave holding some of them.
     mutating func open(_ packet: SecurePacket, appendingTo frames: inout [Frame]) throws(ProtocolError) {
         try replay.check(packet.packetNumber)
+        let length = packet.ciphertext.count - WireConstants.tagSize
+        if length > plaintextBuffer.count {
+            plaintextBuffer.append(contentsOf: repeatElement(0, count: length - plaintextBuffer.count))
+        }
         // The header is rebuilt on the stack as associated data: no array per packet.
-        let plaintext: [UInt8]? = withUnsafeTemporaryAllocation(
-            byteCount: WireConstants.secureHeaderSize, alignment: 8
-        ) { header in
+        let opened = withUnsafeTemporaryAllocation(byteCount: WireConstants.secureHeaderSize, alignment: 8) {
+            header in
             packet.writeHeader(into: header)
             return packet.ciphertext.withUnsafeBytes { ciphertext in
-                try? receiver.decrypt(
-                    nonce: packet.packetNumber, ad: UnsafeRawBufferPointer(header), ciphertext: ciphertext)
+                plaintextBuffer.withUnsafeMutableBytes { buffer in
+                    // Too short for a tag fails as a packet that does not authenticate.
+                    guard length >= 0 else { return false }
+                    do {
+                        try receiver.decrypt(
+                            nonce: packet.packetNumber, ad: UnsafeRawBufferPointer(header),
+                            ciphertext: ciphertext,
+                            into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<length]))
+                        return true
+                    } catch {
+                        return false
+                    }
+                }
             }
         }
-        guard let plaintext else {
+        guard opened else {
             throw ProtocolError(.authenticationFailed, "packet \(packet.packetNumber) failed authentication")
         }
-        try Frame.decodeAll(plaintext, appendingTo: &frames)
+        try Frame.decodeAll(plaintextBuffer, prefix: length, appendingTo: &frames)
         replay.record(packet.packetNumber)
     }
 }

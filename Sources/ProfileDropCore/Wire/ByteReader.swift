@@ -8,15 +8,24 @@ public struct ByteReader: Sendable {
     public let bytes: [UInt8]
     /// Index of the next unread byte.
     public private(set) var readerIndex: Int
+    /// Where reading stops: the end of `bytes`, or of the prefix being read.
+    private let endIndex: Int
 
     /// Starts reading `bytes` at `start`.
     public init(_ bytes: [UInt8], start: Int = 0) {
+        self.init(bytes, prefix: bytes.count, start: start)
+    }
+
+    /// Starts reading the first `count` bytes of `bytes` at `start`, as if nothing followed them.
+    init(_ bytes: [UInt8], prefix count: Int, start: Int = 0) {
+        precondition((0...bytes.count).contains(count), "the prefix lies within the bytes")
         self.bytes = bytes
-        self.readerIndex = Swift.min(Swift.max(start, 0), bytes.count)
+        self.endIndex = count
+        self.readerIndex = Swift.min(Swift.max(start, 0), count)
     }
 
     /// How many bytes are left.
-    public var readableBytes: Int { bytes.count - readerIndex }
+    public var readableBytes: Int { endIndex - readerIndex }
 
     /// Reads a big-endian unsigned integer, or nil when too few bytes are left.
     public mutating func readInteger<T: FixedWidthInteger & UnsignedInteger>(as: T.Type = T.self) -> T? {
@@ -45,8 +54,8 @@ public struct ByteReader: Sendable {
 
     /// Reads everything that is left.
     public mutating func readRemaining() -> [UInt8] {
-        let slice = Array(bytes[readerIndex...])
-        readerIndex = bytes.count
+        let slice = Array(bytes[readerIndex..<endIndex])
+        readerIndex = endIndex
         return slice
     }
 

@@ -287,8 +287,16 @@ public enum Frame: Equatable, Sendable {
     ///   the frames before it.
     public static func decodeAll(_ payload: [UInt8], appendingTo frames: inout [Frame]) throws(ProtocolError)
     {
-        guard !payload.isEmpty else { throw ProtocolError(.malformed, "secure packet without frames") }
-        var reader = ByteReader(payload)
+        try decodeAll(payload, prefix: payload.count, appendingTo: &frames)
+    }
+
+    /// Decodes the payload held in the first `count` bytes of `buffer`, appending its frames to
+    /// `frames`, as ``decodeAll(_:appendingTo:)`` decodes a whole array.
+    static func decodeAll(_ buffer: [UInt8], prefix count: Int, appendingTo frames: inout [Frame])
+        throws(ProtocolError)
+    {
+        guard count > 0 else { throw ProtocolError(.malformed, "secure packet without frames") }
+        var reader = ByteReader(buffer, prefix: count)
         while reader.readableBytes > 0 {
             frames.append(try reader.parseFrame())
         }
