@@ -193,13 +193,18 @@ public enum Frame: Equatable, Sendable {
 
     /// Appends the frame to `writer`.
     public func encode(into writer: inout ByteWriter) {
+        write(to: &writer)
+    }
+
+    /// Appends the frame to `writer`, whichever kind it is (``encode(into:)`` for any sink).
+    func write(to writer: inout some ByteSink) {
         writer.writeInteger(type.rawValue)
         switch self {
         case .token(let token):
             token.encode(into: &writer)
         case .ranging(let ranging):
             writer.writeInteger(ranging.sequence)
-            ranging.pose.encode(into: &writer)
+            ranging.pose.write(to: &writer)
             ranging.token.encode(into: &writer)
         case .inRange(let inRange):
             writer.writeInteger(UInt8(inRange ? 1 : 0))
