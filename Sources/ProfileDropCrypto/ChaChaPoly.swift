@@ -194,6 +194,23 @@ public enum ChaChaPoly {
         }
     }
 
+    /// Verifies and decrypts `sealed` (ciphertext followed by the tag) into `output`, which holds
+    /// exactly the plaintext: for a caller that opens one packet after another into a buffer of its
+    /// own, with no array per packet.
+    /// - Throws: ``CryptoError/ciphertextTooShort(minimum:actual:)`` when there is no room for a tag,
+    ///   ``CryptoError/authenticationFailed`` when the tag does not verify.
+    public static func open(
+        _ sealed: UnsafeRawBufferPointer, key: Key, nonce: Nonce,
+        authenticating ad: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
+    ) throws {
+        Sodium.ensureInitialized()
+        guard sealed.count >= tagLength else {
+            throw CryptoError.ciphertextTooShort(minimum: tagLength, actual: sealed.count)
+        }
+        precondition(output.count == sealed.count - tagLength, "the output holds exactly the plaintext")
+        try decrypt(sealed, key: key, nonce: nonce, authenticating: ad, into: output)
+    }
+
     /// The largest plaintext ``open(_:key:nonce:authenticating:)`` decrypts on the stack.
     private static let stackPlaintextLimit = 1024
 

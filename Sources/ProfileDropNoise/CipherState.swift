@@ -93,6 +93,25 @@ public struct CipherState: Sendable {
         return try Self.open(key: key, nonce: nonce, ad: ad, ciphertext: ciphertext)
     }
 
+    /// Decrypts `ciphertext` at an explicit `nonce` into `output`, which holds exactly the
+    /// plaintext (the ciphertext less its 16-byte tag); the state is not changed. For a transport
+    /// that opens datagrams into one buffer it reuses. Requires a key.
+    /// - Throws: `.decryptFailed`, `.messageTooShort`, `.messageTooLong` or `.nonceExhausted`.
+    public func decrypt(
+        nonce: UInt64, ad: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer,
+        into output: UnsafeMutableRawBufferPointer
+    ) throws {
+        guard let key else { preconditionFailure("explicit-nonce decryption needs a key") }
+        try Self.checkOpenable(nonce: nonce, length: ciphertext.count)
+        do {
+            try ChaChaPoly.open(
+                ciphertext, key: key, nonce: ChaChaPoly.Nonce(noiseCounter: nonce), authenticating: ad,
+                into: output)
+        } catch {
+            throw NoiseError(.decryptFailed, "authentication tag did not verify at nonce \(nonce)")
+        }
+    }
+
     /// Decrypts at an explicit `nonce` without touching the state. Requires a key.
     /// - Throws: `.decryptFailed`, `.messageTooShort`, `.messageTooLong` or `.nonceExhausted`.
     public func decrypt(
@@ -135,13 +154,11 @@ public struct CipherState: Sendable {
         }
     }
 
-    private static func open(
-        key: ChaChaPoly.Key, nonce: UInt64, ad: some ContiguousBytes, ciphertext: some ContiguousBytes
-    ) throws -> [UInt8] {
+    /// Throws unless a ciphertext of `length` bytes may be opened at `nonce`.
+    private static func checkOpenable(nonce: UInt64, length: Int) throws {
         guard nonce != maxNonce else {
             throw NoiseError(.nonceExhausted, "nonce 2^64-1 is reserved; the key is used up")
         }
-        let length = ciphertext.withUnsafeBytes { $0.count }
         guard length <= noiseMaxMessageLength else {
             throw NoiseError(.messageTooLong, "ciphertext of \(length) bytes exceeds the 65535-byte limit")
         }
@@ -149,6 +166,12 @@ public struct CipherState: Sendable {
             throw NoiseError(
                 .messageTooShort, "ciphertext of \(length) bytes cannot hold a 16-byte authentication tag")
         }
+    }
+
+    private static func open(
+        key: ChaChaPoly.Key, nonce: UInt64, ad: some ContiguousBytes, ciphertext: some ContiguousBytes
+    ) throws -> [UInt8] {
+        try checkOpenable(nonce: nonce, length: ciphertext.withUnsafeBytes { $0.count })
         do {
             let aeadNonce = ChaChaPoly.Nonce(noiseCounter: nonce)
             return try ciphertext.withUnsafeBytes { sealed in

@@ -32,8 +32,8 @@ public enum PairingExercise {
             if first.recognition == .stranger {
                 first.beginBond(identity: initiator, random: &random)
                 second.beginBond(identity: responder, random: &random)
-                guard let firstBond = first.bondFrames(peerReceipts: []).first,
-                    let secondBond = second.bondFrames(peerReceipts: []).first
+                guard let firstBond = first.bondFrame(peerReceipts: []),
+                    let secondBond = second.bondFrame(peerReceipts: [])
                 else { return nil }
                 _ = try first.absorb(secondBond, knownPeers: initiatorKnows, random: &random)
                 _ = try second.absorb(firstBond, knownPeers: responderKnows, random: &random)

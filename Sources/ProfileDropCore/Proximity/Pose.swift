@@ -119,6 +119,12 @@ extension Pose {
     /// Appends the 8-byte encoding to `writer`. The coordinates must be within
     /// `encodableCoordinateLimit`.
     public func encode(into writer: inout ByteWriter) {
+        write(to: &writer)
+    }
+
+    /// Appends the 8-byte encoding to `writer`, whichever kind it is (``encode(into:)`` for any
+    /// sink).
+    func write(to writer: inout some ByteSink) {
         precondition(
             abs(x) <= Self.encodableCoordinateLimit && abs(y) <= Self.encodableCoordinateLimit,
             "pose outside the encodable room")

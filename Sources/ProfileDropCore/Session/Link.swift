@@ -76,11 +76,11 @@ struct Link {
         frames.reserveCapacity(frames.count + Self.usualControlFrames)
         if !peerReceipts.contains(.token) { frames.append(.token(localToken)) }
         if localInRange && !peerReceipts.contains(.consent) { frames.append(.inRange(true)) }
-        frames += pairing.frames(peerReceipts: peerReceipts)
+        pairing.appendFrames(peerReceipts: peerReceipts, to: &frames)
         if let localConsent, !peerReceipts.contains(.consent) {
             frames.append(.consent(localConsent, localConsent == .share ? localOffer : nil))
         }
-        frames += pairing.bondFrames(peerReceipts: peerReceipts)
+        if let bond = pairing.bondFrame(peerReceipts: peerReceipts) { frames.append(bond) }
         if let verifiedPeerCard, !peerReceipts.contains(.cardAck) {
             frames.append(.cardAck(digest: verifiedPeerCard))
         }

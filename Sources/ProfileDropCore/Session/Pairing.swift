@@ -124,9 +124,9 @@ struct Pairing {
 
     // MARK: - Frames
 
-    /// Our recognition and verification facts the peer does not yet hold, in packet order.
-    func frames(peerReceipts: Receipts) -> [Frame] {
-        var frames: [Frame] = []
+    /// Appends our recognition and verification facts the peer does not yet hold, in packet order,
+    /// to `frames` (the packet's list: no array of their own).
+    func appendFrames(peerReceipts: Receipts, to frames: inout [Frame]) {
         if !peerReceipts.contains(.ident) { frames.append(.ident(localIdent)) }
         if let localProof, !peerReceipts.contains(.proof) { frames.append(.proof(localProof)) }
         if isInitiator {
@@ -141,13 +141,12 @@ struct Pairing {
                 frames.append(.reveal(localNonce))
             }
         }
-        return frames
     }
 
     /// Our BOND while the peer does not hold it.
-    func bondFrames(peerReceipts: Receipts) -> [Frame] {
-        guard let localBond, let localResolvingKey, !peerReceipts.contains(.bond) else { return [] }
-        return [.bond(resolvingKey: localResolvingKey, share: localBond)]
+    func bondFrame(peerReceipts: Receipts) -> Frame? {
+        guard let localBond, let localResolvingKey, !peerReceipts.contains(.bond) else { return nil }
+        return .bond(resolvingKey: localResolvingKey, share: localBond)
     }
 
     /// What we hold of the peer's recognition and verification facts.

@@ -12,6 +12,10 @@ struct SecureChannel {
     private let receiver: CipherState
     private(set) var nextPacketNumber: UInt64 = 0
     private(set) var replay = ReplayWindow()
+    /// Where packets are opened, one after another, and their frames decoded from: as long as the
+    /// longest plaintext so far. No array per packet; a chunk frame still holding a slice of it when
+    /// the next packet is opened makes that one open into a copy.
+    private var plaintextBuffer: [UInt8] = []
 
     init(sessionID: UInt64, peerAddress: PeerAddress, transport: NoiseTransport) {
         self.sessionID = sessionID
@@ -24,34 +28,41 @@ struct SecureChannel {
     mutating func seal(_ frames: some Collection<Frame>) -> OutgoingDatagram {
         let packetNumber = nextPacketNumber
         nextPacketNumber += 1
-        // One buffer: the header, the frames behind it and room for the tag, sealed in place; no
-        // header, payload or ciphertext array to copy. Sized exactly: most packets are a few dozen
-        // bytes, and a buffer for the largest datagram is too big for the allocator's fast path.
         let headerSize = WireConstants.secureHeaderSize
-        var size = headerSize + WireConstants.tagSize
-        for frame in frames { size += frame.encodedSize }
-        var writer = ByteWriter(capacity: size)
-        writer.writeZeros(headerSize)  // Written once the payload's length is known.
-        for frame in frames { frame.encode(into: &writer) }
-        let payloadLength = writer.count - headerSize
+        var payloadLength = 0
+        for frame in frames { payloadLength += frame.encodedSize }
         precondition(
             payloadLength > 0 && payloadLength <= WireConstants.maxFramePayload, "frame payload size")
-        writer.writeZeros(WireConstants.tagSize)
-        var bytes = writer.takeBytes()
-        bytes.withUnsafeMutableBytes { datagram in
+        let ciphertextLength = payloadLength + WireConstants.tagSize
+        let size = headerSize + ciphertextLength
+        // Built on the stack and copied once into an array reserved at its exact size: most packets
+        // are a few dozen bytes, and a buffer for the largest datagram is too big for the
+        // allocator's fast path. (An array made at its full length instead looks up its type's
+        // metadata through the runtime, which costs more than the copy.) The header and the frames
+        // are stored in place and sealed where they lie: no array grows under them byte by byte.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(size)
+        withUnsafeTemporaryAllocation(byteCount: size, alignment: 8) { datagram in
+            let header = UnsafeMutableRawBufferPointer(rebasing: datagram[..<headerSize])
             SecurePacket.writeHeader(
-                into: UnsafeMutableRawBufferPointer(rebasing: datagram[..<headerSize]), sessionID: sessionID,
-                packetNumber: packetNumber, ciphertextLength: payloadLength + WireConstants.tagSize)
-            let sealed = UnsafeMutableRawBufferPointer(rebasing: datagram[headerSize...])
+                into: header, sessionID: sessionID, packetNumber: packetNumber,
+                ciphertextLength: ciphertextLength)
+            let payload = UnsafeMutableRawBufferPointer(
+                rebasing: datagram[headerSize..<(headerSize + payloadLength)])
+            var writer = FixedSizeByteWriter(payload)
+            for frame in frames { frame.write(to: &writer) }
+            precondition(writer.isFull, "frames encode to their encoded size")
             do {
                 // In place: libsodium allows the ciphertext to start where the plaintext does.
                 try sender.encrypt(
-                    nonce: packetNumber, ad: UnsafeRawBufferPointer(rebasing: datagram[..<headerSize]),
-                    plaintext: UnsafeRawBufferPointer(rebasing: sealed[..<payloadLength]), into: sealed)
+                    nonce: packetNumber, ad: UnsafeRawBufferPointer(header),
+                    plaintext: UnsafeRawBufferPointer(payload),
+                    into: UnsafeMutableRawBufferPointer(rebasing: datagram[headerSize...]))
             } catch {
                 // Only nonce 2^64-1 or an oversized payload can fail; both are excluded above.
                 preconditionFailure("sealing a packet failed")
             }
+            bytes.append(contentsOf: UnsafeRawBufferPointer(datagram))
         }
         return OutgoingDatagram(destination: .unicast(peerAddress), bytes: bytes)
     }
@@ -70,20 +81,34 @@ struct SecureChannel {
     /// leave holding some of them.
     mutating func open(_ packet: SecurePacket, appendingTo frames: inout [Frame]) throws(ProtocolError) {
         try replay.check(packet.packetNumber)
+        let length = packet.ciphertext.count - WireConstants.tagSize
+        if length > plaintextBuffer.count {
+            plaintextBuffer.append(contentsOf: repeatElement(0, count: length - plaintextBuffer.count))
+        }
         // The header is rebuilt on the stack as associated data: no array per packet.
-        let plaintext: [UInt8]? = withUnsafeTemporaryAllocation(
-            byteCount: WireConstants.secureHeaderSize, alignment: 8
-        ) { header in
+        let opened = withUnsafeTemporaryAllocation(byteCount: WireConstants.secureHeaderSize, alignment: 8) {
+            header in
             packet.writeHeader(into: header)
             return packet.ciphertext.withUnsafeBytes { ciphertext in
-                try? receiver.decrypt(
-                    nonce: packet.packetNumber, ad: UnsafeRawBufferPointer(header), ciphertext: ciphertext)
+                plaintextBuffer.withUnsafeMutableBytes { buffer in
+                    // Too short for a tag fails as a packet that does not authenticate.
+                    guard length >= 0 else { return false }
+                    do {
+                        try receiver.decrypt(
+                            nonce: packet.packetNumber, ad: UnsafeRawBufferPointer(header),
+                            ciphertext: ciphertext,
+                            into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<length]))
+                        return true
+                    } catch {
+                        return false
+                    }
+                }
             }
         }
-        guard let plaintext else {
+        guard opened else {
             throw ProtocolError(.authenticationFailed, "packet \(packet.packetNumber) failed authentication")
         }
-        try Frame.decodeAll(plaintext, appendingTo: &frames)
+        try Frame.decodeAll(plaintextBuffer, prefix: length, appendingTo: &frames)
         replay.record(packet.packetNumber)
     }
 }

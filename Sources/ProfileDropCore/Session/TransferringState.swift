@@ -175,10 +175,13 @@ extension TransferringState: LiveState {
     /// Acknowledges received chunks (every second one at once, otherwise after the SACK delay) and
     /// verifies the card once complete (it is delivered when the exchange completes).
     mutating func afterChunks(link: inout Link, context: inout SessionContext) throws(ProtocolError) {
-        guard var receiver, receiver.unacknowledged > 0 else { return }
-        if receiver.isComplete && link.verifiedPeerCard == nil {
-            guard let bytes = receiver.card else { return }
-            guard BLAKE2bDigest.of(bytes) == receiver.offer.digest else {
+        // The receiver is read and changed through optional chaining, never bound to a copy: a copy
+        // retains its three buffers, and storing it back releases the old ones, for every packet.
+        guard let unacknowledged = receiver?.unacknowledged, unacknowledged > 0 else { return }
+        let isComplete = receiver?.isComplete == true
+        if isComplete && link.verifiedPeerCard == nil {
+            guard let bytes = receiver?.card, let offer = receiver?.offer else { return }
+            guard BLAKE2bDigest.of(bytes) == offer.digest else {
                 throw ProtocolError(.cardDigestMismatch, "received card does not match the offered digest")
             }
             let card: ProfileCard
@@ -187,19 +190,19 @@ extension TransferringState: LiveState {
             } catch {
                 throw ProtocolError(.cardInvalid, "received card: \(error)")
             }
-            link.verifiedPeerCard = receiver.offer.digest
+            link.verifiedPeerCard = offer.digest
             link.pairing.peerName = "\(card.name) (\(card.owner))"
             receivedCard = card
             context.emit(.cardVerified(card))
         }
-        if receiver.isComplete || receiver.unacknowledged >= 2 {
-            receiver.unacknowledged = 0
-            receiver.sackAt = nil
-            self.receiver = receiver
-            link.sendControl(extra: [.cardSack(receiver.sack())], backOff: false, context: &context)
-        } else if receiver.sackAt == nil {
-            receiver.sackAt = context.now + context.timeouts.sackDelay
-            self.receiver = receiver
+        if isComplete || unacknowledged >= 2 {
+            receiver?.unacknowledged = 0
+            receiver?.sackAt = nil
+            if let sack = receiver?.sack() {
+                link.sendControl(extra: [.cardSack(sack)], backOff: false, context: &context)
+            }
+        } else if receiver?.sackAt == nil {
+            receiver?.sackAt = context.now + context.timeouts.sackDelay
         }
     }
 

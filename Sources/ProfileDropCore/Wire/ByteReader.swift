@@ -8,15 +8,24 @@ public struct ByteReader: Sendable {
     public let bytes: [UInt8]
     /// Index of the next unread byte.
     public private(set) var readerIndex: Int
+    /// Where reading stops: the end of `bytes`, or of the prefix being read.
+    private let endIndex: Int
 
     /// Starts reading `bytes` at `start`.
     public init(_ bytes: [UInt8], start: Int = 0) {
+        self.init(bytes, prefix: bytes.count, start: start)
+    }
+
+    /// Starts reading the first `count` bytes of `bytes` at `start`, as if nothing followed them.
+    init(_ bytes: [UInt8], prefix count: Int, start: Int = 0) {
+        precondition((0...bytes.count).contains(count), "the prefix lies within the bytes")
         self.bytes = bytes
-        self.readerIndex = Swift.min(Swift.max(start, 0), bytes.count)
+        self.endIndex = count
+        self.readerIndex = Swift.min(Swift.max(start, 0), count)
     }
 
     /// How many bytes are left.
-    public var readableBytes: Int { bytes.count - readerIndex }
+    public var readableBytes: Int { endIndex - readerIndex }
 
     /// Reads a big-endian unsigned integer, or nil when too few bytes are left.
     public mutating func readInteger<T: FixedWidthInteger & UnsignedInteger>(as: T.Type = T.self) -> T? {
@@ -45,8 +54,8 @@ public struct ByteReader: Sendable {
 
     /// Reads everything that is left.
     public mutating func readRemaining() -> [UInt8] {
-        let slice = Array(bytes[readerIndex...])
-        readerIndex = bytes.count
+        let slice = Array(bytes[readerIndex..<endIndex])
+        readerIndex = endIndex
         return slice
     }
 
@@ -85,29 +94,52 @@ public struct ByteWriter: Sendable {
     public mutating func writeDouble(_ value: Double) {
         writeInteger(value.bitPattern)
     }
+}
 
+/// Where encoders write big-endian fields: a ``ByteWriter``, which grows as it goes, or a
+/// ``FixedSizeByteWriter`` over memory already sized for everything written.
+protocol ByteSink {
+    /// Appends a big-endian unsigned integer.
+    mutating func writeInteger<T: FixedWidthInteger & UnsignedInteger>(_ value: T)
+    /// Appends raw bytes.
+    mutating func writeBytes(_ data: some Sequence<UInt8>)
+}
+
+extension ByteWriter: ByteSink {}
+
+/// Big-endian writes into memory sized beforehand for exactly what is written: a sealed datagram,
+/// whose frames are encoded where they will be encrypted. Each write is a store, with no array to
+/// check for uniqueness and room, byte by byte, as ``ByteWriter`` must.
+struct FixedSizeByteWriter: ByteSink {
+    private let buffer: UnsafeMutableRawBufferPointer
     /// How many bytes have been written.
-    var count: Int { bytes.count }
+    private(set) var count = 0
 
-    /// Appends `count` zero bytes.
-    mutating func writeZeros(_ count: Int) {
-        // Copied from a block of zeros: appending a `repeatElement` goes element by element, about
-        // 250 instructions for a sealed packet's header or tag.
-        var remaining = count
-        while remaining > 0 {
-            let step = min(remaining, Self.zeros.count)
-            bytes.append(contentsOf: Self.zeros[..<step])
-            remaining -= step
-        }
+    /// Writes into `buffer` from its start.
+    init(_ buffer: UnsafeMutableRawBufferPointer) { self.buffer = buffer }
+
+    /// Whether every byte of the buffer has been written.
+    var isFull: Bool { count == buffer.count }
+
+    mutating func writeInteger<T: FixedWidthInteger & UnsignedInteger>(_ value: T) {
+        let size = MemoryLayout<T>.size
+        precondition(size <= buffer.count - count, "a write past the end of the sized buffer")
+        buffer.storeBytes(of: value.bigEndian, toByteOffset: count, as: T.self)
+        count += size
     }
 
-    private static let zeros = [UInt8](repeating: 0, count: 64)
-
-    /// The bytes written, handed over without a copy; the writer is left empty.
-    mutating func takeBytes() -> [UInt8] {
-        var taken: [UInt8] = []
-        swap(&taken, &bytes)
-        return taken
+    mutating func writeBytes(_ data: some Sequence<UInt8>) {
+        let copied = data.withContiguousStorageIfAvailable { source in
+            precondition(source.count <= buffer.count - count, "a write past the end of the sized buffer")
+            UnsafeMutableRawBufferPointer(rebasing: buffer[count..<(count + source.count)])
+                .copyMemory(from: UnsafeRawBufferPointer(source))
+            return source.count
+        }
+        if let copied {
+            count += copied
+        } else {
+            for byte in data { writeInteger(byte) }
+        }
     }
 }
 

@@ -38,7 +38,7 @@ public struct DiscoveryToken: Hashable, Sendable, CustomStringConvertible {
     public var description: String { Hex.encode(bytes) }
 
     /// Appends the 16 bytes to `writer`.
-    func encode(into writer: inout ByteWriter) {
+    func encode(into writer: inout some ByteSink) {
         // One append of 16 bytes, not sixteen of one.
         withUnsafeBytes(of: (high.bigEndian, low.bigEndian)) { writer.writeBytes($0) }
     }

@@ -193,13 +193,18 @@ public enum Frame: Equatable, Sendable {
 
     /// Appends the frame to `writer`.
     public func encode(into writer: inout ByteWriter) {
+        write(to: &writer)
+    }
+
+    /// Appends the frame to `writer`, whichever kind it is (``encode(into:)`` for any sink).
+    func write(to writer: inout some ByteSink) {
         writer.writeInteger(type.rawValue)
         switch self {
         case .token(let token):
             token.encode(into: &writer)
         case .ranging(let ranging):
             writer.writeInteger(ranging.sequence)
-            ranging.pose.encode(into: &writer)
+            ranging.pose.write(to: &writer)
             ranging.token.encode(into: &writer)
         case .inRange(let inRange):
             writer.writeInteger(UInt8(inRange ? 1 : 0))
@@ -287,8 +292,16 @@ public enum Frame: Equatable, Sendable {
     ///   the frames before it.
     public static func decodeAll(_ payload: [UInt8], appendingTo frames: inout [Frame]) throws(ProtocolError)
     {
-        guard !payload.isEmpty else { throw ProtocolError(.malformed, "secure packet without frames") }
-        var reader = ByteReader(payload)
+        try decodeAll(payload, prefix: payload.count, appendingTo: &frames)
+    }
+
+    /// Decodes the payload held in the first `count` bytes of `buffer`, appending its frames to
+    /// `frames`, as ``decodeAll(_:appendingTo:)`` decodes a whole array.
+    static func decodeAll(_ buffer: [UInt8], prefix count: Int, appendingTo frames: inout [Frame])
+        throws(ProtocolError)
+    {
+        guard count > 0 else { throw ProtocolError(.malformed, "secure packet without frames") }
+        var reader = ByteReader(buffer, prefix: count)
         while reader.readableBytes > 0 {
             frames.append(try reader.parseFrame())
         }
