@@ -64,13 +64,14 @@ enum SimulationFigures {
         for ran in [plain, photo] {
             guard let total = combining(ran.map(\.result)) else { continue }
             console.output(total.line)
-            // Each round's cost against the floor timed between its own exchanges.
+            // Each round's cost against the floor timed between its own exchanges; two decimals,
+            // since changes of a few per cent are what speed work moves.
             let ratios = ran.map { $0.result.cpuSeconds / Double($0.result.exchanges) / $0.floor }
             console.output(
                 String(
                     format:
-                        "  one simulated exchange (both devices, discovery to close) costs %.1f handshake floors "
-                        + "(median of %d round%@; min %.1f, max %.1f)",
+                        "  one simulated exchange (both devices, discovery to close) costs %.2f handshake floors "
+                        + "(median of %d round%@; min %.2f, max %.2f)",
                     HandshakeBenchmark.median(ratios), ratios.count, ratios.count == 1 ? "" : "s",
                     ratios.min() ?? 0, ratios.max() ?? 0))
         }
