@@ -88,21 +88,25 @@ struct Link {
     }
 
     /// Seals and queues `frames` for the peer.
-    mutating func send(_ frames: some Collection<Frame>, context: inout SessionContext) {
-        context.outbox.push(channel.seal(frames))
+    mutating func send(_ frames: [Frame], context: inout SessionContext) {
+        context.outbox.push(channel.seal(frames.span))
     }
 
     /// Seals and queues a packet of one frame, with no array for it.
     mutating func send(_ frame: Frame, context: inout SessionContext) {
-        send(CollectionOfOne(frame), context: &context)
+        let packet = CollectionOfOne(frame)
+        context.outbox.push(channel.seal(packet.span))
     }
 
-    /// Sends a control packet now (plus `extra` frames) and schedules the next one, `interval`
+    /// Sends a control packet now (after `extra`, if any) and schedules the next one, `interval`
     /// later, or a doubled interval up to the cap when `backOff` is set.
-    mutating func sendControl(extra: [Frame] = [], backOff: Bool, context: inout SessionContext) {
-        var frames = extra
-        appendControlFrames(to: &frames)
-        send(frames, context: &context)
+    mutating func sendControl(extra: Frame? = nil, backOff: Bool, context: inout SessionContext) {
+        // In the context's frame list, not an array per packet.
+        context.withFrameList { frames, context in
+            if let extra { frames.append(extra) }
+            appendControlFrames(to: &frames)
+            send(frames, context: &context)
+        }
         let base = context.configuration.measurement.sampleInterval
         controlInterval = backOff ? min(controlInterval * 2, max(context.timeouts.controlCap, base)) : base
         controlAt = context.now + controlInterval
@@ -135,8 +139,9 @@ struct Link {
         lastHeard = context.now
         heardFromPeer = true
         var inbound = Inbound()
-        for frame in frames {
-            switch frame {
+        // By index: `for frame in frames` copies each frame, retaining its payload.
+        for index in frames.indices {
+            switch frames[index] {
             case .token(let token):
                 if let peerToken {
                     guard peerToken == token else {
@@ -193,13 +198,13 @@ struct Link {
                 }
             case .ident, .proof, .nonce, .reveal:
                 if try pairing.absorb(
-                    frame, knownPeers: context.configuration.knownPeers, random: &context.random)
+                    frames[index], knownPeers: context.configuration.knownPeers, random: &context.random)
                 {
                     inbound.learned = true
                 }
             case .commit:
                 if try pairing.absorb(
-                    frame, knownPeers: context.configuration.knownPeers, random: &context.random)
+                    frames[index], knownPeers: context.configuration.knownPeers, random: &context.random)
                 {
                     // The responder commits only in consenting, once both gates were open.
                     peerInRange = true
@@ -210,7 +215,7 @@ struct Link {
                     throw ProtocolError(.unexpectedMessage, "BOND before the peer agreed")
                 }
                 if try pairing.absorb(
-                    frame, knownPeers: context.configuration.knownPeers, random: &context.random)
+                    frames[index], knownPeers: context.configuration.knownPeers, random: &context.random)
                 {
                     inbound.learned = true
                 }

@@ -25,12 +25,18 @@ struct SecureChannel {
     }
 
     /// Seals `frames` into one datagram for the peer.
-    mutating func seal(_ frames: some Collection<Frame>) -> OutgoingDatagram {
+    mutating func seal(_ frames: [Frame]) -> OutgoingDatagram {
+        seal(frames.span)
+    }
+
+    /// Seals `frames` into one datagram for the peer. A span, read by index, lends each frame where
+    /// it lies: iterating a collection copies every frame and retains its payload.
+    mutating func seal(_ frames: Span<Frame>) -> OutgoingDatagram {
         let packetNumber = nextPacketNumber
         nextPacketNumber += 1
         let headerSize = WireConstants.secureHeaderSize
         var payloadLength = 0
-        for frame in frames { payloadLength += frame.encodedSize }
+        for index in frames.indices { payloadLength += frames[index].encodedSize }
         precondition(
             payloadLength > 0 && payloadLength <= WireConstants.maxFramePayload, "frame payload size")
         let ciphertextLength = payloadLength + WireConstants.tagSize
@@ -50,7 +56,7 @@ struct SecureChannel {
             let payload = UnsafeMutableRawBufferPointer(
                 rebasing: datagram[headerSize..<(headerSize + payloadLength)])
             var writer = FixedSizeByteWriter(payload)
-            for frame in frames { frame.write(to: &writer) }
+            for index in frames.indices { frames[index].write(to: &writer) }
             precondition(writer.isFull, "frames encode to their encoded size")
             do {
                 // In place: libsodium allows the ciphertext to start where the plaintext does.

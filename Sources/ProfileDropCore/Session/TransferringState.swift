@@ -148,8 +148,9 @@ extension TransferringState: LiveState {
             link.send(.cardSack(sack), context: &context)
         }
         if context.now >= link.controlAt {
-            let extra: [Frame] = receiver.map { [.cardSack($0.sack())] } ?? []
-            link.sendControl(extra: extra, backOff: true, context: &context)
+            // Through optional chaining: `receiver.map` would copy the receiver and its buffers.
+            let sack = receiver?.sack()
+            link.sendControl(extra: sack.map(Frame.cardSack), backOff: true, context: &context)
         }
         return .stay
     }
@@ -199,7 +200,7 @@ extension TransferringState: LiveState {
             receiver?.unacknowledged = 0
             receiver?.sackAt = nil
             if let sack = receiver?.sack() {
-                link.sendControl(extra: [.cardSack(sack)], backOff: false, context: &context)
+                link.sendControl(extra: .cardSack(sack), backOff: false, context: &context)
             }
         } else if receiver?.sackAt == nil {
             receiver?.sackAt = context.now + context.timeouts.sackDelay

@@ -197,6 +197,9 @@ public enum Frame: Equatable, Sendable {
     }
 
     /// Appends the frame to `writer`, whichever kind it is (``encode(into:)`` for any sink).
+    /// Inlined: called on a frame lent from a span or an array, it would otherwise be copied first
+    /// (a retain of its payload), since the writer's memory could alias it.
+    @inline(__always)
     func write(to writer: inout some ByteSink) {
         writer.writeInteger(type.rawValue)
         switch self {
