@@ -375,7 +375,8 @@ extension Device {
         return cut
     }
 
-    /// Acts on a decided session outcome, then invites the next peer if the device is free.
+    /// Acts on a decided session outcome, invites the next peer if the device is free, and keeps
+    /// the deadline this leaves. Every input ends with it.
     mutating func afterInput() {
         if exchange?.isSecured == true, let peer = exchange?.peer, let address = exchange?.peerAddress {
             discovery.handshakeCompleted(with: peer, at: address, context: context)
@@ -404,6 +405,8 @@ extension Device {
         {
             exchange = ExchangeSession.initiate(to: invitee.id, at: invitee.address, context: &context)
         }
+        // Last: every input ends here, and nothing above may change the device after it.
+        deadlineAfterInput = earliestDeadline()
     }
 
     private mutating func closeDevice(_ reason: CloseReason) {
