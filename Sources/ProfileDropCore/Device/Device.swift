@@ -153,6 +153,16 @@ public struct Device {
         context.events.pop()
     }
 
+    /// Appends every pending datagram and event to `datagrams` and `events`, as ``pollTransmit()``
+    /// and ``pollEvent()`` would give them, and returns ``nextDeadline`` and ``isClosed``.
+    public mutating func takeOutput(datagrams: inout [OutgoingDatagram], events: inout [DeviceEvent])
+        -> DeviceStatus
+    {
+        while let datagram = pollTransmit() { datagrams.append(datagram) }
+        while let event = context.events.pop() { events.append(event) }
+        return DeviceStatus(nextDeadline: nextDeadline, isClosed: isClosed)
+    }
+
     /// When ``handleTimeout(at:)`` must be called next; nil once the device is closed and every
     /// session has finished draining.
     public var nextDeadline: Instant? {
