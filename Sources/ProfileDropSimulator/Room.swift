@@ -453,6 +453,14 @@ public struct Room {
         speaker.nextDeadline
     }
 
+    /// Moves what the last step or input made its device report into `events`, which must be
+    /// empty, and leaves ``lastEvents`` empty: a driver that consumes the events takes them without
+    /// copying each one (a card is several strings and arrays).
+    public mutating func takeLastEvents(into events: inout [DeviceEvent]) {
+        precondition(events.isEmpty, "the events taken before are not handled yet")
+        swap(&events, &lastEvents)
+    }
+
     private mutating func clearLast() {
         lastSent.removeAllKeepingStorage()
         lastEvents.removeAllKeepingStorage()
