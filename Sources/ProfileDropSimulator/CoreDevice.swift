@@ -46,7 +46,7 @@ struct EventTranslator {
     }
 
     /// The event as the simulation sees it, or nil when the transcript leaves it out.
-    mutating func translate(_ event: DeviceEvent) -> SimulatedDeviceEvent? {
+    mutating func translate(_ event: consuming DeviceEvent) -> SimulatedDeviceEvent? {
         switch event {
         case .advertising:
             return reduced(.note, text: "advertising")

@@ -435,25 +435,30 @@ public struct Room {
         }
     }
 
-    private mutating func note(_ state: DeviceState, ofDevice member: Int) {
-        deadlines.update(member, to: state.deadline)
+    private mutating func note(_ state: DeviceStatus, ofDevice member: Int) {
+        deadlines.update(member, to: state.nextDeadline)
         if !closed[member] && state.isClosed {
             closed[member] = true
             openDeviceCount -= 1
         }
     }
 
-    /// What the room keeps of a device after each input.
-    private typealias DeviceState = (deadline: Instant?, isClosed: Bool)
-
     // Read through inout, so that the existential is opened in place rather than copied out of the
     // array for each property.
-    private static func state(of device: inout some SansIODevice) -> DeviceState {
-        (device.nextDeadline, device.isClosed)
+    private static func state(of device: inout some SansIODevice) -> DeviceStatus {
+        DeviceStatus(nextDeadline: device.nextDeadline, isClosed: device.isClosed)
     }
 
     private static func deadline(of speaker: inout any DatagramSpeaker) -> Instant? {
         speaker.nextDeadline
+    }
+
+    /// Moves what the last step or input made its device report into `events`, which must be
+    /// empty, and leaves ``lastEvents`` empty: a driver that consumes the events takes them without
+    /// copying each one (a card is several strings and arrays).
+    public mutating func takeLastEvents(into events: inout [DeviceEvent]) {
+        precondition(events.isEmpty, "the events taken before are not handled yet")
+        swap(&events, &lastEvents)
     }
 
     private mutating func clearLast() {
@@ -465,10 +470,10 @@ public struct Room {
     private mutating func drain(_ member: Int) {
         switch slots[member] {
         case .device(let slot):
-            // Output and state are taken in one opening of the device's existential, then sent:
+            // Output and state are taken in one call through the device's existential, then sent:
             // sending does not touch the device.
             let known = lastEvents.count
-            let state = Self.takeOutput(of: &devices[slot], into: &draining, events: &lastEvents)
+            let state = devices[slot].takeOutput(datagrams: &draining, events: &lastEvents)
             if keepsEventLog { eventLog[member].append(contentsOf: lastEvents[known...]) }
             for datagram in draining { send(datagram, from: member) }
             draining.removeAllKeepingStorage()
@@ -477,15 +482,6 @@ public struct Room {
             while let datagram = speakers[slot].pollTransmit() { send(datagram, from: member) }
             noteState(of: member)
         }
-    }
-
-    private static func takeOutput(
-        of device: inout some SansIODevice, into datagrams: inout [OutgoingDatagram],
-        events: inout [DeviceEvent]
-    ) -> DeviceState {
-        while let datagram = device.pollTransmit() { datagrams.append(datagram) }
-        while let event = device.pollEvent() { events.append(event) }
-        return state(of: &device)
     }
 
     private mutating func send(_ datagram: OutgoingDatagram, from source: Int) {

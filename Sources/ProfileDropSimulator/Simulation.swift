@@ -185,6 +185,8 @@ private struct SimulationEngine {
     private var room: Room
     /// The room's clock, except that a run cut off by the time limit ends at the limit.
     private var now = Instant.zero
+    /// The events of the device being drained, moved out of the room; kept for its capacity.
+    private var takenEvents: [DeviceEvent] = []
     private var transcript: [String] = []
     private var violations: [String] = []
     private var unlistedViolations = 0
@@ -328,7 +330,11 @@ private struct SimulationEngine {
             }
             devices[index].lastSent = datagram.number
         }
-        for deviceEvent in room.lastEvents {
+        room.takeLastEvents(into: &takenEvents)
+        // Reversed, so that popping from the end hands the events over in order, each moved rather
+        // than copied.
+        takenEvents.reverse()
+        while let deviceEvent = takenEvents.popLast() {
             guard let event = devices[index].events.translate(deviceEvent) else { continue }
             record(index, "-> \(event.text)")
             switch event.kind {

@@ -38,7 +38,7 @@ extension Device {
         case .busy(let busy):
             try handleBusy(busy, from: source)
         case .secure(let secure):
-            try routeToSession(packet, sessionID: secure.sessionID, source: source)
+            try routeToSession(secure, source: source)
         }
     }
 
@@ -92,13 +92,32 @@ extension Device {
         }
     }
 
-    /// Hands a unicast packet to its session. Handshake packets must come from the session's peer
-    /// address; SECURE packets are authenticated instead, wherever they come from.
+    /// Hands a handshake packet to its session; it must come from the session's peer address.
+    private mutating func routeToSession(_ packet: Packet, sessionID: UInt64, source: PeerAddress)
+        throws(ProtocolError)
+    {
+        try routeToSession(sessionID, type: packet.type, source: source) {
+            (session, context) throws(ProtocolError) in
+            try session.handle(packet, context: &context)
+        }
+    }
+
+    /// Hands a SECURE packet to its session: authenticated instead, wherever it comes from. It goes
+    /// to ``ExchangeSession/handleSecure(_:context:)`` directly, not wrapped in a ``Packet`` again.
+    private mutating func routeToSession(_ packet: SecurePacket, source: PeerAddress) throws(ProtocolError) {
+        try routeToSession(packet.sessionID, type: .secure, source: source) {
+            (session, context) throws(ProtocolError) in
+            try session.handleSecure(packet, context: &context)
+        }
+    }
+
+    /// Finds session `sessionID` and lets `deliver` hand it a packet of `type` from `source`.
     private mutating func routeToSession(
-        _ packet: Packet, sessionID: UInt64, source: PeerAddress
+        _ sessionID: UInt64, type: PacketType, source: PeerAddress,
+        deliver: (inout ExchangeSession, inout SessionContext) throws(ProtocolError) -> Void
     ) throws(ProtocolError) {
         let isHandshake =
-            switch packet {
+            switch type {
             case .invite, .accept, .confirm: true
             case .beacon, .query, .busy, .secure: false
             }
@@ -109,18 +128,18 @@ extension Device {
             : (halfOpenIndex.map { halfOpen.sessions[$0].peerAddress }
                 ?? lingering.first { $0.sessionID == sessionID }?.peerAddress)
         if isHandshake, let sessionAddress, sessionAddress != source {
-            throw ProtocolError(.unexpectedMessage, "\(packet.type) for session \(sessionID) from \(source)")
+            throw ProtocolError(.unexpectedMessage, "\(type) for session \(sessionID) from \(source)")
         }
         if exchange?.sessionID == sessionID, var session = exchange.take() {
             // Moved out and held alone while it handles the packet, so its buffers are mutated in
             // place.
             defer { exchange = session }
-            try session.handle(packet, context: &context)
+            try deliver(&session, &context)
             return
         }
         if let halfOpenIndex {
             var session = halfOpen.sessions[halfOpenIndex]
-            try session.handle(packet, context: &context)
+            try deliver(&session, &context)
             if session.isHalfOpen {
                 halfOpen.update(session, at: halfOpenIndex)
             } else {
@@ -135,7 +154,7 @@ extension Device {
             return
         }
         if let index = lingering.firstIndex(where: { $0.sessionID == sessionID }) {
-            try lingering[index].handle(packet, context: &context)
+            try deliver(&lingering[index], &context)
             return
         }
         try admit(source)
@@ -375,7 +394,8 @@ extension Device {
         return cut
     }
 
-    /// Acts on a decided session outcome, then invites the next peer if the device is free.
+    /// Acts on a decided session outcome, invites the next peer if the device is free, and keeps
+    /// the deadline this leaves. Every input ends with it.
     mutating func afterInput() {
         if exchange?.isSecured == true, let peer = exchange?.peer, let address = exchange?.peerAddress {
             discovery.handshakeCompleted(with: peer, at: address, context: context)
@@ -404,6 +424,8 @@ extension Device {
         {
             exchange = ExchangeSession.initiate(to: invitee.id, at: invitee.address, context: &context)
         }
+        // Last: every input ends here, and nothing above may change the device after it.
+        deadlineAfterInput = earliestDeadline()
     }
 
     private mutating func closeDevice(_ reason: CloseReason) {

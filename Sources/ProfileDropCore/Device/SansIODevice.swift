@@ -3,8 +3,9 @@
 ///
 /// ``Device`` conforms; a wrapper conforms by forwarding to the device it wraps and doing its own
 /// work on the way (recording for a capture, altering datagrams for a test). A driver feeds inputs,
-/// each stamped with the current time, then drains ``pollTransmit()`` and ``pollEvent()`` before it
-/// waits again, and wakes the device at ``nextDeadline`` with ``handleTimeout(at:)``.
+/// each stamped with the current time, then drains ``pollTransmit()`` and ``pollEvent()`` (or takes
+/// everything at once with ``takeOutput(datagrams:events:)``) before it waits again, and wakes the
+/// device at ``nextDeadline`` with ``handleTimeout(at:)``.
 public protocol SansIODevice {
     /// The per-run identifier the device announces, by which peers' events name it.
     var deviceID: DeviceID { get }
@@ -29,6 +30,41 @@ public protocol SansIODevice {
     mutating func pollTransmit() -> OutgoingDatagram?
     /// The next event, or nil when there is none.
     mutating func pollEvent() -> DeviceEvent?
+    /// Appends every pending datagram to `datagrams` and every pending event to `events`, in the
+    /// order ``pollTransmit()`` and ``pollEvent()`` would give them, and returns what the driver
+    /// reads next: ``nextDeadline`` and ``isClosed``.
+    ///
+    /// A driver that runs many devices behind `any SansIODevice` reads a device's whole output in
+    /// one call rather than one call per item. The default implementation is built from the
+    /// methods above, so a wrapper that forwards them is drained correctly without its own.
+    mutating func takeOutput(datagrams: inout [OutgoingDatagram], events: inout [DeviceEvent])
+        -> DeviceStatus
+}
+
+/// What a driver reads from a device after draining it, besides its datagrams and events.
+public struct DeviceStatus: Sendable, Equatable {
+    /// When ``SansIODevice/handleTimeout(at:)`` must be called next; nil when nothing is pending.
+    public var nextDeadline: Instant?
+    /// Whether the device reached its terminal state (``SansIODevice/isClosed``).
+    public var isClosed: Bool
+
+    /// Creates a status.
+    public init(nextDeadline: Instant?, isClosed: Bool) {
+        self.nextDeadline = nextDeadline
+        self.isClosed = isClosed
+    }
+}
+
+extension SansIODevice {
+    /// Drains ``pollTransmit()`` and then ``pollEvent()``, then reads ``nextDeadline`` and
+    /// ``isClosed``.
+    public mutating func takeOutput(datagrams: inout [OutgoingDatagram], events: inout [DeviceEvent])
+        -> DeviceStatus
+    {
+        while let datagram = pollTransmit() { datagrams.append(datagram) }
+        while let event = pollEvent() { events.append(event) }
+        return DeviceStatus(nextDeadline: nextDeadline, isClosed: isClosed)
+    }
 }
 
 extension Device: SansIODevice {}
