@@ -394,8 +394,7 @@ extension Device {
         return cut
     }
 
-    /// Acts on a decided session outcome, invites the next peer if the device is free, and keeps
-    /// the deadline this leaves. Every input ends with it.
+    /// Acts on a decided session outcome, then invites the next peer if the device is free.
     mutating func afterInput() {
         if exchange?.isSecured == true, let peer = exchange?.peer, let address = exchange?.peerAddress {
             discovery.handshakeCompleted(with: peer, at: address, context: context)
@@ -424,8 +423,6 @@ extension Device {
         {
             exchange = ExchangeSession.initiate(to: invitee.id, at: invitee.address, context: &context)
         }
-        // Last: every input ends here, and nothing above may change the device after it.
-        deadlineAfterInput = earliestDeadline()
     }
 
     private mutating func closeDevice(_ reason: CloseReason) {

@@ -50,9 +50,6 @@ public struct Device {
     var admission: Admission
     /// Devices of another protocol version already reported, oldest first; bounded.
     var incompatiblePeers: [DeviceID] = []
-    /// ``earliestDeadline()`` as the last input left it. Only an input changes the device, and
-    /// drivers ask for the deadline after every one, so it is computed once per input.
-    var deadlineAfterInput: Instant?
 
     /// Sessions kept closing or draining after they ended.
     static let maxLingering = 4
@@ -83,7 +80,6 @@ public struct Device {
         self.admission = Admission(
             limits: configuration.limits, knownSources: configuration.limits.maxPeers + Self.maxLingering + 1)
         runTimers()
-        deadlineAfterInput = earliestDeadline()
     }
 
     /// Handles one received UDP datagram (multicast or unicast) from `source`.
@@ -153,25 +149,10 @@ public struct Device {
         context.events.pop()
     }
 
-    /// Appends every pending datagram and event to `datagrams` and `events`, as ``pollTransmit()``
-    /// and ``pollEvent()`` would give them, and returns ``nextDeadline`` and ``isClosed``.
-    public mutating func takeOutput(datagrams: inout [OutgoingDatagram], events: inout [DeviceEvent])
-        -> DeviceStatus
-    {
-        while let datagram = pollTransmit() { datagrams.append(datagram) }
-        while let event = context.events.pop() { events.append(event) }
-        return DeviceStatus(nextDeadline: nextDeadline, isClosed: isClosed)
-    }
-
     /// When ``handleTimeout(at:)`` must be called next; nil once the device is closed and every
     /// session has finished draining.
     public var nextDeadline: Instant? {
-        assert(deadlineAfterInput == earliestDeadline(), "the deadline was not refreshed after an input")
-        return deadlineAfterInput
-    }
-
-    /// The earliest deadline of the device's sessions and waits, as of now.
-    func earliestDeadline() -> Instant? {
+        // Asked after every input, so no closure over the running minimum.
         var deadline = exchange?.nextDeadline
         if closeReason == nil {
             deadline = Instant.earliest(deadline, discovery.nextDeadline)

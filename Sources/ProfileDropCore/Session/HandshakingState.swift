@@ -53,17 +53,12 @@ extension HandshakingState {
         guard cookie != invite.cookie else {
             throw ProtocolError(.unexpectedMessage, "BUSY(retry) repeats the cookie our INVITE carries")
         }
-        guard cookieRetries < HalfOpenHandshakes.cookieRetries else {
-            invite.cookie = cookie
-            self.invite = invite
-            lastDatagram = Packet.invite(invite).encoded()
-            return
-        }
-        cookieRetries += 1
-        resent = true
         invite.cookie = cookie
         self.invite = invite
         lastDatagram = Packet.invite(invite).encoded()
+        guard cookieRetries < HalfOpenHandshakes.cookieRetries else { return }
+        cookieRetries += 1
+        resent = true
         context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: lastDatagram))
         context.counters.handshakeRetransmissions += 1
         lastSentAt = context.now
