@@ -89,7 +89,7 @@ struct Link {
 
     /// Seals and queues `frames` for the peer.
     mutating func send(_ frames: [Frame], context: inout SessionContext) {
-        context.outbox.push(channel.seal(frames.span))
+        context.outbox.push(channel.seal(frames))
     }
 
     /// Seals and queues a packet of one frame, with no array for it.
