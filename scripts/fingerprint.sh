@@ -11,7 +11,7 @@ set -euo pipefail
 mkdir -p "$1"
 out=$(cd "$1" && pwd)
 cd "$(dirname "$0")/.."
-swift build -c release --product profiledrop > /dev/null
+swift build -c release --static-swift-stdlib --product profiledrop > /dev/null
 bin=.build/release/profiledrop
 # Exit codes are part of the output: a run that fails must fail the same way.
 set +e

@@ -36,5 +36,5 @@ if ! python3 -c 'import noise.connection' 2>/dev/null; then
 fi
 
 echo "setup: building (release)"
-swift build -c release --product profiledrop
+swift build -c release --static-swift-stdlib --product profiledrop
 test -x .build/release/profiledrop

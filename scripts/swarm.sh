@@ -22,7 +22,7 @@ seed=${SWARM_SEED:-$(od -An -N8 -tu8 /dev/urandom | tr -d ' ')}
 [[ $seed =~ ^[0-9]+$ ]] || usage
 echo "swarm.sh: seed $seed, $runs runs"
 
-swift build -c release --product profiledrop > /dev/null
+swift build -c release --static-swift-stdlib --product profiledrop > /dev/null
 bin="$root/.build/release/profiledrop"
 cases="$root/Tests/ProfileDropSimulatorTests/SwarmCases"
 logs="$root/.build/swarm"
