@@ -49,7 +49,7 @@ public struct EventQueue<Payload> {
     }
 
     /// Schedules `payload` at `time`.
-    public mutating func schedule(_ payload: Payload, at time: Instant) {
+    public mutating func schedule(_ payload: consuming Payload, at time: Instant) {
         let slot: Int
         if let free = freeSlots.popLast() {
             slot = free

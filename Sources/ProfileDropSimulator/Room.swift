@@ -78,6 +78,9 @@ public enum DatagramVerdict: Sendable {
     /// Deliver exactly this one arrival: `arrivals([arrival])` without allocating the array, for
     /// a hook that decides every copy's arrival itself.
     case arrival(Arrival)
+    /// Deliver it unchanged at this time (at once if that is past): `arrival` without copying the
+    /// payload, for a hook that decides every copy's arrival time itself.
+    case arriveAt(Instant)
 }
 
 /// Sees every datagram in flight: the network's fault model, or a test's adversary.
@@ -532,6 +535,8 @@ public struct Room {
             for arrival in arrivals { schedule(arrival, of: copy) }
         case .arrival(let arrival):
             schedule(arrival, of: copy)
+        case .arriveAt(let time):
+            flights.schedule(copy, at: max(time, now))
         }
     }
 

@@ -161,9 +161,7 @@ public struct NetworkFaultHook: DatagramHook {
             case .delay(let added): extra = added
             }
         }
-        if isRandomFree {
-            return .arrival(Arrival(copy, at: time + faults.delay + extra, bytes: copy.bytes, altered: false))
-        }
+        if isRandomFree { return .arriveAt(time + faults.delay + extra) }
         let lossDraw = random.unitDouble()
         let duplicateDraw = random.unitDouble()
         let reorderDraw = random.unitDouble()
@@ -314,6 +312,8 @@ public struct SimulatedNetwork {
             for arrival in arrivals { schedule(arrival, number: number, from: source, to: recipient) }
         case .arrival(let arrival):
             schedule(arrival, number: number, from: source, to: recipient)
+        case .arriveAt(let arrivalTime):
+            schedule(Arrival(copy, at: arrivalTime), number: number, from: source, to: recipient)
         }
     }
 

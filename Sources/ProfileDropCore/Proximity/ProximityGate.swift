@@ -287,17 +287,36 @@ public struct ProximityGate: Equatable, Sendable {
             distance: distanceSum / Double(count), bearing: bearingSum / Double(count), sampleCount: count)
     }
 
-    /// The median of one field over the window; sorts a stack buffer because this runs for every
-    /// ranging round of every gate in the simulator.
+    /// The median of one field over the window, without sorting: each value's rank is counted by
+    /// comparisons made without branches, and the middle rank(s) picked. This runs for every ranging
+    /// round of every gate in the simulator, where a sort's unpredictable branches cost more than its
+    /// comparisons. Distances and bearings are never negative, so their bit patterns (with -0 made
+    /// +0) order as the numbers do and compare as integers. Ties rank by position, so the ranks are a
+    /// permutation and the result is exactly the sorted window's middle.
     private func median(_ field: (RangingSample) -> Double) -> Double {
-        withUnsafeTemporaryAllocation(of: Double.self, capacity: samples.count) { storage in
-            var buffer = storage
+        withUnsafeTemporaryAllocation(of: Int64.self, capacity: samples.count) { storage in
             for (index, entry) in samples.enumerated() {
-                buffer.initializeElement(at: index, to: field(entry.sample))
+                let value = field(entry.sample) + 0.0
+                assert(value >= 0, "distances and bearings are never negative")
+                storage.initializeElement(at: index, to: Int64(bitPattern: value.bitPattern))
             }
-            buffer.sort()
-            let middle = buffer.count / 2
-            return buffer.count % 2 == 1 ? buffer[middle] : (buffer[middle - 1] + buffer[middle]) / 2
+            let keys = UnsafeBufferPointer(storage)
+            let upperMiddle = Int64(keys.count / 2)
+            let lowerMiddle = keys.count % 2 == 1 ? upperMiddle : upperMiddle - 1
+            var lower: Int64 = 0
+            var upper: Int64 = 0
+            for index in keys.indices {
+                let key = keys[index]
+                var rank: Int64 = 0
+                // Both keys lie in 0..<2^63, so the difference's sign bit is the comparison.
+                for earlier in 0..<index { rank &+= ((key &- keys[earlier]) >> 63) &+ 1 }  // earlier <= key
+                for later in (index + 1)..<keys.count { rank &-= (keys[later] &- key) >> 63 }  // later < key
+                if rank == lowerMiddle { lower = key }
+                if rank == upperMiddle { upper = key }
+            }
+            let lowerValue = Double(bitPattern: UInt64(bitPattern: lower))
+            let upperValue = Double(bitPattern: UInt64(bitPattern: upper))
+            return lowerMiddle == upperMiddle ? upperValue : (lowerValue + upperValue) / 2
         }
     }
 }
