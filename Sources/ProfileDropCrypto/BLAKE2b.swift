@@ -42,10 +42,9 @@ public struct BLAKE2b: ~Copyable {
     public consuming func finalize() -> [UInt8] {
         let length = outputLength
         let state = self.state
-        return [UInt8](unsafeUninitializedCapacity: length) { output, initialized in
+        return [UInt8](byteCount: length) { output in
             let result = crypto_generichash_final(OpaquePointer(state), output.sodiumPointer, length)
             precondition(result == 0, "crypto_generichash_final failed")
-            initialized = length
         }
     }
 
@@ -54,11 +53,10 @@ public struct BLAKE2b: ~Copyable {
     {
         Sodium.ensureInitialized()
         return data.withUnsafeBytes { bytes in
-            [UInt8](unsafeUninitializedCapacity: outputLength) { output, initialized in
+            [UInt8](byteCount: outputLength) { output in
                 let result = crypto_generichash(
                     output.sodiumPointer, outputLength, bytes.sodiumPointer, UInt64(bytes.count), nil, 0)
                 precondition(result == 0, "crypto_generichash failed for a valid length")
-                initialized = outputLength
             }
         }
     }
@@ -126,14 +124,13 @@ public enum HMACBLAKE2b {
 
     private static func authenticate(rawKey: UnsafeRawBufferPointer, parts: [[UInt8]]) -> [UInt8] {
         Sodium.ensureInitialized()
-        return [UInt8](unsafeUninitializedCapacity: outputLength) { tag, initialized in
+        return [UInt8](byteCount: outputLength) { tag in
             HMACWorkspace.with { workspace in
                 workspace.setKey(rawKey)
                 workspace.beginMessage()
                 for part in parts { part.withUnsafeBytes { workspace.absorb($0) } }
                 workspace.finishMessage(into: tag.sodiumPointer)
             }
-            initialized = outputLength
         }
     }
 }

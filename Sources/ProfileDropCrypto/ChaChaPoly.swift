@@ -120,11 +120,8 @@ public enum ChaChaPoly {
         _ message: UnsafeRawBufferPointer, key: Key, nonce: Nonce,
         authenticating ad: UnsafeRawBufferPointer
     ) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: message.count + tagLength) { output, initialized in
-            seal(
-                message, key: key, nonce: nonce, authenticating: ad,
-                into: UnsafeMutableRawBufferPointer(output))
-            initialized = message.count + tagLength
+        [UInt8](byteCount: message.count + tagLength) { output in
+            seal(message, key: key, nonce: nonce, authenticating: ad, into: output)
         }
     }
 
@@ -180,7 +177,7 @@ public enum ChaChaPoly {
         // runtime on every call, which costs more than copying a packet's plaintext: a plaintext
         // that fits on the stack is decrypted there and copied into an array made from it.
         guard count <= stackPlaintextLimit else {
-            var plaintext = [UInt8](repeating: 0, count: count)
+            var plaintext = [UInt8](filling: 0, count: count)
             try plaintext.withUnsafeMutableBytes { output in
                 try decrypt(sealed, key: key, nonce: nonce, authenticating: ad, into: output)
             }

@@ -20,10 +20,7 @@ public protocol RandomSource {
 extension RandomSource {
     /// Returns `count` random bytes.
     public mutating func bytes(_ count: Int) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            fill(UnsafeMutableRawBufferPointer(buffer))
-            initialized = count
-        }
+        [UInt8](byteCount: count) { fill($0) }
     }
 
     /// Returns a uniformly random 64-bit value: the next 8 bytes, read as a native-endian integer.
@@ -90,7 +87,7 @@ public struct DeterministicRandom: RandomSource, Sendable {
 
     /// Creates a generator from a 64-bit seed, as printed by the simulator.
     public init(seed: UInt64) {
-        var seedBytes = [UInt8](repeating: 0, count: 8)
+        var seedBytes = [UInt8](filling: 0, count: 8)
         for index in 0..<8 { seedBytes[index] = UInt8(truncatingIfNeeded: seed >> (8 * UInt64(index))) }
         self.init(seedMaterial: seedBytes)
     }
@@ -141,7 +138,7 @@ public struct DeterministicRandom: RandomSource, Sendable {
         if buffer.count == Self.bufferBytes {
             buffer.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
         } else {
-            buffer = [UInt8](repeating: 0, count: Self.bufferBytes)
+            buffer = [UInt8](filling: 0, count: Self.bufferBytes)
         }
         // Nonce: 4 zero bytes, then `nonceHigh` little-endian; three 32-bit words lie without padding.
         var nonce: (UInt32, UInt32, UInt32) = (

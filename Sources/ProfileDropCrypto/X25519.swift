@@ -59,7 +59,7 @@ public enum X25519 {
 
         private init(validatedSecret secret: SecureBytes) {
             self.secret = secret
-            var publicBytes = [UInt8](repeating: 0, count: X25519.keyLength)
+            var publicBytes = [UInt8](filling: 0, count: X25519.keyLength)
             let result = secret.withUnsafeBytes { scalar in
                 crypto_scalarmult_base(&publicBytes, scalar.sodiumPointer)
             }

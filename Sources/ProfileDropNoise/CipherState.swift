@@ -125,7 +125,7 @@ public struct CipherState: Sendable {
     /// ENCRYPT(k, 2^64-1, empty, 32 zero bytes). The nonce is left as it is.
     public mutating func rekey() {
         guard let key else { preconditionFailure("rekey needs a key") }
-        let zeros = [UInt8](repeating: 0, count: ChaChaPoly.keyLength)
+        let zeros = [UInt8](filling: 0, count: ChaChaPoly.keyLength)
         var sealed = ChaChaPoly.seal(
             zeros, key: key, nonce: ChaChaPoly.Nonce(noiseCounter: Self.maxNonce), authenticating: [UInt8]())
         let newKey = ChaChaPoly.Key(takingPrefixOf: &sealed)

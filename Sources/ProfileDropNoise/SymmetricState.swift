@@ -17,7 +17,7 @@ public struct SymmetricState: Sendable {
     public init(protocolName: String) {
         let name = Array(protocolName.utf8)
         if name.count <= Self.hashLength {
-            hash = name + [UInt8](repeating: 0, count: Self.hashLength - name.count)
+            hash = name + [UInt8](filling: 0, count: Self.hashLength - name.count)
         } else {
             hash = BLAKE2b.hash(name)
         }

@@ -70,9 +70,9 @@ public struct NetworkStatistics: Equatable, Sendable {
     public var multicastPerSecond: [Int] = []
 
     init(nodeCount: Int) {
-        sentDatagrams = Array(repeating: 0, count: nodeCount)
-        sentBytes = Array(repeating: 0, count: nodeCount)
-        deliveredDatagrams = Array(repeating: 0, count: nodeCount)
+        sentDatagrams = Array(filling: 0, count: nodeCount)
+        sentBytes = Array(filling: 0, count: nodeCount)
+        deliveredDatagrams = Array(filling: 0, count: nodeCount)
     }
 
     /// Datagrams transmitted by all nodes.

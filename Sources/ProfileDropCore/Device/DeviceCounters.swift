@@ -1,3 +1,5 @@
+import ProfileDropCrypto
+
 /// Running totals a device keeps about its traffic, for tests, the simulator and the command line.
 public struct DeviceCounters: Sendable, Equatable {
     /// Datagrams handed to ``Device/handleDatagram(_:from:at:)``.
@@ -17,7 +19,7 @@ public struct DeviceCounters: Sendable, Equatable {
     /// (``DeviceEvent/pairingInterrupted(peer:code:reason:)``).
     public var interruptedPairings = 0
     /// Dropped datagrams by error code, indexed by ``ProtocolError/Code`` raw value.
-    public private(set) var rejectedByCode: [Int] = Array(repeating: 0, count: 32)
+    public private(set) var rejectedByCode: [Int] = Array(filling: 0, count: 32)
 
     /// Creates zeroed counters.
     public init() {}

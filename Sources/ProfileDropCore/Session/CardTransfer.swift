@@ -65,10 +65,10 @@ struct CardSender {
         self.initialGap = timeouts.chunkPacing
         self.rtoRange = timeouts.rtoRange
         let count = offer.chunkCount
-        acked = Array(repeating: false, count: count)
-        sentAt = Array(repeating: nil, count: count)
-        sentAs = Array(repeating: 0, count: count)
-        transmissions = Array(repeating: 0, count: count)
+        acked = Array(filling: false, count: count)
+        sentAt = Array(filling: nil, count: count)
+        sentAs = Array(filling: 0, count: count)
+        transmissions = Array(filling: 0, count: count)
         congestion = CongestionController(maximumWindow: max(window, 1))
         pacer = Pacer(now: now)
         sampledRTO = timeouts.initialRTO
@@ -252,8 +252,8 @@ struct CardReceiver {
 
     init(offer: CardOffer) {
         self.offer = offer
-        buffer = Array(repeating: 0, count: Int(offer.length))
-        have = Array(repeating: false, count: offer.chunkCount)
+        buffer = Array(filling: 0, count: Int(offer.length))
+        have = Array(filling: false, count: offer.chunkCount)
     }
 
     var total: Int { have.count }

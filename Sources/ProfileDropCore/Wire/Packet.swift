@@ -1,3 +1,5 @@
+import ProfileDropCrypto
+
 /// A multicast announcement: who we are and where to reach us. Cleartext, so it carries no card
 /// data and no static key.
 public struct Beacon: Equatable, Sendable {
@@ -189,7 +191,7 @@ public struct SecurePacket: Equatable, Sendable {
 
     /// The 22-byte header for `sessionID`, `packetNumber` and a ciphertext of `ciphertextLength`.
     public static func header(sessionID: UInt64, packetNumber: UInt64, ciphertextLength: Int) -> [UInt8] {
-        var header = [UInt8](repeating: 0, count: WireConstants.secureHeaderSize)
+        var header = [UInt8](filling: 0, count: WireConstants.secureHeaderSize)
         header.withUnsafeMutableBytes {
             writeHeader(
                 into: $0, sessionID: sessionID, packetNumber: packetNumber, ciphertextLength: ciphertextLength
@@ -283,7 +285,7 @@ public enum Packet: Equatable, Sendable {
             writer.writeInteger(message.receiver.rawValue)
             writer.writeBytes(
                 message.cookie.isEmpty
-                    ? Array(repeating: 0, count: WireConstants.cookieLength) : message.cookie)
+                    ? Array(filling: 0, count: WireConstants.cookieLength) : message.cookie)
             writer.writeInteger(UInt16(message.noiseMessage.count))
             writer.writeBytes(message.noiseMessage)
             writer.writeBytes(
