@@ -333,7 +333,7 @@ private struct SimulationEngine {
         room.takeLastEvents(into: &takenEvents)
         // Reversed, so that popping from the end hands the events over in order, each moved rather
         // than copied.
-        takenEvents.reverse()
+        if takenEvents.count > 1 { takenEvents.reverse() }
         while let deviceEvent = takenEvents.popLast() {
             guard let event = devices[index].events.translate(deviceEvent) else { continue }
             record(index, "-> \(event.text)")

@@ -197,7 +197,11 @@ extension ProfileCard {
         {
             let length = Int(try byte(field))
             let raw = try bytes(length, field)
-            guard let text = String(validating: raw, as: UTF8.self) else {
+            // Decoding replaces each invalid sequence with U+FFFD, whose encoding is valid itself,
+            // so the bytes come back unchanged exactly when they were valid UTF-8. This is
+            // `String(validating:as:)` without its generic metadata lookups, for every card field.
+            let text = String(decoding: raw, as: UTF8.self)
+            guard text.utf8.elementsEqual(raw) else {
                 throw CardError(
                     .malformedEncoding, field: field, "card field \"\(field)\" is not valid UTF-8")
             }
