@@ -155,6 +155,9 @@ struct DiscoverySession {
 
     var peerCount: Int { peers.count }
 
+    // Inlined into the device's deadline, which is read after every input: a call would pass the
+    // whole 192-byte session by copy.
+    @inline(__always)
     var nextDeadline: Instant? {
         guard !isClosed else { return nil }
         var deadline = min(announceAt, queryAt)
@@ -531,6 +534,7 @@ struct DiscoverySession {
     /// The earliest time a peer becomes available for an invitation (for the device's deadline).
     /// Peers out of reach are left out: only a move (ours, or theirs in a beacon) brings them in,
     /// and both are inputs after which invitations are considered anyway.
+    @inline(__always)  // as nextDeadline
     var nextInviteCandidateAt: Instant? {
         guard !isClosed else { return nil }
         var earliest: Instant?

@@ -381,6 +381,7 @@ struct ExchangeSession {
         }
     }
 
+    @inline(__always)  // so that the transfer's 553-byte state is read in place, not copied to a call
     private func liveDeadline(_ live: some LiveState) -> Instant {
         min(securedLink.rangingAt, securedLink.lastHeard + idle, live.nextDeadline(link: securedLink))
     }

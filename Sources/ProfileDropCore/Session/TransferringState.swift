@@ -43,6 +43,8 @@ extension TransferringState: LiveState {
 
     /// Whether the card phase delivered what it should: the peer's card verified if it offered one,
     /// ours acknowledged if we sent one, and the peer's BOND held if it is new.
+    // Inlined, as progress(link:) and noteProgress: a call would pass the 800-byte link by copy.
+    @inline(__always)
     func isExchangeComplete(link: Link) -> Bool {
         (receiver == nil || link.verifiedPeerCard != nil) && (sender == nil || link.peerAckedOurCard)
             && link.pairing.isBondSettled
@@ -70,6 +72,7 @@ extension TransferringState: LiveState {
 
     /// Steps forward so far; it only grows: chunks of ours acknowledged, chunks of the peer's card
     /// held, the peer's CARD_ACK and BOND, and our side done (the confirmation hold began).
+    @inline(__always)
     func progress(link: Link) -> Int {
         (sender?.ackedCount ?? 0) + (receiver?.haveCount ?? 0) + (link.peerAckedOurCard ? 1 : 0)
             + (link.pairing.isBondSettled ? 1 : 0) + (completedAt != nil ? 1 : 0)
@@ -79,6 +82,7 @@ extension TransferringState: LiveState {
     /// (a RANGING now and then, repeated control packets) moves nothing: the transfer is cut
     /// ``Timeouts/stall`` after its last step, and the hold, which a done side enters as its last
     /// step, must decide within that time too.
+    @inline(__always)
     mutating func noteProgress(link: Link, context: SessionContext) {
         let mark = progress(link: link)
         guard mark > progressMark else { return }
