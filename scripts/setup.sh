@@ -35,6 +35,7 @@ if ! python3 -c 'import noise.connection' 2>/dev/null; then
         || python3 -m pip install -q --break-system-packages noiseprotocol
 fi
 
-echo "setup: building (release)"
+echo "setup: building (release, with the Swift runtime linked in)"
 swift build -c release --static-swift-stdlib --product profiledrop
+echo "setup: a linker warning about mktemp, if shown above, comes from Foundation's static library, not from this package (CONTRIBUTING.md, \"Build\")"
 test -x .build/release/profiledrop

@@ -290,14 +290,16 @@ public struct ProximityGate: Equatable, Sendable {
     /// The median of one field over the window, without sorting: each value's rank is counted by
     /// comparisons made without branches, and the middle rank(s) picked. This runs for every ranging
     /// round of every gate in the simulator, where a sort's unpredictable branches cost more than its
-    /// comparisons. Distances and bearings are never negative, so their bit patterns (with -0 made
-    /// +0) order as the numbers do and compare as integers. Ties rank by position, so the ranks are a
-    /// permutation and the result is exactly the sorted window's middle.
+    /// comparisons. Distances and bearings are never negative (``RangingSample`` keeps them so), and
+    /// the bit patterns of non-negative numbers order as the numbers do, so they are compared as
+    /// integers by the sign of their difference: both a floating-point and an integer comparison
+    /// compiled to a branch here. Ties rank by position, so the ranks are a permutation and the
+    /// result is exactly the sorted window's middle.
     private func median(_ field: (RangingSample) -> Double) -> Double {
         withUnsafeTemporaryAllocation(of: Int64.self, capacity: samples.count) { storage in
             for (index, entry) in samples.enumerated() {
-                let value = field(entry.sample) + 0.0
-                assert(value >= 0, "distances and bearings are never negative")
+                // The clamp only guards the integer comparison; adding +0 turns -0 into +0.
+                let value = Swift.max(field(entry.sample), 0) + 0.0
                 storage.initializeElement(at: index, to: Int64(bitPattern: value.bitPattern))
             }
             let keys = UnsafeBufferPointer(storage)
