@@ -287,38 +287,29 @@ public struct ProximityGate: Equatable, Sendable {
             distance: distanceSum / Double(count), bearing: bearingSum / Double(count), sampleCount: count)
     }
 
-    /// The median of one field over the window, without sorting: each value's rank is counted by
-    /// comparisons made without branches, and the middle rank(s) picked. This runs for every ranging
-    /// round of every gate in the simulator, where a sort's unpredictable branches cost more than its
-    /// comparisons. Distances and bearings are never negative (``RangingSample`` keeps them so), and
-    /// the bit patterns of non-negative numbers order as the numbers do, so they are compared as
-    /// integers by the sign of their difference: both a floating-point and an integer comparison
-    /// compiled to a branch here. Ties rank by position, so the ranks are a permutation and the
-    /// result is exactly the sorted window's middle.
+    /// The median of one field over the window. This runs for every ranging round of every gate in
+    /// the simulator, where a comparison sort's unpredictable branches cost more than its
+    /// comparisons: the window is sorted by odd-even transposition instead, whose compare-exchanges
+    /// are a minimum and a maximum each and compile without branches. After as many passes as
+    /// values, the buffer is sorted.
     private func median(_ field: (RangingSample) -> Double) -> Double {
-        withUnsafeTemporaryAllocation(of: Int64.self, capacity: samples.count) { storage in
+        withUnsafeTemporaryAllocation(of: Double.self, capacity: samples.count) { buffer in
             for (index, entry) in samples.enumerated() {
-                // The clamp only guards the integer comparison; adding +0 turns -0 into +0.
-                let value = Swift.max(field(entry.sample), 0) + 0.0
-                storage.initializeElement(at: index, to: Int64(bitPattern: value.bitPattern))
+                buffer.initializeElement(at: index, to: field(entry.sample))
             }
-            let keys = UnsafeBufferPointer(storage)
-            let upperMiddle = Int64(keys.count / 2)
-            let lowerMiddle = keys.count % 2 == 1 ? upperMiddle : upperMiddle - 1
-            var lower: Int64 = 0
-            var upper: Int64 = 0
-            for index in keys.indices {
-                let key = keys[index]
-                var rank: Int64 = 0
-                // Both keys lie in 0..<2^63, so the difference's sign bit is the comparison.
-                for earlier in 0..<index { rank &+= ((key &- keys[earlier]) >> 63) &+ 1 }  // earlier <= key
-                for later in (index + 1)..<keys.count { rank &-= (keys[later] &- key) >> 63 }  // later < key
-                if rank == lowerMiddle { lower = key }
-                if rank == upperMiddle { upper = key }
+            let count = buffer.count
+            for pass in 0..<count {
+                var index = pass & 1
+                while index + 1 < count {
+                    let first = buffer[index]
+                    let second = buffer[index + 1]
+                    buffer[index] = Swift.min(first, second)
+                    buffer[index + 1] = Swift.max(first, second)
+                    index += 2
+                }
             }
-            let lowerValue = Double(bitPattern: UInt64(bitPattern: lower))
-            let upperValue = Double(bitPattern: UInt64(bitPattern: upper))
-            return lowerMiddle == upperMiddle ? upperValue : (lowerValue + upperValue) / 2
+            let middle = count / 2
+            return count % 2 == 1 ? buffer[middle] : (buffer[middle - 1] + buffer[middle]) / 2
         }
     }
 }
