@@ -44,6 +44,64 @@ private func firstOpening(_ history: [(Instant, ProximityGate.State)]) -> Instan
 
 @Suite("Proximity gate")
 struct ProximityGateTests {
+    /// The filtered estimate, recomputed from the window by sorting, matches the gate's (whose
+    /// medians come from a transposition network) exactly, ties and even windows included. The
+    /// samples stay out of the band, so the gate keeps searching and shows every estimate.
+    @Test func theEstimateIsTheMedianCentredMeanOfTheWindow() {
+        let configuration = ProximityGate.Configuration.default
+        var gate = ProximityGate(configuration: configuration)
+        var random = DeterministicRandom(seed: 20_261_201)
+        var window: [(time: Instant, sample: RangingSample)] = []
+        var compared = 0
+        for step in 0..<2_000 {
+            let now = Instant(nanoseconds: UInt64(step) * 90_000_000)
+            // Coarse values, so that ties are common; a dropout now and then.
+            let sample: RangingSample? =
+                random.uniform(below: 10) == 0
+                ? nil
+                : RangingSample(
+                    distance: 20 + Double(random.uniform(below: 16)) / 2,
+                    bearing: Double(random.uniform(below: 20)) * 3)
+            gate.add(sample, at: now)
+            window.removeAll {
+                now.nanoseconds >= configuration.window.nanosecondsClamped
+                    && $0.time.nanoseconds <= now.nanoseconds - configuration.window.nanosecondsClamped
+            }
+            if let sample { window.append((now, sample)) }
+            #expect(!gate.isOpen)
+            #expect(gate.estimate == Self.reference(window.map(\.sample), configuration), "step \(step)")
+            if gate.estimate != nil { compared += 1 }
+        }
+        #expect(compared > 1_000)
+    }
+
+    private static func reference(_ samples: [RangingSample], _ configuration: ProximityGate.Configuration)
+        -> ProximityGate.Estimate?
+    {
+        guard samples.count >= configuration.minimumSamples else { return nil }
+        func median(_ values: [Double]) -> Double {
+            let sorted = values.sorted()
+            let middle = sorted.count / 2
+            return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+        }
+        let medianDistance = median(samples.map(\.distance))
+        let medianBearing = median(samples.map(\.bearing))
+        let inliers = samples.filter {
+            abs($0.distance - medianDistance) <= configuration.outlierDistance
+                && abs($0.bearing - medianBearing) <= configuration.outlierBearing
+        }
+        guard inliers.count >= configuration.minimumSamples else { return nil }
+        var distanceSum = 0.0
+        var bearingSum = 0.0
+        for inlier in inliers {
+            distanceSum += inlier.distance
+            bearingSum += inlier.bearing
+        }
+        return ProximityGate.Estimate(
+            distance: distanceSum / Double(inliers.count), bearing: bearingSum / Double(inliers.count),
+            sampleCount: inliers.count)
+    }
+
     @Test("The leaving band is the band widened by three hysteresis margins: 3.5-11.5 cm and 45 degrees")
     func leavingBand() {
         let gate = ProximityGate()

@@ -137,6 +137,33 @@ private func heard(_ room: Room, _ member: Int) -> [(
         #expect(single.count == 2 && single[0].hasPrefix("[2]") && single[1].hasPrefix("[7]"))
     }
 
+    @Test func hookNamesAnArrivalTimeAloneAndTheCopyArrivesUnchangedThen() {
+        // [1] at 3 ms, [2] at a time already past when it is sent: at once, after [1] is not.
+        var direct = room(
+            sending: [[1], [2]],
+            hook: ClosureHook { copy in
+                copy.bytes == [1] ? .arriveAt(copy.sentAt + .milliseconds(3)) : .arriveAt(Instant.zero)
+            })
+        var altered: [Bool] = []
+        while let step = direct.step() {
+            if case .delivered(let copy) = step { altered.append(copy.altered) }
+        }
+        #expect(heard(direct, 1).map(\.bytes) == [[2], [1]])
+        #expect(heard(direct, 1).map(\.time) == [Instant.zero, Instant.zero + .milliseconds(3)])
+        #expect(heard(direct, 1).allSatisfy { $0.source == addresses[0] })
+        #expect(altered == [false, false])
+        // The same as an Arrival that names only the time.
+        var viaArrival = room(
+            sending: [[1], [2]],
+            hook: ClosureHook { copy in
+                .arrival(Arrival(copy, at: copy.bytes == [1] ? copy.sentAt + .milliseconds(3) : Instant.zero))
+            })
+        viaArrival.run(until: Instant.zero + .seconds(1))
+        #expect(
+            heard(viaArrival, 1).map { "\($0.bytes) \($0.time)" }
+                == heard(direct, 1).map { "\($0.bytes) \($0.time)" })
+    }
+
     @Test func hookRefusesAtArrival() {
         struct Closing: DatagramHook {
             var refused = 0
