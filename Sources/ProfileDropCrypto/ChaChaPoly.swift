@@ -172,22 +172,8 @@ public enum ChaChaPoly {
         guard sealed.count >= tagLength else {
             throw CryptoError.ciphertextTooShort(minimum: tagLength, actual: sealed.count)
         }
-        let count = sealed.count - tagLength
-        // An array made at its full length, zeroed or not, looks up its type's metadata through the
-        // runtime on every call, which costs more than copying a packet's plaintext: a plaintext
-        // that fits on the stack is decrypted there and copied into an array made from it.
-        guard count <= stackPlaintextLimit else {
-            var plaintext = [UInt8](filling: 0, count: count)
-            try plaintext.withUnsafeMutableBytes { output in
-                try decrypt(sealed, key: key, nonce: nonce, authenticating: ad, into: output)
-            }
-            return plaintext
-        }
-        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { buffer in
-            try decrypt(
-                sealed, key: key, nonce: nonce, authenticating: ad,
-                into: UnsafeMutableRawBufferPointer(buffer))
-            return Array(UnsafeBufferPointer(buffer))
+        return try [UInt8](byteCount: sealed.count - tagLength) { output in
+            try decrypt(sealed, key: key, nonce: nonce, authenticating: ad, into: output)
         }
     }
 
@@ -207,9 +193,6 @@ public enum ChaChaPoly {
         precondition(output.count == sealed.count - tagLength, "the output holds exactly the plaintext")
         try decrypt(sealed, key: key, nonce: nonce, authenticating: ad, into: output)
     }
-
-    /// The largest plaintext ``open(_:key:nonce:authenticating:)`` decrypts on the stack.
-    private static let stackPlaintextLimit = 1024
 
     /// Verifies `sealed` and decrypts it into `output`, which holds exactly the plaintext.
     private static func decrypt(
