@@ -12,12 +12,42 @@ enum TestPaths {
         return FileManager.default.fileExists(atPath: path) ? path : nil
     }
 
-    /// A fresh temporary directory for one test.
+    /// A fresh temporary directory for one test, removed with what it holds when the test process
+    /// exits.
     static func temporaryDirectory() throws -> URL {
         let url = FileManager.default.temporaryDirectory
             .appendingPathComponent("profiledrop-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        TestDirectories.shared.add(url)
         return url
+    }
+}
+
+/// The temporary directories tests made, removed when the test process exits. Tests run in
+/// parallel and many hand their directory to a child process, so the process's end is the one
+/// moment when none of them is in use; a process that crashes leaves them for inspection.
+final class TestDirectories: @unchecked Sendable {  // `directories` is guarded by `lock`.
+    static let shared: TestDirectories = {
+        atexit { TestDirectories.shared.removeAll() }
+        return TestDirectories()
+    }()
+
+    private let lock = NSLock()
+    private var directories: [URL] = []
+
+    /// Records `directory` for removal at exit.
+    func add(_ directory: URL) {
+        lock.lock()
+        defer { lock.unlock() }
+        directories.append(directory)
+    }
+
+    /// Removes every recorded directory and what it holds.
+    func removeAll() {
+        lock.lock()
+        defer { lock.unlock() }
+        for directory in directories { try? FileManager.default.removeItem(at: directory) }
+        directories.removeAll()
     }
 }
 
