@@ -11,8 +11,11 @@ public enum SimulationBenchmark {
         public var exchanges: Int
         /// Exchanges in which both devices ended exchanged.
         public var completed: Int
-        /// CPU time spent, in seconds, on the clock `cpuTime` reads.
+        /// CPU time spent on the exchanges, in seconds, on the clock `cpuTime` reads.
         public var cpuSeconds: Double
+        /// CPU time spent making the devices' long-term keys before each exchange, in seconds on
+        /// the same clock: not part of ``cpuSeconds``.
+        public var keySeconds: Double
         /// Datagrams sent per exchange, both devices together.
         public var datagramsPerExchange: Double
         /// Bytes sent per exchange, both devices together.
@@ -42,7 +45,9 @@ public enum SimulationBenchmark {
     ///
     /// The exchanges run as a swarm runs them: every check, no transcript (the swarm keeps one only
     /// to show it, for a single run). The time covers the exchanges alone: the cards and their
-    /// plaintext scanner are built once, before it starts.
+    /// plaintext scanner are built once, before it starts, and each exchange's devices get their
+    /// long-term keys (``DeviceKeys``, the seed's own) just before it, timed apart as
+    /// ``Result/keySeconds``: a phone makes its keys once, when it is set up, not per exchange.
     ///
     /// The simulator reads no clock: `cpuTime` (CPU seconds, of the process or of the thread) comes from
     /// the caller. So does `between`, called after each exchange and outside its time: a caller that
@@ -61,9 +66,16 @@ public enum SimulationBenchmark {
         let scanner = PlaintextScanner(for: scenario)
         let options = SimulationOptions(keepsTranscript: false)
         var elapsed = 0.0
+        var keyElapsed = 0.0
         for index in 0..<exchanges {
+            let runSeed = seed &+ UInt64(index)
+            let keysStart = cpuTime()
+            let keys = scenario.devices.indices.map {
+                DeviceKeys(seedMaterial: Simulation.deviceSeedMaterial(runSeed, index: $0))
+            }
+            keyElapsed += cpuTime() - keysStart
             let start = cpuTime()
-            let report = exchange(scenario, seed: seed &+ UInt64(index), options: options, scanner: scanner)
+            let report = exchange(scenario, seed: runSeed, options: options, scanner: scanner, keys: keys)
             elapsed += cpuTime() - start
             between()
             if report.exchangedCount == 2 { completed += 1 }
@@ -71,7 +83,7 @@ public enum SimulationBenchmark {
             bytes += report.network.totalSentBytes
         }
         return Result(
-            exchanges: exchanges, completed: completed, cpuSeconds: elapsed,
+            exchanges: exchanges, completed: completed, cpuSeconds: elapsed, keySeconds: keyElapsed,
             datagramsPerExchange: Double(datagrams) / Double(exchanges),
             bytesPerExchange: Double(bytes) / Double(exchanges), photoBytes: photoBytes)
     }
@@ -80,10 +92,11 @@ public enum SimulationBenchmark {
     /// "Benchmark").
     @inline(never)
     static func exchange(
-        _ scenario: Scenario, seed: UInt64, options: SimulationOptions, scanner: PlaintextScanner
+        _ scenario: Scenario, seed: UInt64, options: SimulationOptions, scanner: PlaintextScanner,
+        keys: [DeviceKeys]
     ) -> SimulationReport {
         Simulation.run(scenario: scenario, seed: seed, options: options, scanner: scanner) {
-            $0.makeCoreDevice()
+            $0.makeCoreDevice(keys: keys[$0.index])
         }
     }
 
