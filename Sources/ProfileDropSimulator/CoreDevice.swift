@@ -5,25 +5,21 @@ extension DeviceContext {
     /// The configuration of the device at this context: the scenario's card, consent asked of the
     /// owner, a static key from ``staticKeySeedMaterial``, an ``identity`` and no known peers, the
     /// scenario's timers and the run's gate.
-    public var coreConfiguration: DeviceConfiguration { coreConfiguration(keys: keys) }
-
-    /// ``coreConfiguration`` with `keys`, which the caller made beforehand (they must be this
-    /// context's ``keys`` for the run to be the one its seed names).
-    public func coreConfiguration(keys: DeviceKeys) -> DeviceConfiguration {
+    public var coreConfiguration: DeviceConfiguration {
         DeviceConfiguration(
-            card: spec.card, consent: .askUser, staticKey: keys.staticKey, identity: keys.identity,
-            timeouts: timeouts, gate: options.gate)
+            card: spec.card, consent: .askUser, staticKey: staticKey, identity: identity, timeouts: timeouts,
+            gate: options.gate)
     }
 
     /// The device's address on the simulated LAN.
     public var localAddress: PeerAddress { PeerAddress(ipv4: ipv4, port: port) }
 
-    /// The real protocol core for this context: ``coreConfiguration`` with `keys` when given (made
-    /// beforehand) or this context's ``keys``, every draw from ``seedMaterial``.
-    public func makeCoreDevice(keys: DeviceKeys? = nil) -> Device {
+    /// The real protocol core for this context: ``coreConfiguration``, every draw from
+    /// ``seedMaterial``.
+    public func makeCoreDevice() -> Device {
         Device(
-            configuration: coreConfiguration(keys: keys ?? self.keys),
-            random: DeterministicRandom(seedMaterial: seedMaterial), now: .zero, localAddress: localAddress)
+            configuration: coreConfiguration, random: DeterministicRandom(seedMaterial: seedMaterial),
+            now: .zero, localAddress: localAddress)
     }
 }
 

@@ -114,11 +114,6 @@ public enum Simulation {
         PeerAddress(ipv4: DeviceContext.ipv4(ofNode: index), port: DeviceContext.simulatedPort)
     }
 
-    /// The seed material of device `index` in the run of `seed`: its ``DeviceContext/seedMaterial``.
-    public static func deviceSeedMaterial(_ seed: UInt64, index: Int) -> [UInt8] {
-        seedMaterial(seed, "device/\(index)")
-    }
-
     /// The seed's bytes followed by `label`: the material for one independent random stream.
     static func seedMaterial(_ seed: UInt64, _ label: String) -> [UInt8] {
         var material: [UInt8] = []
@@ -216,7 +211,7 @@ private struct SimulationEngine {
         let directory = PeerDirectory()
         for (index, spec) in scenario.devices.enumerated() {
             let context = DeviceContext(
-                index: index, spec: spec, seedMaterial: Simulation.deviceSeedMaterial(seed, index: index),
+                index: index, spec: spec, seedMaterial: Simulation.seedMaterial(seed, "device/\(index)"),
                 ipv4: DeviceContext.ipv4(ofNode: index), port: DeviceContext.simulatedPort,
                 options: options, timeouts: scenario.timeouts)
             let device = makeDevice(context)

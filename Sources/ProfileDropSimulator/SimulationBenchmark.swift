@@ -11,11 +11,8 @@ public enum SimulationBenchmark {
         public var exchanges: Int
         /// Exchanges in which both devices ended exchanged.
         public var completed: Int
-        /// CPU time spent on the exchanges, in seconds, on the clock `cpuTime` reads.
+        /// CPU time spent, in seconds, on the clock `cpuTime` reads.
         public var cpuSeconds: Double
-        /// CPU time spent making the devices' long-term keys before each exchange, in seconds on
-        /// the same clock: not part of ``cpuSeconds``.
-        public var keySeconds: Double
         /// Datagrams sent per exchange, both devices together.
         public var datagramsPerExchange: Double
         /// Bytes sent per exchange, both devices together.
@@ -45,9 +42,7 @@ public enum SimulationBenchmark {
     ///
     /// The exchanges run as a swarm runs them: every check, no transcript (the swarm keeps one only
     /// to show it, for a single run). The time covers the exchanges alone: the cards and their
-    /// plaintext scanner are built once, before it starts, and each exchange's devices get their
-    /// long-term keys (``DeviceKeys``, the seed's own) just before it, timed apart as
-    /// ``Result/keySeconds``: a phone makes its keys once, when it is set up, not per exchange.
+    /// plaintext scanner are built once, before it starts.
     ///
     /// The simulator reads no clock: `cpuTime` (CPU seconds, of the process or of the thread) comes from
     /// the caller. So does `between`, called after each exchange and outside its time: a caller that
@@ -66,16 +61,9 @@ public enum SimulationBenchmark {
         let scanner = PlaintextScanner(for: scenario)
         let options = SimulationOptions(keepsTranscript: false)
         var elapsed = 0.0
-        var keyElapsed = 0.0
         for index in 0..<exchanges {
-            let runSeed = seed &+ UInt64(index)
-            let keysStart = cpuTime()
-            let keys = scenario.devices.indices.map {
-                DeviceKeys(seedMaterial: Simulation.deviceSeedMaterial(runSeed, index: $0))
-            }
-            keyElapsed += cpuTime() - keysStart
             let start = cpuTime()
-            let report = exchange(scenario, seed: runSeed, options: options, scanner: scanner, keys: keys)
+            let report = exchange(scenario, seed: seed &+ UInt64(index), options: options, scanner: scanner)
             elapsed += cpuTime() - start
             between()
             if report.exchangedCount == 2 { completed += 1 }
@@ -83,7 +71,7 @@ public enum SimulationBenchmark {
             bytes += report.network.totalSentBytes
         }
         return Result(
-            exchanges: exchanges, completed: completed, cpuSeconds: elapsed, keySeconds: keyElapsed,
+            exchanges: exchanges, completed: completed, cpuSeconds: elapsed,
             datagramsPerExchange: Double(datagrams) / Double(exchanges),
             bytesPerExchange: Double(bytes) / Double(exchanges), photoBytes: photoBytes)
     }
@@ -92,11 +80,10 @@ public enum SimulationBenchmark {
     /// "Benchmark").
     @inline(never)
     static func exchange(
-        _ scenario: Scenario, seed: UInt64, options: SimulationOptions, scanner: PlaintextScanner,
-        keys: [DeviceKeys]
+        _ scenario: Scenario, seed: UInt64, options: SimulationOptions, scanner: PlaintextScanner
     ) -> SimulationReport {
         Simulation.run(scenario: scenario, seed: seed, options: options, scanner: scanner) {
-            $0.makeCoreDevice(keys: keys[$0.index])
+            $0.makeCoreDevice()
         }
     }
 

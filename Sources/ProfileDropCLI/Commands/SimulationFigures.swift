@@ -74,14 +74,6 @@ enum SimulationFigures {
                         + "(median of %d round%@; min %.2f, max %.2f)",
                     HandshakeBenchmark.median(ratios), ratios.count, ratios.count == 1 ? "" : "s",
                     ratios.min() ?? 0, ratios.max() ?? 0))
-            // Shown beside it, so that the exchange's figure can be compared with one that made them.
-            let keyRatios = ran.map { $0.result.keySeconds / Double($0.result.exchanges) / $0.floor }
-            console.output(
-                String(
-                    format:
-                        "  making both devices' long-term keys beforehand, as a phone does once at setup, "
-                        + "costs %.2f more (median)",
-                    HandshakeBenchmark.median(keyRatios)))
         }
 
         let handshake = try handshakeBytes()
@@ -107,7 +99,6 @@ enum SimulationFigures {
             total.exchanges = exchanges
             total.completed += result.completed
             total.cpuSeconds += result.cpuSeconds
-            total.keySeconds += result.keySeconds
         }
         return total
     }
