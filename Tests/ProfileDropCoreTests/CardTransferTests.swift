@@ -24,6 +24,26 @@ import Testing
                 <= 1200)
     }
 
+    @Test func aZeroRetransmissionTimeoutStillWaitsForTimeToPass() {
+        var timeouts = Timeouts()
+        timeouts.initialRTO = .zero
+        timeouts.rtoRange = .zero ... .zero
+        let data = Self.bytes(5000)
+        var sender = CardSender(
+            bytes: data, offer: CardSender.offer(for: data), window: 8, timeouts: timeouts, now: .zero)
+        #expect(sender.rto == CardSender.minimumRTO)
+        // At each instant the sender runs dry: the loop is bounded only to fail rather than hang.
+        var now = Instant.zero
+        for step in 0..<20 {
+            var sent = 0
+            while sent < 1000, sender.takeChunk(now: now) != nil { sent += 1 }
+            #expect(sent < 1000, "at step \(step) the sender kept sending at one instant")
+            if step == 0 { #expect(sent == sender.total, "every chunk once at the start") }
+            now = now + .microseconds(500)
+        }
+        #expect(sender.rto == CardSender.minimumRTO)
+    }
+
     @Test func senderRespectsWindowAndPacing() {
         var sender = Self.sender(Self.bytes(40_000), window: 4)
         var now = Instant.zero

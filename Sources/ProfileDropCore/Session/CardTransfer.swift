@@ -78,12 +78,18 @@ struct CardSender {
     var isComplete: Bool { ackedCount == total }
 
     /// The retransmission timeout now: the sampled one doubled per timeout in a row, within the
-    /// upper bound (so the chunk the transfer waits for is resent at least that often).
+    /// upper bound (so the chunk the transfer waits for is resent at least that often), and never
+    /// under ``minimumRTO``.
     var rto: Duration {
         var timeout = sampledRTO
         for _ in 0..<backoff where timeout < rtoRange.upperBound { timeout = timeout * 2 }
-        return min(timeout, rtoRange.upperBound)
+        return max(min(timeout, rtoRange.upperBound), Self.minimumRTO)
     }
+
+    /// A probe waits at least this long: with a timeout of zero, which a configuration (or a
+    /// capture's recorded one) can name, every poll at the same instant would resend, and the
+    /// device's output would never run dry.
+    static let minimumRTO: Duration = .milliseconds(1)
 
     /// The gap the pacer keeps between chunks now.
     var pacingInterval: Duration {
