@@ -19,8 +19,9 @@ let package = Package(
         // Thin typed layer over libsodium: keys, nonces, AEAD, hashes, randomness.
         .target(name: "ProfileDropCrypto", dependencies: ["CSodium"]),
         // Noise Protocol Framework (revision 34) for 25519_ChaChaPoly_BLAKE2b.
-        .target(name: "ProfileDropNoise", dependencies: ["ProfileDropCrypto"]),
-        // The one JSON value type: strict parser, deterministic writer. No dependencies.
+        .target(name: "ProfileDropNoise", dependencies: ["ProfileDropCrypto", "ProfileDropJSON"]),
+        // The one JSON value type (strict parser, deterministic writer) and the size-bounded reader of
+        // files from outside. No dependencies.
         .target(name: "ProfileDropJSON"),
         // The sans-IO protocol core: wire format, cards, proximity gate, session state machines.
         .target(
@@ -41,7 +42,7 @@ let package = Package(
         // pcapng capture of real and simulated runs, and deterministic replay from it.
         .target(
             name: "ProfileDropCapture",
-            dependencies: ["ProfileDropCore", "ProfileDropCrypto", "ProfileDropNoise"]),
+            dependencies: ["ProfileDropCore", "ProfileDropCrypto", "ProfileDropJSON", "ProfileDropNoise"]),
         // Command implementations behind the `profiledrop` executable.
         .target(
             name: "ProfileDropCLI",

@@ -1,5 +1,6 @@
 import Foundation
 import ProfileDropCore
+import ProfileDropJSON
 
 /// A datagram a captured device sent, as recorded.
 public struct CapturedDatagram: Equatable, Sendable {
@@ -170,12 +171,19 @@ public struct CaptureFile: Equatable, Sendable {
     /// The longest session a capture may record.
     static let longestSession: Duration = .seconds(86_400)
 
+    /// The largest capture file read, in bytes: a day-long session of a crowded room fits, and a
+    /// larger file is refused before it is read.
+    public static let maximumFileBytes = 1 << 30
+
     /// Reads and parses the file at `path`.
     public static func read(path: String) throws(CaptureError) -> CaptureFile {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CaptureError(.io, "cannot read \(path)")
+        let bytes: [UInt8]
+        do {
+            bytes = try InputFile.read(atPath: path, limit: maximumFileBytes)
+        } catch {
+            throw CaptureError(.io, "cannot read \(path): \(error.reasonText)")
         }
-        return try CaptureFile(bytes: Array(data))
+        return try CaptureFile(bytes: bytes)
     }
 
     /// Whether the capture carries secrets for every device.

@@ -83,15 +83,18 @@ public enum CardFile {
                 .photoTooLarge, field: field,
                 "\(what) is \(size) bytes; the limit is \(sizeLimit) bytes (256 KiB)")
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CardError(code, field: field, "\(what) cannot be read: permission denied or I/O error")
+        do {
+            return try InputFile.read(atPath: path, limit: sizeLimit ?? JSONValue.maximumBytes)
+        } catch {
+            switch error.reason {
+            case .tooLarge where sizeLimit != nil:
+                throw CardError(
+                    .photoTooLarge, field: field,
+                    "\(what) is over the limit of \(sizeLimit ?? 0) bytes (256 KiB)")
+            case .noSuchFile, .isDirectory, .tooLarge, .unreadable:
+                throw CardError(code, field: field, "\(what) cannot be read: \(error.reasonText)")
+            }
         }
-        if let sizeLimit, data.count > sizeLimit {
-            throw CardError(
-                .photoTooLarge, field: field,
-                "\(what) is \(data.count) bytes; the limit is \(sizeLimit) bytes (256 KiB)")
-        }
-        return [UInt8](data)
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import ProfileDropCrypto
+import ProfileDropJSON
 
 /// The result of running one test vector.
 public struct NoiseVectorResult: Sendable, Equatable {
@@ -45,9 +46,9 @@ public enum NoiseVectorRunner {
     public static func run(contentsOf path: String) throws -> [NoiseVectorResult] {
         let data: Data
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+            data = Data(try InputFile.read(atPath: path, limit: JSONValue.maximumBytes))
         } catch {
-            throw NoiseVectorFileError(path: path, reason: "unreadable (\(error.localizedDescription))")
+            throw NoiseVectorFileError(path: path, reason: error.reasonText)
         }
         let vectors: [Vector]
         do {

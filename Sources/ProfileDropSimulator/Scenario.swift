@@ -143,10 +143,14 @@ extension Scenario {
     /// Reads and validates a scenario file.
     /// - Throws: ``ScenarioError`` with a one-line reason.
     public static func load(contentsOf path: String) throws(ScenarioError) -> Scenario {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ScenarioError(file: path, location: "", reason: "cannot read the scenario file")
+        let bytes: [UInt8]
+        do {
+            bytes = try InputFile.read(atPath: path, limit: JSONValue.maximumBytes)
+        } catch {
+            throw ScenarioError(
+                file: path, location: "", reason: "cannot read the scenario file: \(error.reasonText)")
         }
-        guard let text = String(data: data, encoding: .utf8) else {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
             throw ScenarioError(file: path, location: "", reason: "the scenario file is not UTF-8")
         }
         let directory = (path as NSString).deletingLastPathComponent

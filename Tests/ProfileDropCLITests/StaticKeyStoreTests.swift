@@ -64,6 +64,12 @@ import Testing
         try "not a key\n".write(toFile: path, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
         #expect(throws: StaticKeyStoreError.self) { try StaticKeyStore.load(at: path) }
+        // A key followed by 300 blank lines: too long to be a key file, and said so.
+        let key = String(repeating: "ab", count: 32) + "\n"
+        try (key + String(repeating: "\n", count: 300)).write(
+            toFile: path, atomically: false, encoding: .utf8)
+        let error = #expect(throws: StaticKeyStoreError.self) { try StaticKeyStore.load(at: path) }
+        #expect(error?.description == "\(path) is larger than 256 bytes; it does not hold a static key")
     }
 
     @Test func identityCommandUsesTheKeyFileFlag() throws {

@@ -1,6 +1,7 @@
 import Foundation
 import ProfileDropCapture
 import ProfileDropCore
+import ProfileDropJSON
 import ProfileDropSimulator
 
 /// `profiledrop simulate`: devices in a room on a faulty network, in virtual time, from one seed.
@@ -198,12 +199,14 @@ enum SimulateCommand: Subcommand {
         }
         var shards: [(name: String, summary: SwarmSummary)] = []
         for path in arguments.positionals {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                let exists = FileManager.default.fileExists(atPath: path)
-                throw UsageError("\(path): \(exists ? "cannot read the file" : "no such file")")
+            let bytes: [UInt8]
+            do {
+                bytes = try InputFile.read(atPath: path, limit: JSONValue.maximumBytes)
+            } catch {
+                throw UsageError("\(error)")
             }
             do {
-                shards.append((path, try SwarmSummary(fileText: String(decoding: data, as: UTF8.self))))
+                shards.append((path, try SwarmSummary(fileText: String(decoding: bytes, as: UTF8.self))))
             } catch {
                 throw UsageError("\(path): \(error)")
             }

@@ -1,4 +1,5 @@
 import ProfileDropCrypto
+import ProfileDropJSON
 
 #if canImport(Glibc)
     import Glibc
@@ -22,6 +23,8 @@ public struct StaticKeyStoreError: InputError {
 public enum StaticKeyStore {
     /// The file name inside the configuration directory.
     public static let fileName = "static-key"
+    /// A key file is 64 hex digits and a line end; anything much larger is not one.
+    static let maximumFileBytes = 256
 
     /// The default path, from the environment.
     public static func defaultPath() throws -> String {
@@ -83,8 +86,16 @@ public enum StaticKeyStore {
                 description: "\(path) has permissions \(mode), which others can read; run 'chmod 600 \(path)'"
             )
         }
-        guard let contents = readSmallFile(path, limit: 256) else {
-            throw StaticKeyStoreError(description: "cannot read \(path): \(systemError())")
+        let contents: [UInt8]
+        do {
+            contents = try InputFile.read(atPath: path, limit: Self.maximumFileBytes)
+        } catch {
+            guard case .tooLarge = error.reason else {
+                throw StaticKeyStoreError(description: "cannot read \(path): \(error.reasonText)")
+            }
+            throw StaticKeyStoreError(
+                description:
+                    "\(path) is larger than \(Self.maximumFileBytes) bytes; it does not hold a static key")
         }
         guard let key = key(fromFileContents: contents) else {
             throw StaticKeyStoreError(
@@ -113,22 +124,6 @@ func environment(_ name: String) -> String? {
 }
 
 func systemError() -> String { String(cString: strerror(errno)) }
-
-/// Reads a whole file of at most `limit` bytes; nil when it cannot be opened or is larger.
-func readSmallFile(_ path: String, limit: Int) -> [UInt8]? {
-    let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-    guard descriptor >= 0 else { return nil }
-    defer { close(descriptor) }
-    var result: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-        if count < 0 { return nil }
-        if count == 0 { return result }
-        result.append(contentsOf: chunk[0..<count])
-        if result.count > limit { return nil }
-    }
-}
 
 func hex(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }
 
