@@ -9,13 +9,10 @@ enum TimelineOutput {
     /// The most devices a picture shows lifelines and estimates for.
     static let maximumDevices = 6
 
-    /// Draws `timeline` and writes it to `path`.
-    static func write(_ timeline: SessionTimeline, to path: String) throws(UsageError) {
-        do {
-            try Data(TimelineSVG.render(timeline).utf8).write(to: URL(fileURLWithPath: path))
-        } catch {
-            throw UsageError("--timeline cannot write \(path): \(error.localizedDescription)")
-        }
+    /// Draws `timeline` and writes it to `path` whole, as ``OutputFile`` writes: a failure leaves
+    /// the file that was there (and is a runtime error, exit code 6, like a capture's).
+    static func write(_ timeline: SessionTimeline, to path: String) throws(OutputFile.Failure) {
+        try OutputFile.replace(path, with: Array(TimelineSVG.render(timeline).utf8), secret: false)
     }
 
     /// Runs `scenario` again with every device captured, keylog included (it is deterministic: the
