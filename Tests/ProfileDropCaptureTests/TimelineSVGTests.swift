@@ -142,6 +142,17 @@ struct TimelineSVGTests {
         #expect(lossySVG.contains("(▼ chunk sent again)"))
     }
 
+    /// A capture may name any finite gate: a band or hysteresis near the largest double still
+    /// draws, on axes that end at a kilometre and at 180°, instead of looping for ever.
+    @Test func anyGateACaptureNamesIsDrawnOnBoundedAxes() throws {
+        var (_, timeline, _) = try Self.picture("happy-path")
+        timeline.band.bearingHysteresis = 1.7e308
+        timeline.band.distanceHysteresis = 1.7e308
+        timeline.band.distance = 5...1.7e308
+        let svg = TimelineSVG.render(timeline)
+        #expect(Self.parse(svg).wellFormed)
+    }
+
     @Test func textIsEscaped() throws {
         var (_, timeline, _) = try Self.picture("declined")
         timeline.title = "<script> & \"quotes\" 'too'"

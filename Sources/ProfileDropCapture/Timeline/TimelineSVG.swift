@@ -119,8 +119,13 @@ private struct Canvas {
         return Self.left + min(max(seconds / span, 0), 1) * (Self.right - Self.left)
     }
 
-    /// 1, 2 or 5 times a power of ten, at least `raw`.
+    /// The distance axis ends at this many centimetres at most.
+    static let longestDistanceAxis = 100_000.0
+
+    /// 1, 2 or 5 times a power of ten, at least `raw`; 1 for a `raw` that is not a positive finite
+    /// number, so that no value a capture holds makes the loops below endless.
     static func niceStep(_ raw: Double) -> Double {
+        guard raw.isFinite, raw > 0 else { return 1 }
         var power = 1.0
         while power * 10 <= raw { power *= 10 }
         while power > raw { power /= 10 }
@@ -174,8 +179,10 @@ private struct Canvas {
         // Far estimates (a peer walking away) are drawn at the top edge, so that the band keeps its
         // height: the axis ends at three times the band's far edge at most.
         let farthest = samples.map(\.distance).max() ?? 0
+        // A capture's gate may name any finite band: the axis ends at a kilometre whatever it says.
         let highest = min(
-            max(farthest, band.distance.upperBound + band.distanceHysteresis), band.distance.upperBound * 3)
+            max(farthest, band.distance.upperBound + band.distanceHysteresis), band.distance.upperBound * 3,
+            Self.longestDistanceAxis)
         let step = Self.niceStep(highest * 1.15 / 5)
         let ceiling = max((highest * 1.15 / step).rounded(.up), 1) * step
         return valuePanel(
@@ -190,7 +197,8 @@ private struct Canvas {
     mutating func bearingPanel(top: Double) -> Double {
         let band = timeline.band
         let samples = timeline.tracks.flatMap(\.samples)
-        let highest = max(samples.map(\.bearing).max() ?? 0, band.maximumBearing + band.bearingHysteresis)
+        let highest = min(
+            max(samples.map(\.bearing).max() ?? 0, band.maximumBearing + band.bearingHysteresis), 180)
         let step = Self.niceStep(highest * 1.15 / 4)
         let ceiling = min(max((highest * 1.15 / step).rounded(.up), 1) * step, 180)
         return valuePanel(
