@@ -32,15 +32,22 @@ public enum CaptureFormat {
                 + "this build reads version \(self.version): capture the run again")
     }
 
-    /// `text` as UTF-8, cut at a scalar boundary to ``maximumNameBytes``.
+    /// `text` as UTF-8, cut at a scalar boundary to ``maximumNameBytes``, each control character
+    /// replaced by U+FFFD, which a reader refuses (``hasControlCharacter(_:)``).
     static func recordedName(_ text: String) -> [UInt8] {
         var bytes: [UInt8] = []
         for scalar in text.unicodeScalars {
-            let encoded = Array(String(scalar).utf8)
+            let encoded = Array(
+                String(scalar.properties.generalCategory == .control ? "\u{FFFD}" : scalar).utf8)
             guard bytes.count + encoded.count <= maximumNameBytes else { break }
             bytes += encoded
         }
         return bytes
+    }
+
+    /// Whether `name` holds a control character (Unicode Cc), which a capture's names never do.
+    static func hasControlCharacter(_ name: String) -> Bool {
+        name.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 }
 
@@ -283,6 +290,10 @@ public enum CaptureRecord: Equatable, Sendable {
             // Invalid UTF-8 would come back as replacement characters: another name, other bytes.
             guard let name = String(validating: try reader.bytes("name", count: nameLength), as: UTF8.self)
             else { throw CaptureError(.malformed, "device name is not valid UTF-8") }
+            // Replay prints names: a control character could rewrite the user's terminal.
+            guard !CaptureFormat.hasControlCharacter(name) else {
+                throw CaptureError(.malformed, "device name has a control character")
+            }
             let deviceID = DeviceID(rawValue: try reader.u64("device id"))
             let address = PeerAddress(
                 ipv4: try reader.u32("local address"), port: try reader.u16("local port"))
@@ -522,6 +533,9 @@ public struct DeviceSecrets: Equatable, Sendable {
                     validating: try reader.bytes("name of known peer \(index)", count: nameLength),
                     as: UTF8.self)
             else { throw CaptureError(.malformed, "the name of known peer \(index) is not valid UTF-8") }
+            guard !CaptureFormat.hasControlCharacter(name) else {
+                throw CaptureError(.malformed, "the name of known peer \(index) has a control character")
+            }
             peers.append(KnownPeer(resolvingKey: resolvingKey, bondKey: bondKey, name: name))
         }
         knownPeers = peers

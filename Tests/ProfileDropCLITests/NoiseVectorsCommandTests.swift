@@ -46,6 +46,23 @@ import Testing
         #expect(console.outputLines.last == "noise-vectors: 1 vectors, 0 failed, 1 skipped")
     }
 
+    /// A vector file is outside input: a protocol name with line breaks and escapes is printed with
+    /// U+FFFD in their place, so it can neither fake a line nor reach the terminal.
+    @Test func controlCharactersInAVectorFileAreNotPrinted() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        let file = directory.appendingPathComponent("escapes.json").path
+        try """
+        {"vectors": [{"protocol_name": "Noise_NN_448\\nall good\\u001b[31m", "init_prologue": "",
+          "resp_prologue": "", "init_ephemeral": "", "resp_ephemeral": "", "handshake_hash": "", "messages": []}]}
+        """.write(toFile: file, atomically: true, encoding: .utf8)
+        let console = CapturingConsole()
+        // Not a well-formed protocol name, so the vector fails.
+        #expect(CommandLineTool.run(arguments: ["noise-vectors", file], console: console) == 1)
+        #expect(console.outputLines.count == 2, "\(console.outputLines)")
+        #expect(console.outputLines.first?.hasPrefix("FAIL  Noise_NN_448\u{FFFD}all good\u{FFFD}[31m:") == true)
+        #expect(!console.outputLines.joined().unicodeScalars.contains { $0.properties.generalCategory == .control })
+    }
+
     @Test func missingAndMalformedFilesAreOneLineUsageErrors() throws {
         let directory = try TestPaths.temporaryDirectory()
         let garbage = directory.appendingPathComponent("garbage.json").path

@@ -276,6 +276,24 @@ struct CaptureRecordsTests {
         }
     }
 
+    /// Replay prints names, so a name with a control character (an escape that could rewrite the
+    /// terminal) is malformed; a writer given one records U+FFFD in its place, which reads back.
+    @Test func namesWithControlCharactersAreMalformedAndNeverWritten() throws {
+        let record = CaptureRecord.device(Self.device())
+        // "résumé" is at offset 12: its "r" becomes ESC, LF or DEL, or its first "é" (C3 A9) U+009B.
+        for (offset, bad): (Int, [UInt8]) in [(12, [0x1B]), (12, [0x0A]), (12, [0x7F]), (13, [0xC2, 0x9B])] {
+            #expect(
+                Self.errorOf(Self.patched(record, at: offset, with: bad))
+                    == CaptureError(.malformed, "device name has a control character"))
+        }
+        let written = CaptureRecord.device(Self.device(name: "a\u{1B}]b"))
+        guard case .device(let read) = try CaptureRecord(customData: written.encoded()) else {
+            Issue.record("not a device record")
+            return
+        }
+        #expect(read.name == "a\u{FFFD}]b")
+    }
+
     @Test func poseHeadingsOutsideTheNormalizedRangeAreMalformed() {
         let record = Self.input(.pose(Pose(x: 1, y: 2, heading: 3)))
         for heading in [360, 720.5, -1, -Double.leastNonzeroMagnitude] {

@@ -24,13 +24,13 @@ enum NoiseVectorsCommand: Subcommand {
                 total += 1
                 switch result.outcome {
                 case .passed:
-                    if verbose { console.output("pass  \(result.protocolName)") }
+                    if verbose { console.output("pass  \(result.protocolName.printable)") }
                 case .failed(let reason):
                     failed += 1
-                    console.output("FAIL  \(result.protocolName): \(reason)")
+                    console.output("FAIL  \(result.protocolName.printable): \(reason.printable)")
                 case .skipped(let reason):
                     skipped += 1
-                    console.output("skip  \(result.protocolName): \(reason)")
+                    console.output("skip  \(result.protocolName.printable): \(reason.printable)")
                 }
             }
         }

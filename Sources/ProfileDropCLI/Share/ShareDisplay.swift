@@ -325,11 +325,7 @@ struct ShareDisplay {
     static func quoted(_ name: String) -> String { "“\(name)”" }
 
     /// `text` without control characters, which a peer's name could otherwise carry to the terminal.
-    static func printable(_ text: String) -> String {
-        String(
-            String.UnicodeScalarView(
-                text.unicodeScalars.map { $0.properties.generalCategory == .control ? "\u{FFFD}" : $0 }))
-    }
+    static func printable(_ text: String) -> String { text.printable }
 
     mutating func poseChanged(_ pose: Pose, snapshot: DeviceSnapshot) {
         self.pose = pose
