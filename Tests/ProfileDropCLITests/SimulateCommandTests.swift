@@ -104,6 +104,45 @@ import Testing
         }
     }
 
+    /// A picture that cannot be written whole is a runtime error, and the file that was there stays.
+    @Test func aTimelineThatCannotBeWrittenLeavesTheFileThatWasThere() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        let picture = directory.appendingPathComponent("keep.svg").path
+        try "ORIGINAL\n".write(toFile: picture, atomically: true, encoding: .utf8)
+        // Files are limited to 16 KiB (the picture is about 50 KiB), and the signal that limit sends
+        // is ignored, so that the write fails instead of the process.
+        let limited = ["/bin/sh", "-c", "trap '' XFSZ; ulimit -f 32; exec \"$0\" \"$@\""]
+        let result = try ToolProcess(
+            ["simulate", Self.scenario, "--quiet", "--timeline", picture], prefix: limited
+        )
+        .finish()
+        #expect(result.code == 6, "\(result.errors)")
+        #expect(result.errors.count == 1 && result.errors.first?.contains("cannot write \(picture)") == true)
+        #expect(try String(contentsOfFile: picture, encoding: .utf8) == "ORIGINAL\n")
+    }
+
+    /// A scenario or summary file far over the JSON limit is refused by its size, before it is read.
+    @Test func anOversizedInputFileIsRefusedBeforeItIsRead() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        let huge = directory.appendingPathComponent("huge.json").path
+        // Sparse: 64 GiB that takes no disk, and would take minutes and all memory to read.
+        #expect(FileManager.default.createFile(atPath: huge, contents: nil))
+        let handle = try #require(FileHandle(forWritingAtPath: huge))
+        try handle.truncate(atOffset: 64 << 30)
+        try handle.close()
+        let tooLarge = "it is larger than 16 MiB, the limit for this file"
+        for (arguments, expected) in [
+            (["simulate", huge], "\(huge): cannot read the scenario file: \(tooLarge)"),
+            (["simulate", "--merge", huge], "\(huge): \(tooLarge)"),
+        ] {
+            let result = run(arguments)
+            #expect(result.code == 2, "\(arguments)")
+            #expect(
+                result.errors.count == 1 && result.errors.first?.hasSuffix(expected) == true,
+                "\(result.errors)")
+        }
+    }
+
     @Test func swarmAndGateTrialsEndWithTheirSummaries() {
         let swarm = run(["simulate", "--swarm", "--runs", "3", "--seed", "2"])
         #expect(swarm.code == 0)
