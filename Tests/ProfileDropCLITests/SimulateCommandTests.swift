@@ -173,12 +173,70 @@ import Testing
             ["simulate", "--merge", "--swarm", "/tmp/a.json"],
             ["simulate", "--merge", "--seed", "1", "/tmp/a.json"],
             ["simulate", "--merge", "/nonexistent/shard-1.json"],
+            // A path option given the empty string names no file.
+            ["simulate", "--swarm", "--runs", "1", "--summary", ""],
+            ["simulate", Self.scenario, "--capture", ""],
+            ["identity", "--key-file", ""],
+            ["peers", "--known-peers", ""],
+            ["replay", "/nonexistent.pcapng", "--timeline", ""],
         ]
         for arguments in cases {
             let result = run(arguments)
             #expect(result.code == 2, "\(arguments)")
             #expect(result.errors.count == 1, "\(arguments)")
         }
+    }
+
+    /// Two outputs on one file, or an output over the file read, would silently lose one of them.
+    @Test func outputsThatNameTheSameFileAsAnotherOrTheInputAreRefused() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        let scenario = directory.appendingPathComponent("pair.json").path
+        try FileManager.default.copyItem(atPath: Self.scenario, toPath: scenario)
+        try FileManager.default.createSymbolicLink(
+            atPath: directory.appendingPathComponent("cards").path,
+            withDestinationPath: TestPaths.packageRoot.appendingPathComponent("Scenarios/cards").path)
+        let original = try String(contentsOfFile: scenario, encoding: .utf8)
+        let same = directory.appendingPathComponent("same.out").path
+        let link = directory.appendingPathComponent("link.json").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: scenario)
+        for (arguments, expected) in [
+            (
+                ["simulate", scenario, "--capture", same, "--timeline", same],
+                "--timeline \(same) names the same file as --capture"
+            ),
+            (
+                ["simulate", scenario, "--capture", scenario],
+                "--capture \(scenario) names the same file as the scenario file"
+            ),
+            (
+                ["simulate", scenario, "--timeline", link],
+                "--timeline \(link) names the same file as the scenario file"
+            ),
+        ] {
+            let result = run(arguments)
+            #expect(result.code == 2, "\(arguments)")
+            #expect(
+                result.errors.count == 1 && result.errors.first?.hasSuffix(expected) == true,
+                "\(result.errors)")
+        }
+        let capture = directory.appendingPathComponent("happy.pcapng").path
+        try FileManager.default.copyItem(
+            atPath: TestPaths.packageRoot.appendingPathComponent("Captures/happy-path.pcapng").path,
+            toPath: capture)
+        let replay = run(["replay", capture, "--timeline", capture])
+        #expect(replay.code == 2)
+        #expect(
+            replay.errors.first?.hasSuffix("--timeline \(capture) names the same file as the capture") == true
+        )
+        #expect(try CaptureFile.read(path: capture).devices.count == 2)
+        #expect(try String(contentsOfFile: scenario, encoding: .utf8) == original)
+        #expect(!FileManager.default.fileExists(atPath: same))
+        // Distinct files still work.
+        let result = run([
+            "simulate", scenario, "--quiet", "--capture", directory.appendingPathComponent("run.pcapng").path,
+            "--timeline", same,
+        ])
+        #expect(result.code == 0, "\(result.errors)")
     }
 
     /// The done criterion of sharding, on the real command: `--shard 1/2` and `--shard 2/2` with

@@ -10,7 +10,7 @@ enum IdentityCommand: Subcommand {
 
     /// Every option of `identity`, declared once.
     enum Options {
-        static let keyFile = Option.text(
+        static let keyFile = Option.path(
             "key-file", valueName: "PATH",
             help: "static key file (default: $XDG_CONFIG_HOME/profiledrop/static-key)")
     }

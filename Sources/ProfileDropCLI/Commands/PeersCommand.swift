@@ -15,10 +15,10 @@ enum PeersCommand: Subcommand {
 
     /// Every option of `peers`, declared once.
     enum Options {
-        static let knownPeers = Option.text(
+        static let knownPeers = Option.path(
             "known-peers", valueName: "PATH",
             help: "known-peers file (default: 'known-peers' beside the static key file)")
-        static let keyFile = Option.text(
+        static let keyFile = Option.path(
             "key-file", valueName: "PATH", help: "static key file, beside which the known peers are kept")
         static let json = Flag("json", help: "list as one JSON object per line")
     }

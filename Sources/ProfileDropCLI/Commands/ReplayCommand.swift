@@ -18,9 +18,9 @@ enum ReplayCommand: Subcommand {
             "device", valueName: "ID",
             help: "replay only this device (name, 16-hex-digit device id or interface number)")
         static let json = Flag("json", help: "one JSON object per line instead of text")
-        static let keyFile = Option.text(
+        static let keyFile = Option.path(
             "key-file", valueName: "PATH", help: "the device's static key file, for captures of 'share'")
-        static let timeline = Option.text(
+        static let timeline = Option.path(
             "timeline", valueName: "OUT.svg",
             help: "also draw the session as an SVG picture: datagrams, distance and bearing, gate, transfer")
     }
@@ -31,7 +31,10 @@ enum ReplayCommand: Subcommand {
         }
         let json = arguments.has(Options.json)
         let timelinePath = arguments.value(Options.timeline)
-        if let timelinePath { try OutputFile.checkWritable(timelinePath, option: "--timeline") }
+        if let timelinePath {
+            try OutputFile.checkWritable(timelinePath, option: "--timeline")
+            try OutputFile.checkDistinct([("--timeline", timelinePath)], from: [("the capture", path)])
+        }
         let capture = try CaptureFile.read(path: path)
         var devices = capture.devices
         if let selector = arguments.value(Options.device) {

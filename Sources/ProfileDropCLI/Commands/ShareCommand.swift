@@ -62,7 +62,7 @@ enum ShareCommand: Subcommand {
 
     /// Every option of `share`, declared once.
     enum Options {
-        static let profile = Option.text("profile", valueName: "FILE", help: "the card to share (JSON)")
+        static let profile = Option.path("profile", valueName: "FILE", help: "the card to share (JSON)")
         static let interface = Option.text(
             "interface", valueName: "NAME", repeatable: true,
             help: "interface to use (default: all up, multicast, non-loopback)")
@@ -73,7 +73,7 @@ enum ShareCommand: Subcommand {
         static let motion = Option.text(
             "motion", valueName: "SCRIPT", help: "scripted motion, e.g. 'hold 1; move 7,0,180 2'")
         static let json = Flag("json", help: "one JSON snapshot per line")
-        static let save = Option.text(
+        static let save = Option.path(
             "save", valueName: "DIR", help: "write the received card and photo here")
         static let receiveOnly = Flag(
             "receive-only",
@@ -95,10 +95,10 @@ enum ShareCommand: Subcommand {
         static let timeout = Option.integer(
             "timeout", valueName: "SECONDS", in: 1...3600,
             help: "give up after this long, an unanswered question included (default 120)")
-        static let keyFile = Option.text(
+        static let keyFile = Option.path(
             "key-file", valueName: "PATH",
             help: "the device's long-term identity secret (created on first use)")
-        static let knownPeers = Option.text(
+        static let knownPeers = Option.path(
             "known-peers", valueName: "PATH",
             help: "known-peers file (default: 'known-peers' beside the key file)")
         static let port = Option<UInt16>("port", valueName: "PORT", help: "discovery port (default 47544)") {
@@ -108,7 +108,7 @@ enum ShareCommand: Subcommand {
             return number
         }
         static let verbose = Flag("verbose", help: "show counters of dropped datagrams")
-        static let capture = Option.text(
+        static let capture = Option.path(
             "capture", valueName: "FILE.pcapng", help: "record the session for Wireshark and replay")
         static let keylog = Flag(
             "keylog", help: "with --capture: also record the session secrets replay needs")

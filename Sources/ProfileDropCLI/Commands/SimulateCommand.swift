@@ -34,7 +34,7 @@ enum SimulateCommand: Subcommand {
             }
             return shard
         }
-        static let summary = Option.text(
+        static let summary = Option.path(
             "summary", valueName: "FILE|-",
             help: "--swarm: write the JSON summary (counts, failing runs) to FILE, or print only it with -")
         static let merge = Flag(
@@ -56,13 +56,13 @@ enum SimulateCommand: Subcommand {
                 "gate quality: N trials of each kind, and N/10 pairs held still for a minute at 6 and at 9 cm"
         )
         static let quiet = Flag("quiet", help: "scenario: header and outcome only, no transcript")
-        static let capture = Option.text(
+        static let capture = Option.path(
             "capture", valueName: "FILE.pcapng",
             help: "scenario: record every device (or --capture-device) for Wireshark and replay")
         static let captureDevice = Option.text(
             "capture-device", valueName: "NAME", help: "record only this device")
         static let keylog = Flag("keylog", help: "with --capture: also record what replay needs")
-        static let timeline = Option.text(
+        static let timeline = Option.path(
             "timeline", valueName: "OUT.svg",
             help:
                 "scenario of up to \(TimelineOutput.maximumDevices) devices: also draw the run as an SVG picture"
@@ -117,6 +117,9 @@ enum SimulateCommand: Subcommand {
         if let capturePath = arguments.value(Options.capture) {
             try OutputFile.checkWritable(capturePath, option: "--capture")
         }
+        let outputs = [("--capture", arguments.value(Options.capture)), ("--timeline", timelinePath)]
+            .compactMap { option, path in path.map { (option: option, path: $0) } }
+        try OutputFile.checkDistinct(outputs, from: [("the scenario file", arguments.positionals[0])])
         let scenario: Scenario
         do {
             scenario = try Scenario.load(contentsOf: arguments.positionals[0])

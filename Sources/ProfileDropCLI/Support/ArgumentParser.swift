@@ -105,6 +105,17 @@ extension Option where Value == String {
     }
 }
 
+extension Option where Value == String {
+    /// A file or directory path: anything but the empty string, which names nothing (and would
+    /// otherwise fail later, at a write, or be taken as a missing file).
+    static func path(_ name: String, valueName: String, help: String) -> Self {
+        Self(name, valueName: valueName, help: help) { text in
+            guard !text.isEmpty else { throw UsageError("--\(name) needs a file name") }
+            return text
+        }
+    }
+}
+
 extension Option where Value == Int {
     /// A whole number within `range`.
     static func integer(_ name: String, valueName: String = "N", in range: ClosedRange<Int>, help: String)

@@ -49,6 +49,30 @@ enum OutputFile {
         }
     }
 
+    /// Checks that no two of `outputs` name the same file, and that none names one of `inputs`
+    /// (each with what to call it in the message): the later write would silently replace the
+    /// earlier file, or the file the command reads. Paths are compared by the file they name, links
+    /// followed, or by their absolute form when nothing is there yet.
+    static func checkDistinct(
+        _ outputs: [(option: String, path: String)], from inputs: [(what: String, path: String)]
+    ) throws(UsageError) {
+        var seen: [(name: String, identity: String)] = inputs.map { ($0.what, identity(of: $0.path)) }
+        for output in outputs {
+            let identity = identity(of: output.path)
+            if let earlier = seen.first(where: { $0.identity == identity }) {
+                throw UsageError("\(output.option) \(output.path) names the same file as \(earlier.name)")
+            }
+            seen.append((output.option, identity))
+        }
+    }
+
+    /// What a path names: its device and inode when something is there, else its absolute form.
+    private static func identity(of path: String) -> String {
+        var info = stat()
+        if stat(path, &info) == 0 { return "inode \(info.st_dev):\(info.st_ino)" }
+        return "path " + URL(fileURLWithPath: path).standardizedFileURL.path
+    }
+
     /// The path to write for `path`: `path` itself, or the regular file its symbolic link names.
     /// - Throws: ``Failure`` for a path that names something other than a regular file.
     static func target(of path: String) throws(Failure) -> String {
