@@ -21,6 +21,24 @@ import Testing
         #expect(console.errorLines == ["profiledrop bench: unknown option '--fast'"])
     }
 
+    /// An option another benchmark reads would be ignored by this one: it is refused, before any work.
+    @Test func aBenchmarkRefusesTheOptionsOfAnother() {
+        for (arguments, option) in [
+            (["bench", "handshake", "--runs", "5"], "runs"),
+            (["bench", "handshake", "--devices", "2"], "devices"),
+            (["bench", "room", "--rounds", "3"], "rounds"), (["bench", "pairing", "--seeds", "2"], "seeds"),
+            (["bench", "simulate", "--duration", "60"], "duration"),
+        ] {
+            let console = CapturingConsole()
+            #expect(CommandLineTool.run(arguments: arguments, console: console) == 2)
+            #expect(
+                console.errorLines == [
+                    "profiledrop bench: --\(option) does not go with bench \(arguments[1])"
+                ])
+            #expect(console.outputLines.isEmpty)
+        }
+    }
+
     @Test func helpListsEveryCommandAndTheExitCodes() {
         let console = CapturingConsole()
         #expect(CommandLineTool.run(arguments: [], console: console) == 0)

@@ -173,6 +173,12 @@ import Testing
             ["simulate", "--merge", "--swarm", "/tmp/a.json"],
             ["simulate", "--merge", "--seed", "1", "/tmp/a.json"],
             ["simulate", "--merge", "/nonexistent/shard-1.json"],
+            // An option of another mode, which would be ignored.
+            ["simulate", "--swarm", "--runs", "1", "--capture", "/tmp/x.pcapng"],
+            ["simulate", "--gate-trials", "1", "--keylog"],
+            ["simulate", "--attacks", "--runs", "1", "--quiet"],
+            ["simulate", Self.scenario, "--runs", "3"],
+            ["simulate", "--gate-trials", "2", "--runs", "2"],
             // A path option given the empty string names no file.
             ["simulate", "--swarm", "--runs", "1", "--summary", ""],
             ["simulate", Self.scenario, "--capture", ""],

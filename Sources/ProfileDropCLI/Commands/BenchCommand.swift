@@ -34,8 +34,26 @@ enum BenchCommand: Subcommand {
             "duration", valueName: "S", in: 15...600,
             help: "room: the devices' overall limit, the virtual time a room runs (default 120)")
     }
+    /// The options each benchmark reads; any other would be ignored, so it is refused.
+    static let optionsOf: [String: [String]] = [
+        "handshake": ["rounds", "iterations"], "simulate": ["runs"], "pairing": ["runs"],
+        "room": ["devices", "seeds", "duration"],
+    ]
+
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
         HeapTuning.keepFreedMemory()
+        if arguments.positionals.count == 1, let benchmark = arguments.positionals.first,
+            let allowed = optionsOf[benchmark]
+        {
+            let given = [
+                ("rounds", arguments.has(Options.rounds)), ("iterations", arguments.has(Options.iterations)),
+                ("runs", arguments.has(Options.runs)), ("devices", arguments.has(Options.devices)),
+                ("seeds", arguments.has(Options.seeds)), ("duration", arguments.has(Options.duration)),
+            ]
+            for (name, isGiven) in given where isGiven && !allowed.contains(name) {
+                throw UsageError("--\(name) does not go with bench \(benchmark)")
+            }
+        }
         if arguments.positionals == ["simulate"] {
             return try SimulationFigures.run(
                 exchanges: arguments.value(Options.runs, default: 1000), console: console)

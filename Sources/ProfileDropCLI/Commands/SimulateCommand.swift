@@ -82,6 +82,21 @@ enum SimulateCommand: Subcommand {
         if (arguments.has(Options.shard) || arguments.has(Options.summary)) && !arguments.has(Options.swarm) {
             throw UsageError("--shard and --summary go with --swarm")
         }
+        // An option of another mode would be ignored without a word: refuse it instead.
+        let scenarioRun = !arguments.has(Options.merge) && !arguments.positionals.isEmpty
+        let scenarioOptions = [
+            arguments.has(Options.quiet), arguments.has(Options.capture),
+            arguments.has(Options.captureDevice),
+            arguments.has(Options.keylog),
+        ]
+        if !scenarioRun && scenarioOptions.contains(true) {
+            throw UsageError("--quiet, --capture, --capture-device and --keylog go with a scenario file")
+        }
+        if arguments.has(Options.runs) && !arguments.has(Options.swarm) && !arguments.has(Options.attacks)
+            && !arguments.has(Options.merge)
+        {
+            throw UsageError("--runs goes with --swarm or --attacks")
+        }
         if arguments.has(Options.timeline) && (arguments.has(Options.merge) || arguments.positionals.isEmpty)
         {
             throw UsageError("--timeline goes with a scenario file")
