@@ -448,8 +448,14 @@ extension Scenario {
     private static func integer(_ value: JSONValue, at location: String, range: ClosedRange<Int>)
         throws(ScenarioError) -> Int
     {
-        let number = try number(value, at: location, limit: 1e15)
-        guard number == number.rounded(), range.contains(Int(number)) else {
+        guard case .number(let number) = value else {
+            throw ScenarioError(
+                file: nil, location: location, reason: "expected a number, found \(value.typeName)")
+        }
+        // Compared as doubles, so that any number is checked against the range it is told of.
+        guard number == number.rounded(), number >= Double(range.lowerBound),
+            number <= Double(range.upperBound)
+        else {
             throw ScenarioError(
                 file: nil, location: location,
                 reason:

@@ -383,8 +383,9 @@ private struct SummaryFields {
 
     func integer(_ key: String, in range: ClosedRange<Int>) throws(SwarmSummaryError) -> Int {
         let value = try required(key)
-        guard case .number(let number) = value, number == number.rounded(), abs(number) <= 1e15,
-            range.contains(Int(number))
+        // Compared as doubles, so that any number is checked against the range it is told of.
+        guard case .number(let number) = value, number == number.rounded(),
+            number >= Double(range.lowerBound), number <= Double(range.upperBound)
         else {
             throw SwarmSummaryError(
                 "\(path(key)): expected a whole number from \(range.lowerBound) to \(range.upperBound), "

@@ -93,6 +93,12 @@ private func parseError(_ text: String) -> String? {
         #expect(scenario.devices[0].motion.isEmpty)
     }
 
+    @Test func aSeedUpToTwoToTheFiftyThirdIsANumber() throws {
+        let scenario = try Scenario(
+            json: scenarioText(extra: #", "seed": 9007199254740991"#), baseDirectory: ".")
+        #expect(scenario.seed == 9_007_199_254_740_991)
+    }
+
     @Test func syntheticPhotosAreDeterministicPerName() throws {
         let first = try SyntheticPhoto.jpeg(byteCount: 4096, label: "a")
         #expect(first == (try SyntheticPhoto.jpeg(byteCount: 4096, label: "a")))
@@ -116,6 +122,12 @@ private func parseError(_ text: String) -> String? {
         ),
         (scenarioText(extra: #", "timeLimit": -1"#), "timeLimit: must be a positive number of seconds"),
         (scenarioText(extra: #", "seed": "banana""#), "seed: expected a 64-bit unsigned integer"),
+        // The range a whole number is refused with is the one it is checked against.
+        (
+            scenarioText(extra: #", "seed": 9007199254740994"#),
+            "seed: expected a whole number from 0 to 9007199254740992, found 9.007199254740994e+15"
+        ),
+        (scenarioText(extra: #", "seed": -1"#), "seed: expected a whole number from 0 to 9007199254740992"),
         (
             scenarioText(
                 devices: #"[{"name": "a", "pose": {"x": 0, "y": 0}, "card": \#(cardJSON), "size": 2}]"#),
