@@ -137,6 +137,11 @@ extension Scenario {
     static let deviceKeys = ["name", "pose", "motion", "consent", "card", "photoBytes"]
     static let poseKeys = ["x", "y", "heading"]
     static let consentKeys = ["decision", "after"]
+    /// The most devices a scenario holds: the largest room `bench room` measures. Rooms grow
+    /// costlier faster than their size (every device hears every beacon), and 2,000 devices did not
+    /// finish in a minute.
+    public static let maximumDevices = 500
+
     /// Longest virtual time any scenario value may name: a day.
     static let maximumSeconds = 86_400.0
 
@@ -201,6 +206,11 @@ extension Scenario {
         guard !deviceValues.isEmpty else {
             throw ScenarioError(
                 file: nil, location: "devices", reason: "a scenario needs at least one device")
+        }
+        guard deviceValues.count <= Self.maximumDevices else {
+            throw ScenarioError(
+                file: nil, location: "devices",
+                reason: "a scenario has at most \(Self.maximumDevices) devices, found \(deviceValues.count)")
         }
         var devices: [DeviceSpec] = []
         for (index, value) in deviceValues.enumerated() {

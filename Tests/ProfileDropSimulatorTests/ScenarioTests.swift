@@ -109,6 +109,12 @@ private func parseError(_ text: String) -> String? {
         (scenarioText(extra: #", "colour": 1"#), #"unknown key "colour""#),
         (#"{"seed": 1}"#, #"missing required key "devices""#),
         (#"{"devices": []}"#, "at least one device"),
+        (
+            #"{"devices": ["#
+                + Array(repeating: #"{"name": "a", "pose": {"x": 0, "y": 0, "heading": 0}}"#, count: 501)
+                .joined(separator: ",") + "]}",
+            "devices: a scenario has at most 500 devices, found 501"
+        ),
         (#"{"devices": 3}"#, "devices: expected an array, found a number"),
         (scenarioText(extra: #", "faults": {"loss": 1.5}"#), "faults.loss: a rate must be from 0 to 1"),
         (scenarioText(extra: #", "faults": {"lossRate": 0.1}"#), #"faults: unknown key "lossRate""#),
