@@ -78,6 +78,14 @@ public enum InputFile {
         if info.st_mode & S_IFMT == S_IFREG && info.st_size > limit {
             throw InputFileError(path: path, reason: .tooLarge(limit: limit))
         }
+        return try read(descriptor: descriptor, path: path, limit: limit)
+    }
+
+    /// What is left to read from `descriptor`, open for reading, at most `limit` bytes; `path`
+    /// names it in errors. For a caller that checks the opened file itself first (its owner and
+    /// mode, say) and then reads it.
+    /// - Throws: ``InputFileError`` when reading fails or passes `limit`.
+    public static func read(descriptor: Int32, path: String, limit: Int) throws(InputFileError) -> [UInt8] {
         var contents: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {

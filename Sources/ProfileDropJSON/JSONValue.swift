@@ -40,6 +40,14 @@ public indirect enum JSONValue: Equatable, Sendable {
         }
     }
 
+    /// The value as a whole number within `range`, or nil when it is anything else: a fraction, a
+    /// number no `Int` holds, or another type.
+    public func wholeNumber(in range: ClosedRange<Int>) -> Int? {
+        guard case .number(let number) = self, let whole = Int(exactly: number), range.contains(whole)
+        else { return nil }
+        return whole
+    }
+
     /// How ``serialized(_:)`` lays out text.
     public struct Format: Sendable, Equatable {
         /// One member or item per line, indented by two spaces, `"key" : value`: the layout

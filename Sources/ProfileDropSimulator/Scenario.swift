@@ -462,17 +462,14 @@ extension Scenario {
             throw ScenarioError(
                 file: nil, location: location, reason: "expected a number, found \(value.typeName)")
         }
-        // Compared as doubles, so that any number is checked against the range it is told of.
-        guard number == number.rounded(), number >= Double(range.lowerBound),
-            number <= Double(range.upperBound)
-        else {
+        guard let whole = value.wholeNumber(in: range) else {
             throw ScenarioError(
                 file: nil, location: location,
                 reason:
                     "expected a whole number from \(range.lowerBound) to \(range.upperBound), found \(number)"
             )
         }
-        return Int(number)
+        return whole
     }
 
     private static func seedValue(_ value: JSONValue, at location: String) throws(ScenarioError) -> UInt64 {

@@ -383,15 +383,12 @@ private struct SummaryFields {
 
     func integer(_ key: String, in range: ClosedRange<Int>) throws(SwarmSummaryError) -> Int {
         let value = try required(key)
-        // Compared as doubles, so that any number is checked against the range it is told of.
-        guard case .number(let number) = value, number == number.rounded(),
-            number >= Double(range.lowerBound), number <= Double(range.upperBound)
-        else {
+        guard let whole = value.wholeNumber(in: range) else {
             throw SwarmSummaryError(
                 "\(path(key)): expected a whole number from \(range.lowerBound) to \(range.upperBound), "
                     + "found \(value.serialized)")
         }
-        return Int(number)
+        return whole
     }
 
     /// A seed: a decimal string, since a 64-bit seed may exceed what a JSON number holds exactly.

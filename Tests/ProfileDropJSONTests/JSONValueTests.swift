@@ -12,6 +12,19 @@ import Testing
          "faults": {"loss": 0.1, "partitions": [{"devices": ["a"], "start": 1, "end": 2}]}}
         """
 
+    @Test func wholeNumbersAreCheckedAgainstTheRangeTheyAreAskedFor() {
+        let range = 0...(1 << 53)
+        #expect(JSONValue.number(9_007_199_254_740_991).wholeNumber(in: range) == 9_007_199_254_740_991)
+        #expect(JSONValue.number(9_007_199_254_740_992).wholeNumber(in: range) == 1 << 53)
+        #expect(JSONValue.number(1e19).wholeNumber(in: range) == nil)
+        #expect(JSONValue.number(-1).wholeNumber(in: range) == nil)
+        #expect(JSONValue.number(2.5).wholeNumber(in: range) == nil)
+        #expect(JSONValue.string("3").wholeNumber(in: range) == nil)
+        #expect(JSONValue.number(-1e300).wholeNumber(in: Int.min...Int.max) == nil)
+        // 2^63 is one past Int.max: refused, not converted.
+        #expect(JSONValue.number(9_223_372_036_854_775_808).wholeNumber(in: Int.min...Int.max) == nil)
+    }
+
     @Test func parsesAndSerializesInDocumentOrder() throws {
         let value = try JSONValue.parse(#" {"b": [1, 2.5, -3e2, true, null], "a": "x\"\u00e9\ud83d\ude00"} "#)
         #expect(

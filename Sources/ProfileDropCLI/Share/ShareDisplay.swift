@@ -309,10 +309,10 @@ struct ShareDisplay {
             return
         case .terminal:
             statusLine.clear()
-            console.output(Self.printable(text))
+            console.output(text.printable)
             statusLine.show(line(snapshot))
         case .lines:
-            console.output(Self.printable(text))
+            console.output(text.printable)
         }
     }
 
@@ -323,9 +323,6 @@ struct ShareDisplay {
 
     /// A name between quotation marks.
     static func quoted(_ name: String) -> String { "“\(name)”" }
-
-    /// `text` without control characters, which a peer's name could otherwise carry to the terminal.
-    static func printable(_ text: String) -> String { text.printable }
 
     mutating func poseChanged(_ pose: Pose, snapshot: DeviceSnapshot) {
         self.pose = pose
@@ -368,8 +365,8 @@ struct ShareDisplay {
             console.output("closed: \(shown)")
         }
         if mode != .json {
-            if let card { console.output(Self.printable("received: \(card.summary)")) }
-            if let saved { console.output(Self.printable("saved: \(saved)")) }
+            if let card { console.output("received: \(card.summary)".printable) }
+            if let saved { console.output("saved: \(saved)".printable) }
         }
     }
 

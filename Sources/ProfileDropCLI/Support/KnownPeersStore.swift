@@ -291,19 +291,13 @@ public enum KnownPeersStore {
                 description:
                     "\(path) is larger than \(maximumFileBytes >> 20) MiB; it is not a known-peers file")
         }
-        var contents: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw KnownPeersStoreError(description: "cannot read \(path): \(systemError())")
+        do {
+            return try InputFile.read(descriptor: descriptor, path: path, limit: maximumFileBytes)
+        } catch {
+            guard case .tooLarge = error.reason else {
+                throw KnownPeersStoreError(description: "cannot read \(path): \(error.reasonText)")
             }
-            if count == 0 { return contents }
-            contents.append(contentsOf: chunk[0..<count])
-            guard contents.count <= maximumFileBytes else {
-                throw KnownPeersStoreError(description: "\(path) grew while it was read; try again")
-            }
+            throw KnownPeersStoreError(description: "\(path) grew while it was read; try again")
         }
     }
 
