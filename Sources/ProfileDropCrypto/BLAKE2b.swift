@@ -71,8 +71,7 @@ public struct BLAKE2b: ~Copyable {
     ) {
         precondition((1...BLAKE2b.outputLength).contains(output.count), "BLAKE2b output length out of range")
         Sodium.ensureInitialized()
-        withUnsafeTemporaryAllocation(byteCount: blake2bStateSize, alignment: 64) { scratch in
-            defer { sodium_memzero(scratch.baseAddress, scratch.count) }
+        withWipedScratch(byteCount: blake2bStateSize) { scratch in
             let state = OpaquePointer(scratch.sodiumPointer)
             crypto_generichash_init(state, nil, 0, output.count)
             crypto_generichash_update(state, first.sodiumPointer, UInt64(first.count))
@@ -143,8 +142,9 @@ public enum HKDFBLAKE2b {
     public static let blockLength = BLAKE2b.outputLength
 
     /// Derives `count` output blocks (1...255) and hands them to `body` as one buffer of
-    /// `count * 64` bytes. Everything lives in stack memory that is wiped when `body` returns, so
-    /// callers copy what they keep straight into ``SecureBytes`` or keys.
+    /// `count * 64` bytes. Everything lives in scratch memory that is wiped when `body` returns, so
+    /// callers copy what they keep straight into ``SecureBytes`` or keys; on the stack for up to
+    /// eight blocks (Noise asks for two or three).
     ///
     /// The pseudorandom key's padded inner and outer blocks are absorbed once and the hashing states
     /// copied for each output block, rather than rebuilt per HMAC. Non-generic on purpose: a generic
@@ -156,10 +156,7 @@ public enum HKDFBLAKE2b {
         precondition((1...255).contains(count), "HKDF yields 1 to 255 output blocks")
         Sodium.ensureInitialized()
         let outputBytes = count * blockLength
-        try withUnsafeTemporaryAllocation(
-            byteCount: HMACWorkspace.byteCount + blockLength + outputBytes, alignment: 64
-        ) { scratch in
-            defer { sodium_memzero(scratch.baseAddress, scratch.count) }
+        try withWipedScratch(byteCount: HMACWorkspace.byteCount + blockLength + outputBytes) { scratch in
             let workspace = HMACWorkspace(scratch)
             let base = scratch.sodiumPointer
             let prk = base + HMACWorkspace.byteCount
@@ -204,6 +201,7 @@ struct HMACWorkspace {
     /// ``byteCount`` long.
     init(_ scratch: UnsafeMutableRawBufferPointer) {
         precondition(scratch.count >= Self.byteCount, "HMAC scratch too small")
+        precondition(Int(bitPattern: scratch.baseAddress) % 64 == 0, "HMAC scratch not 64-byte aligned")
         let base = scratch.sodiumPointer
         inner = UnsafeMutableRawPointer(base)
         outer = UnsafeMutableRawPointer(base + blake2bStateSize)
@@ -214,10 +212,7 @@ struct HMACWorkspace {
 
     /// Runs `body` with a workspace on the stack, wiped afterwards.
     static func with<Result>(_ body: (HMACWorkspace) throws -> Result) rethrows -> Result {
-        try withUnsafeTemporaryAllocation(byteCount: byteCount, alignment: 64) { scratch in
-            defer { sodium_memzero(scratch.baseAddress, scratch.count) }
-            return try body(HMACWorkspace(scratch))
-        }
+        try withWipedScratch(byteCount: byteCount) { try body(HMACWorkspace($0)) }
     }
 
     /// Absorbs `key`'s padded block XOR ipad into the inner state and XOR opad into the outer one.
