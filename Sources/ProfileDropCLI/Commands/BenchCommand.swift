@@ -9,12 +9,7 @@ enum BenchCommand: Subcommand {
     static let name = "bench"
     static let summary =
         "benchmarks: 'handshake' (Noise XX vs the X25519 floor), 'simulate' (simulated exchanges), 'pairing' (two processes on loopback), 'room' (crowded rooms against a lone pair)"
-    static let parser = ArgumentParser(
-        command: name,
-        options: [
-            Options.rounds, Options.iterations, Options.runs, Options.devices, Options.seeds,
-            Options.duration,
-        ])
+    static let parser = ArgumentParser(command: name, options: Options.all)
 
     /// Every option of `bench`, declared once. The ranges are checked per benchmark, since `--runs`
     /// means runs of different cost.
@@ -33,11 +28,13 @@ enum BenchCommand: Subcommand {
         static let duration = Option.integer(
             "duration", valueName: "S", in: 15...600,
             help: "room: the devices' overall limit, the virtual time a room runs (default 120)")
+        /// All of them, in the order the help lists them.
+        static let all: [any DeclaredOption] = [rounds, iterations, runs, devices, seeds, duration]
     }
     /// The options each benchmark reads; any other would be ignored, so it is refused.
-    static let optionsOf: [String: [String]] = [
-        "handshake": ["rounds", "iterations"], "simulate": ["runs"], "pairing": ["runs"],
-        "room": ["devices", "seeds", "duration"],
+    static let optionsOf: [String: [any DeclaredOption]] = [
+        "handshake": [Options.rounds, Options.iterations], "simulate": [Options.runs],
+        "pairing": [Options.runs], "room": [Options.devices, Options.seeds, Options.duration],
     ]
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
@@ -45,13 +42,9 @@ enum BenchCommand: Subcommand {
         if arguments.positionals.count == 1, let benchmark = arguments.positionals.first,
             let allowed = optionsOf[benchmark]
         {
-            let given = [
-                ("rounds", arguments.has(Options.rounds)), ("iterations", arguments.has(Options.iterations)),
-                ("runs", arguments.has(Options.runs)), ("devices", arguments.has(Options.devices)),
-                ("seeds", arguments.has(Options.seeds)), ("duration", arguments.has(Options.duration)),
-            ]
-            for (name, isGiven) in given where isGiven && !allowed.contains(name) {
-                throw UsageError("--\(name) does not go with bench \(benchmark)")
+            for option in Options.all
+            where arguments.has(option) && !allowed.contains(where: { $0.spec.name == option.spec.name }) {
+                throw UsageError("--\(option.spec.name) does not go with bench \(benchmark)")
             }
         }
         if arguments.positionals == ["simulate"] {

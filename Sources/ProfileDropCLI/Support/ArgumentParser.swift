@@ -171,6 +171,9 @@ struct ParsedArguments {
     /// Whether the option was given.
     func has<Value>(_ option: Option<Value>) -> Bool { !given(option.spec.name).isEmpty }
 
+    /// Whether the option or flag was given, whatever its kind.
+    func has(_ option: any DeclaredOption) -> Bool { !given(option.spec.name).isEmpty }
+
     /// The option's value (the last one given), or nil when absent.
     func value<Value>(_ option: Option<Value>) -> Value? {
         guard let last = given(option.spec.name).last else { return nil }
