@@ -143,8 +143,8 @@ public enum HKDFBLAKE2b {
 
     /// Derives `count` output blocks (1...255) and hands them to `body` as one buffer of
     /// `count * 64` bytes. Everything lives in scratch memory that is wiped when `body` returns, so
-    /// callers copy what they keep straight into ``SecureBytes`` or keys; on the stack for up to
-    /// eight blocks (Noise asks for two or three).
+    /// callers copy what they keep straight into ``SecureBytes`` or keys; on the stack for a few
+    /// blocks (nine with libsodium 1.0.18; Noise asks for two or three).
     ///
     /// The pseudorandom key's padded inner and outer blocks are absorbed once and the hashing states
     /// copied for each output block, rather than rebuilt per HMAC. Non-generic on purpose: a generic

@@ -1,7 +1,8 @@
 internal import CSodium
 
 /// Bytes of 64-byte-aligned scratch memory that ``withWipedScratch(byteCount:_:)`` keeps on the
-/// stack: one HMAC workspace with an HKDF of up to eight output blocks.
+/// stack: one HMAC workspace with an HKDF of a few output blocks (nine with libsodium 1.0.18's
+/// 384-byte BLAKE2b state).
 let wipedScratchStackCapacity = 2048 - 64
 
 /// Runs `body` with `byteCount` bytes of 64-byte-aligned scratch memory, uninitialised in meaning
@@ -26,7 +27,7 @@ func withWipedScratch<Result>(
     // 64 bytes more than the capacity, so that a 64-byte-aligned start always fits.
     var storage = InlineArray<2048, UInt8>(repeating: 0)
     return try withUnsafeMutableBytes(of: &storage) { raw in
-        // A local's storage always has an address; the fallback only satisfies the optional.
+        // A local's storage always has an address; the guard only unwraps the optional.
         guard let base = raw.baseAddress else { preconditionFailure("stack storage has an address") }
         let start = base.alignedUp(toMultipleOf: 64)
         let scratch = UnsafeMutableRawBufferPointer(start: start, count: byteCount)

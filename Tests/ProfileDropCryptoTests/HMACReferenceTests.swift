@@ -74,7 +74,7 @@ import Testing
             let saltLength = round < Self.keyLengths.count ? Self.keyLengths[round] : random.length(upTo: 200)
             let salt = random.bytes(saltLength)
             let inputKeyMaterial = random.bytes(random.length(upTo: 200))
-            // Up to eight blocks the scratch memory is on the stack, beyond on the heap: both ways.
+            // Up to nine blocks the scratch memory is on the stack, beyond on the heap: both ways.
             let count = [1, 2, 3, 4, 8, 9, 10, 255][round % 8]
             var derived: [UInt8] = []
             salt.withUnsafeBytes { saltBytes in
