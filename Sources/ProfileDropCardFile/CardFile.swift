@@ -68,32 +68,15 @@ public enum CardFile {
         atPath path: String, sizeLimit: Int?, code: CardError.Code, what: String
     ) throws(CardError) -> [UInt8] {
         let field = code == .photoUnreadable ? "photo" : nil
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw CardError(code, field: field, "\(what) cannot be read: no such file")
-        }
-        guard !isDirectory.boolValue else {
-            throw CardError(code, field: field, "\(what) cannot be read: it is a directory")
-        }
-        if let sizeLimit,
-            let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-            let size = (attributes[.size] as? NSNumber)?.intValue, size > sizeLimit
-        {
-            throw CardError(
-                .photoTooLarge, field: field,
-                "\(what) is \(size) bytes; the limit is \(sizeLimit) bytes (256 KiB)")
-        }
         do {
             return try InputFile.read(atPath: path, limit: sizeLimit ?? JSONValue.maximumBytes)
         } catch {
-            switch error.reason {
-            case .tooLarge where sizeLimit != nil:
-                throw CardError(
-                    .photoTooLarge, field: field,
-                    "\(what) is over the limit of \(sizeLimit ?? 0) bytes (256 KiB)")
-            case .noSuchFile, .isDirectory, .tooLarge, .unreadable:
+            guard case .tooLarge(let limit) = error.reason, sizeLimit != nil else {
                 throw CardError(code, field: field, "\(what) cannot be read: \(error.reasonText)")
             }
+            // A regular file is refused by its size, before it is read; a pipe once it passes the limit.
+            let size = error.size.map { "is \($0) bytes; the limit is" } ?? "is over the limit of"
+            throw CardError(.photoTooLarge, field: field, "\(what) \(size) \(limit) bytes (256 KiB)")
         }
     }
 }

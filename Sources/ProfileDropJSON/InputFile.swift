@@ -24,11 +24,14 @@ public struct InputFileError: Error, Equatable, CustomStringConvertible {
     public let path: String
     /// What went wrong.
     public let reason: Reason
+    /// The file's size in bytes, when it has one and was refused for it (``Reason/tooLarge(limit:)``).
+    public let size: Int?
 
-    /// The error for `path`, with `reason`.
-    public init(path: String, reason: Reason) {
+    /// The error for `path`, with `reason` and, for a file refused by its size, that size.
+    public init(path: String, reason: Reason, size: Int? = nil) {
         self.path = path
         self.reason = reason
+        self.size = size
     }
 
     /// The reason alone, without the path, for callers that name the file themselves ("cannot read
@@ -76,7 +79,7 @@ public enum InputFile {
         }
         if info.st_mode & S_IFMT == S_IFDIR { throw InputFileError(path: path, reason: .isDirectory) }
         if info.st_mode & S_IFMT == S_IFREG && info.st_size > limit {
-            throw InputFileError(path: path, reason: .tooLarge(limit: limit))
+            throw InputFileError(path: path, reason: .tooLarge(limit: limit), size: Int(info.st_size))
         }
         return try read(descriptor: descriptor, path: path, limit: limit)
     }
