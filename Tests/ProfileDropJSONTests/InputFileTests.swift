@@ -52,6 +52,15 @@ import Testing
             #expect(reason(huge, limit: 16 << 20) == .tooLarge(limit: 16 << 20))
             // An endless device has no size: refused once what it yields passes the limit.
             #expect(reason("/dev/zero", limit: 1 << 20) == .tooLarge(limit: 1 << 20))
+            // The size of a file refused for it is kept; a device has none to keep.
+            func size(_ path: String, limit: Int) -> Int? {
+                do {
+                    _ = try InputFile.read(atPath: path, limit: limit)
+                    return nil
+                } catch { return error.size }
+            }
+            #expect(size(huge, limit: 10) == 64 << 30)
+            #expect(size("/dev/zero", limit: 10) == nil)
             // A named pipe nobody writes to reads as empty instead of waiting for a writer.
             let pipe = directory + "/pipe"
             #expect(mkfifo(pipe, 0o600) == 0)
