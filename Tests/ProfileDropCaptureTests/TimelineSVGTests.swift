@@ -123,6 +123,88 @@ struct TimelineSVGTests {
         #expect(height < timeline.datagrams.count * 18 / 3)
     }
 
+    /// A long run (two devices out of range for 15 minutes, some 3,000 datagrams and 150 marks)
+    /// draws at most ``TimelineSVG/maximumRows`` rows, with the rest counted in one band, and its
+    /// estimates thinned to what the panel's columns show: every datagram and mark is still
+    /// accounted for, drawn or counted, and the picture stays small.
+    @Test(
+        .enabled(
+            if: ReplayCommandTests.executable != nil, "the profiledrop executable is not built (swift build)")
+    )
+    func aLongRunDrawsBoundedRowsAndCountsTheRest() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "profiledrop-long-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let source = GoldenCaptures.packageRoot.appendingPathComponent("Scenarios/out-of-range.json")
+        let text = try String(contentsOf: source, encoding: .utf8)
+        let long = text.replacingOccurrences(of: "\"overall\": 12", with: "\"overall\": 900")
+        try #require(long != text, "the scenario's overall limit moved")
+        let scenario = directory.appendingPathComponent("long.json").path
+        try long.write(toFile: scenario, atomically: true, encoding: .utf8)
+        let capture = directory.appendingPathComponent("long.pcapng").path
+        let picture = directory.appendingPathComponent("long.svg").path
+        let result = try runProgram(
+            try #require(ReplayCommandTests.executable),
+            ["simulate", scenario, "--quiet", "--capture", capture, "--keylog", "--timeline", picture])
+        #expect(result.status == 0, "\(result.errors)")
+        let timeline = try SessionTimeline(capture: try CaptureFile.read(path: capture), title: "long")
+        let svg = try String(contentsOfFile: picture, encoding: .utf8)
+        #expect(Self.parse(svg).wellFormed)
+        #expect(timeline.datagrams.count > 2_000)
+        #expect(timeline.marks.count > 100)
+
+        func attribute(_ name: String, of group: String) -> Int? {
+            group.components(separatedBy: "\(name)=\"").dropFirst().first?.split(separator: "\"").first
+                .flatMap { Int($0) }
+        }
+        let elided = svg.components(separatedBy: "<g class=\"rows-elided\" ").dropFirst()
+        #expect(elided.count == 1)
+        let band = try #require(elided.first)
+        let elidedDatagrams = try #require(attribute("data-datagrams", of: band))
+        let elidedMarks = try #require(attribute("data-marks", of: band))
+        let runs = svg.components(separatedBy: "<g class=\"datagram-run\" ").dropFirst()
+        let folded = runs.compactMap { attribute("data-count", of: $0) }.reduce(0, +)
+        let drawnDatagrams = Self.count("<g class=\"datagram ", in: svg)
+        let drawnMarks = Self.count("<g class=\"mark\"", in: svg)
+        #expect(drawnDatagrams + folded + elidedDatagrams == timeline.datagrams.count)
+        #expect(drawnMarks + elidedMarks == timeline.marks.count)
+        #expect(drawnDatagrams + drawnMarks + runs.count == TimelineSVG.maximumRows)
+        // The first and last rows are the run's own.
+        let first = try #require(timeline.datagrams.first)
+        #expect(svg.contains("data-type=\"\(first.type)\""))
+        let lastSeconds =
+            Double((try #require(timeline.marks.last).time - timeline.start).nanosecondsClamped) / 1e9
+        #expect(svg.contains(String(format: ">%.3f s</text>", lastSeconds)))
+
+        // Thinned estimates: fewer points than samples, at most four per pixel column and line,
+        // and the extremes still drawn.
+        let samples = timeline.tracks.map(\.samples.count).reduce(0, +)
+        let circles = Self.count("<circle ", in: svg)
+        #expect(circles < samples * 2)
+        #expect(circles <= timeline.tracks.count * 2 * 4 * (TimelineSVG.width + 1))
+        // The distance axis tops at 20 cm over 170 px (as for the short run): the drawn points
+        // span exactly the estimates' range, so no lowest or highest was thinned away.
+        let distances = timeline.tracks.flatMap(\.samples).map(\.distance)
+        let lowest = try #require(distances.min())
+        let highest = try #require(distances.max())
+        #expect(highest < 20)
+        let ys = svg.components(separatedBy: "<polyline class=\"estimate distance\" ").dropFirst().flatMap {
+            line -> [Double] in
+            let points = line.components(separatedBy: "points=\"").dropFirst().first?.split(separator: "\"")
+                .first
+            return (points ?? "").split(separator: " ").compactMap {
+                $0.split(separator: ",").last.flatMap { Double($0) }
+            }
+        }
+        let drawnRange = try #require(ys.max()) - (try #require(ys.min()))
+        #expect(abs(drawnRange - (highest - lowest) * 170 / 20) < 0.25)
+        // A picture a viewer opens: bounded rows, well under a megabyte.
+        let height = try #require(Self.parse(svg).height)
+        #expect(height < TimelineSVG.maximumRows * 30 + 2_000)
+        #expect(svg.utf8.count < 1_000_000)
+    }
+
     @Test func theBandSpansFiveToTenCentimetresOnTheAxis() throws {
         let (_, _, svg) = try Self.picture("out-of-range")
         // The distance axis tops at 20 cm over 170 px: the band is 5 cm tall (42.5 px), from 10 cm.

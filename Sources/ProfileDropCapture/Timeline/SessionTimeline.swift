@@ -283,6 +283,25 @@ extension SessionTimeline {
             var frames: [Frame]?
         }
 
+        /// Receipts of the same bytes from the same address by the same lane.
+        private struct ReceiptKey: Hashable {
+            var source: PeerAddress
+            var bytes: [UInt8]
+            var lane: Int
+        }
+
+        /// Indices into `received`, in order, and the first that may still match a send.
+        private struct ReceiptList {
+            var indices: [Int] = []
+            var next = 0
+        }
+
+        /// Sends of the same bytes by the same lane.
+        private struct SentKey: Hashable {
+            var lane: Int
+            var bytes: [UInt8]
+        }
+
         private struct DeviceState {
             var lane: Int
             var track: Track
@@ -450,29 +469,75 @@ extension SessionTimeline {
                 return lanes.count - 1
             }
             var datagrams: [Datagram] = []
+            // Receipts by what they carry, from where, to which lane, each list in the order added:
+            // a device's inputs are in time order, so each list is too. Matching a send looks in
+            // the lists of its bytes alone, which keeps a long capture's timeline linear in its
+            // datagrams (comparing every send with every receipt took seconds for two hours).
+            var receiptsByKey: [ReceiptKey: ReceiptList] = [:]
+            for index in received.indices {
+                let receipt = received[index]
+                receiptsByKey[
+                    ReceiptKey(source: receipt.source, bytes: receipt.bytes, lane: receipt.lane),
+                    default: ReceiptList()
+                ].indices.append(index)
+            }
+            // For each send, the time the same device next sent the same bytes, if it did.
+            var sentAgainAt = [Instant?](repeating: nil, count: sent.count)
+            var latestSend: [SentKey: Instant] = [:]
+            for position in sent.indices.reversed() {
+                let key = SentKey(lane: sent[position].lane, bytes: sent[position].bytes)
+                sentAgainAt[position] = latestSend[key]
+                latestSend[key] = sent[position].time
+            }
             // Exact copies first: the earliest unused receipt of the same bytes from the sender's
             // address at or after the send, by the addressee (any device for multicast).
             for (position, item) in sent.enumerated() {
-                let source = lanes[item.lane].address
                 var addressee: Int?
                 if case .unicast(let address) = item.destination { addressee = lane(for: address) }
                 // The same bytes sent again (a QUERY repeated as it was) claim the receipts from then on.
-                let again = sent[(position + 1)...].first { $0.lane == item.lane && $0.bytes == item.bytes }?
-                    .time
-                var copies = received.indices.filter { index in
-                    let receipt = received[index]
-                    return !receipt.used && receipt.lane != item.lane && receipt.source == source
-                        && receipt.bytes == item.bytes && receipt.time >= item.time
-                        && (addressee == nil || addressee == receipt.lane)
+                let again = sentAgainAt[position]
+                // Per lane that may have received it, its unused receipts at or after the send and
+                // before the same bytes went again. The earliest added of them received it, with
+                // the others of its lane as duplicates; with none before the repeat, a receipt at
+                // the same instant as the repeat is this send's.
+                var first: (lane: Int, copies: [Int])?
+                var firstAtRepeat: (lane: Int, index: Int)?
+                if let source = lanes[item.lane].address {
+                    for lane in 0..<captured
+                    where lane != item.lane && (addressee == nil || addressee == lane) {
+                        let key = ReceiptKey(source: source, bytes: item.bytes, lane: lane)
+                        guard var list = receiptsByKey[key] else { continue }
+                        // Used receipts, and those before this send, match no later send of the
+                        // same bytes either: those are later still.
+                        while list.next < list.indices.count,
+                            received[list.indices[list.next]].used
+                                || received[list.indices[list.next]].time < item.time
+                        {
+                            list.next += 1
+                        }
+                        receiptsByKey[key] = list
+                        guard list.next < list.indices.count else { continue }
+                        let earliest = list.indices[list.next]
+                        if firstAtRepeat.map({ earliest < $0.index }) ?? true {
+                            firstAtRepeat = (lane, earliest)
+                        }
+                        var copies: [Int] = []
+                        for index in list.indices[list.next...]
+                        where !received[index].used && received[index].time >= item.time {
+                            if let again, received[index].time >= again { break }
+                            copies.append(index)
+                        }
+                        guard let head = copies.first else { continue }
+                        if let current = first, current.copies[0] < head { continue }
+                        first = (lane, copies)
+                    }
                 }
-                if let again {
-                    let before = copies.filter { received[$0].time < again }
-                    copies = before.isEmpty ? Array(copies.prefix(again == item.time ? 1 : 0)) : before
+                if first == nil, again == item.time, let firstAtRepeat {
+                    first = (firstAtRepeat.lane, [firstAtRepeat.index])
                 }
-                let first = copies.first.map { received[$0] }
-                // Later copies to the same device are duplicates of this one.
-                let sameReceiver = copies.filter { received[$0].lane == first?.lane }
+                let sameReceiver = first?.copies ?? []
                 for index in sameReceiver { received[index].used = true }
+                let receipt = first.map { received[$0.copies[0]] }
                 let fate: Fate
                 if first != nil {
                     fate = .delivered
@@ -488,9 +553,9 @@ extension SessionTimeline {
                 datagrams.append(
                     Datagram(
                         sender: item.lane, receiver: first?.lane ?? audience, sentAt: item.time,
-                        receivedAt: first?.time, type: Describe.datagram(item.bytes).type,
+                        receivedAt: receipt?.time, type: Describe.datagram(item.bytes).type,
                         frames: item.frames.map { $0.map(Self.frameName) } ?? [], fate: fate,
-                        copies: sameReceiver.count, rejection: first?.rejection,
+                        copies: sameReceiver.count, rejection: receipt?.rejection,
                         isTransfer: item.frames.map(Self.isTransfer) ?? false))
             }
             // Then receipts of bytes nobody sent: changed on the way (matched to a datagram of the

@@ -17,6 +17,13 @@ public enum TimelineSVG {
     /// Duplicates, changed and rejected datagrams and every other kind are always drawn.
     public static let foldThreshold = 6
 
+    /// The most rows the sequence chart draws (datagrams, marks and folded runs). Past it, the chart
+    /// keeps its first and last `maximumRows / 2` rows and sums up those between in one band, by
+    /// sender and kind, with the marks they held: a two-hour capture is some 22,000 datagrams, a
+    /// chart half a million pixels tall that no viewer scrolls, while the panels above still show
+    /// the whole run.
+    public static let maximumRows = 400
+
     /// The SVG document for `timeline`.
     public static func render(_ timeline: SessionTimeline) -> String {
         var canvas = Canvas(timeline: timeline)
@@ -248,15 +255,13 @@ private struct Canvas {
                 segments[segments.count - 1].append(sample)
             }
             for segment in segments {
-                let points = segment.map { "\(dec(x($0.time))),\(dec(y($0[keyPath: value])))" }
-                    .joined(separator: " ")
+                let drawn = Self.thinned(segment.map { (x: x($0.time), y: y($0[keyPath: value])) })
+                let points = drawn.map { "\(dec($0.x)),\(dec($0.y))" }.joined(separator: " ")
                 body +=
                     "<polyline class=\"estimate \(kind)\" data-device=\"\(esc(name(track.lane)))\" "
                     + "points=\"\(points)\" fill=\"none\" stroke=\"\(color(track.lane))\" stroke-width=\"2\" "
                     + "stroke-linejoin=\"round\"/>\n"
-                for sample in segment {
-                    circle(x(sample.time), y(sample[keyPath: value]), 2.2, fill: color(track.lane))
-                }
+                for point in drawn { circle(point.x, point.y, 2.2, fill: color(track.lane)) }
             }
         }
         if let note { text(Self.right - 6, top + 16, note, size: 11, anchor: "end", fill: "#4b5563") }
@@ -266,6 +271,33 @@ private struct Canvas {
                 size: 13, anchor: "middle", fill: "#6b7280")
         }
         return bottom
+    }
+
+    /// `points` (in time order) with each run of more than two in one pixel column cut to its first,
+    /// lowest, highest and last: the same picture, since a column shows no more, in a size that
+    /// stays bounded by the panel's width however long the run was (a two-hour capture drew some
+    /// 22,000 estimates on about 1,000 columns).
+    static func thinned(_ points: [(x: Double, y: Double)]) -> [(x: Double, y: Double)] {
+        var kept: [(x: Double, y: Double)] = []
+        var start = points.startIndex
+        while start < points.endIndex {
+            let column = points[start].x.rounded(.down)
+            var end = start + 1
+            while end < points.endIndex && points[end].x.rounded(.down) == column { end += 1 }
+            if end - start <= 2 {
+                kept += points[start..<end]
+            } else {
+                let run = points.indices[start..<end]
+                let lowest = run.min { points[$0].y < points[$1].y } ?? start
+                let highest = run.max { points[$0].y < points[$1].y } ?? start
+                // In the order drawn, each once.
+                var chosen = [start, min(lowest, highest), max(lowest, highest), end - 1]
+                chosen = chosen.indices.filter { $0 == 0 || chosen[$0] != chosen[$0 - 1] }.map { chosen[$0] }
+                kept += chosen.map { points[$0] }
+            }
+            start = end
+        }
+        return kept
     }
 
     /// One row per device: when its proximity gate was open.
@@ -397,12 +429,24 @@ private struct Canvas {
         case mark(SessionTimeline.Mark)
         /// Datagrams of a card's transfer drawn as one line.
         case fold(Fold)
+        /// The rows between the chart's first and last ones, past ``TimelineSVG/maximumRows``.
+        case elision(Elision)
 
         var time: Instant {
             switch self {
             case .datagram(let datagram): datagram.sentAt
             case .mark(let mark): mark.time
             case .fold(let fold): fold.datagrams[0].sentAt
+            case .elision(let elision): elision.start
+            }
+        }
+
+        /// When the row's last datagram went, for the gap shown before the next row.
+        var endTime: Instant {
+            switch self {
+            case .datagram, .mark: time
+            case .fold(let fold): fold.datagrams.last?.sentAt ?? time
+            case .elision(let elision): elision.end
             }
         }
 
@@ -418,9 +462,35 @@ private struct Canvas {
                 case .delivered, .notReceived: return true
                 case .altered, .unknown: return false
                 }
-            case .mark, .fold: return false
+            case .mark, .fold, .elision: return false
             }
         }
+    }
+
+    /// Rows left out of the middle of a long chart: their datagrams and marks, in order.
+    struct Elision {
+        var datagrams: [SessionTimeline.Datagram] = []
+        var marks: [SessionTimeline.Mark] = []
+        var start: Instant
+        var end: Instant
+    }
+
+    /// `rows` when they fit ``TimelineSVG/maximumRows``; else their first and last halves around one
+    /// row that holds the rest.
+    static func bounded(_ rows: [Row]) -> [Row] {
+        guard rows.count > TimelineSVG.maximumRows else { return rows }
+        let kept = TimelineSVG.maximumRows / 2
+        let middle = rows[kept..<(rows.count - kept)]
+        var elision = Elision(start: middle.first?.time ?? .zero, end: middle.last?.endTime ?? .zero)
+        for row in middle {
+            switch row {
+            case .datagram(let datagram): elision.datagrams.append(datagram)
+            case .mark(let mark): elision.marks.append(mark)
+            case .fold(let fold): elision.datagrams += fold.datagrams
+            case .elision(let inner): preconditionFailure("rows bounded twice, at \(inner.start)")
+            }
+        }
+        return Array(rows[..<kept]) + [.elision(elision)] + Array(rows[(rows.count - kept)...])
     }
 
     /// Consecutive transfer datagrams, each delivered as sent or not received.
@@ -479,10 +549,11 @@ private struct Canvas {
             }
         }
         var rows: [Row] = timeline.datagrams.map(Row.datagram) + timeline.marks.map(Row.mark)
-        rows = Self.folded(
-            rows.indices.sorted { a, b in
-                rows[a].time != rows[b].time ? rows[a].time < rows[b].time : a < b
-            }.map { rows[$0] })
+        rows = Self.bounded(
+            Self.folded(
+                rows.indices.sorted { a, b in
+                    rows[a].time != rows[b].time ? rows[a].time < rows[b].time : a < b
+                }.map { rows[$0] }))
         var y = top + 30
         var previous: Instant?
         var content = ""
@@ -496,17 +567,15 @@ private struct Canvas {
                     fill: "#9ca3af")
                 y += 16
             }
-            previous = row.time
             let seconds = Double((row.time - timeline.start).nanosecondsClamped) / 1e9
             text(28, y + 4, "\(Self.fixed3(seconds)) s", size: 10, fill: "#6b7280")
             switch row {
             case .datagram(let datagram): arrow(datagram, y: y, laneX: laneX)
             case .mark(let mark): markBox(mark, y: y, x: laneX(mark.lane))
             case .fold(let fold): y += foldLine(fold, y: y, laneX: laneX)
+            case .elision(let elision): y += elisionBand(elision, y: y)
             }
-            if case .fold(let fold) = row, let end = fold.datagrams.last?.sentAt {
-                previous = end
-            }
+            previous = row.endTime
             y += 18
         }
         swap(&content, &body)
@@ -625,6 +694,98 @@ private struct Canvas {
         }
         body += group + "</g>\n"
         return height - 14
+    }
+
+    /// The rows a long chart leaves out: a band across every lane saying how many datagrams and
+    /// marks it holds and until when; on the right, one line per sender with its counts by kind and
+    /// one with the commonest marks. Returns the height it took beyond one row.
+    mutating func elisionBand(_ elision: Elision, y: Double) -> Double {
+        var senders: [Int] = []
+        for datagram in elision.datagrams where !senders.contains(datagram.sender) {
+            senders.append(datagram.sender)
+        }
+        var lines = senders.map { sender -> String in
+            let sent = elision.datagrams.filter { $0.sender == sender }
+            var kinds = Self.tally(sent.map(\.type)).map { "\($0.count) \($0.item)" }
+            let lost = sent.filter { $0.fate == .notReceived }.count
+            if lost > 0 { kinds.append("\(lost) not received") }
+            return "\(name(sender)): \(sent.count) (\(kinds.joined(separator: ", ")))"
+        }
+        let marks = Self.tally(elision.marks.map(\.text))
+        if !marks.isEmpty {
+            let shown = marks.prefix(Self.elidedMarkKinds).map { "\($0.item) ×\($0.count)" }
+            let more = marks.count - shown.count
+            lines.append(
+                "marks: " + shown.joined(separator: ", ") + (more > 0 ? ", \(more) other kinds" : ""))
+        }
+        lines = lines.flatMap { Self.wrapped($0, width: Self.frameColumnCharacters) }
+        let lost = elision.datagrams.filter { $0.fate == .notReceived }.count
+        let end = Double((elision.end - timeline.start).nanosecondsClamped) / 1e9
+        let lanes = timeline.lanes.indices
+        let left = 228.0
+        let right = 752.0
+        let height = 14 * Double(max(lines.count, 2))
+        var label =
+            "⋮ \(elision.datagrams.count) datagrams and \(elision.marks.count) marks until \(Self.fixed3(end)) s "
+            + "not drawn"
+        label += lost > 0 ? ", \(lost) not received" : ""
+        var group =
+            "<g class=\"rows-elided\" data-datagrams=\"\(elision.datagrams.count)\" "
+            + "data-marks=\"\(elision.marks.count)\" data-not-received=\"\(lost)\" data-lanes=\"\(lanes.count)\">"
+            + "<rect x=\"\(dec(left))\" y=\"\(dec(y - 7))\" width=\"\(dec(right - left))\" "
+            + "height=\"\(dec(height))\" rx=\"3\" fill=\"#f3f4f6\" stroke=\"#9ca3af\" stroke-dasharray=\"4 2\"/>"
+            + "<text x=\"\(dec((left + right) / 2))\" y=\"\(dec(y - 7 + height / 2 - 3))\" font-size=\"10\" "
+            + "text-anchor=\"middle\" fill=\"\(lost > 0 ? Self.red : "#4b5563")\">\(esc(label))</text>"
+            + "<text x=\"\(dec((left + right) / 2))\" y=\"\(dec(y - 7 + height / 2 + 10))\" font-size=\"10\" "
+            + "text-anchor=\"middle\" fill=\"#6b7280\">the chart draws its first and last "
+            + "\(TimelineSVG.maximumRows / 2) rows; the panels above show the whole run</text>"
+        for (index, line) in lines.enumerated() {
+            group +=
+                "<text x=\"\(dec(Self.framesX))\" y=\"\(dec(y + 4 + 14 * Double(index)))\" font-size=\"10\" "
+                + "fill=\"#4b5563\">\(esc(line))</text>"
+        }
+        body += group + "</g>\n"
+        // A little more than a fold: the band's two lines of its own.
+        return height - 14 + 6
+    }
+
+    /// Kinds of marks an elided band names; the rest are counted.
+    static let elidedMarkKinds = 4
+
+    /// Characters of 10-pixel text that fit right of ``framesX``.
+    static let frameColumnCharacters = 62
+
+    /// `line` broken after commas into lines of at most `width` characters where it can be, each
+    /// after the first indented.
+    static func wrapped(_ line: String, width: Int) -> [String] {
+        var lines: [String] = []
+        var current = ""
+        for piece in line.split(separator: ", ", omittingEmptySubsequences: false) {
+            let addition = current.isEmpty ? String(piece) : current + ", " + piece
+            if current.isEmpty || addition.count <= width {
+                current = addition
+            } else {
+                lines.append(current + ",")
+                current = "    " + piece
+            }
+        }
+        lines.append(current)
+        return lines
+    }
+
+    /// Each distinct item of `items` with how often it occurs, commonest first, ties in the order
+    /// they first occur.
+    static func tally(_ items: [String]) -> [(item: String, count: Int)] {
+        var order: [String] = []
+        var counts: [String: Int] = [:]
+        for item in items {
+            if counts[item] == nil { order.append(item) }
+            counts[item, default: 0] += 1
+        }
+        let tallied = order.map { (item: $0, count: counts[$0] ?? 0) }
+        return tallied.indices.sorted { a, b in
+            tallied[a].count != tallied[b].count ? tallied[a].count > tallied[b].count : a < b
+        }.map { tallied[$0] }
     }
 
     mutating func markBox(_ mark: SessionTimeline.Mark, y: Double, x: Double) {
