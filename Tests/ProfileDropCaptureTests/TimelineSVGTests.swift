@@ -123,22 +123,26 @@ struct TimelineSVGTests {
         #expect(height < timeline.datagrams.count * 18 / 3)
     }
 
-    /// A long run (two devices out of range for 15 minutes, some 3,000 datagrams and 150 marks)
-    /// draws at most ``TimelineSVG/maximumRows`` rows, with the rest counted in one band, and its
-    /// estimates thinned to what the panel's columns show: every datagram and mark is still
-    /// accounted for, drawn or counted, and the picture stays small.
+    /// A long run (two devices out of range for 15 or 30 minutes, some 3,000 or 6,000 datagrams and
+    /// 150 or 300 marks) draws at most ``TimelineSVG/maximumRows`` rows, with the rest counted in
+    /// one band, and its estimates thinned to what the panel's columns show: for 15 minutes as
+    /// lines with at most four points per pixel column, for 30 minutes (more estimates than
+    /// columns) as one stroke per column from the lowest to the highest. Every datagram and mark is
+    /// still accounted for, drawn or counted, no extreme estimate is lost, and the picture stays
+    /// small.
     @Test(
         .enabled(
-            if: ReplayCommandTests.executable != nil, "the profiledrop executable is not built (swift build)")
+            if: ReplayCommandTests.executable != nil, "the profiledrop executable is not built (swift build)"),
+        arguments: [900, 1800]
     )
-    func aLongRunDrawsBoundedRowsAndCountsTheRest() throws {
+    func aLongRunDrawsBoundedRowsAndCountsTheRest(seconds: Int) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "profiledrop-long-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let source = GoldenCaptures.packageRoot.appendingPathComponent("Scenarios/out-of-range.json")
         let text = try String(contentsOf: source, encoding: .utf8)
-        let long = text.replacingOccurrences(of: "\"overall\": 12", with: "\"overall\": 900")
+        let long = text.replacingOccurrences(of: "\"overall\": 12", with: "\"overall\": \(seconds)")
         try #require(long != text, "the scenario's overall limit moved")
         let scenario = directory.appendingPathComponent("long.json").path
         try long.write(toFile: scenario, atomically: true, encoding: .utf8)
@@ -151,20 +155,20 @@ struct TimelineSVGTests {
         let timeline = try SessionTimeline(capture: try CaptureFile.read(path: capture), title: "long")
         let svg = try String(contentsOfFile: picture, encoding: .utf8)
         #expect(Self.parse(svg).wellFormed)
-        #expect(timeline.datagrams.count > 2_000)
-        #expect(timeline.marks.count > 100)
+        #expect(timeline.datagrams.count > seconds * 2)
+        #expect(timeline.marks.count > seconds / 9)
 
-        func attribute(_ name: String, of group: String) -> Int? {
+        func attribute(_ name: String, of group: String) -> String? {
             group.components(separatedBy: "\(name)=\"").dropFirst().first?.split(separator: "\"").first
-                .flatMap { Int($0) }
+                .map(String.init)
         }
         let elided = svg.components(separatedBy: "<g class=\"rows-elided\" ").dropFirst()
         #expect(elided.count == 1)
         let band = try #require(elided.first)
-        let elidedDatagrams = try #require(attribute("data-datagrams", of: band))
-        let elidedMarks = try #require(attribute("data-marks", of: band))
+        let elidedDatagrams = try #require(attribute("data-datagrams", of: band).flatMap { Int($0) })
+        let elidedMarks = try #require(attribute("data-marks", of: band).flatMap { Int($0) })
         let runs = svg.components(separatedBy: "<g class=\"datagram-run\" ").dropFirst()
-        let folded = runs.compactMap { attribute("data-count", of: $0) }.reduce(0, +)
+        let folded = runs.compactMap { attribute("data-count", of: $0).flatMap { Int($0) } }.reduce(0, +)
         let drawnDatagrams = Self.count("<g class=\"datagram ", in: svg)
         let drawnMarks = Self.count("<g class=\"mark\"", in: svg)
         #expect(drawnDatagrams + folded + elidedDatagrams == timeline.datagrams.count)
@@ -173,32 +177,49 @@ struct TimelineSVGTests {
         // The first and last rows are the run's own.
         let first = try #require(timeline.datagrams.first)
         #expect(svg.contains("data-type=\"\(first.type)\""))
-        let lastSeconds =
-            Double((try #require(timeline.marks.last).time - timeline.start).nanosecondsClamped) / 1e9
-        #expect(svg.contains(String(format: ">%.3f s</text>", lastSeconds)))
+        let last = Double((try #require(timeline.marks.last).time - timeline.start).nanosecondsClamped) / 1e9
+        #expect(svg.contains(String(format: ">%.3f s</text>", last)))
 
-        // Thinned estimates: fewer points than samples, at most four per pixel column and line,
-        // and the extremes still drawn.
+        // The distance axis tops at 20 cm over 170 px (as for the short run): the drawn points span
+        // the estimates' whole range, so no lowest or highest was thinned away.
         let samples = timeline.tracks.map(\.samples.count).reduce(0, +)
-        let circles = Self.count("<circle ", in: svg)
-        #expect(circles < samples * 2)
-        #expect(circles <= timeline.tracks.count * 2 * 4 * (TimelineSVG.width + 1))
-        // The distance axis tops at 20 cm over 170 px (as for the short run): the drawn points
-        // span exactly the estimates' range, so no lowest or highest was thinned away.
         let distances = timeline.tracks.flatMap(\.samples).map(\.distance)
         let lowest = try #require(distances.min())
         let highest = try #require(distances.max())
         #expect(highest < 20)
-        let ys = svg.components(separatedBy: "<polyline class=\"estimate distance\" ").dropFirst().flatMap {
-            line -> [Double] in
-            let points = line.components(separatedBy: "points=\"").dropFirst().first?.split(separator: "\"")
-                .first
-            return (points ?? "").split(separator: " ").compactMap {
-                $0.split(separator: ",").last.flatMap { Double($0) }
+        let expectedRange = (highest - lowest) * 170 / 20
+        let circles = Self.count("<circle ", in: svg)
+        let envelopes = svg.components(separatedBy: "<path class=\"estimate-envelope ").dropFirst()
+        let ys: [Double]
+        if seconds == 900 {
+            // Lines: fewer points than estimates, at most four per pixel column and line.
+            #expect(envelopes.isEmpty)
+            #expect(circles < samples * 2)
+            #expect(circles <= timeline.tracks.count * 2 * 4 * (TimelineSVG.width + 1))
+            ys = svg.components(separatedBy: "<polyline class=\"estimate distance\" ").dropFirst().flatMap {
+                line -> [Double] in
+                (attribute("points", of: line) ?? "").split(separator: " ").compactMap {
+                    $0.split(separator: ",").last.flatMap { Double($0) }
+                }
             }
+            #expect(abs(try #require(ys.max()) - (try #require(ys.min())) - expectedRange) < 0.25)
+        } else {
+            // One stroke per column: no lines or dots, every estimate counted in one of them.
+            #expect(envelopes.count == 2 * timeline.tracks.count)
+            #expect(circles == 0)
+            #expect(!svg.contains("<polyline class=\"estimate "))
+            let counted = envelopes.compactMap { attribute("data-estimates", of: $0).flatMap { Int($0) } }
+            #expect(counted.reduce(0, +) == 2 * samples)
+            ys = envelopes.filter { $0.hasPrefix("distance") }.flatMap { path -> [Double] in
+                // `M x,y V y` per column.
+                (attribute(" d", of: path) ?? "").split(whereSeparator: { "MV".contains($0) }).compactMap {
+                    $0.split(separator: ",").last.flatMap { Double($0) }
+                }
+            }
+            // A column is drawn at least a pixel tall.
+            let drawnRange = try #require(ys.max()) - (try #require(ys.min()))
+            #expect(drawnRange >= expectedRange - 0.25 && drawnRange < expectedRange + 1.1)
         }
-        let drawnRange = try #require(ys.max()) - (try #require(ys.min()))
-        #expect(abs(drawnRange - (highest - lowest) * 170 / 20) < 0.25)
         // A picture a viewer opens: bounded rows, well under a megabyte.
         let height = try #require(Self.parse(svg).height)
         #expect(height < TimelineSVG.maximumRows * 30 + 2_000)
