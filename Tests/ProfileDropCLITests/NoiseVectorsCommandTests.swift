@@ -32,6 +32,8 @@ import Testing
         #expect(code == ExitCode.failure.rawValue)
         #expect(console.outputLines.last == "noise-vectors: 59 vectors, 1 failed, 0 skipped")
         #expect(console.outputLines.contains { $0.hasPrefix("FAIL  Noise_") })
+        // Standard error says it in one line too, for a log that keeps only that.
+        #expect(console.errorLines == ["profiledrop noise-vectors: 1 of 59 vectors failed (listed above)"])
     }
 
     @Test func unsupportedProtocolsAreSkipped() throws {

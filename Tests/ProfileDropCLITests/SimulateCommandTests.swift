@@ -317,6 +317,12 @@ import Testing
                 "  reproduce: profiledrop simulate --swarm --runs 1 --seed 99",
                 "swarm: 5 runs, 3 exchanged, 2 aborted, 2 violations",
             ])
+        // Standard error says it in one line, with the first failing run's command.
+        #expect(
+            merged.errors == [
+                "profiledrop simulate: 2 runs of 5 broke an invariant (listed above); replay the first with: "
+                    + "profiledrop simulate --swarm --runs 1 --seed 12345678901234567890"
+            ])
     }
 
     /// `--summary -` prints the summary alone, which a merge reads like a file: the way to collect

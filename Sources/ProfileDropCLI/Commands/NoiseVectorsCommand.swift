@@ -35,6 +35,9 @@ enum NoiseVectorsCommand: Subcommand {
             }
         }
         console.output("noise-vectors: \(total) vectors, \(failed) failed, \(skipped) skipped")
+        if failed > 0 {
+            console.error("profiledrop noise-vectors: \(failed) of \(total) vectors failed (listed above)")
+        }
         return failed > 0 ? .failure : .success
     }
 }

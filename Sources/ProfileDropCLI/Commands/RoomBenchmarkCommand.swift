@@ -26,6 +26,13 @@ enum RoomBenchmarkCommand {
                 format: "peak RSS: %.1f MiB, %.1f KiB per device of the largest room (%d devices)",
                 peakKiB / 1024, peakKiB / Double(largest), largest))
         lines.last.map(console.output)
+        if let first = result.violations.first {
+            console.error(
+                "profiledrop bench room: \(counted(result.violations.count, "violation")); "
+                    + "the first: \(first)")
+        } else if result.worstRatio == nil {
+            console.error("profiledrop bench room: a pair never exchanged in some room, so it has no ratio")
+        }
         return result.violations.isEmpty && result.worstRatio != nil ? .success : .failure
     }
 

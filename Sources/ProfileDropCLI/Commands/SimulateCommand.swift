@@ -117,6 +117,11 @@ enum SimulateCommand: Subcommand {
             let report = Attacks.run(
                 runs: arguments.value(Options.runs, default: 80), seed: seed ?? 1, kinds: kinds)
             report.lines.forEach(console.output)
+            if !report.passed {
+                console.error(
+                    "profiledrop simulate: \(counted(report.breaches, "breach", plural: "breaches")) and "
+                        + "\(counted(report.problems, "run")) that could not test (listed above)")
+            }
             return report.passed ? .success : .failure
         }
         if arguments.has(Options.swarm) { return try swarm(arguments, seed: seed ?? 1, console: console) }
@@ -181,7 +186,20 @@ enum SimulateCommand: Subcommand {
         }
         let lines = arguments.has(Options.quiet) ? report.headerLines + report.outcomeLines : report.lines
         lines.forEach(console.output)
+        if let first = report.violations.first {
+            console.error(
+                "profiledrop simulate: \(counted(report.violations.count, "violation")); the first: \(first)")
+        }
         return report.violations.isEmpty ? .success : .failure
+    }
+
+    /// The one line on standard error of a swarm with failing runs: how many, and how to replay the
+    /// first.
+    static func reportFailingRuns(_ summary: SwarmSummary, console: Console) {
+        guard let first = summary.failingRuns.first else { return }
+        console.error(
+            "profiledrop simulate: \(counted(summary.failingRuns.count, "run")) of \(summary.runs) broke an "
+                + "invariant (listed above); replay the first with: \(first.reproduceCommand)")
     }
 
     /// `--swarm`, whole or one `--shard`, with its `--summary` written if asked.
@@ -202,6 +220,7 @@ enum SimulateCommand: Subcommand {
             report.lines.forEach(console.output)
             if let summaryPath { try writeSummary(summary.fileText, to: summaryPath) }
         }
+        reportFailingRuns(summary, console: console)
         return report.violations.isEmpty ? .success : .failure
     }
 
@@ -240,6 +259,7 @@ enum SimulateCommand: Subcommand {
                 + (shards.count == 1 ? "y" : "ies"))
         merged.failureLines.forEach(console.output)
         console.output(merged.summaryLine)
+        reportFailingRuns(merged, console: console)
         return merged.failingRuns.isEmpty ? .success : .failure
     }
 
