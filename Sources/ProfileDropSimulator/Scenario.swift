@@ -525,31 +525,33 @@ extension Scenario {
     }
 }
 
-/// A JSON object whose keys were checked against an allowed list.
+/// A scenario's JSON object, its keys checked against an allowed list, naming its location on
+/// every error.
 private struct Fields {
-    let members: [(key: String, value: JSONValue)]
+    let object: JSONObject
     let location: String
 
     init(_ value: JSONValue, at location: String, allowed: [String]) throws(ScenarioError) {
-        guard case .object(let members) = value else {
-            throw ScenarioError(
-                file: nil, location: location, reason: "expected an object, found \(value.typeName)")
+        do {
+            object = try JSONObject(value, allowedKeys: allowed)
+        } catch {
+            switch error {
+            case .notAnObject(let found):
+                throw ScenarioError(
+                    file: nil, location: location, reason: "expected an object, found \(found)")
+            case .unknownKey(let key):
+                throw ScenarioError(
+                    file: nil, location: location,
+                    reason: "unknown key \"\(key)\" (allowed: \(allowed.joined(separator: ", ")))")
+            }
         }
-        if let unknown = members.first(where: { !allowed.contains($0.key) }) {
-            throw ScenarioError(
-                file: nil, location: location,
-                reason: "unknown key \"\(unknown.key)\" (allowed: \(allowed.joined(separator: ", ")))")
-        }
-        self.members = members
         self.location = location
     }
 
-    func optional(_ key: String) throws(ScenarioError) -> JSONValue? {
-        members.first { $0.key == key }?.value
-    }
+    func optional(_ key: String) throws(ScenarioError) -> JSONValue? { object[key] }
 
     func required(_ key: String) throws(ScenarioError) -> JSONValue {
-        guard let value = members.first(where: { $0.key == key })?.value else {
+        guard let value = object[key] else {
             throw ScenarioError(file: nil, location: location, reason: "missing required key \"\(key)\"")
         }
         return value

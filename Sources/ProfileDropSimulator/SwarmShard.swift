@@ -348,26 +348,28 @@ public struct SwarmSummaryError: Error, Equatable, Sendable, CustomStringConvert
 
 /// A summary's JSON object, its keys checked against an allowed list.
 private struct SummaryFields {
-    let members: [(key: String, value: JSONValue)]
+    let object: JSONObject
     let location: String
 
     init(_ value: JSONValue, at location: String, allowed: [String]) throws(SwarmSummaryError) {
-        guard case .object(let members) = value else {
-            throw SwarmSummaryError(
-                "\(location.isEmpty ? "the file" : location): expected an object, found \(value.typeName)")
+        do {
+            object = try JSONObject(value, allowedKeys: allowed)
+        } catch {
+            switch error {
+            case .notAnObject(let found):
+                throw SwarmSummaryError(
+                    "\(location.isEmpty ? "the file" : location): expected an object, found \(found)")
+            case .unknownKey(let key):
+                throw SwarmSummaryError("\(location.isEmpty ? "" : location + ": ")unknown key \"\(key)\"")
+            }
         }
-        if let unknown = members.first(where: { !allowed.contains($0.key) }) {
-            throw SwarmSummaryError(
-                "\(location.isEmpty ? "" : location + ": ")unknown key \"\(unknown.key)\"")
-        }
-        self.members = members
         self.location = location
     }
 
     private func path(_ key: String) -> String { location.isEmpty ? key : "\(location).\(key)" }
 
     func required(_ key: String) throws(SwarmSummaryError) -> JSONValue {
-        guard let value = members.first(where: { $0.key == key })?.value else {
+        guard let value = object[key] else {
             throw SwarmSummaryError("\(location.isEmpty ? "" : location + ": ")missing key \"\(key)\"")
         }
         return value
