@@ -51,6 +51,26 @@ struct TimelineSVGTests {
         }
     }
 
+    /// Runs `scenario` as a user draws it, `simulate --timeline` with a capture beside it, and
+    /// returns the timeline replayed from that capture and the picture drawn, which must be
+    /// well-formed.
+    static func simulatedPicture(of scenario: String) throws -> (timeline: SessionTimeline, svg: String) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "profiledrop-picture-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let capture = directory.appendingPathComponent("run.pcapng").path
+        let picture = directory.appendingPathComponent("run.svg").path
+        let result = try runProgram(
+            try #require(ReplayCommandTests.executable),
+            ["simulate", scenario, "--quiet", "--capture", capture, "--keylog", "--timeline", picture])
+        #expect(result.status == 0, "\(result.errors)")
+        let timeline = try SessionTimeline(capture: try CaptureFile.read(path: capture), title: "run")
+        let svg = try String(contentsOfFile: picture, encoding: .utf8)
+        #expect(parse(svg).wellFormed)
+        return (timeline, svg)
+    }
+
     @Test(arguments: [
         "happy-path", "out-of-range", "declined", "lossy-link", "tampered", "simultaneous-invite",
     ])
@@ -88,20 +108,8 @@ struct TimelineSVGTests {
             if: ReplayCommandTests.executable != nil, "the profiledrop executable is not built (swift build)")
     )
     func longTransfersFoldAndEveryDatagramIsCounted() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "profiledrop-fold-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let capture = directory.appendingPathComponent("photo.pcapng").path
-        let picture = directory.appendingPathComponent("photo.svg").path
         let scenario = GoldenCaptures.packageRoot.appendingPathComponent("Scenarios/walk-in-photo.json").path
-        let result = try runProgram(
-            try #require(ReplayCommandTests.executable),
-            ["simulate", scenario, "--quiet", "--capture", capture, "--keylog", "--timeline", picture])
-        #expect(result.status == 0, "\(result.errors)")
-        let timeline = try SessionTimeline(capture: try CaptureFile.read(path: capture), title: "photo")
-        let svg = try String(contentsOfFile: picture, encoding: .utf8)
-        #expect(Self.parse(svg).wellFormed)
+        let (timeline, svg) = try Self.simulatedPicture(of: scenario)
         func attributes(_ name: String) -> [Int] {
             svg.components(separatedBy: "<g class=\"datagram-run\" ").dropFirst().compactMap { group in
                 group.components(separatedBy: "\(name)=\"").dropFirst().first?.split(separator: "\"").first
@@ -146,15 +154,7 @@ struct TimelineSVGTests {
         try #require(long != text, "the scenario's overall limit moved")
         let scenario = directory.appendingPathComponent("long.json").path
         try long.write(toFile: scenario, atomically: true, encoding: .utf8)
-        let capture = directory.appendingPathComponent("long.pcapng").path
-        let picture = directory.appendingPathComponent("long.svg").path
-        let result = try runProgram(
-            try #require(ReplayCommandTests.executable),
-            ["simulate", scenario, "--quiet", "--capture", capture, "--keylog", "--timeline", picture])
-        #expect(result.status == 0, "\(result.errors)")
-        let timeline = try SessionTimeline(capture: try CaptureFile.read(path: capture), title: "long")
-        let svg = try String(contentsOfFile: picture, encoding: .utf8)
-        #expect(Self.parse(svg).wellFormed)
+        let (timeline, svg) = try Self.simulatedPicture(of: scenario)
         #expect(timeline.datagrams.count > seconds * 2)
         #expect(timeline.marks.count > seconds / 9)
 
