@@ -166,7 +166,7 @@ struct TimelineSVGTests {
         #expect(elided.count == 1)
         let band = try #require(elided.first)
         let elidedDatagrams = try #require(attribute("data-datagrams", of: band).flatMap { Int($0) })
-        let elidedMarks = try #require(attribute("data-marks", of: band).flatMap { Int($0) })
+        let elidedMarks = try #require(attribute("data-events", of: band).flatMap { Int($0) })
         let runs = svg.components(separatedBy: "<g class=\"datagram-run\" ").dropFirst()
         let folded = runs.compactMap { attribute("data-count", of: $0).flatMap { Int($0) } }.reduce(0, +)
         let drawnDatagrams = Self.count("<g class=\"datagram ", in: svg)

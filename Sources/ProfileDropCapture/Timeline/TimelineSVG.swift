@@ -308,9 +308,9 @@ private struct Canvas {
     }
 
     /// `points` (in time order) with each run of more than two in one pixel column cut to its first,
-    /// lowest, highest and last: the same picture, since a column shows no more, in a size that
-    /// stays bounded by the panel's width however long the run was (a two-hour capture drew some
-    /// 22,000 estimates on about 1,000 columns).
+    /// lowest, highest and last: the same picture, since a column shows no more, with at most four
+    /// points per column (a 15-minute run ranges in bursts of 8 estimates a second, several to a
+    /// column).
     static func thinned(_ points: [(x: Double, y: Double)]) -> [(x: Double, y: Double)] {
         var kept: [(x: Double, y: Double)] = []
         var start = points.startIndex
@@ -731,8 +731,8 @@ private struct Canvas {
     }
 
     /// The rows a long chart leaves out: a band across every lane saying how many datagrams and
-    /// marks it holds and until when; on the right, one line per sender with its counts by kind and
-    /// one with the commonest marks. Returns the height it took beyond one row.
+    /// events (marks) it holds and until when; on the right, one line per sender with its counts by
+    /// kind and one with the commonest events. Returns the height it took beyond one row.
     mutating func elisionBand(_ elision: Elision, y: Double) -> Double {
         var senders: [Int] = []
         for datagram in elision.datagrams where !senders.contains(datagram.sender) {
@@ -750,22 +750,21 @@ private struct Canvas {
             let shown = marks.prefix(Self.elidedMarkKinds).map { "\($0.item) ×\($0.count)" }
             let more = marks.count - shown.count
             lines.append(
-                "marks: " + shown.joined(separator: ", ") + (more > 0 ? ", \(more) other kinds" : ""))
+                "events: " + shown.joined(separator: ", ") + (more > 0 ? ", \(more) other kinds" : ""))
         }
         lines = lines.flatMap { Self.wrapped($0, width: Self.frameColumnCharacters) }
         let lost = elision.datagrams.filter { $0.fate == .notReceived }.count
         let end = Double((elision.end - timeline.start).nanosecondsClamped) / 1e9
-        let lanes = timeline.lanes.indices
         let left = 228.0
         let right = 752.0
         let height = 14 * Double(max(lines.count, 2))
         var label =
-            "⋮ \(elision.datagrams.count) datagrams and \(elision.marks.count) marks until \(Self.fixed3(end)) s "
+            "⋮ \(elision.datagrams.count) datagrams and \(elision.marks.count) events until \(Self.fixed3(end)) s "
             + "not drawn"
         label += lost > 0 ? ", \(lost) not received" : ""
         var group =
             "<g class=\"rows-elided\" data-datagrams=\"\(elision.datagrams.count)\" "
-            + "data-marks=\"\(elision.marks.count)\" data-not-received=\"\(lost)\" data-lanes=\"\(lanes.count)\">"
+            + "data-events=\"\(elision.marks.count)\" data-not-received=\"\(lost)\">"
             + "<rect x=\"\(dec(left))\" y=\"\(dec(y - 7))\" width=\"\(dec(right - left))\" "
             + "height=\"\(dec(height))\" rx=\"3\" fill=\"#f3f4f6\" stroke=\"#9ca3af\" stroke-dasharray=\"4 2\"/>"
             + "<text x=\"\(dec((left + right) / 2))\" y=\"\(dec(y - 7 + height / 2 - 3))\" font-size=\"10\" "
@@ -783,7 +782,7 @@ private struct Canvas {
         return height - 14 + 6
     }
 
-    /// Kinds of marks an elided band names; the rest are counted.
+    /// Kinds of events an elided band names; the rest are counted.
     static let elidedMarkKinds = 4
 
     /// Characters of 10-pixel text that fit right of ``framesX``.
