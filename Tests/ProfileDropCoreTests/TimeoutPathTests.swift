@@ -60,6 +60,42 @@ import Testing
         #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
     }
 
+    /// Two devices 13 cm apart, the second's overall limit 40 ms after the first's: when the first
+    /// closes just before the second invites it again (after the back-off of an out-of-range
+    /// session), the first, closed, refuses, the refusal is held, and the second's limit cuts its
+    /// handshake. That handshake says less than the sessions before it, so the second closes
+    /// `out of range`, never `timeout: handshake` (as two `share` processes started a few
+    /// milliseconds apart did). The first's limit runs over 6–9 s in 10 ms steps; at least one step
+    /// must cut such a handshake, or the test proves nothing.
+    @Test func aHandshakeCutAtTheLimitAfterOutOfRangeClosesOutOfRange() {
+        var handshakesCut = 0
+        for step in 0..<300 {
+            let limit = Duration.seconds(6) + .milliseconds(10 * step)
+            var room = VirtualRoom()
+            let (first, second) = Fixtures.facingPair(distance: 13)
+            for (index, pose) in [first, second].enumerated() {
+                var timeouts = Timeouts()
+                timeouts.overall = limit + (index == 0 ? .zero : .milliseconds(40))
+                room.add(
+                    Fixtures.configuration(
+                        index == 0 ? "Bori" : "Kong", seed: UInt64(index + 1), timeouts: timeouts),
+                    pose: pose, seed: UInt64(index + 1))
+            }
+            room.run(until: .zero + .seconds(12))
+            #expect(room.closeReason(0) == .outOfRange, "first limit \(limit)")
+            #expect(room.closeReason(1) == .outOfRange, "first limit \(limit)")
+            // Whether the second was still in a handshake when its limit came: its last session
+            // began and was neither secured nor ended.
+            let events = room.events[1]
+            func last(_ matches: (DeviceEvent) -> Bool) -> Int { events.lastIndex(where: matches) ?? -1 }
+            let connected = last { if case .connecting = $0 { true } else { false } }
+            let secured = last { if case .secured = $0 { true } else { false } }
+            let ended = last { if case .sessionEnded = $0 { true } else { false } }
+            if connected > max(secured, ended) { handshakesCut += 1 }
+        }
+        #expect(handshakesCut > 0, "no step cut a handshake at the limit")
+    }
+
     @Test func aDeviceAloneClosesAtTheOverallLimitWithNoExchange() {
         var timeouts = Timeouts()
         timeouts.overall = .seconds(5)

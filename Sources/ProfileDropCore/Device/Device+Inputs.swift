@@ -350,11 +350,17 @@ extension Device {
 
     /// Why the device closes at its overall limit, most informative first: the latest error a
     /// session of the run ended with (a peer broke a rule, which trying again will not mend); else
-    /// the reason the live session was closed with at the limit (`cut`); else `out of range` if the
-    /// last session ended so; else `timeout: no exchange`.
+    /// the reason the live session was closed with at the limit (`cut`), unless it was a handshake
+    /// and the last session ended out of range; else `out of range` if the last session ended so;
+    /// else `timeout: no exchange`.
+    ///
+    /// A handshake cut at the limit is a new attempt that had no time to say anything, while an
+    /// out-of-range session measured the peer: two devices whose limits fall a few milliseconds
+    /// apart, the later one inviting the other again just as it closed, should both say why they
+    /// did not pair.
     func reasonAtLimit(cut: CloseReason?) -> CloseReason {
         if let lastError { return lastError }
-        if let cut { return cut }
+        if let cut, !(cut == .timeout(.handshake) && lastFailure == .outOfRange) { return cut }
         return lastFailure == .outOfRange ? .outOfRange : .timeout(.noExchange)
     }
 
