@@ -691,20 +691,10 @@ private struct Canvas {
     /// holds, until when, and how many were not received; on the right, one line per sender with
     /// its counts by kind. Returns the height it took.
     mutating func foldLine(_ fold: Fold, y: Double, laneX: (Int) -> Double) -> Double {
-        var senders: [Int] = []
-        for datagram in fold.datagrams where !senders.contains(datagram.sender) {
-            senders.append(datagram.sender)
-        }
-        let lines = senders.map { sender -> String in
-            let sent = fold.datagrams.filter { $0.sender == sender }
+        let lines = senderLines(fold.datagrams) { sent in
             let chunks = sent.filter { $0.frames.contains { $0.hasPrefix("CARD_CHUNK") } }.count
             let sacks = sent.filter { $0.frames.contains { $0.hasPrefix("CARD_SACK") } }.count
-            var kinds: [String] = []
-            if chunks > 0 { kinds.append("\(chunks) CARD_CHUNK") }
-            if sacks > 0 { kinds.append("\(sacks) CARD_SACK") }
-            let lost = sent.filter { $0.fate == .notReceived }.count
-            if lost > 0 { kinds.append("\(lost) not received") }
-            return "\(name(sender)): \(sent.count) (\(kinds.joined(separator: ", ")))"
+            return (chunks > 0 ? ["\(chunks) CARD_CHUNK"] : []) + (sacks > 0 ? ["\(sacks) CARD_SACK"] : [])
         }
         let lost = fold.datagrams.filter { $0.fate == .notReceived }.count
         let end =
@@ -715,35 +705,47 @@ private struct Canvas {
         let height = 14 * Double(max(lines.count, 1))
         var label = "⋮ \(fold.datagrams.count) more until \(Self.fixed3(end)) s"
         label += lost > 0 ? ", \(lost) not received" : ", all delivered"
-        var group =
+        let group =
             "<g class=\"datagram-run\" data-count=\"\(fold.datagrams.count)\" data-not-received=\"\(lost)\">"
             + "<rect x=\"\(dec(left))\" y=\"\(dec(y - 7))\" width=\"\(dec(right - left))\" "
             + "height=\"\(dec(height))\" rx=\"3\" fill=\"#f3f4f6\" stroke=\"#d1d5db\"/>"
             + "<text x=\"\(dec((left + right) / 2))\" y=\"\(dec(y - 7 + height / 2 + 3.5))\" font-size=\"10\" "
             + "text-anchor=\"middle\" fill=\"\(lost > 0 ? Self.red : "#4b5563")\">\(esc(label))</text>"
-        for (index, line) in lines.enumerated() {
-            group +=
-                "<text x=\"\(dec(Self.framesX))\" y=\"\(dec(y + 4 + 14 * Double(index)))\" font-size=\"10\" "
-                + "fill=\"#4b5563\">\(esc(line))</text>"
-        }
-        body += group + "</g>\n"
+        body += group + sideText(lines, y: y) + "</g>\n"
         return height - 14
+    }
+
+    /// One line per lane that sent `datagrams`, in the order they first did: `alice: 12 (…)`, with
+    /// the `kinds` of what it sent and how many of them were not received.
+    func senderLines(
+        _ datagrams: [SessionTimeline.Datagram], kinds: ([SessionTimeline.Datagram]) -> [String]
+    ) -> [String] {
+        var senders: [Int] = []
+        for datagram in datagrams where !senders.contains(datagram.sender) {
+            senders.append(datagram.sender)
+        }
+        return senders.map { sender in
+            let sent = datagrams.filter { $0.sender == sender }
+            let lost = sent.filter { $0.fate == .notReceived }.count
+            let counts = kinds(sent) + (lost > 0 ? ["\(lost) not received"] : [])
+            return "\(name(sender)): \(sent.count) (\(counts.joined(separator: ", ")))"
+        }
+    }
+
+    /// `lines` in the frames column, 14 pixels apart from the row at `y` down.
+    func sideText(_ lines: [String], y: Double) -> String {
+        lines.indices.map { index in
+            "<text x=\"\(dec(Self.framesX))\" y=\"\(dec(y + 4 + 14 * Double(index)))\" font-size=\"10\" "
+                + "fill=\"#4b5563\">\(esc(lines[index]))</text>"
+        }.joined()
     }
 
     /// The rows a long chart leaves out: a band across every lane saying how many datagrams and
     /// events (marks) it holds and until when; on the right, one line per sender with its counts by
     /// kind and one with the commonest events. Returns the height it took beyond one row.
     mutating func elisionBand(_ elision: Elision, y: Double) -> Double {
-        var senders: [Int] = []
-        for datagram in elision.datagrams where !senders.contains(datagram.sender) {
-            senders.append(datagram.sender)
-        }
-        var lines = senders.map { sender -> String in
-            let sent = elision.datagrams.filter { $0.sender == sender }
-            var kinds = Self.tally(sent.map(\.type)).map { "\($0.count) \($0.item)" }
-            let lost = sent.filter { $0.fate == .notReceived }.count
-            if lost > 0 { kinds.append("\(lost) not received") }
-            return "\(name(sender)): \(sent.count) (\(kinds.joined(separator: ", ")))"
+        var lines = senderLines(elision.datagrams) { sent in
+            Self.tally(sent.map(\.type)).map { "\($0.count) \($0.item)" }
         }
         let marks = Self.tally(elision.marks.map(\.text))
         if !marks.isEmpty {
@@ -762,7 +764,7 @@ private struct Canvas {
             "⋮ \(elision.datagrams.count) datagrams and \(elision.marks.count) events until \(Self.fixed3(end)) s "
             + "not drawn"
         label += lost > 0 ? ", \(lost) not received" : ""
-        var group =
+        let group =
             "<g class=\"rows-elided\" data-datagrams=\"\(elision.datagrams.count)\" "
             + "data-events=\"\(elision.marks.count)\" data-not-received=\"\(lost)\">"
             + "<rect x=\"\(dec(left))\" y=\"\(dec(y - 7))\" width=\"\(dec(right - left))\" "
@@ -772,12 +774,7 @@ private struct Canvas {
             + "<text x=\"\(dec((left + right) / 2))\" y=\"\(dec(y - 7 + height / 2 + 10))\" font-size=\"10\" "
             + "text-anchor=\"middle\" fill=\"#6b7280\">the chart draws its first and last "
             + "\(TimelineSVG.maximumRows / 2) rows; the panels above show the whole run</text>"
-        for (index, line) in lines.enumerated() {
-            group +=
-                "<text x=\"\(dec(Self.framesX))\" y=\"\(dec(y + 4 + 14 * Double(index)))\" font-size=\"10\" "
-                + "fill=\"#4b5563\">\(esc(line))</text>"
-        }
-        body += group + "</g>\n"
+        body += group + sideText(lines, y: y) + "</g>\n"
         // A little more than a fold: the band's two lines of its own.
         return height - 14 + 6
     }
