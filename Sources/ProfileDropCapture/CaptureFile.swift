@@ -183,7 +183,13 @@ public struct CaptureFile: Equatable, Sendable {
         } catch {
             throw CaptureError(.io, "cannot read \(path): \(error.reasonText)")
         }
-        return try CaptureFile(bytes: bytes)
+        // The file's name leads, as for a file that cannot be read: a user replaying several
+        // captures sees which one is malformed.
+        do {
+            return try CaptureFile(bytes: bytes)
+        } catch {
+            throw CaptureError(error.code, "\(path): \(error.diagnostic)")
+        }
     }
 
     /// Whether the capture carries secrets for every device.
