@@ -54,7 +54,8 @@ struct ReplayCommandTests {
         #expect(truncated.status == 2)
         // One line that names the file, then says what is wrong in it.
         #expect(truncated.errors.count == 1)
-        #expect(truncated.errors.first?.hasPrefix("profiledrop replay: \(cut.path): block at offset ") == true)
+        #expect(
+            truncated.errors.first?.hasPrefix("profiledrop replay: \(cut.path): block at offset ") == true)
 
         // The last byte of alice's last datagram changed, its UDP checksum with it (a packet that is
         // not framed as a capture frames it makes the file malformed, not divergent).
