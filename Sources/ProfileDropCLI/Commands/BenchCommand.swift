@@ -233,6 +233,20 @@ enum HandshakeBenchmark {
         }
     }
 
+    /// The same work as ``floorUnit(_:)``, its two key generations and its six DH timed apart on
+    /// this thread's CPU clock: seconds for the two keys, and for the six DH.
+    @inline(never)
+    static func timedFloorUnit(_ random: inout SystemRandom) -> (keys: Double, diffieHellman: Double) {
+        let start = threadCPUSeconds()
+        let initiatorEphemeral = X25519.PrivateKey(using: &random)
+        let responderEphemeral = X25519.PrivateKey(using: &random)
+        let keysMade = threadCPUSeconds()
+        for _ in 0..<6 {
+            _ = try? initiatorEphemeral.sharedSecret(with: responderEphemeral.publicKey)
+        }
+        return (keysMade - start, threadCPUSeconds() - keysMade)
+    }
+
     @inline(never)
     static func handshake(
         _ initiatorStatic: X25519.PrivateKey, _ responderStatic: X25519.PrivateKey,

@@ -13,34 +13,59 @@ enum SimulationFigures {
     /// 20 floors each): the floor takes about a quarter of the time, interleaved with the exchanges
     /// so that both see the same load.
     static let floorUnitsPerExchange = (plain: 1, photo: 6)
+    /// The X25519 work of one exchange of the benchmark: each device's per-run static key and the
+    /// handshake's two ephemeral keys, and the handshake's six DH (PERFORMANCE.md, "The budget").
+    static let x25519PerExchange = (keys: 4, diffieHellman: 6)
+
+    /// One round's exchanges and what the floor units between them took.
+    struct Round {
+        var result: SimulationBenchmark.Result
+        /// Seconds per floor unit: two key generations and six DH.
+        var floor: Double
+        /// Seconds per key generation and per DH, timed apart in the same units.
+        var key: Double
+        var diffieHellman: Double
+
+        /// One exchange's cost, in floors.
+        var exchangeFloors: Double { result.cpuSeconds / Double(result.exchanges) / floor }
+        /// The share of that cost that is the exchange's X25519 operations, in floors.
+        var x25519Floors: Double {
+            (Double(x25519PerExchange.keys) * key + Double(x25519PerExchange.diffieHellman) * diffieHellman)
+                / floor
+        }
+    }
 
     static func run(exchanges: Int, console: Console) throws -> ExitCode {
         // The floor: the X25519 work of one XX handshake, as in `bench handshake`.
         var random = SystemRandom()
         for _ in 0..<20 { HandshakeBenchmark.floorUnit(&random) }
         let photoExchanges = max(1, exchanges / 20)
-        // Each round's result with the floor timed between its exchanges, seconds per unit.
-        var plain: [(result: SimulationBenchmark.Result, floor: Double)] = []
-        var photo: [(result: SimulationBenchmark.Result, floor: Double)] = []
+        // Each round's result with the floor timed between its exchanges.
+        var plain: [Round] = []
+        var photo: [Round] = []
         for round in 0..<rounds {
             // Every seed from 1 on is run once, split over the rounds.
             func share(of total: Int) -> (count: Int, first: Int) {
                 let first = total * round / rounds
                 return (total * (round + 1) / rounds - first, first)
             }
-            func timed(_ count: Int, photoBytes: Int?, floorUnits: Int, firstSeed: Int)
-                -> (result: SimulationBenchmark.Result, floor: Double)
-            {
-                var floorSeconds = 0.0
+            func timed(_ count: Int, photoBytes: Int?, floorUnits: Int, firstSeed: Int) -> Round {
+                var keySeconds = 0.0
+                var diffieHellmanSeconds = 0.0
                 let result = SimulationBenchmark.run(
                     exchanges: count, seed: 1 + UInt64(firstSeed), photoBytes: photoBytes,
                     cpuTime: HandshakeBenchmark.threadCPUSeconds
                 ) {
-                    let start = HandshakeBenchmark.threadCPUSeconds()
-                    for _ in 0..<floorUnits { HandshakeBenchmark.floorUnit(&random) }
-                    floorSeconds += HandshakeBenchmark.threadCPUSeconds() - start
+                    for _ in 0..<floorUnits {
+                        let unit = HandshakeBenchmark.timedFloorUnit(&random)
+                        keySeconds += unit.keys
+                        diffieHellmanSeconds += unit.diffieHellman
+                    }
                 }
-                return (result, floorSeconds / Double(count * floorUnits))
+                let units = Double(count * floorUnits)
+                return Round(
+                    result: result, floor: (keySeconds + diffieHellmanSeconds) / units,
+                    key: keySeconds / (2 * units), diffieHellman: diffieHellmanSeconds / (6 * units))
             }
             let plainShare = share(of: exchanges)
             if plainShare.count > 0 {
@@ -61,12 +86,12 @@ enum SimulationFigures {
             String(
                 format: "handshake floor (2 keygens + 6 X25519): %.1f µs (median of %d rounds)",
                 HandshakeBenchmark.median(plain.map(\.floor)) * 1e6, plain.count))
-        for ran in [plain, photo] {
+        for (ran, splitsX25519) in [(plain, true), (photo, false)] {
             guard let total = combining(ran.map(\.result)) else { continue }
             console.output(total.line)
             // Each round's cost against the floor timed between its own exchanges; two decimals,
             // since changes of a few per cent are what speed work moves.
-            let ratios = ran.map { $0.result.cpuSeconds / Double($0.result.exchanges) / $0.floor }
+            let ratios = ran.map(\.exchangeFloors)
             console.output(
                 String(
                     format:
@@ -74,6 +99,17 @@ enum SimulationFigures {
                         + "(median of %d round%@; min %.2f, max %.2f)",
                     HandshakeBenchmark.median(ratios), ratios.count, ratios.count == 1 ? "" : "s",
                     ratios.min() ?? 0, ratios.max() ?? 0))
+            guard splitsX25519 else { continue }
+            // Where an exchange without a photo stands against 2 floors: its X25519 operations cost
+            // what they cost in the floor's loop, so the rest is what code can still take away.
+            let x25519 = HandshakeBenchmark.median(ran.map(\.x25519Floors))
+            let rest = HandshakeBenchmark.median(ratios) - x25519
+            console.output(
+                String(
+                    format:
+                        "  of which its %d X25519 keys and %d DH are %.2f floors and everything else %.2f "
+                        + "(at most %.2f for 2.0 floors)",
+                    x25519PerExchange.keys, x25519PerExchange.diffieHellman, x25519, rest, 2 - x25519))
         }
 
         let handshake = try handshakeBytes()
