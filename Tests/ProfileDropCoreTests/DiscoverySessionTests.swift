@@ -592,6 +592,46 @@ import Testing
         #expect(!beacons.isEmpty && beacons.allSatisfy { !$0.busy })
     }
 
+    /// A forged INVITE naming an established peer's id (ids are in every BEACON) does not end a
+    /// tentative invitation, from a stranger's address nor from that peer's own: an XX first message
+    /// is any 32 bytes, so only a completed handshake shows that the inviter is real. The forgery
+    /// runs as a half-open handshake beside the invitation, which goes on.
+    @Test func aForgedInviteInAnEstablishedPeersNameLeavesATentativeInvitation() throws {
+        let phantom = DeviceID(rawValue: 0xDEAD)
+        let established = DeviceID(rawValue: 0xBEEF)
+        let establishedAddress = PeerAddress(10, 0, 0, 9, port: 4000)
+        for source in [PeerAddress(10, 0, 0, 66, port: 4000), establishedAddress] {
+            var lone = Lone()
+            lone.deliver(
+                .beacon(Beacon(deviceID: phantom, port: 4001, busy: false, sequence: 1)),
+                from: PeerAddress(10, 0, 0, 8, port: 4001), at: .zero)
+            // Heard twice, 1.5 s apart, so established; busy, so never a candidate the device
+            // would leave its invitation for by itself.
+            for (sequence, time) in [(UInt32(1), 100), (2, 1_700)] {
+                lone.deliver(
+                    .beacon(Beacon(deviceID: established, port: 4000, busy: true, sequence: sequence)),
+                    from: establishedAddress, at: .zero + .milliseconds(time))
+            }
+            let isEstablished = lone.device.discovery.isEstablished(peer: established)
+            #expect(isEstablished)
+            let invitingBefore = lone.device.isInvitingTentatively
+            #expect(invitingBefore, "inviting the phantom")
+            let forged = HandshakePacket(
+                sessionID: 0x5EED, sender: established, receiver: lone.device.deviceID,
+                noiseMessage: [UInt8](repeating: 9, count: X25519.keyLength))
+            lone.deliver(.invite(forged), from: source, at: .zero + .milliseconds(1_800))
+            let invitingAfter = lone.device.isInvitingTentatively
+            #expect(invitingAfter, "from \(source): the invitation goes on")
+            let halfOpen = lone.device.halfOpen.sessions.map(\.peer)
+            #expect(halfOpen == [forged.sender], "the forgery waits as a half-open handshake")
+            lone.run(until: .zero + .milliseconds(2_400))
+            let invites = lone.sent.filter { $0.time > .zero + .milliseconds(1_800) }.compactMap {
+                if case .invite(let invite) = $0.packet { invite.receiver } else { nil }
+            }
+            #expect(!invites.isEmpty && invites.allSatisfy { $0 == phantom }, "\(source)")
+        }
+    }
+
     @Test func aBeaconNeverMovesAKnownPeer() {
         var lone = Lone()
         let real = PeerAddress(10, 0, 0, 2, port: 4000)

@@ -190,10 +190,11 @@ extension Device {
             // Both invited each other (section 2): only the INVITE of the very peer we invite, from
             // the address we invite it at, counts; the lower device id stays initiator.
             if isInvitingTentatively, session.peer != invite.sender {
-                // Another peer invites us while we wait on one that may be a phantom: an
-                // established one replaces that invitation at once; any other runs beside it as a
-                // half-open handshake, and the first to complete wins (a phantom never does).
-                if discovery.isEstablished(peer: invite.sender) { abandonTentativeInvitation() }
+                // Another peer invites us while we wait on one that may be a phantom: it runs
+                // beside that invitation as a half-open handshake, and the first to complete wins
+                // (a phantom never does). Even an established peer's INVITE waits for its CONFIRM:
+                // its id is in every BEACON and an XX first message is any 32 bytes, so until then
+                // it may be a forger's, sent to cancel the invitation (PROTOCOL.md 11.4).
             } else {
                 guard session.isAwaitingAccept, session.peer == invite.sender, session.peerAddress == source
                 else {
