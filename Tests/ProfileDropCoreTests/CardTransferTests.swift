@@ -107,6 +107,38 @@ import Testing
         #expect(sender.isComplete && sender.nextDeadline(now: later) == nil)
     }
 
+    /// Before any round-trip sample, the time threshold for declaring a chunk lost stands on the
+    /// initial timeout, as RFC 9002 6.1.2 stands it on its initial RTT, not on zero: when the first
+    /// acknowledgement covers only a chunk sent twice (Karn's rule takes no sample from it), the
+    /// chunks sent just after it are still in flight on a slow path, not lost, and declaring them
+    /// lost would resend them and halve the window for nothing.
+    @Test func withoutARoundTripSampleChunksInFlightAreNotDeclaredLostAtOnce() {
+        var sender = Self.sender(Self.bytes(4 * 1120), window: 8)
+        var now = Instant.zero
+        var sent: [Int] = []
+        while sent.count < 4, now < Instant.zero + .milliseconds(200) {
+            if case .cardChunk(let index, _) = sender.takeChunk(now: now) { sent.append(Int(index)) }
+            now = now + .milliseconds(1)
+        }
+        #expect(sent == [0, 1, 2, 3])
+        // A path slower than the initial timeout: the probes resend chunks 0 and 1.
+        let probeTime = Instant.zero + .milliseconds(320)
+        var probed: [Int] = []
+        for _ in 0..<2 {
+            if case .cardChunk(let index, _) = sender.takeChunk(now: probeTime) { probed.append(Int(index)) }
+        }
+        #expect(probed == [0, 1] && sender.retransmissions == 2)
+        // The first transmission of chunk 0 is acknowledged, 330 ms after it left.
+        let ackTime = Instant.zero + .milliseconds(330)
+        #expect(sender.apply(CardSack(cumulative: 1, bitmap: []), now: ackTime) == 1)
+        #expect(sender.roundTrip.count == 0, "chunk 0 went out twice: no sample")
+        #expect(sender.takeChunk(now: ackTime) == nil, "chunks 2 and 3 are in flight, not lost")
+        #expect(sender.retransmissions == 2)
+        // Their own acknowledgements follow: no loss was declared, nothing was resent.
+        #expect(sender.apply(CardSack(cumulative: 4, bitmap: []), now: ackTime + .milliseconds(5)) == 3)
+        #expect(sender.isComplete && sender.retransmissions == 2)
+    }
+
     /// A peer may acknowledge chunks we never sent (a buggy or hostile one): they count as
     /// delivered, the rest are still sent in order, and nothing traps.
     @Test func acknowledgementsOfChunksNeverSentAreTakenWithoutATrap() {

@@ -216,7 +216,10 @@ struct CardSender {
     /// include a chunk sent after the last one began.
     private mutating func declareLost(now: Instant) {
         guard let largest = largestAcknowledged else { return }
-        let longest = max(roundTrip.latest ?? 0, roundTrip.smoothed ?? 0)
+        // Before any sample the initial timeout stands in for the round trip, as RFC 9002's
+        // initial RTT does: on zero, a first acknowledgement of a chunk sent twice (no sample, by
+        // Karn's rule) declared every chunk sent after it lost, on a path merely slow.
+        let longest = max(roundTrip.latest ?? 0, roundTrip.smoothed ?? sampledRTO.secondsDouble)
         // Clamped before the conversion, as the round trip may come from a far-off sample.
         let delaySeconds = min(max(longest * 9 / 8, 0.001), rtoRange.upperBound.secondsDouble)
         let lossDelay = Duration.nanoseconds(Int64(delaySeconds * 1e9))
