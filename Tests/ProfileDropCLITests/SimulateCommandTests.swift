@@ -325,6 +325,21 @@ import Testing
             ])
     }
 
+    /// A swarm with failing runs says so on standard error in one line, except with `--summary -`,
+    /// whose output is the summary alone: a pod's log holds both streams, and the merge must read it.
+    @Test func aFailingSwarmsErrorLineIsLeftOutOfAPrintedSummary() throws {
+        let summary = SwarmSummary(
+            seed: 8, runs: 5, shard: .whole, exchanged: 2, aborted: 2,
+            failingRuns: [.init(runNumber: 5, runSeed: 99, violations: ["liveness: late"])])
+        #expect(
+            SimulateCommand.failingRunsLine(summary)
+                == "profiledrop simulate: 1 run of 5 broke an invariant (listed above); replay the first with: "
+                + "profiledrop simulate --swarm --runs 1 --seed 99")
+        #expect(SimulateCommand.failingRunsLine(summary, printsOnlySummary: true) == nil)
+        // The summary's own text still names the run and how to replay it.
+        #expect(summary.fileText.contains("99"))
+    }
+
     /// `--summary -` prints the summary alone, which a merge reads like a file: the way to collect
     /// shards from the logs of machines that share no volume.
     @Test func aSummaryOnStandardOutputIsTheFileAlone() throws {

@@ -27,7 +27,8 @@ enum ReplayCommand: Subcommand {
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
         guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
             throw UsageError(
-                "takes one capture file: profiledrop replay FILE [--device ID] [--json] [--key-file PATH]")
+                "takes one capture file: profiledrop replay FILE [--device ID] [--json] [--key-file PATH] [--timeline OUT.svg]"
+            )
         }
         let json = arguments.has(Options.json)
         let timelinePath = arguments.value(Options.timeline)

@@ -194,12 +194,13 @@ enum SimulateCommand: Subcommand {
     }
 
     /// The one line on standard error of a swarm with failing runs: how many, and how to replay the
-    /// first.
-    static func reportFailingRuns(_ summary: SwarmSummary, console: Console) {
-        guard let first = summary.failingRuns.first else { return }
-        console.error(
+    /// first. None when the summary alone is the output (`--summary -`): a pod's log, which is both
+    /// streams, must stay a summary file that the merge reads, and the summary lists the runs.
+    static func failingRunsLine(_ summary: SwarmSummary, printsOnlySummary: Bool = false) -> String? {
+        guard let first = summary.failingRuns.first, !printsOnlySummary else { return nil }
+        return
             "profiledrop simulate: \(counted(summary.failingRuns.count, "run")) of \(summary.runs) broke an "
-                + "invariant (listed above); replay the first with: \(first.reproduceCommand)")
+            + "invariant (listed above); replay the first with: \(first.reproduceCommand)"
     }
 
     /// `--swarm`, whole or one `--shard`, with its `--summary` written if asked.
@@ -220,7 +221,7 @@ enum SimulateCommand: Subcommand {
             report.lines.forEach(console.output)
             if let summaryPath { try writeSummary(summary.fileText, to: summaryPath) }
         }
-        reportFailingRuns(summary, console: console)
+        failingRunsLine(summary, printsOnlySummary: printsOnlySummary).map(console.error)
         return report.violations.isEmpty ? .success : .failure
     }
 
@@ -259,7 +260,7 @@ enum SimulateCommand: Subcommand {
                 + (shards.count == 1 ? "y" : "ies"))
         merged.failureLines.forEach(console.output)
         console.output(merged.summaryLine)
-        reportFailingRuns(merged, console: console)
+        failingRunsLine(merged).map(console.error)
         return merged.failingRuns.isEmpty ? .success : .failure
     }
 

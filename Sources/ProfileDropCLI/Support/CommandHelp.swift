@@ -1,13 +1,14 @@
 /// The usage lines, arguments and help sections of the commands whose files hold only their
 /// options and behaviour.
 extension ReplayCommand {
-    static let synopsis = ["CAPTURE [--device ID] [--json] [--key-file PATH]"]
+    static let synopsis = ["CAPTURE [--device ID] [--json] [--key-file PATH] [--timeline OUT.svg]"]
     static let argumentCompletion = ValueCompletion.file
     static let helpSections = [
         HelpSection(
             title: "examples",
             lines: [
-                "profiledrop replay Captures/pair-loopback.pcapng",
+                "profiledrop replay Captures/happy-path.pcapng",
+                "profiledrop replay Captures/out-of-range.pcapng --timeline out-of-range.svg",
                 "profiledrop replay run.pcapng --device bori --json",
             ])
     ]
@@ -20,7 +21,7 @@ extension ReplayCommand {
 
 extension SimulateCommand {
     static let synopsis = [
-        "SCENARIO.json [--seed S] [--quiet] [--capture FILE.pcapng [--capture-device NAME] [--keylog]]",
+        "SCENARIO.json [--seed S] [--quiet] [--capture FILE.pcapng [--capture-device NAME] [--keylog]] [--timeline OUT.svg]",
         "--swarm [--runs R] [--seed S] [--shard I/K] [--summary FILE|-]",
         "--merge SUMMARY...",
         "--attacks [--kinds K,K|all] [--runs R] [--seed S]",
