@@ -155,12 +155,19 @@ public struct CaptureFile: Equatable, Sendable {
                 throw CaptureError(
                     .malformed, "keylog for interface \(secret.interfaceID), which has no device")
             }
+            // One per device: a second would silently replace the first, and replay the other.
+            guard devices[index].secrets == nil else {
+                throw CaptureError(.malformed, "a second keylog for interface \(secret.interfaceID)")
+            }
             devices[index].secrets = secret
         }
         for end in ends {
             guard let index = indexByInterface[end.interfaceID] else {
                 throw CaptureError(
                     .malformed, "end record for interface \(end.interfaceID), which has no device")
+            }
+            guard devices[index].end == nil else {
+                throw CaptureError(.malformed, "a second end record for interface \(end.interfaceID)")
             }
             devices[index].end = end
         }

@@ -477,6 +477,36 @@ struct CaptureRecordsTests {
         #expect(try Self.rewritten(bytes) == bytes)
     }
 
+    /// A device has one keylog and one end record: a capture holding a second of either is
+    /// malformed, not read with the second silently replacing the first.
+    @Test func aSecondKeylogOrEndRecordForADeviceIsMalformed() throws {
+        let golden = try #require(GoldenCaptures.all.first)
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: golden.capturePath)))
+        let blocks = try PcapngReader.read(bytes)
+        guard case .section(let section)? = blocks.first else {
+            Issue.record("no section header")
+            return
+        }
+        let keylog = try #require(blocks.firstIndex { if case .secrets = $0 { true } else { false } })
+        // The END record is the last Custom Block of its device.
+        let end = try #require(blocks.lastIndex { if case .custom = $0 { true } else { false } })
+        for (index, expected) in [
+            (keylog, "a second keylog for interface "), (end, "a second end record for interface "),
+        ] {
+            var writer = PcapngWriter(section: section)
+            for block in blocks.dropFirst() { writer.append(block) }
+            writer.append(blocks[index])
+            #expect(throws: CaptureError.self) { try CaptureFile(bytes: writer.bytes) }
+            do {
+                _ = try CaptureFile(bytes: writer.bytes)
+            } catch {
+                #expect(error.code == .malformed && error.diagnostic.hasPrefix(expected), "\(error)")
+            }
+        }
+        // The file itself reads.
+        #expect(try CaptureFile(bytes: bytes).devices.count == 2)
+    }
+
     /// The file that the reader's blocks write.
     static func rewritten(_ bytes: [UInt8]) throws -> [UInt8] {
         let blocks = try PcapngReader.read(bytes)
