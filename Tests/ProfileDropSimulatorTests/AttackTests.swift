@@ -42,6 +42,20 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
         }
     }
 
+    /// A malicious session that honest ranging noise ended before the code (the victim's gate stayed
+    /// shut for the whole window, about one meeting in a thousand) tested nothing of an attack that
+    /// begins after the code: it is reported as such, not as a breach. Seed 5771437602256028374 (an
+    /// oversize offer, from a 30,000-run invocation) is one; the same seed's room without the
+    /// attacker also lost its first session to ranging, since the victim draws the same noise.
+    @Test func aMaliciousSessionThatNoiseEndedBeforeTheCodeIsUntestedNotABreach() {
+        let runSeed: UInt64 = 5_771_437_602_256_028_374
+        #expect(Attacks.cell(of: runSeed).kind == .oversizeOffer)
+        let outcome = Attacks.runOne(runSeed: runSeed)
+        #expect(outcome.breaches.isEmpty, "\(outcome.breaches)")
+        #expect(outcome.problems.count == 1)
+        #expect(outcome.problems.first?.hasPrefix("V's gate never opened with the malicious peer") == true)
+    }
+
     @Test func aBreachPrintsTheCommandThatReplaysItsRunAndFails() {
         let report = Attacks.run(runs: 3, seed: 9) { runSeed in
             var outcome = AttackOutcome(

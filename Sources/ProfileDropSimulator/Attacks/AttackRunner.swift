@@ -637,7 +637,7 @@ extension Attacks {
         let forgeries = results.compactMap(\.forgedBusy)
         if !forgeries.isEmpty { notes += Availability.forgedBusyNotes(forgeries) }
         let problems = cell.filter { !$0.problems.isEmpty }.count
-        if problems > 0 { notes.append("no baseline in \(problems) runs") }
+        if problems > 0 { notes.append("\(problems) runs tested nothing (listed below)") }
         if let fix = pendingFix(kind) { notes.append("pending fix: \(fix)") }
         return notes.joined(separator: "; ")
     }

@@ -57,6 +57,8 @@ struct VictimScreen {
     var sessionOpen = false
     /// Handshakes that completed: with whom, and when.
     var secured: [(peer: DeviceID, at: Instant)] = []
+    /// The peers whose code this device showed (both gates had opened with them).
+    var verifiedPeers: [DeviceID] = []
     /// Sessions that ended (with `.sessionEnded`, or with `.closed` for the one that ended the
     /// device): the peer, why, and when.
     var ended: [(peer: DeviceID?, reason: CloseReason, at: Instant)] = []
@@ -253,6 +255,7 @@ struct AttackStage {
         switch event {
         case .verified(let verification):
             victims[index].codes.append(verification.code)
+            victims[index].verifiedPeers.append(verification.peer)
             victims[index].latestCode = verification.code
             victims[index].latestKnown = verification.knownPeer != nil
             if verification.knownPeer != nil && adversaryIDs.contains(verification.peer) {
