@@ -226,11 +226,7 @@ enum HandshakeBenchmark {
     /// ee, es and se DH operations are each computed once on each side.
     @inline(never)
     static func floorUnit(_ random: inout SystemRandom) {
-        let initiatorEphemeral = X25519.PrivateKey(using: &random)
-        let responderEphemeral = X25519.PrivateKey(using: &random)
-        for _ in 0..<6 {
-            _ = try? initiatorEphemeral.sharedSecret(with: responderEphemeral.publicKey)
-        }
+        floorWork(&random, afterKeys: {})
     }
 
     /// The same work as ``floorUnit(_:)``, its two key generations and its six DH timed apart on
@@ -238,13 +234,20 @@ enum HandshakeBenchmark {
     @inline(never)
     static func timedFloorUnit(_ random: inout SystemRandom) -> (keys: Double, diffieHellman: Double) {
         let start = threadCPUSeconds()
+        var keysMade = start
+        floorWork(&random) { keysMade = threadCPUSeconds() }
+        return (keysMade - start, threadCPUSeconds() - keysMade)
+    }
+
+    /// A floor unit's work, calling `afterKeys` between its key generations and its DH.
+    @inline(__always)
+    private static func floorWork(_ random: inout SystemRandom, afterKeys: () -> Void) {
         let initiatorEphemeral = X25519.PrivateKey(using: &random)
         let responderEphemeral = X25519.PrivateKey(using: &random)
-        let keysMade = threadCPUSeconds()
+        afterKeys()
         for _ in 0..<6 {
             _ = try? initiatorEphemeral.sharedSecret(with: responderEphemeral.publicKey)
         }
-        return (keysMade - start, threadCPUSeconds() - keysMade)
     }
 
     @inline(never)

@@ -26,9 +26,7 @@ enum ReplayCommand: Subcommand {
     }
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
         guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
-            throw UsageError(
-                "takes one capture file: profiledrop replay FILE [--device ID] [--json] [--key-file PATH] [--timeline OUT.svg]"
-            )
+            throw UsageError("takes one capture file: profiledrop replay \(synopsis[0])")
         }
         let json = arguments.has(Options.json)
         let timelinePath = arguments.value(Options.timeline)
