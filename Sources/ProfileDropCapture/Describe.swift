@@ -99,13 +99,13 @@ public enum Describe {
     public static func input(_ input: CapturedInput) -> (kind: String, fields: [Field]) {
         switch input {
         case .timeout:
-            return ("timer", [])
+            return ("timeout", [])
         case .pose(let pose):
             return (
                 "pose", [("x", .number(pose.x)), ("y", .number(pose.y)), ("heading", .number(pose.heading))]
             )
         case .decision(let decision):
-            return ("decide", [("decision", .text(self.decision(decision)))])
+            return ("decision", [("decision", .text(self.decision(decision)))])
         case .cancel:
             return ("cancel", [])
         case .datagram(let bytes, let source):

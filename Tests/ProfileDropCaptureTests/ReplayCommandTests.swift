@@ -121,6 +121,8 @@ struct ReplayCommandTests {
         }
         #expect(distance > 0 && distance < 20 && bearing >= 0 && bearing < 180)
         let pose = try #require(matching("input", "pose").first)
+        // Input kinds are named as Captures/FORMAT.md names them.
+        #expect(!matching("input", "timeout").isEmpty && !matching("input", "decision").isEmpty)
         #expect(field(pose, "heading").map { if case .number = $0 { true } else { false } } == true)
         let exchanging = try #require(matching("name", "exchanging").last)
         #expect(field(exchanging, "sent") == field(exchanging, "total"))

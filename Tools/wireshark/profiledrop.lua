@@ -292,7 +292,7 @@ local records = Proto("profiledrop_record", "ProfileDrop replay record")
 local ENTERPRISE = 32473
 local RECORD_VERSION = 3
 local record_kinds = { [1] = "DEVICE", [2] = "INPUT", [3] = "END" }
-local input_kinds = { [1] = "timer", [2] = "pose", [3] = "decision", [4] = "datagram", [5] = "cancel" }
+local input_kinds = { [1] = "timeout", [2] = "pose", [3] = "decision", [4] = "datagram", [5] = "cancel" }
 local consent_policies = {
     [1] = "share", [2] = "receive-only", [3] = "decline", [4] = "ask user", [5] = "share with known peers",
 }

@@ -202,7 +202,10 @@ struct DiscoverySession {
             }
         }
         if now >= queryAt {
-            // Only devices near us answer, so the known answers that matter are the nearest.
+            // Only devices near us answer, so the known answers that matter are the nearest. A peer
+            // that gave no position may be anywhere, so it may answer: it is listed first, as if
+            // beside us (invitations rank it at the edge of reach instead: it is the least likely
+            // to be the phone held against ours).
             let known = peers.sorted {
                 (hintDistance($0) ?? 0, $1.lastSeen, $0.id) < (hintDistance($1) ?? 0, $0.lastSeen, $1.id)
             }.prefix(min(context.limits.maxKnownAnswers, Query.maxKnownAnswers)).map(\.id)
