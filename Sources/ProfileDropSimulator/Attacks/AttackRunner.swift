@@ -31,6 +31,10 @@ public enum AttackKind: String, CaseIterable, Sendable {
     /// Availability, cleartext: an observer of the victims' unicast that answers each INVITE with a
     /// BUSY from the invitee's address before the real ACCEPT, its reasons in turn (1, 2, retry, 4).
     case busyForger = "busy-forger"
+    /// Availability, cleartext: an observer of the victims' unicast that answers each INVITE with an
+    /// INVITE to the inviter in the name of a bystander it has long heard, while the invitee, which
+    /// joined late, is not yet established there (its invitation tentative).
+    case inviteForger = "invite-forger"
     /// Availability, malicious peer: offers a card above the victim's limit.
     case oversizeOffer = "oversize-offer"
     /// Availability, malicious peer: sends a chunk outside its offer.
@@ -636,6 +640,8 @@ extension Attacks {
         }
         let forgeries = results.compactMap(\.forgedBusy)
         if !forgeries.isEmpty { notes += Availability.forgedBusyNotes(forgeries) }
+        let invites = results.compactMap(\.forgedInvites)
+        if !invites.isEmpty { notes += Availability.forgedInviteNotes(invites) }
         let problems = cell.filter { !$0.problems.isEmpty }.count
         if problems > 0 { notes.append("\(problems) runs tested nothing (listed below)") }
         if let fix = pendingFix(kind) { notes.append("pending fix: \(fix)") }
@@ -658,6 +664,7 @@ extension Availability {
         parts.append("attacker peak \(result.peakRate) datagrams/s")
         if let end = result.attackSessionEnd { parts.append("malicious session ended: \(end)") }
         if let forgery = result.forgedBusy { parts += forgedBusyNotes([forgery]) }
+        if let forgery = result.forgedInvites { parts += forgedInviteNotes([forgery]) }
         parts.append("closed: \(result.closes.joined(separator: ", "))")
         parts.append(
             "\(result.overruns) overruns, peers ≤\(result.peakPeers), buffer ≤\(result.peakBufferChunks) chunks"

@@ -181,6 +181,20 @@ struct AttackStage {
         return member
     }
 
+    /// Adds an honest core device that is neither a victim nor the adversary's: a phone elsewhere on
+    /// the LAN, which shares with whoever proves to be its known peer (nobody here) and asks no one.
+    @discardableResult
+    mutating func addBystander(card: ProfileCard, pose: Pose, seedMaterial: [UInt8]) -> Int {
+        var keyRandom = DeterministicRandom(seedMaterial: seedMaterial + Array("/static-key".utf8))
+        let configuration = DeviceConfiguration(
+            card: card, consent: .shareWithKnownPeers, staticKey: X25519.PrivateKey(using: &keyRandom),
+            timeouts: Self.timeouts)
+        let device = Device(
+            configuration: configuration, random: DeterministicRandom(seedMaterial: seedMaterial),
+            now: room.now, localAddress: nextAddress)
+        return add(device, pose: pose)
+    }
+
     /// Adds a raw speaker (an attacker that is no core device); returns its member index.
     @discardableResult
     mutating func addSpeaker(_ speaker: any DatagramSpeaker) -> Int {

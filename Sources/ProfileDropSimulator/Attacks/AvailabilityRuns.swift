@@ -47,6 +47,8 @@ public struct AvailabilityResult: Sendable {
     public var attackSessions = 0
     /// The busy forger: what its BUSYs did.
     public var forgedBusy: ForgedBusyResult?
+    /// The invite forger: what its INVITEs did.
+    public var forgedInvites: ForgedInviteResult?
 }
 
 /// The availability kinds of `simulate --attacks`: cleartext attackers with a budget in datagrams
@@ -172,11 +174,14 @@ enum Availability {
 
     /// Whether `kind` is a cleartext attacker with a budget: one that forges on its timer, or the
     /// busy forger, which answers what it sees.
-    static func isCleartext(_ kind: AttackKind) -> Bool { cleartext(kind) != nil || kind == .busyForger }
+    static func isCleartext(_ kind: AttackKind) -> Bool {
+        cleartext(kind) != nil || kind == .busyForger || kind == .inviteForger
+    }
 
     /// Runs the availability run of seed `runSeed` facing `kind`.
     static func run(runSeed: UInt64, kind: AttackKind) -> AttackOutcome {
         if kind == .busyForger { return busyForgerRun(runSeed: runSeed) }
+        if kind == .inviteForger { return inviteForgerRun(runSeed: runSeed) }
         if let behaviour = cleartext(kind) {
             return cleartextRun(runSeed: runSeed, kind: kind, behaviour: behaviour)
         }

@@ -1,0 +1,268 @@
+import ProfileDropCore
+import ProfileDropCrypto
+
+/// What the invite forger did, and what its INVITEs did to the invitations they were aimed at.
+public struct ForgedInviteResult: Sendable {
+    /// INVITEs forged in the bystander's name.
+    public var forged = 0
+    /// INVITEs seen that the budget left unanswered.
+    public var unanswered = 0
+    /// Invitations between the victims that took a forged INVITE while they awaited ACCEPT.
+    public var invitationsHit = 0
+    /// Of those, the ones the invitee ACCEPTed that the inviter never CONFIRMed, with no handshake
+    /// of its own with the invitee completed meanwhile: invitations a forged INVITE cancelled.
+    public var cancelled = 0
+}
+
+/// An observer on an open network that answers each INVITE one victim sends the other with an
+/// INVITE to the inviter in the name of a bystander the inviter has heard for seconds (so an
+/// established peer), from the bystander's own address, with a random session id and 32 random
+/// bytes for a Noise message: what anyone who reads a BEACON can forge (PROTOCOL.md 11.4, INVITE).
+/// It arrives half a latency after the real INVITE left, before the invitee's ACCEPT. The victim
+/// that joins late is a newcomer, not yet established at the other, so that the other's invitation
+/// of it is tentative while the forgeries arrive: until 2026-12-01 one such INVITE ended a
+/// tentative invitation at once. It holds no key, and forges at most its budget of datagrams in
+/// any second of the run.
+final class InviteForger {
+    /// One forged INVITE for the driver to inject.
+    struct Forged {
+        let bytes: [UInt8]
+        /// The bystander's address.
+        let source: PeerAddress
+        /// The inviter.
+        let recipient: Int
+    }
+
+    /// Datagrams a second.
+    let budget: Int
+    /// The bystander whose name it forges.
+    let bystander: DeviceID
+    let bystanderAddress: PeerAddress
+    private var random: DeterministicRandom
+    private var thisSecond = Availability.SecondCounter()
+    private(set) var forged = 0
+    private(set) var unanswered = 0
+
+    init(budget: Int, bystander: DeviceID, bystanderAddress: PeerAddress, seedMaterial: [UInt8]) {
+        precondition(budget > 0, "a budget of at least one datagram a second")
+        self.budget = budget
+        self.bystander = bystander
+        self.bystanderAddress = bystanderAddress
+        random = DeterministicRandom(seedMaterial: seedMaterial)
+    }
+
+    /// The forged INVITE for `invite`, seen leaving participant `inviter` at `time`; nil when this
+    /// second's budget is spent.
+    func answer(_ invite: HandshakePacket, from inviter: Int, at time: Instant) -> Forged? {
+        thisSecond.enter(time)
+        guard thisSecond.count < budget else {
+            unanswered += 1
+            return nil
+        }
+        thisSecond.add()
+        forged += 1
+        let forgery = HandshakePacket(
+            sessionID: random.nextUInt64(), sender: bystander, receiver: invite.sender,
+            noiseMessage: random.bytes(X25519.keyLength))
+        return Forged(bytes: Packet.invite(forgery).encoded(), source: bystanderAddress, recipient: inviter)
+    }
+}
+
+extension Availability {
+    /// Where the bystander stands: on the LAN, far out of reach of both victims (a phone across the
+    /// room), so that it is established at the first victim but never a candidate to invite.
+    static let bystanderPose = Pose(x: 0, y: 400, heading: 90)
+
+    /// When the second victim is switched on in run `runSeed`: 2.5 to 3.5 s after the first and the
+    /// bystander, so that the first victim has heard the bystander 1.5 s (established) and not yet
+    /// the newcomer.
+    static func newcomerJoin(runSeed: UInt64) -> Instant {
+        var draw = DeterministicRandom(
+            seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/newcomer"))
+        return Instant.zero + .milliseconds(2_500 + Int64(draw.uniform(below: 1_001)))
+    }
+
+    /// The alarm that switches the newcomer on.
+    static let newcomerAlarm = 0
+
+    /// The room of an invite forger's run before the newcomer comes: the bystander (member 0) and
+    /// victim A (member 1), with the alarm at which B (member 2) is switched on.
+    static func newcomerStage(_ pair: VictimPair) -> AttackStage {
+        var stage = AttackStage(users: .careless, victimsKnown: false)
+        stage.addBystander(
+            card: AttackCards.card(runSeed: pair.runSeed, role: "bystander"), pose: bystanderPose,
+            seedMaterial: Simulation.seedMaterial(pair.runSeed, "attacks/availability/bystander"))
+        addVictim(0, of: pair, to: &stage)
+        stage.room.setAlarm(newcomerAlarm, at: newcomerJoin(runSeed: pair.runSeed))
+        return stage
+    }
+
+    /// Switches victim B on if the last step was the newcomer's alarm.
+    static func addNewcomer(_ pair: VictimPair, to stage: inout AttackStage) {
+        guard case .alarm(newcomerAlarm)? = stage.lastStep, stage.victims.count == 1 else { return }
+        addVictim(1, of: pair, to: &stage)
+    }
+
+    private static func addVictim(_ index: Int, of pair: VictimPair, to stage: inout AttackStage) {
+        stage.addVictim(
+            name: VictimPair.names[index], card: pair.cards[index], identity: pair.identities[index],
+            knownPeers: [], pose: VictimPair.poses[index],
+            seedMaterial: pair.seedMaterial(index, phase: "availability"))
+    }
+
+    /// The invite forger's run: the bystander and victim A from the start, victim B from
+    /// ``newcomerJoin(runSeed:)``; the pair's time from B's start against the same room without the
+    /// forger, as every cleartext attacker, and whether a forged INVITE cancelled an invitation.
+    static func inviteForgerRun(runSeed: UInt64) -> AttackOutcome {
+        let kind = AttackKind.inviteForger
+        let pair = VictimPair(runSeed: runSeed)
+        let join = newcomerJoin(runSeed: pair.runSeed)
+        var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: .careless)
+        var result = AvailabilityResult()
+
+        var calm = newcomerStage(pair)
+        calm.run(until: runLimit) { stage in
+            addNewcomer(pair, to: &stage)
+            return false
+        }
+        result.baseline = exchangeTime(calm.victims, from: join)
+        if result.baseline == nil {
+            outcome.problems.append(
+                "setup: the pair did not exchange without the attacker, so nothing was measured")
+        }
+
+        var stage = newcomerStage(pair)
+        let bystander = 0
+        guard let bystanderID = stage.room.device(bystander)?.deviceID else {
+            preconditionFailure("the bystander is a device")
+        }
+        let tap = UnicastTap(victims: [1, 2])
+        stage.room.hook = TapHook(tap: tap)
+        let budget = budget(runSeed: runSeed)
+        result.budget = budget
+        let forger = InviteForger(
+            budget: budget, bystander: bystanderID, bystanderAddress: stage.room.address(of: bystander),
+            seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/\(kind.rawValue)"))
+        // The forger is no participant: it only injects, as a spoofer does.
+        var meter = Meter(attacker: -1)
+        var watch = InvitationWatch()
+        let delay = stage.room.latency / 2
+        stage.run(until: runLimit) { stage in
+            addNewcomer(pair, to: &stage)
+            for copy in tap.take() {
+                guard let packet = try? Packet(datagram: copy.bytes) else { continue }
+                watch.saw(packet, from: copy.source, at: stage.room.now)
+                guard case .invite(let invite) = packet, stage.room.member(at: copy.destination) != nil,
+                    let forged = forger.answer(invite, from: copy.source, at: stage.room.now)
+                else { continue }
+                stage.room.inject(forged.bytes, from: forged.source, to: forged.recipient, after: delay)
+                watch.hit(invite.sessionID, of: copy.source)
+                meter.countAttack(bytes: forged.bytes.count, at: stage.room.now)
+            }
+            meter.observe(stage)
+            return false
+        }
+        result.underAttack = exchangeTime(stage.victims, from: join)
+        result.exchangeRequired = result.baseline != nil
+        meter.fill(&result, stage: stage)
+        var forgery = watch.judge(stage.victims)
+        forgery.forged = forger.forged
+        forgery.unanswered = forger.unanswered
+        result.forgedInvites = forgery
+        outcome.screens = ["B on at \(join)"] + stage.victims.map(describe)
+        if forgery.invitationsHit == 0 {
+            outcome.problems.append("no forged INVITE reached an invitation between the victims")
+        }
+        if forgery.cancelled > 0 {
+            outcome.breaches.append(
+                "forged INVITEs in the bystander's name cancelled \(forgery.cancelled) of "
+                    + "\(forgery.invitationsHit) invitations between the victims (their ACCEPT went unconfirmed)"
+            )
+        }
+        if result.baseline != nil,
+            let breach = exchangeBreach(
+                result, stage: stage, who: "the pair", when: "under \(budget) forged INVITEs/s")
+        {
+            outcome.breaches.append(breach)
+        }
+        return finish(outcome, result: result, stage: stage)
+    }
+
+    static func forgedInviteNotes(_ forgeries: [ForgedInviteResult]) -> [String] {
+        func sum(_ path: KeyPath<ForgedInviteResult, Int>) -> Int {
+            forgeries.reduce(0) { $0 + $1[keyPath: path] }
+        }
+        return [
+            "forged INVITEs \(sum(\.forged)), unanswered \(sum(\.unanswered)); invitations hit "
+                + "\(sum(\.invitationsHit)), cancelled \(sum(\.cancelled))"
+        ]
+    }
+}
+
+/// Follows the victims' handshakes as the tap shows them, to tell whether a forged INVITE ended an
+/// invitation: the invitee ACCEPTed it, and the inviter neither CONFIRMed it nor completed another
+/// handshake with the invitee meanwhile (the tie-break's and a half-open handshake's ways of giving
+/// an invitation up).
+struct InvitationWatch {
+    private struct Invitation {
+        let inviter: Int
+        let sessionID: UInt64
+        let invitee: DeviceID
+        let sentAt: Instant
+        var hit = false
+        var acceptedAt: Instant?
+        var confirmed = false
+    }
+
+    private var invitations: [Invitation] = []
+
+    /// Notes a handshake packet participant `source` sent at `time`.
+    mutating func saw(_ packet: Packet, from source: Int, at time: Instant) {
+        switch packet {
+        case .invite(let invite):
+            guard !invitations.contains(where: { $0.inviter == source && $0.sessionID == invite.sessionID })
+            else { return }
+            invitations.append(
+                Invitation(
+                    inviter: source, sessionID: invite.sessionID, invitee: invite.receiver, sentAt: time))
+        case .accept(let accept):
+            if let index = invitations.firstIndex(where: {
+                $0.inviter != source && $0.sessionID == accept.sessionID && $0.acceptedAt == nil
+            }) {
+                invitations[index].acceptedAt = time
+            }
+        case .confirm(let confirm):
+            if let index = invitations.firstIndex(where: {
+                $0.inviter == source && $0.sessionID == confirm.sessionID
+            }) {
+                invitations[index].confirmed = true
+            }
+        case .beacon, .query, .busy, .secure:
+            break
+        }
+    }
+
+    /// Notes that a forged INVITE went to `inviter` for its invitation `sessionID`.
+    mutating func hit(_ sessionID: UInt64, of inviter: Int) {
+        if let index = invitations.firstIndex(where: { $0.inviter == inviter && $0.sessionID == sessionID }) {
+            invitations[index].hit = true
+        }
+    }
+
+    /// The invitations hit, and those a forged INVITE cancelled, given the victims' screens.
+    func judge(_ screens: [VictimScreen]) -> ForgedInviteResult {
+        var result = ForgedInviteResult()
+        for invitation in invitations where invitation.hit {
+            result.invitationsHit += 1
+            guard let acceptedAt = invitation.acceptedAt, !invitation.confirmed,
+                let screen = screens.first(where: { $0.member == invitation.inviter })
+            else { continue }
+            let securedOtherwise = screen.secured.contains {
+                $0.peer == invitation.invitee && $0.at >= invitation.sentAt
+                    && $0.at <= acceptedAt + .milliseconds(100)
+            }
+            if !securedOtherwise { result.cancelled += 1 }
+        }
+        return result
+    }
+}
