@@ -117,15 +117,32 @@ import Testing
         #expect(try Self.mode(root.appendingPathComponent("\u{301}a/\u{301}b").path) == 0o700)
     }
 
-    @Test func rememberReplacesAKnownResolvingKeyInPlaceAndAppendsANewOne() throws {
+    /// A known peer met again is renamed in place (its bond unchanged); a new resolving key is
+    /// appended.
+    @Test func rememberRenamesAKnownPeerInPlaceAndAppendsANewOne() throws {
         let path = try Self.temporaryPath()
         for seed: UInt8 in [1, 2, 3] { try KnownPeersStore.remember(Self.peer(seed), at: path) }
-        var renamed = Self.peer(2, name: "Rex (Sam)")
-        renamed.bondKey = [UInt8](repeating: 0x42, count: 32)
+        let renamed = Self.peer(2, name: "Rex (Sam)")
         try KnownPeersStore.remember(renamed, at: path)
         #expect(try KnownPeersStore.load(at: path) == [Self.peer(1), renamed, Self.peer(3)])
         try KnownPeersStore.remember(Self.peer(4), at: path)
         #expect(try KnownPeersStore.load(at: path) == [Self.peer(1), renamed, Self.peer(3), Self.peer(4)])
+    }
+
+    /// A new bond under a known peer's resolving key, which every device that peer bonded with
+    /// holds, is an impostor's: the known peer is kept, and the error names both.
+    @Test func aNewBondUnderAKnownResolvingKeyIsRefusedAndTheKnownPeerKept() throws {
+        let path = try Self.temporaryPath()
+        for seed: UInt8 in [1, 2] { try KnownPeersStore.remember(Self.peer(seed), at: path) }
+        var impostor = Self.peer(2, name: "Mallory (Eve)")
+        impostor.bondKey = [UInt8](repeating: 0x42, count: 32)
+        let message = Self.message { try KnownPeersStore.remember(impostor, at: path) }
+        #expect(
+            message
+                == "\(path) already holds known peer \(KnownPeersStore.fingerprint(Self.peer(2))) "
+                + "(\u{201C}Dog 2 (Owner 2)\u{201D}) under another bond; kept it, and did not remember "
+                + "\u{201C}Mallory (Eve)\u{201D}, which named its identity")
+        #expect(try KnownPeersStore.load(at: path) == [Self.peer(1), Self.peer(2)])
     }
 
     /// Processes updating the file at once (two `share` runs with key files in one directory) keep

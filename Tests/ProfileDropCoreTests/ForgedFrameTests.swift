@@ -596,6 +596,38 @@ func expectProtocolError(
         #expect(run.interruptions.map(\.reason) == [ended.reason])
     }
 
+    /// A stranger whose BOND names a known peer's resolving key, which any device that peer bonded
+    /// with holds: were it remembered, it would replace that peer's record with a bond the stranger
+    /// holds, so the stranger would pass as the peer and the peer fail its PROOF. It is an impostor:
+    /// `identity-proof-failed`, CLOSE(error 22), the warning naming the known peer, nobody remembered
+    /// and no card delivered. The same stranger naming a key nobody knows is bonded with as usual.
+    @Test func aStrangersBondNamingAKnownPeerIsAnImpostor() throws {
+        let known = KnownPeer(
+            resolvingKey: Fixtures.identity("Rex").resolvingKey, bondKey: Array(repeating: 0x4B, count: 32),
+            name: "Rex (Sam)")
+        let configuration = Fixtures.configuration(
+            "Bori", seed: 1, photoBytes: 3000, identity: Fixtures.identity("Bori"), knownPeers: [known])
+        var impostor = ScriptedPeerRun(configuration: configuration)
+        impostor.peer.bondResolvingKey = known.resolvingKey
+        let ended = try impostor.firstSessionEnd()
+        expectProtocolError(impostor, ended, .identityProofFailed)
+        #expect(impostor.remembered == 0)
+        let warnings = impostor.events.compactMap {
+            if case .knownPeerMismatch(let name) = $0.event { name } else { nil }
+        }
+        #expect(warnings == ["Rex (Sam)"])
+
+        var stranger = ScriptedPeerRun(configuration: configuration)
+        let fresh = Fixtures.identity("Kong").resolvingKey
+        stranger.peer.bondResolvingKey = fresh
+        stranger.run(until: .zero + .seconds(30)) { $0.closed != nil }
+        #expect(stranger.closed?.reason == .exchanged)
+        let remembered = stranger.events.compactMap {
+            if case .peerRemembered(let peer) = $0.event { peer.resolvingKey } else { nil }
+        }
+        #expect(remembered == [fresh])
+    }
+
     /// A stranger that never sends BOND: our side is never done, the transfer is cut as stalled 10
     /// s after its last step forward, nobody is remembered, and the verified card is not delivered.
     @Test func aWithheldBondStallsTheTransferAndNobodyIsRemembered() throws {

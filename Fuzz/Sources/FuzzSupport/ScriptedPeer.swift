@@ -78,6 +78,9 @@ public struct ScriptedPeer {
     var handshakeHash: [UInt8] = []
     var bondShare: [UInt8]
     var sawPeerBond = false
+    /// The resolving key our BOND names: our IDENT's bytes unless a test claims another device's
+    /// (one it learnt by bonding with that device).
+    public var bondResolvingKey: [UInt8]?
 
     /// Whether the fuzzer sealed frames in our name, so the device may rightly act on claims we
     /// never made honestly.
@@ -501,7 +504,7 @@ public struct ScriptedPeer {
         if consenting, let peerConsent, peerConsent != .decline, !peerReceipts.contains(.bond),
             !withheld.contains(.bond)
         {
-            frames.append(.bond(resolvingKey: ident, share: bondShare))
+            frames.append(.bond(resolvingKey: bondResolvingKey ?? ident, share: bondShare))
         }
         let acknowledges = !withheld.contains(.acknowledgements)
         if acknowledges, let verifiedPeerCard { frames.append(.cardAck(digest: verifiedPeerCard)) }

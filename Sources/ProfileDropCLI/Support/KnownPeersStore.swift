@@ -157,8 +157,11 @@ public enum KnownPeersStore {
         try OutputFile.replace(path, with: fileContents(peers), secret: true)
     }
 
-    /// Adds `peer`, or, when a peer with its resolving key is known, replaces that one's bond key and
-    /// name in place; the other peers keep their order. Creates the file when there is none.
+    /// Adds `peer`, or, when a peer with its resolving key is known under the same bond, renames that
+    /// one in place; the other peers keep their order. Creates the file when there is none.
+    /// - Throws: ``KnownPeersStoreError`` when a peer with its resolving key is known under another
+    ///   bond: a resolving key is held by every device its owner bonded with, so a new bond under a
+    ///   known one is an impostor's (PROTOCOL.md 6.5), and the known peer is kept.
     public static func remember(_ peer: KnownPeer, at path: String) throws {
         try check([peer], path: path)
         let path = try writableTarget(path)
@@ -166,6 +169,13 @@ public enum KnownPeersStore {
         try withDirectoryLocked(for: path) {
             var peers = try load(at: path)
             if let index = peers.firstIndex(where: { $0.resolvingKey == peer.resolvingKey }) {
+                guard peers[index].bondKey == peer.bondKey else {
+                    throw KnownPeersStoreError(
+                        description:
+                            "\(path) already holds known peer \(fingerprint(peers[index])) "
+                            + "(\u{201C}\(peers[index].name)\u{201D}) under another bond; kept it, and did not "
+                            + "remember \u{201C}\(peer.name)\u{201D}, which named its identity")
+                }
                 peers[index] = peer
             } else {
                 peers.append(peer)

@@ -239,6 +239,19 @@ struct Pairing {
                 }
                 return false
             }
+            // A resolving key is no secret: every device its owner bonded with holds it. A stranger's
+            // BOND naming a known peer's key would replace that peer's record with a bond the sender
+            // holds: the sender would then pass as that peer, and the peer fail its PROOF. The peer
+            // itself would have been recognised by its IDENT, not bonded with as a stranger.
+            if let impersonated = knownPeers.first(where: {
+                ConstantTime.equals($0.resolvingKey, resolvingKey)
+            }) {
+                claimedPeer = impersonated
+                throw ProtocolError(
+                    .identityProofFailed,
+                    "a new peer's BOND named the identity of known peer \u{201C}\(impersonated.name)\u{201D}: "
+                        + "an impostor holding that peer's resolving key")
+            }
             peerBond = (resolvingKey, share)
             return true
         case .token, .ranging, .inRange, .consent, .cardChunk, .cardSack, .cardAck, .close, .closeAck,
