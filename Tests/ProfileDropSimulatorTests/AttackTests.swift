@@ -176,6 +176,27 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
         #expect(careless.cards == 2)
     }
 
+    /// The identity thief (PROTOCOL.md 6.5, "Bond"): B shared with it once, so it holds B's resolving
+    /// key, and it meets A, B's known peer, as a new device whose BOND names that key. A careless A
+    /// shares, and every such session ends `identity-proof-failed` with the warning naming B; nothing
+    /// is remembered under B's key, and the thief is never shown as known. Careful and unattended
+    /// users never share with it, so it sends no BOND at all. Before the BOND check, every careless
+    /// run remembered the thief under B's key (`--kinds identity-thief --runs 30 --seed 1`: 10 of 10).
+    @Test func anIdentityThiefsBondIsRefusedAndTheKnownPeerKept() {
+        for n in 0..<3 {
+            let careless = Attacks.runOne(runSeed: seed(.identityThief, .careless, n))
+            #expect(careless.problems.isEmpty && careless.breaches.isEmpty, "\(careless.breaches)")
+            #expect(careless.stolenBonds > 0)
+            #expect(careless.mismatches == careless.stolenBonds, "\(careless.screens)")
+            #expect(careless.adversaryShownKnown == 0)
+            for users in [AttackUsers.careful, .unattended] {
+                let outcome = Attacks.runOne(runSeed: seed(.identityThief, users, n))
+                #expect(outcome.problems.isEmpty && outcome.breaches.isEmpty, "\(users): \(outcome.breaches)")
+                #expect(outcome.stolenBonds == 0 && outcome.cards == 0, "\(users)")
+            }
+        }
+    }
+
     @Test func theIdentityProberFindsNoLink() {
         var identityGiven = 0
         for users in AttackUsers.allCases {

@@ -15,6 +15,9 @@ public enum AttackKind: String, CaseIterable, Sendable {
     /// An observer of the victims' unicast that answers each INVITE with its own ACCEPT from the
     /// invitee's address, before the invitee's.
     case acceptRacer = "accept-racer"
+    /// A device that victim B once shared with, meeting victim A (B's known peer) as a new device
+    /// whose BOND names B's resolving key.
+    case identityThief = "identity-thief"
     /// Availability, cleartext: forged BEACONs with a victim's id and a dead port.
     case beaconHijack = "beacon-hijack"
     /// Availability, cleartext: INVITEs of random bytes at each victim, from spoofed sources.
@@ -62,7 +65,7 @@ public enum AttackKind: String, CaseIterable, Sendable {
     /// the attacker) rather than what the victims give away.
     public var isAvailability: Bool {
         switch self {
-        case .mitmRelay, .mitmKnownPeers, .codeGrinder, .identityProber, .acceptRacer: false
+        case .mitmRelay, .mitmKnownPeers, .codeGrinder, .identityProber, .acceptRacer, .identityThief: false
         default: true
         }
     }
@@ -127,6 +130,8 @@ public struct AttackOutcome: Sendable {
     /// Accept racer: sessions a victim reported as responder: a genuine half-open handshake that
     /// completed, where it should have ended silently.
     public var genuineReported = 0
+    /// Identity thief: sessions in which its BOND named the stolen resolving key.
+    public var stolenBonds = 0
     /// The honest meeting that makes the victims known peers did not complete (no attack ran).
     public var setupFailed = false
     /// What kept the run from testing anything (a failed setup): not a breach, but a failure.
@@ -329,6 +334,7 @@ public enum Attacks {
         case .codeGrinder: return grinder(runSeed: runSeed, users: users)
         case .identityProber: return prober(runSeed: runSeed, users: users)
         case .acceptRacer: return acceptRacer(runSeed: runSeed, users: users)
+        case .identityThief: return identityThief(runSeed: runSeed, users: users)
         default: return Availability.run(runSeed: runSeed, kind: kind)
         }
     }
@@ -481,13 +487,14 @@ public enum Attacks {
         ]
         for (kind, users) in cells(of: kinds) {
             let cell = outcomes.filter { $0.kind == kind && $0.users == users }
-            let twoVictims = kind != .identityProber
+            let prober = kind == .identityProber
+            let twoVictims = !prober && kind != .identityThief
             let equal = cell.filter { $0.codesEqual == true }.count
             let different = cell.filter { $0.codesEqual == false }.count
             rows.append([
                 kind.rawValue, users.rawValue, "\(cell.count)", "\(cell.reduce(0) { $0 + $1.cards })",
                 "\(cell.reduce(0) { $0 + $1.identities })",
-                twoVictims ? "-" : "\(cell.filter { !$0.links.isEmpty }.count)",
+                prober ? "\(cell.filter { !$0.links.isEmpty }.count)" : "-",
                 twoVictims ? "\(equal)/\(different)" : "-",
                 "\(cell.reduce(0) { $0 + $1.interrupted })", "\(cell.reduce(0) { $0 + $1.mismatches })",
                 "\(cell.reduce(0) { $0 + $1.declines })", "\(cell.reduce(0) { $0 + $1.breaches.count })",
@@ -538,6 +545,12 @@ public enum Attacks {
                     + "genuine ACCEPTs second \(cell.reduce(0) { $0 + $1.genuineAccepts }), "
                     + "genuine half-open handshakes reported \(cell.reduce(0) { $0 + $1.genuineReported })")
             if given { notes.append("cards and identities given by careless users") }
+        case .identityThief:
+            notes.append("BOND named B's key in \(cell.reduce(0) { $0 + $1.stolenBonds }) sessions")
+            notes.append("adversary shown as known \(cell.reduce(0) { $0 + $1.adversaryShownKnown })")
+            let failed = cell.filter(\.setupFailed).count
+            if failed > 0 { notes.append("honest meeting failed in \(failed) runs") }
+            if given { notes.append("careless users shared with a new device") }
         case .identityProber:
             notes.append("prober shared in \(cell.filter(\.proberShared).count)")
             let identities = cell.filter(\.identityGiven).count
