@@ -592,6 +592,41 @@ import Testing
         #expect(!beacons.isEmpty && beacons.allSatisfy { !$0.busy })
     }
 
+    /// A tentative invitation also yields to a peer heard more often than its invitee, before that
+    /// peer is established: a phantom's fresh id is heard once, a real newcomer again at its next
+    /// BEACON, and invitations rank unverified peers by hearings. Given up after fewer than three
+    /// INVITEs, the invitation counts nothing against the phantom's id.
+    @Test func aTentativeInvitationYieldsToAPeerHeardMoreOften() throws {
+        var lone = Lone()
+        let phantom = DeviceID(rawValue: 0xDEAD)
+        let real = DeviceID(rawValue: 0xBEEF)
+        let realAddress = PeerAddress(10, 0, 0, 9, port: 4000)
+        lone.deliver(
+            .beacon(Beacon(deviceID: phantom, port: 4001, busy: false, sequence: 1)),
+            from: PeerAddress(10, 0, 0, 8, port: 4001), at: .zero)
+        lone.run(until: .zero + .milliseconds(450))
+        // Heard once: no more than the phantom, which the device keeps inviting.
+        lone.deliver(
+            .beacon(Beacon(deviceID: real, port: 4000, busy: false, sequence: 1)), from: realAddress,
+            at: .zero + .milliseconds(460))
+        lone.run(until: .zero + .milliseconds(500))
+        let before = lone.sent.compactMap {
+            if case .invite(let invite) = $0.packet { invite.receiver } else { nil }
+        }
+        #expect(!before.isEmpty && before.allSatisfy { $0 == phantom })
+        // Heard again 300 ms later: more often than the phantom, far from established.
+        lone.deliver(
+            .beacon(Beacon(deviceID: real, port: 4000, busy: false, sequence: 2)), from: realAddress,
+            at: .zero + .milliseconds(760))
+        #expect(!lone.device.discovery.isEstablished(peer: real))
+        lone.run(until: .zero + .milliseconds(1_000))
+        let invites = lone.sent.filter { $0.time >= .zero + .milliseconds(760) }.compactMap {
+            if case .invite(let invite) = $0.packet { invite.receiver } else { nil }
+        }
+        #expect(invites.first == real, "\(invites)")
+        #expect(lone.device.discovery.peers.first { $0.id == phantom }?.failures == 0)
+    }
+
     /// A forged INVITE naming an established peer's id (ids are in every BEACON) does not end a
     /// tentative invitation, from a stranger's address nor from that peer's own: an XX first message
     /// is any 32 bytes, so only a completed handshake shows that the inviter is real. The forgery

@@ -407,9 +407,11 @@ extension Device {
             discovery.handshakeCompleted(with: peer, at: address, context: context)
         }
         _ = takeOutcomes()
-        // A peer became established while we wait on one that may be a phantom: go to it.
-        if isInvitingTentatively,
+        // A peer became established, or was heard more often than the one we wait on, which may be a
+        // phantom: go to it.
+        if isInvitingTentatively, let invitee = exchange?.peer,
             discovery.hasEstablishedCandidate(now: context.now)
+                || discovery.hasBetterHeardCandidate(than: invitee, now: context.now)
         {
             abandonTentativeInvitation()
         }

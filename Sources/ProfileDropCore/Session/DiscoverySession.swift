@@ -373,6 +373,17 @@ struct DiscoverySession {
         !isClosed && peers.contains { $0.isEstablished && isCandidate($0, now: now) }
     }
 
+    /// Whether a candidate was heard more often than `invitee`, with no more failed sessions: the
+    /// rank `nextInvitee` gives unverified peers. A tentative invitation was chosen among peers heard
+    /// equally often; a real newcomer heard again outranks a phantom heard once.
+    func hasBetterHeardCandidate(than invitee: DeviceID, now: Instant) -> Bool {
+        guard !isClosed, let chosen = peers.first(where: { $0.id == invitee }) else { return false }
+        return peers.contains {
+            $0.id != invitee && $0.hearings > chosen.hearings && $0.failures <= chosen.failures
+                && isCandidate($0, now: now)
+        }
+    }
+
     func isEstablished(_ source: PeerAddress) -> Bool {
         peers.contains { $0.address == source && $0.isEstablished }
     }
