@@ -646,6 +646,35 @@ func expectProtocolError(
     }
 }
 
+/// The parameters of CONFIRM (an inviting peer) and ACCEPT (an invited one) are the peer's to choose
+/// (PROTOCOL.md 11.4, CONFIRM). A card limit of 0 only keeps our card from the peer: sharing becomes
+/// receiving only. A window of 1 or 65535 only sets how many of our chunks may be in flight, never
+/// more than our own send window: the exchange completes either way.
+@Suite struct HostileParameterTests {
+    @Test(arguments: [true, false])
+    func aCardLimitOfZeroOnlyKeepsOurCardFromThePeer(peerInvites: Bool) {
+        var run = ScriptedPeerRun(
+            configuration: ScriptedPeerRun.configuration(), peerInvites: peerInvites,
+            peerParameters: HandshakeParameters(maxCardBytes: 0, receiveWindow: 64))
+        run.run(until: .zero + .seconds(30)) { $0.closed != nil }
+        #expect(run.closed?.reason == .exchanged)
+        #expect(run.peer.chunksReceived == 0)
+        #expect(run.deliveredCards == 1)
+    }
+
+    @Test(arguments: [UInt16(1), 65_535])
+    func anyWindowStillMovesOurCard(window: UInt16) {
+        var run = ScriptedPeerRun(
+            configuration: ScriptedPeerRun.configuration(),
+            peerParameters: HandshakeParameters(maxCardBytes: .max, receiveWindow: window))
+        run.run(until: .zero + .seconds(30)) { $0.closed != nil }
+        #expect(run.closed?.reason == .exchanged)
+        // Our card's three chunks, each once on a lossless link.
+        #expect(run.peer.chunksReceived == 3)
+        #expect(run.deliveredCards == 1)
+    }
+}
+
 /// CARD_ACK and CARD_SACK forged (PROTOCOL.md 6.6 and 11.4).
 @Suite struct ForgedAcknowledgementTests {
     /// A CARD_ACK for a digest we did not offer: `card-digest-mismatch`, CLOSE(error 15).

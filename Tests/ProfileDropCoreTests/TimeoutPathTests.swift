@@ -130,7 +130,7 @@ struct ScriptedPeerRun {
     /// it a BEACON and answers its INVITE as responder.
     init(
         configuration: DeviceConfiguration, peerPhotoBytes: Int = 1500, peerCardBytes: [UInt8]? = nil,
-        peerInvites: Bool = true
+        peerInvites: Bool = true, peerParameters: HandshakeParameters? = nil
     ) {
         device = Device(
             configuration: configuration, random: DeterministicRandom(seed: 0xF022), now: .zero,
@@ -138,9 +138,11 @@ struct ScriptedPeerRun {
         let card = peerCardBytes ?? DeviceFuzz.card("Kong", photoBytes: peerPhotoBytes).encoded()
         if peerInvites {
             peer = ScriptedPeer(target: device.deviceID, cardBytes: card, seed: 0x9EE2)
+            if let peerParameters { peer.parameters = peerParameters }
             peer.invite()
         } else {
             peer = ScriptedPeer(respondingTo: device.deviceID, cardBytes: card, seed: 0x9EE2)
+            if let peerParameters { peer.parameters = peerParameters }
             peer.beacon()
         }
         deliver()

@@ -78,6 +78,9 @@ public struct ScriptedPeer {
     var handshakeHash: [UInt8] = []
     var bondShare: [UInt8]
     var sawPeerBond = false
+    /// The parameters our handshake message carries (CONFIRM as initiator, ACCEPT as responder):
+    /// an honest peer's unless a test claims others, which any peer may (PROTOCOL.md 11.4, CONFIRM).
+    public var parameters = HandshakeParameters(maxCardBytes: 512 * 1024, receiveWindow: 64)
     /// The resolving key our BOND names: our IDENT's bytes unless a test claims another device's
     /// (one it learnt by bonding with that device).
     public var bondResolvingKey: [UInt8]?
@@ -266,7 +269,7 @@ public struct ScriptedPeer {
             do {
                 let parameters = try HandshakeParameters(decoding: try noise.readMessage(accept.noiseMessage))
                 findings.check(parameters.receiveWindow > 0, "device announced a zero receive window")
-                let ours = HandshakeParameters(maxCardBytes: 512 * 1024, receiveWindow: 64).encoded()
+                let ours = self.parameters.encoded()
                 let message3 = try noise.writeMessage(payload: ours, random: &random)
                 let confirm = handshake(.confirm, message3)
                 confirmDatagram = confirm
@@ -339,7 +342,7 @@ public struct ScriptedPeer {
         do {
             let payload = try noise.readMessage(invite.noiseMessage)
             findings.check(payload.isEmpty, "the device's INVITE carries a payload")
-            let ours = HandshakeParameters(maxCardBytes: 512 * 1024, receiveWindow: 64).encoded()
+            let ours = parameters.encoded()
             let message = try noise.writeMessage(payload: ours, random: &random)
             let accept = Packet.accept(
                 HandshakePacket(
