@@ -598,6 +598,23 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         }
     }
 
+    /// The phantom keeper (PROTOCOL.md 11.6 item 6): eight fake ids kept alive become established
+    /// peers that claim the victims' own position, and each costs an invitation of 7.75 s. It keeps
+    /// the forged BEACONs within its budget, and the pair still exchanges before its deadline; that
+    /// it does so within twice its usual time waits for the fix ``Attacks/pendingFixes`` names.
+    @Test func thePhantomKeeperStaysWithinItsBudgetAndThePairStillExchanges() {
+        for runSeed: UInt64 in [1, 2] {
+            let outcome = Attacks.runOne(runSeed: runSeed, kind: .phantomKeeper, users: .careless)
+            let result = outcome.availability
+            #expect(result?.underAttack != nil, "seed \(runSeed): the pair did not exchange")
+            #expect((result?.peakRate ?? 99) <= (result?.budget ?? 0))
+            #expect(outcome.problems.isEmpty)
+            unlessPending(.phantomKeeper) {
+                #expect(outcome.breaches.isEmpty, "seed \(runSeed): \(outcome.breaches)")
+            }
+        }
+    }
+
     @Test func aVictimEndsAMaliciousSessionWithItsRealCauseThenPairsWithTheHonestDevice() {
         let kinds: [AttackKind] = [
             .oversizeOffer, .badChunkIndex, .badDigest, .neverAck, .slowTransfer, .consentStall, .slowloris,

@@ -102,6 +102,7 @@ enum Availability {
         case .beaconHijack: .hijack
         case .inviteSquatter: .squat
         case .phantomFlood: .phantoms
+        case .phantomKeeper: .keptPhantoms
         case .datagramFlood: .flood
         case .beaconReplay: .replay
         case .beaconDisplace: .displace

@@ -10,6 +10,9 @@ enum CleartextBehaviour: Sendable, Equatable {
     case squat
     /// BEACONs of fresh fake device ids pointing at a dead port, from random spoofed sources.
     case phantoms
+    /// BEACONs of a few fake device ids, each from its own spoofed address and dead port, again and
+    /// again, so that they are heard for longer than 1.5 s and become established.
+    case keptPhantoms
     /// Junk of every kind from 256 ports on each of four spoofed addresses.
     case flood
     /// BEACONs recorded earlier: the victims' own from a previous run (their old ids, from their
@@ -68,6 +71,11 @@ final class CleartextAttacker {
     private(set) var sentDatagrams = 0
     private(set) var sentBytes = 0
     private var turn = 0
+    /// The kept phantoms: their ids, addresses and sequence numbers.
+    private var kept: [(id: DeviceID, source: PeerAddress, sequence: UInt32)] = []
+
+    /// How many phantoms a keeper keeps alive: as many as a victim's table holds unverified entries.
+    static let keptPhantomCount = 8
 
     /// A replayed BEACON must be at least this old.
     static let replayAge: Duration = .seconds(1)
@@ -143,6 +151,23 @@ final class CleartextAttacker {
             return Forged(
                 bytes: forgedBeacon(from: heard, id: DeviceID(rawValue: random.nextUInt64()), port: port),
                 source: spoofed(port: port), recipient: victim.member)
+        case .keptPhantoms:
+            guard let heard = targets.lazy.compactMap(\.beacon).first else { return nil }
+            if kept.count < Self.keptPhantomCount {
+                let port = deadPort()
+                kept.append((DeviceID(rawValue: random.nextUInt64()), spoofed(port: port), 1))
+            }
+            let index = sentDatagrams % kept.count
+            kept[index].sequence &+= 1
+            var bytes = forgedBeacon(from: heard, id: kept[index].id, port: kept[index].source.port)
+            let sequenceAt = WireConstants.headerSize + 11
+            if bytes.count >= sequenceAt + 4 {
+                for offset in 0..<4 {
+                    bytes[sequenceAt + offset] = UInt8(
+                        truncatingIfNeeded: kept[index].sequence >> (24 - 8 * offset))
+                }
+            }
+            return Forged(bytes: bytes, source: kept[index].source, recipient: victim.member)
         case .flood:
             let source = PeerAddress(
                 ipv4: Self.spoofedBase + 0x100 + UInt32(sentDatagrams / 256 % 4),
