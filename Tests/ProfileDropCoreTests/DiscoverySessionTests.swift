@@ -69,6 +69,35 @@ import Testing
         var inviteDestinations: [Destination] {
             sent.compactMap { if case .invite = $0.packet { $0.destination } else { nil } }
         }
+
+        /// The ids INVITEs named, in order, from `time` on.
+        func invitees(from time: Instant = .zero) -> [DeviceID] {
+            sent.filter { $0.time >= time }.compactMap {
+                if case .invite(let invite) = $0.packet { invite.receiver } else { nil }
+            }
+        }
+
+        /// The phantom of the tentative-invitation tests: an id heard once, for a dead port.
+        static let phantom = DeviceID(rawValue: 0xDEAD)
+        /// The real peer of those tests, and its address.
+        static let real = DeviceID(rawValue: 0xBEEF)
+        static let realAddress = PeerAddress(10, 0, 0, 9, port: 4000)
+
+        /// A lone device that heard ``phantom`` at zero, which it will invite (tentatively).
+        static func hearingAPhantom() -> Lone {
+            var lone = Lone()
+            lone.deliver(
+                .beacon(Beacon(deviceID: phantom, port: 4001, busy: false, sequence: 1)),
+                from: PeerAddress(10, 0, 0, 8, port: 4001), at: .zero)
+            return lone
+        }
+
+        /// ``real``'s BEACON number `sequence`, arriving `milliseconds` after zero.
+        mutating func realBeacon(_ sequence: UInt32, busy: Bool = false, atMilliseconds milliseconds: Int64) {
+            deliver(
+                .beacon(Beacon(deviceID: Self.real, port: 4000, busy: busy, sequence: sequence)),
+                from: Self.realAddress, at: .zero + .milliseconds(milliseconds))
+        }
     }
 
     @Test func beaconsBackOffToTheCapWithJitter() {
@@ -561,30 +590,15 @@ import Testing
     /// not announce itself busy meanwhile, and as soon as an established peer is a candidate it
     /// gives the tentative invitation up and invites that peer instead.
     @Test func aTentativeInvitationYieldsToAnEstablishedPeer() throws {
-        var lone = Lone()
-        let phantom = DeviceID(rawValue: 0xDEAD)
-        let real = DeviceID(rawValue: 0xBEEF)
-        let realAddress = PeerAddress(10, 0, 0, 9, port: 4000)
-        lone.deliver(
-            .beacon(Beacon(deviceID: phantom, port: 4001, busy: false, sequence: 1)),
-            from: PeerAddress(10, 0, 0, 8, port: 4001), at: .zero)
+        var lone = Lone.hearingAPhantom()
         lone.run(until: .zero + .milliseconds(700))
-        let first = lone.sent.compactMap {
-            if case .invite(let invite) = $0.packet { invite.receiver } else { nil }
-        }
-        #expect(!first.isEmpty && first.allSatisfy { $0 == phantom })
+        let first = lone.invitees()
+        #expect(!first.isEmpty && first.allSatisfy { $0 == Lone.phantom })
         // Heard twice, 1.5 s apart: established.
-        lone.deliver(
-            .beacon(Beacon(deviceID: real, port: 4000, busy: false, sequence: 1)), from: realAddress,
-            at: .zero + .milliseconds(800))
-        lone.deliver(
-            .beacon(Beacon(deviceID: real, port: 4000, busy: false, sequence: 2)), from: realAddress,
-            at: .zero + .milliseconds(2400))
+        lone.realBeacon(1, atMilliseconds: 800)
+        lone.realBeacon(2, atMilliseconds: 2400)
         lone.run(until: .zero + .milliseconds(2800))
-        let invited = lone.sent.compactMap {
-            if case .invite(let invite) = $0.packet { invite.receiver } else { nil }
-        }
-        #expect(invited.last == real)
+        #expect(lone.invitees().last == Lone.real)
         // While it waited on the phantom, its BEACONs did not say busy.
         let beacons = lone.sent.filter { $0.time < .zero + .milliseconds(2400) }.compactMap {
             if case .beacon(let beacon) = $0.packet { beacon } else { nil }
@@ -597,34 +611,20 @@ import Testing
     /// BEACON, and invitations rank unverified peers by hearings. Given up after fewer than three
     /// INVITEs, the invitation counts nothing against the phantom's id.
     @Test func aTentativeInvitationYieldsToAPeerHeardMoreOften() throws {
-        var lone = Lone()
-        let phantom = DeviceID(rawValue: 0xDEAD)
-        let real = DeviceID(rawValue: 0xBEEF)
-        let realAddress = PeerAddress(10, 0, 0, 9, port: 4000)
-        lone.deliver(
-            .beacon(Beacon(deviceID: phantom, port: 4001, busy: false, sequence: 1)),
-            from: PeerAddress(10, 0, 0, 8, port: 4001), at: .zero)
+        var lone = Lone.hearingAPhantom()
         lone.run(until: .zero + .milliseconds(450))
         // Heard once: no more than the phantom, which the device keeps inviting.
-        lone.deliver(
-            .beacon(Beacon(deviceID: real, port: 4000, busy: false, sequence: 1)), from: realAddress,
-            at: .zero + .milliseconds(460))
+        lone.realBeacon(1, atMilliseconds: 460)
         lone.run(until: .zero + .milliseconds(500))
-        let before = lone.sent.compactMap {
-            if case .invite(let invite) = $0.packet { invite.receiver } else { nil }
-        }
-        #expect(!before.isEmpty && before.allSatisfy { $0 == phantom })
+        let before = lone.invitees()
+        #expect(!before.isEmpty && before.allSatisfy { $0 == Lone.phantom })
         // Heard again 300 ms later: more often than the phantom, far from established.
-        lone.deliver(
-            .beacon(Beacon(deviceID: real, port: 4000, busy: false, sequence: 2)), from: realAddress,
-            at: .zero + .milliseconds(760))
-        #expect(!lone.device.discovery.isEstablished(peer: real))
+        lone.realBeacon(2, atMilliseconds: 760)
+        #expect(!lone.device.discovery.isEstablished(peer: Lone.real))
         lone.run(until: .zero + .milliseconds(1_000))
-        let invites = lone.sent.filter { $0.time >= .zero + .milliseconds(760) }.compactMap {
-            if case .invite(let invite) = $0.packet { invite.receiver } else { nil }
-        }
-        #expect(invites.first == real, "\(invites)")
-        #expect(lone.device.discovery.peers.first { $0.id == phantom }?.failures == 0)
+        let invites = lone.invitees(from: .zero + .milliseconds(760))
+        #expect(invites.first == Lone.real, "\(invites)")
+        #expect(lone.device.discovery.peers.first { $0.id == Lone.phantom }?.failures == 0)
     }
 
     /// A forged INVITE naming an established peer's id (ids are in every BEACON) does not end a
@@ -632,27 +632,18 @@ import Testing
     /// is any 32 bytes, so only a completed handshake shows that the inviter is real. The forgery
     /// runs as a half-open handshake beside the invitation, which goes on.
     @Test func aForgedInviteInAnEstablishedPeersNameLeavesATentativeInvitation() throws {
-        let phantom = DeviceID(rawValue: 0xDEAD)
-        let established = DeviceID(rawValue: 0xBEEF)
-        let establishedAddress = PeerAddress(10, 0, 0, 9, port: 4000)
-        for source in [PeerAddress(10, 0, 0, 66, port: 4000), establishedAddress] {
-            var lone = Lone()
-            lone.deliver(
-                .beacon(Beacon(deviceID: phantom, port: 4001, busy: false, sequence: 1)),
-                from: PeerAddress(10, 0, 0, 8, port: 4001), at: .zero)
+        for source in [PeerAddress(10, 0, 0, 66, port: 4000), Lone.realAddress] {
+            var lone = Lone.hearingAPhantom()
             // Heard twice, 1.5 s apart, so established; busy, so never a candidate the device
             // would leave its invitation for by itself.
-            for (sequence, time) in [(UInt32(1), 100), (2, 1_700)] {
-                lone.deliver(
-                    .beacon(Beacon(deviceID: established, port: 4000, busy: true, sequence: sequence)),
-                    from: establishedAddress, at: .zero + .milliseconds(time))
-            }
-            let isEstablished = lone.device.discovery.isEstablished(peer: established)
+            lone.realBeacon(1, busy: true, atMilliseconds: 100)
+            lone.realBeacon(2, busy: true, atMilliseconds: 1_700)
+            let isEstablished = lone.device.discovery.isEstablished(peer: Lone.real)
             #expect(isEstablished)
             let invitingBefore = lone.device.isInvitingTentatively
             #expect(invitingBefore, "inviting the phantom")
             let forged = HandshakePacket(
-                sessionID: 0x5EED, sender: established, receiver: lone.device.deviceID,
+                sessionID: 0x5EED, sender: Lone.real, receiver: lone.device.deviceID,
                 noiseMessage: [UInt8](repeating: 9, count: X25519.keyLength))
             lone.deliver(.invite(forged), from: source, at: .zero + .milliseconds(1_800))
             let invitingAfter = lone.device.isInvitingTentatively
@@ -660,10 +651,8 @@ import Testing
             let halfOpen = lone.device.halfOpen.sessions.map(\.peer)
             #expect(halfOpen == [forged.sender], "the forgery waits as a half-open handshake")
             lone.run(until: .zero + .milliseconds(2_400))
-            let invites = lone.sent.filter { $0.time > .zero + .milliseconds(1_800) }.compactMap {
-                if case .invite(let invite) = $0.packet { invite.receiver } else { nil }
-            }
-            #expect(!invites.isEmpty && invites.allSatisfy { $0 == phantom }, "\(source)")
+            let invites = lone.invitees(from: .zero + .milliseconds(1_800) + .nanoseconds(1))
+            #expect(!invites.isEmpty && invites.allSatisfy { $0 == Lone.phantom }, "\(source)")
         }
     }
 
