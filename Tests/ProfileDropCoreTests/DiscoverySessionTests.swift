@@ -627,6 +627,50 @@ import Testing
         #expect(lone.device.discovery.peers.first { $0.id == Lone.phantom }?.failures == 0)
     }
 
+    /// An invitation is tentative until its invitee has completed a handshake with us, even one that
+    /// is established: a forger can keep a phantom's id alive for 1.5 s, and claim to stand where we
+    /// stand, so that it outranks the real peer. While such an invitation waits, the device's BEACONs
+    /// do not say busy and another peer's INVITE runs beside it; after three INVITEs unanswered, with
+    /// another candidate waiting, it gives the phantom up as unanswered (no longer established) and
+    /// invites the next peer, after 750 ms instead of a handshake's 7.75 s.
+    @Test func anUnansweredInvitationOfAPeerNeverVerifiedIsGivenUpAfterThreeInvites() throws {
+        var lone = Lone()
+        let phantomAddress = PeerAddress(10, 0, 0, 8, port: 4001)
+        // Busy at first, so that neither is invited before both are established at 1.6 s.
+        for (sequence, time, busy) in [(UInt32(1), 0, true), (2, 1_600, false)] {
+            // Claiming to stand where the device stands, so nearer than the real peer.
+            lone.deliver(
+                .beacon(
+                    Beacon(
+                        deviceID: Lone.phantom, port: 4001, busy: busy, sequence: sequence,
+                        position: PositionHint(x: 0, y: 0))),
+                from: phantomAddress, at: .zero + .milliseconds(Int64(time)))
+            lone.deliver(
+                .beacon(
+                    Beacon(
+                        deviceID: Lone.real, port: 4000, busy: busy, sequence: sequence,
+                        position: PositionHint(x: 7, y: 0))),
+                from: Lone.realAddress, at: .zero + .milliseconds(Int64(time) + 10))
+        }
+        #expect(lone.device.discovery.isEstablished(peer: Lone.phantom))
+        #expect(lone.device.discovery.isEstablished(peer: Lone.real))
+        lone.run(until: .zero + .milliseconds(4_000))
+        let invites = lone.invitees(from: .zero + .milliseconds(1_600))
+        let toPhantom = invites.prefix { $0 == Lone.phantom }
+        #expect(toPhantom.count == 3, "\(invites)")
+        #expect(invites.dropFirst(toPhantom.count).first == Lone.real, "\(invites)")
+        #expect(!lone.device.discovery.isEstablished(peer: Lone.phantom))
+        let firstToReal = try #require(
+            lone.sent.first {
+                if case .invite(let invite) = $0.packet { invite.receiver == Lone.real } else { false }
+            }?.time)
+        #expect(firstToReal < .zero + .milliseconds(1_600 + 1_000))
+        // While it waited on the phantom, its BEACONs did not say busy.
+        let beacons = lone.sent.filter { $0.time >= .zero + .milliseconds(1_600) && $0.time < firstToReal }
+            .compactMap { if case .beacon(let beacon) = $0.packet { beacon } else { nil } }
+        #expect(beacons.allSatisfy { !$0.busy })
+    }
+
     /// A forged INVITE naming an established peer's id (ids are in every BEACON) does not end a
     /// tentative invitation, from a stranger's address nor from that peer's own: an XX first message
     /// is any 32 bytes, so only a completed handshake shows that the inviter is real. The forgery

@@ -286,7 +286,7 @@ extension Device {
         // Read in place: binding the session (or calling this on a copy of the device) would copy
         // it whole on every input.
         guard exchange?.isAwaitingAccept == true, let peer = exchange?.peer else { return false }
-        return !discovery.isEstablished(peer: peer)
+        return !discovery.isVerified(peer: peer)
     }
 
     /// Ends a tentative invitation without an outcome. If the INVITE went out
@@ -409,11 +409,16 @@ extension Device {
         _ = takeOutcomes()
         // A peer became established, or was heard more often than the one we wait on, which may be a
         // phantom: go to it.
-        if isInvitingTentatively, let invitee = exchange?.peer,
-            discovery.hasEstablishedCandidate(now: context.now)
-                || discovery.hasBetterHeardCandidate(than: invitee, now: context.now)
-        {
-            abandonTentativeInvitation()
+        if isInvitingTentatively, let invitee = exchange?.peer {
+            let newcomer = !discovery.isEstablished(peer: invitee)
+            let unanswered = (exchange?.inviteTransmissions ?? 0) >= Self.unansweredTransmissions
+            if newcomer
+                && (discovery.hasEstablishedCandidate(now: context.now)
+                    || discovery.hasBetterHeardCandidate(than: invitee, now: context.now))
+                || unanswered && discovery.hasOtherCandidate(than: invitee, now: context.now)
+            {
+                abandonTentativeInvitation()
+            }
         }
         // A secured session refuses every INVITE: no half-open handshake waits beside it.
         if exchange?.isAwaitingAccept == false { halfOpen.removeAll() }

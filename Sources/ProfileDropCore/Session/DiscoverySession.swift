@@ -368,6 +368,16 @@ struct DiscoverySession {
         peers.contains { $0.id == peer && $0.isEstablished }
     }
 
+    /// Whether `peer` completed a handshake with us in this run.
+    func isVerified(peer: DeviceID) -> Bool {
+        peers.contains { $0.id == peer && $0.verified }
+    }
+
+    /// Whether a peer other than `invitee` could be invited right now.
+    func hasOtherCandidate(than invitee: DeviceID, now: Instant) -> Bool {
+        !isClosed && peers.contains { $0.id != invitee && isCandidate($0, now: now) }
+    }
+
     /// Whether some established peer could be invited right now.
     func hasEstablishedCandidate(now: Instant) -> Bool {
         !isClosed && peers.contains { $0.isEstablished && isCandidate($0, now: now) }

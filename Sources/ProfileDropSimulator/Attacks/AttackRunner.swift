@@ -197,8 +197,8 @@ public enum Attacks {
     static let pendingFixes: [(kind: AttackKind, fix: String)] = [
         (
             .phantomKeeper,
-            "an unanswered invitation of a peer never verified must cost far less than a 7.75 s handshake "
-                + "(PROTOCOL.md 11.6 item 6)"
+            "established phantoms that claim to stand where the victim stands must stop outranking the "
+                + "real peer; each still costs an invitation of 750 ms (PROTOCOL.md 11.6 item 6)"
         )
     ]
 
