@@ -152,13 +152,17 @@ final class CleartextAttacker {
                 bytes: forgedBeacon(from: heard, id: DeviceID(rawValue: random.nextUInt64()), port: port),
                 source: spoofed(port: port), recipient: victim.member)
         case .keptPhantoms:
-            guard let heard = targets.lazy.compactMap(\.beacon).first else { return nil }
+            // Each phantom claims to stand where one victim stands, in turn, so that to each victim
+            // half of them are nearer than its partner and the rest as near.
+            let heardBeacons = targets.compactMap(\.beacon)
+            guard !heardBeacons.isEmpty else { return nil }
             if kept.count < Self.keptPhantomCount {
                 let port = deadPort()
                 kept.append((DeviceID(rawValue: random.nextUInt64()), spoofed(port: port), 1))
             }
             let index = sentDatagrams % kept.count
             kept[index].sequence &+= 1
+            let heard = heardBeacons[index % heardBeacons.count]
             var bytes = forgedBeacon(from: heard, id: kept[index].id, port: kept[index].source.port)
             let sequenceAt = WireConstants.headerSize + 11
             if bytes.count >= sequenceAt + 4 {
