@@ -648,8 +648,8 @@ func expectProtocolError(
 
 /// The parameters of CONFIRM (an inviting peer) and ACCEPT (an invited one) are the peer's to choose
 /// (PROTOCOL.md 11.4, CONFIRM). A card limit of 0 only keeps our card from the peer: sharing becomes
-/// receiving only. A window of 1 or 65535 only sets how many of our chunks may be in flight, never
-/// more than our own send window: the exchange completes either way.
+/// receiving only. A window of 1 or 65535 only sets how many of our chunks may be in flight (never
+/// more than our own send window, `TransferringState`): the exchange completes either way.
 @Suite struct HostileParameterTests {
     @Test(arguments: [true, false])
     func aCardLimitOfZeroOnlyKeepsOurCardFromThePeer(peerInvites: Bool) {
@@ -662,10 +662,10 @@ func expectProtocolError(
         #expect(run.deliveredCards == 1)
     }
 
-    @Test(arguments: [UInt16(1), 65_535])
-    func anyWindowStillMovesOurCard(window: UInt16) {
+    @Test(arguments: [UInt16(1), 65_535], [true, false])
+    func anyWindowStillMovesOurCard(window: UInt16, peerInvites: Bool) {
         var run = ScriptedPeerRun(
-            configuration: ScriptedPeerRun.configuration(),
+            configuration: ScriptedPeerRun.configuration(), peerInvites: peerInvites,
             peerParameters: HandshakeParameters(maxCardBytes: .max, receiveWindow: window))
         run.run(until: .zero + .seconds(30)) { $0.closed != nil }
         #expect(run.closed?.reason == .exchanged)

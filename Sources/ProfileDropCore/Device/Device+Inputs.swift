@@ -280,8 +280,9 @@ extension Device {
         }
     }
 
-    /// Whether we wait for ACCEPT from a peer not yet established: a tentative invitation, which may
-    /// be a phantom's, keeps us neither busy to others nor from an established peer (PROTOCOL.md 5).
+    /// Whether we wait for ACCEPT from a peer that never completed a handshake with us: a tentative
+    /// invitation, which may be a phantom's (even one kept alive until established), keeps us neither
+    /// busy to others nor from other candidates (PROTOCOL.md 5).
     var isInvitingTentatively: Bool {
         // Read in place: binding the session (or calling this on a copy of the device) would copy
         // it whole on every input.
@@ -295,6 +296,7 @@ extension Device {
     /// answer yet, we only went elsewhere, and a real peer on a lossy link must not be blamed for it.
     mutating func abandonTentativeInvitation() {
         guard let session = exchange else { return }
+        precondition(session.isAwaitingAccept, "only an invitation awaiting ACCEPT is abandoned")
         exchange = nil
         if (session.inviteTransmissions ?? 0) >= Self.unansweredTransmissions {
             discovery.invitationUnanswered(to: session.peer, at: session.peerAddress, context: &context)
@@ -316,7 +318,7 @@ extension Device {
     mutating func runTimers() {
         // Before the exchange's own timer: a refusal held until the INVITE's retransmission replaces it.
         applyHeldRefusal()
-        // A tentative invitation (of a peer not yet established) does not make us busy to others.
+        // A tentative invitation (of a peer never verified) does not make us busy to others.
         discovery.runTimers(busy: exchange != nil && !isInvitingTentatively, context: &context)
         exchange?.handleTimeout(context: &context)
         halfOpen.runTimers(context: &context)

@@ -383,11 +383,14 @@ struct DiscoverySession {
         !isClosed && peers.contains { $0.isEstablished && isCandidate($0, now: now) }
     }
 
-    /// Whether a candidate was heard more often than `invitee`, with no more failed sessions: the
-    /// rank `nextInvitee` gives unverified peers. A tentative invitation was chosen among peers heard
-    /// equally often; a real newcomer heard again outranks a phantom heard once.
+    /// Whether `invitee` was heard once and a candidate more often, with no more failed sessions: the
+    /// rank `nextInvitee` gives unverified peers. A real newcomer heard again outranks a phantom's
+    /// fresh id, heard once; an invitee heard again is kept, so that ids whose counts leapfrog do not
+    /// make the device switch back and forth.
     func hasBetterHeardCandidate(than invitee: DeviceID, now: Instant) -> Bool {
-        guard !isClosed, let chosen = peers.first(where: { $0.id == invitee }) else { return false }
+        guard !isClosed, let chosen = peers.first(where: { $0.id == invitee }), chosen.hearings <= 1 else {
+            return false
+        }
         return peers.contains {
             $0.id != invitee && $0.hearings > chosen.hearings && $0.failures <= chosen.failures
                 && isCandidate($0, now: now)

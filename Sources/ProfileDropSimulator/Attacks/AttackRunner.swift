@@ -24,7 +24,7 @@ public enum AttackKind: String, CaseIterable, Sendable {
     case inviteSquatter = "invite-squatter"
     /// Availability, cleartext: BEACONs of fresh fake ids pointing at a dead port.
     case phantomFlood = "phantom-flood"
-    /// Availability, cleartext: BEACONs of eight fake ids kept alive, each from its own spoofed
+    /// Availability, cleartext: BEACONs of four fake ids kept alive, each from its own spoofed
     /// address, so that they become established peers.
     case phantomKeeper = "phantom-keeper"
     /// Availability, cleartext: mixed junk from 256 ports on each of four spoofed addresses.

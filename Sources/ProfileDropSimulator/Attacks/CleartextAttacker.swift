@@ -73,9 +73,12 @@ final class CleartextAttacker {
     private var turn = 0
     /// The kept phantoms: their ids, addresses and sequence numbers.
     private var kept: [(id: DeviceID, source: PeerAddress, sequence: UInt32)] = []
+    /// Kept phantoms' BEACONs forged so far: each goes to every victim in turn, as multicast would.
+    private var keptSent = 0
 
-    /// How many phantoms a keeper keeps alive: as many as a victim's table holds unverified entries.
-    static let keptPhantomCount = 8
+    /// How many phantoms a keeper keeps alive: few, so that each is heard more often than a real peer
+    /// by the time the victims first invite.
+    static let keptPhantomCount = 4
 
     /// A replayed BEACON must be at least this old.
     static let replayAge: Duration = .seconds(1)
@@ -160,8 +163,11 @@ final class CleartextAttacker {
                 let port = deadPort()
                 kept.append((DeviceID(rawValue: random.nextUInt64()), spoofed(port: port), 1))
             }
-            let index = sentDatagrams % kept.count
-            kept[index].sequence &+= 1
+            // Every victim hears each BEACON (one datagram each), then the next phantom speaks.
+            let recipient = targets[keptSent % targets.count]
+            let index = keptSent / targets.count % kept.count
+            if keptSent % targets.count == 0 { kept[index].sequence &+= 1 }
+            keptSent += 1
             let heard = heardBeacons[index % heardBeacons.count]
             var bytes = forgedBeacon(from: heard, id: kept[index].id, port: kept[index].source.port)
             let sequenceAt = WireConstants.headerSize + 11
@@ -171,7 +177,7 @@ final class CleartextAttacker {
                         truncatingIfNeeded: kept[index].sequence >> (24 - 8 * offset))
                 }
             }
-            return Forged(bytes: bytes, source: kept[index].source, recipient: victim.member)
+            return Forged(bytes: bytes, source: kept[index].source, recipient: recipient.member)
         case .flood:
             let source = PeerAddress(
                 ipv4: Self.spoofedBase + 0x100 + UInt32(sentDatagrams / 256 % 4),
