@@ -409,8 +409,9 @@ extension Device {
             discovery.handshakeCompleted(with: peer, at: address, context: context)
         }
         _ = takeOutcomes()
-        // A peer became established, or was heard more often than the one we wait on, which may be a
-        // phantom: go to it.
+        // The peer we wait on may be a phantom. Go elsewhere if it is a newcomer and another peer
+        // became established or was heard more often, or if three INVITEs to it went unanswered
+        // while another peer waits (PROTOCOL.md 5, "Tentative invitations").
         if isInvitingTentatively, let invitee = exchange?.peer {
             let newcomer = !discovery.isEstablished(peer: invitee)
             let unanswered = (exchange?.inviteTransmissions ?? 0) >= Self.unansweredTransmissions
