@@ -445,14 +445,7 @@ public enum Attacks {
             outcome.interrupted += victim.interrupted
             outcome.mismatches += victim.mismatches
             outcome.mismatchesPerVictim.append(victim.mismatches)
-            outcome.proofFailures +=
-                victim.ended.filter {
-                    if case .error(let error) = $0.reason {
-                        error.code == .identityProofFailed
-                    } else {
-                        false
-                    }
-                }.count
+            outcome.proofFailures += victim.proofFailures
             outcome.declines += victim.declines
             outcome.adversaryShownKnown += victim.adversaryShownKnown
             outcome.screens.append(describe(victim))
@@ -476,7 +469,7 @@ public enum Attacks {
         }
     }
 
-    private static func describe(_ screen: VictimScreen) -> String {
+    static func describe(_ screen: VictimScreen) -> String {
         let codes = screen.codes.isEmpty ? "no code" : "codes \(screen.codes.joined(separator: ","))"
         return
             "\(screen.name): \(codes), \(screen.interrupted) interrupted, \(screen.mismatches) mismatch warnings, "

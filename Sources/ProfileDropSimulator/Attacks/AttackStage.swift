@@ -62,6 +62,13 @@ struct VictimScreen {
     /// Sessions that ended (with `.sessionEnded`, or with `.closed` for the one that ended the
     /// device): the peer, why, and when.
     var ended: [(peer: DeviceID?, reason: CloseReason, at: Instant)] = []
+
+    /// Sessions that ended `identity-proof-failed`.
+    var proofFailures: Int {
+        ended.filter {
+            if case .error(let error) = $0.reason { error.code == .identityProofFailed } else { false }
+        }.count
+    }
 }
 
 /// Who may hear whom: the adversary owns the LAN path, so only the datagrams its rules allow get
@@ -142,17 +149,9 @@ struct AttackStage {
         name: String, card: ProfileCard, identity: DeviceIdentity, knownPeers: [KnownPeer], pose: Pose,
         seedMaterial: [UInt8], staticKeySeedMaterial: [UInt8]? = nil
     ) -> Int {
-        var keyRandom = DeterministicRandom(
-            seedMaterial: staticKeySeedMaterial ?? seedMaterial + Array("/static-key".utf8))
-        let configuration = DeviceConfiguration(
-            card: card, consent: users == .unattended ? .shareWithKnownPeers : .askUser,
-            staticKey: X25519.PrivateKey(using: &keyRandom),
-            identity: identity,
-            knownPeers: knownPeers, timeouts: Self.timeouts)
-        let device = Device(
-            configuration: configuration, random: DeterministicRandom(seedMaterial: seedMaterial),
-            now: room.now,
-            localAddress: nextAddress)
+        let device = coreDevice(
+            card: card, consent: users == .unattended ? .shareWithKnownPeers : .askUser, identity: identity,
+            knownPeers: knownPeers, seedMaterial: seedMaterial, staticKeySeedMaterial: staticKeySeedMaterial)
         let member = add(device, pose: pose)
         var screen = VictimScreen(member: member, name: name, card: card, identity: identity)
         screen.startedAt = room.now
@@ -185,14 +184,27 @@ struct AttackStage {
     /// the LAN, which shares with whoever proves to be its known peer (nobody here) and asks no one.
     @discardableResult
     mutating func addBystander(card: ProfileCard, pose: Pose, seedMaterial: [UInt8]) -> Int {
-        var keyRandom = DeterministicRandom(seedMaterial: seedMaterial + Array("/static-key".utf8))
+        add(
+            coreDevice(
+                card: card, consent: .shareWithKnownPeers, identity: nil, knownPeers: [],
+                seedMaterial: seedMaterial),
+            pose: pose)
+    }
+
+    /// An honest core device for the next place: its draws from `seedMaterial`, its static key from
+    /// `staticKeySeedMaterial` when given, else from `seedMaterial` with a fixed suffix.
+    private func coreDevice(
+        card: ProfileCard, consent: ConsentPolicy, identity: DeviceIdentity?, knownPeers: [KnownPeer],
+        seedMaterial: [UInt8], staticKeySeedMaterial: [UInt8]? = nil
+    ) -> Device {
+        var keyRandom = DeterministicRandom(
+            seedMaterial: staticKeySeedMaterial ?? seedMaterial + Array("/static-key".utf8))
         let configuration = DeviceConfiguration(
-            card: card, consent: .shareWithKnownPeers, staticKey: X25519.PrivateKey(using: &keyRandom),
-            timeouts: Self.timeouts)
-        let device = Device(
+            card: card, consent: consent, staticKey: X25519.PrivateKey(using: &keyRandom), identity: identity,
+            knownPeers: knownPeers, timeouts: Self.timeouts)
+        return Device(
             configuration: configuration, random: DeterministicRandom(seedMaterial: seedMaterial),
             now: room.now, localAddress: nextAddress)
-        return add(device, pose: pose)
     }
 
     /// Adds a raw speaker (an attacker that is no core device); returns its member index.

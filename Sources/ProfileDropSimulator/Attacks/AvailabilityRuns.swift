@@ -496,6 +496,15 @@ enum Availability {
 
         /// Counts one datagram in the current second.
         mutating func add() { count += 1 }
+
+        /// Counts one datagram at `time` if the second of `time` has room for it under `budget`;
+        /// returns whether it had.
+        mutating func spend(at time: Instant, budget: Int) -> Bool {
+            enter(time)
+            guard count < budget else { return false }
+            add()
+            return true
+        }
     }
 
     /// What the attacker sent and the victims held, step by step.

@@ -107,12 +107,10 @@ final class BusyForger {
             turn += 1
             invitations.append((invite.sessionID, reason))
         }
-        thisSecond.enter(time)
-        guard thisSecond.count < budget else {
+        guard thisSecond.spend(at: time, budget: budget) else {
             unanswered += 1
             return nil
         }
-        thisSecond.add()
         forged[Self.index(reason)] += 1
         let busy = Busy(
             sessionID: invite.sessionID, sender: invite.receiver, receiver: invite.sender, reason: reason,

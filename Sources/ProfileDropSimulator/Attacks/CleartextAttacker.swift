@@ -169,14 +169,9 @@ final class CleartextAttacker {
             if keptSent % targets.count == 0 { kept[index].sequence &+= 1 }
             keptSent += 1
             let heard = heardBeacons[index % heardBeacons.count]
-            var bytes = forgedBeacon(from: heard, id: kept[index].id, port: kept[index].source.port)
-            let sequenceAt = WireConstants.headerSize + 11
-            if bytes.count >= sequenceAt + 4 {
-                for offset in 0..<4 {
-                    bytes[sequenceAt + offset] = UInt8(
-                        truncatingIfNeeded: kept[index].sequence >> (24 - 8 * offset))
-                }
-            }
+            let bytes = forgedBeacon(
+                from: heard, id: kept[index].id, port: kept[index].source.port, sequence: kept[index].sequence
+            )
             return Forged(bytes: bytes, source: kept[index].source, recipient: recipient.member)
         case .flood:
             let source = PeerAddress(
@@ -222,10 +217,12 @@ final class CleartextAttacker {
     /// then the sender's position hint). Forging from what was heard fits whichever layout the
     /// victims speak, and claims the victim's own position, near both victims, so that the forged
     /// peers rank as near as they can. With `id` the id is replaced; with `ahead` a sequence number is moved ahead of the
-    /// heard one by 1 to 64, else it is drawn at random.
-    private func forgedBeacon(from heard: [UInt8], id: DeviceID? = nil, port: UInt16, ahead: Bool = false)
-        -> [UInt8]
-    {
+    /// heard one by 1 to 64, else it is drawn at random; `sequence` replaces either (after the same
+    /// draws, so that a forger's later draws do not move).
+    private func forgedBeacon(
+        from heard: [UInt8], id: DeviceID? = nil, port: UInt16, ahead: Bool = false,
+        sequence given: UInt32? = nil
+    ) -> [UInt8] {
         var bytes = heard
         let idAt = WireConstants.headerSize
         if let id {
@@ -243,6 +240,7 @@ final class CleartextAttacker {
             sequence =
                 ahead
                 ? sequence &+ 1 &+ UInt32(random.uniform(below: 64)) : UInt32(random.uniform(below: 1 << 31))
+            sequence = given ?? sequence
             for index in 0..<4 {
                 bytes[sequenceAt + index] = UInt8(truncatingIfNeeded: sequence >> (24 - 8 * index))
             }

@@ -78,15 +78,10 @@ extension Attacks {
         outcome.mismatches = victim.mismatches
         outcome.declines = victim.declines
         outcome.adversaryShownKnown = victim.adversaryShownKnown
-        outcome.proofFailures =
-            victim.ended.filter {
-                if case .error(let error) = $0.reason { error.code == .identityProofFailed } else { false }
-            }.count
+        outcome.proofFailures = victim.proofFailures
         if stage.adversaryCards.contains(victim.card) { outcome.cards = 1 }
         outcome.screens = [
-            "A: \(victim.codes.count) codes, \(victim.mismatches) mismatch warnings, \(victim.shares) shared, "
-                + "\(victim.declines) declined, closed: " + (victim.closed.map { "\($0)" } ?? "no")
-                + "; the thief's BOND named B's key in \(thief.bondSessions.count) sessions"
+            describe(victim) + "; the thief's BOND named B's key in \(thief.bondSessions.count) sessions"
         ]
         let replaced = victim.remembered.filter {
             $0.resolvingKey == recordOfB.resolvingKey && $0.bondKey != recordOfB.bondKey

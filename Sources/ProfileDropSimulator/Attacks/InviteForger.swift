@@ -54,12 +54,10 @@ final class InviteForger {
     /// The forged INVITE for `invite`, seen leaving participant `inviter` at `time`; nil when this
     /// second's budget is spent.
     func answer(_ invite: HandshakePacket, from inviter: Int, at time: Instant) -> Forged? {
-        thisSecond.enter(time)
-        guard thisSecond.count < budget else {
+        guard thisSecond.spend(at: time, budget: budget) else {
             unanswered += 1
             return nil
         }
-        thisSecond.add()
         forged += 1
         let forgery = HandshakePacket(
             sessionID: random.nextUInt64(), sender: bystander, receiver: invite.sender,
