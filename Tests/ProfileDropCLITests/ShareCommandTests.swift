@@ -600,6 +600,9 @@ final class InteractiveShare: Sendable {
         }
     }
 
+    /// Interrupted while ranging, before either code: the peer hears it at once (`session_ended`,
+    /// `declined by peer`), but goes on looking for someone else, since a CLOSE(declined) before
+    /// the code could come from anyone who completed a handshake (PROTOCOL.md 11.6, item 10).
     @Test func anInterruptedDeviceTellsItsPeerAtOnce() throws {
         let directory = try TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -608,21 +611,24 @@ final class InteractiveShare: Sendable {
             try Self.stillSharing(index, card: card, pose: pose, directory: directory, port: port)
         }
         // 20 cm apart: they pair and range, but never come in range, so only the interruption can
-        // end the peer's session early (its ranging window alone would take 3 s, then it would
-        // look for someone else until --timeout).
+        // end the peer's session early (its ranging window alone would take 3 s).
         let first = try InteractiveShare(try arguments(0, card: ShareCommandTests.bori, pose: "0,0,0"))
         let second = try InteractiveShare(try arguments(1, card: ShareCommandTests.max, pose: "20,0,180"))
         _ = try #require(first.next("secured", within: 15), "\(first.lines)")
         _ = try #require(second.next("secured", within: 15), "\(second.lines)")
         kill(first.processIdentifier, SIGINT)
         let interruptedAt = Date()
-        let interrupted = first.finish(within: 5)
-        let peer = second.finish(within: 5)
+        let ended = try #require(second.next("session_ended", within: 5), "\(second.lines)")
         #expect(Date().timeIntervalSince(interruptedAt) < 2, "the peer took its time")
+        #expect(ended["detail"] as? String == "declined by peer")
+        let interrupted = first.finish(within: 5)
         #expect(interrupted.code == 130)
-        #expect(peer.code == 4, "\(peer.lines.suffix(2))")
+        // Still looking: only the user (here a signal) or --timeout ends it.
+        usleep(500_000)
+        kill(second.processIdentifier, SIGTERM)
+        let peer = second.finish(within: 5)
+        #expect(peer.code == 143, "\(peer.lines.suffix(2))")
         let closed = try #require(peer.lines.last.flatMap(InteractiveShare.parse))
-        #expect(closed["reason"] as? String == "declined")
-        #expect(closed["detail"] as? String == "declined by peer")
+        #expect(closed["reason"] as? String == "interrupted")
     }
 }

@@ -371,9 +371,9 @@ extension VirtualRoom {
         #expect(hold >= .seconds(1) && hold <= .milliseconds(1_020), "decided \(hold) after done")
     }
 
-    /// Cancelled in ranging, consenting (verification under way) and the confirmation hold: the
-    /// peer learns at once, and neither delivers a card.
-    @Test(arguments: [500, 1_600, 2_300])
+    /// Cancelled in consenting (verification under way) and in the confirmation hold: the peer
+    /// learns at once and closes, and neither delivers a card.
+    @Test(arguments: [1_600, 2_300])
     func aCancelledDeviceTellsItsPeerAtOnce(atMilliseconds: Int) {
         var room = VirtualRoom.boriAndKong()
         let cancelAt = Instant.zero + .milliseconds(atMilliseconds)
@@ -387,6 +387,29 @@ extension VirtualRoom {
         room.run(until: Instant.zero + .seconds(10))
         #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
         #expect(room.devices.allSatisfy { $0.nextDeadline == nil })
+    }
+
+    /// Cancelled while ranging, before either code: the peer learns at once, but only its session
+    /// ends (a CLOSE(declined) before the code could come from anyone who completed a handshake,
+    /// PROTOCOL.md 11.6 item 10), and it goes on looking until its own limit.
+    @Test func aDeviceCancelledWhileRangingEndsOnlyItsPeersSession() {
+        var timeouts = Timeouts()
+        timeouts.overall = .seconds(20)
+        var room = VirtualRoom()
+        room.addBoriAndKong(timeouts: timeouts)
+        let cancelAt = Instant.zero + .milliseconds(500)
+        room.run(until: cancelAt)
+        room.act(0) { $0.cancel(at: $1) }
+        room.run(until: cancelAt + .milliseconds(20))
+        #expect(room.closeReason(0) == .declined(by: .local))
+        #expect(room.closeReason(1) == nil)
+        #expect(
+            room.events[1].contains {
+                $0 == .sessionEnded(peer: room.devices[0].deviceID, reason: .declined(by: .peer))
+            })
+        room.run(until: Instant.zero + .seconds(30))
+        #expect(room.closeReason(1) == .timeout(.noExchange))
+        #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
     }
 
     /// A peer that withholds every CLOSE_ACK: the outcome stands, and the closer's CLOSEs stay

@@ -435,17 +435,46 @@ func expectProtocolError(
         #expect(!run.device.discovery.isBackingOff(fromHost: run.peer.address.ipv4, now: ended.time))
     }
 
-    /// CLOSE(declined) while ranging ends the session and the device, no gate needed (PROTOCOL.md
-    /// 11.6, item 10).
-    @Test func aCloseAsDeclinedWhileRangingEndsTheDevice() throws {
+    /// CLOSE(declined) before our code is known ends only the session, as a failure against that
+    /// peer: anyone who completes a handshake with us could send it, and until 2026-12-02 it ended
+    /// the device, no gate needed (PROTOCOL.md 11.6, item 10). Tried while ranging and while
+    /// consenting with the peer's REVEAL or NONCE withheld, so that no code is known.
+    @Test(arguments: [false, true])
+    func aCloseAsDeclinedBeforeOurCodeEndsOnlyTheSession(consenting: Bool) throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
-        run.run(until: .zero + .seconds(20)) { $0.peer.sawPeerIdent }
-        #expect(run.inRangeAt == nil)
+        if consenting {
+            run.peer.withheld = .nonce
+            run.run(until: .zero + .seconds(20)) { $0.inRangeAt != nil }
+            run.run(until: run.now + .milliseconds(500))
+        } else {
+            run.run(until: .zero + .seconds(20)) { $0.peer.sawPeerIdent }
+        }
+        #expect((run.inRangeAt != nil) == consenting)
+        #expect(run.shownCodes.isEmpty)
+        run.inject([.close(CloseFrame(code: .declined)), .receipt([])])
+        let ended = try run.firstSessionEnd()
+        #expect(ended.reason == .declined(by: .peer))
+        #expect(run.closed == nil, "a decline before our code closed the device")
+        #expect(run.peer.closeAcked && run.peer.receivedClose == nil)
+        let entry = try #require(run.device.discovery.peers.first { $0.id == run.peer.deviceID })
+        #expect(entry.failures == 1)
+        #expect(entry.retryAt > ended.time)
+        // The device goes on: it still advertises and may invite again.
+        #expect(run.device.nextDeadline != nil)
+    }
+
+    /// CLOSE(declined) once our code is shown ends the session and the device, as CONSENT(decline)
+    /// does then: our user has seen who declined.
+    @Test func aCloseAsDeclinedAfterOurCodeEndsTheDevice() throws {
+        var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
+        run.run(until: .zero + .seconds(20)) { $0.peer.code != nil }
+        #expect(run.shownCodes.count == 1)
         run.inject([.close(CloseFrame(code: .declined)), .receipt([])])
         let closed = try #require(run.closed)
         #expect(closed.reason == .declined(by: .peer))
         #expect(run.endedSessions.isEmpty)
         #expect(run.peer.closeAcked && run.peer.receivedClose == nil)
+        #expect(run.deliveredCards == 0 && run.peer.chunksReceived == 0)
     }
 
     /// CLOSE(error, n): any 16-bit value, shown by name, or as `unexpected-message` when n names no

@@ -88,15 +88,18 @@ extension ExchangeSession {
         guard isSecured else { return }
         securedLink.send(.closeAck, context: &context)
         switch state {
-        case .ranging, .consenting:
-            concludePeerClose(close, exchangeComplete: false, context: &context)
+        case .ranging:
+            concludePeerClose(close, exchangeComplete: false, codeShown: false, context: &context)
+        case .consenting(let consenting):
+            concludePeerClose(
+                close, exchangeComplete: false, codeShown: consenting.verified, context: &context)
         case .transferring(var transferring):
             let exchangeComplete = transferring.value.isExchangeComplete(link: securedLink)
             // Believed (our own gate may be waiting for samples): the exchange is complete.
             if close.code == .exchanged && exchangeComplete {
                 transferring.value.deliverReceivedCard(context: &context)
             }
-            concludePeerClose(close, exchangeComplete: exchangeComplete, context: &context)
+            concludePeerClose(close, exchangeComplete: exchangeComplete, codeShown: true, context: &context)
         case .closing:
             break
         case .draining:
@@ -107,8 +110,11 @@ extension ExchangeSession {
         apply(.drain, context: &context)
     }
 
-    private func concludePeerClose(_ close: CloseFrame, exchangeComplete: Bool, context: inout SessionContext)
-    {
+    /// Decides the outcome of the peer's CLOSE. `codeShown`: our code is known and the peer
+    /// recognised (consenting and verified, or transferring).
+    private func concludePeerClose(
+        _ close: CloseFrame, exchangeComplete: Bool, codeShown: Bool, context: inout SessionContext
+    ) {
         let reason: CloseReason =
             switch close.code {
             case .exchanged:
@@ -127,7 +133,11 @@ extension ExchangeSession {
                         ProtocolError.Code(rawValue: close.errorCode) ?? .unexpectedMessage,
                         "peer closed with error \(close.errorCode)"))
             }
-        let endsDevice = (close.code == .exchanged && exchangeComplete) || close.code == .declined
+        // A decline ends the device only once our user could have seen who declined: before our
+        // code, anyone who completed a handshake with us could stop our run with one packet
+        // (PROTOCOL.md 11.6, item 10). It then ends the session, as CONSENT(decline) does.
+        let endsDevice =
+            (close.code == .exchanged && exchangeComplete) || (close.code == .declined && codeShown)
         conclude(reason, endsDevice: endsDevice, context: &context)
     }
 

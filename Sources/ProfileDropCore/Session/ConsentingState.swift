@@ -79,10 +79,7 @@ extension ConsentingState: LiveState {
             }
         }
         if link.localConsent == .decline {
-            return .close(
-                .declined(by: .local),
-                frames: [.consent(.decline, nil), .close(CloseFrame(code: .declined))],
-                endsDevice: true)
+            return .close(.declined(by: .local), frames: link.declineFrames(), endsDevice: true)
         } else if link.peerConsent == .decline {
             return .close(
                 .declined(by: .peer), frames: [.close(CloseFrame(code: .declined))], endsDevice: true)

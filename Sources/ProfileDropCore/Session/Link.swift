@@ -74,9 +74,7 @@ struct Link {
     /// Appends our facts the peer does not yet hold, and our receipts, to `frames`.
     func appendControlFrames(to frames: inout [Frame]) {
         frames.reserveCapacity(frames.count + Self.usualControlFrames)
-        if !peerReceipts.contains(.token) { frames.append(.token(localToken)) }
-        if localInRange && !peerReceipts.contains(.consent) { frames.append(.inRange(true)) }
-        pairing.appendFrames(peerReceipts: peerReceipts, to: &frames)
+        appendVerificationFacts(to: &frames)
         if let localConsent, !peerReceipts.contains(.consent) {
             frames.append(.consent(localConsent, localConsent == .share ? localOffer : nil))
         }
@@ -85,6 +83,35 @@ struct Link {
             frames.append(.cardAck(digest: verifiedPeerCard))
         }
         frames.append(.receipt(receipts))
+    }
+
+    /// Appends the facts the peer needs to learn its code that it does not yet hold: our token,
+    /// IN_RANGE, and the pairing's frames.
+    private func appendVerificationFacts(to frames: inout [Frame]) {
+        if !peerReceipts.contains(.token) { frames.append(.token(localToken)) }
+        if localInRange && !peerReceipts.contains(.consent) { frames.append(.inRange(true)) }
+        pairing.appendFrames(peerReceipts: peerReceipts, to: &frames)
+    }
+
+    /// The frames of our decline once consenting: the facts the peer still needs for its code,
+    /// CONSENT(decline) unless the peer holds our decision, then CLOSE(declined). A CLOSE(declined)
+    /// that arrives before the peer's code is known ends only its session (PROTOCOL.md 11.6, item
+    /// 10), so the facts come first: a peer that missed our REVEAL or NONCE learns its code from
+    /// this packet, and our decline ends its device as it should.
+    func declineFrames() -> [Frame] {
+        var frames: [Frame] = []
+        appendVerificationFacts(to: &frames)
+        switch localConsent {
+        case nil:
+            frames.append(.consent(.decline, nil))
+        case .decline:
+            if !peerReceipts.contains(.consent) { frames.append(.consent(.decline, nil)) }
+        case .share, .receiveOnly:
+            // A changed decision is a protocol error at the peer: CLOSE alone says it.
+            break
+        }
+        frames.append(.close(CloseFrame(code: .declined)))
+        return frames
     }
 
     /// Seals and queues `frames` for the peer.
