@@ -656,6 +656,19 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         }
     }
 
+    /// PROTOCOL.md 11.6 item 10: a CLOSE(declined) before the victim's code ends only that session,
+    /// however often a peer comes back with one; until 2026-12-02 the first ended the victim's run.
+    @Test func anEarlyDeclineEndsOnlyTheSessionHoweverOftenItComes() {
+        for runSeed in maliciousSeeds(late: false, count: 2) {
+            let outcome = Attacks.runOne(runSeed: runSeed, kind: .earlyDecliner, users: .careless)
+            let result = outcome.availability
+            #expect(result?.attackSessionEnd == "declined by peer")
+            #expect((result?.attackSessions ?? 0) > 1, "the decliner never came back: \(outcome.summary)")
+            #expect(result?.closes == ["V exchanged", "H exchanged"], "\(outcome.summary)")
+            #expect(outcome.breaches.isEmpty, "\(outcome.summary) \(outcome.breaches)")
+        }
+    }
+
     @Test func theFakeAcknowledgerGetsAnExchangeTheVictimCannotTellFromARealOne() {
         // PROTOCOL.md 11.6 item 12: CARD_ACK repeats our own offer's digest, so it proves nothing
         // against a malicious peer; the victim's exchange with it completes, on time.

@@ -63,6 +63,12 @@ public enum AttackKind: String, CaseIterable, Sendable {
     /// Availability, malicious peer: offers a card above the limit, and invites again under a
     /// fresh device id as soon as each session ends.
     case reinviter = "re-inviter"
+    /// Availability, malicious peer: sends CLOSE(declined) as soon as the handshake completes, and
+    /// invites again under a fresh device id as soon as each session ends.
+    case earlyDecliner = "early-decliner"
+
+    /// Whether the kind's malicious peer comes back under a fresh id after each session.
+    var reinvites: Bool { self == .reinviter || self == .earlyDecliner }
 
     /// Whether the kind attacks availability (its runs are measured against the same room without
     /// the attacker) rather than what the victims give away.

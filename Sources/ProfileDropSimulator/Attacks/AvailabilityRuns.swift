@@ -123,6 +123,7 @@ enum Availability {
         case .slowloris: .slowloris
         case .closeAckWithholder: .withholdCloseAck
         case .reinviter: .oversize
+        case .earlyDecliner: .earlyDecline
         default: nil
         }
     }
@@ -138,6 +139,7 @@ enum Availability {
         case .slowTransfer: "timeout: transfer"
         case .consentStall: "timeout: peer consent"
         case .slowloris: "out of range"
+        case .earlyDecline: "declined by peer"
         }
     }
 
@@ -293,7 +295,7 @@ enum Availability {
             inviteAt: invitation)
         let attackerID = peer.deviceID
         let attackerMember: Int
-        if kind == .reinviter {
+        if kind.reinvites {
             attackerMember = stage.addSpeaker(
                 ReinvitingPeer(
                     behaviour: behaviour, target: victimID, targetAddress: stage.room.address(of: victim),
@@ -323,11 +325,11 @@ enum Availability {
             ["malicious peer invites at \(invitation)" + (late ? " (late)" : "")]
             + stage.victims.map(describe)
         let victimScreen = stage.victims[0]
-        // The attacker's sessions: under its id, or (for the re-inviter, which comes back under
+        // The attacker's sessions: under its id, or (for the re-inviter and the early decliner, which come back under
         // fresh ids) under any id but the honest device's.
         let honestID = stage.victims.count > 1 ? stage.room.device(stage.victims[1].member)?.deviceID : nil
         func attacker(_ peer: DeviceID?) -> Bool {
-            kind == .reinviter ? peer != nil && peer != honestID : peer == attackerID
+            kind.reinvites ? peer != nil && peer != honestID : peer == attackerID
         }
         let end = victimScreen.ended.first { attacker($0.peer) }
         result.attackSessionEnd = end.map { label($0.reason) }

@@ -25,6 +25,9 @@ enum MaliciousBehaviour: Sendable, Equatable {
     /// answers each of its packets with CLOSE, and must neither outsend it nor stay longer than
     /// its closing limit.
     case withholdCloseAck
+    /// Sends CLOSE(declined) in its first packet after the handshake, before any code: until
+    /// 2026-12-02 that ended the victim's device, not only the session (PROTOCOL.md 11.6, item 10).
+    case earlyDecline
 
     /// Whether the offer is one byte above the victim's limit.
     var offersTooMuch: Bool { self == .oversize || self == .withholdCloseAck }
@@ -332,6 +335,12 @@ struct MaliciousPeer: DatagramSpeaker {
         ticks += 1
         tickAt = time + Self.tick
         switch behaviour {
+        case .earlyDecline:
+            // Our facts, then the decline; the victim's CLOSE_ACK is not needed.
+            send(facts() + [.close(CloseFrame(code: .declined))])
+            endedAt = time
+            endedByClose = true
+            return
         case .slowloris:
             tickAt = time + Self.slowInterval
             rangingSequence += 1
