@@ -514,6 +514,31 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         }
     }
 
+    /// PROTOCOL.md 11.4, "Inside SECURE": the victims' own SECURE packets, replayed (in their
+    /// session and after it), with one bit flipped, or reflected to their sender, are each dropped
+    /// without effect: the run is the no-attack run, to the nanosecond.
+    @Test func secureCopiesReplayedTamperedOrReflectedChangeNothing() {
+        var rejections: [String: Int] = [:]
+        for runSeed: UInt64 in 1...6 {
+            let outcome = Attacks.runOne(runSeed: runSeed, kind: .secureReplayer, users: .careless)
+            guard let result = outcome.availability, let replays = result.replayedSecure else {
+                Issue.record("no measure of the SECURE replayer")
+                continue
+            }
+            #expect(outcome.problems.isEmpty, "seed \(runSeed): \(outcome.problems)")
+            #expect(outcome.breaches.isEmpty, "seed \(runSeed): \(outcome.breaches)")
+            #expect(replays.unchanged, "seed \(runSeed)")
+            #expect(replays.replayed > 0 && replays.tampered > 0 && replays.reflected > 0)
+            #expect(result.peakRate <= (result.budget ?? 0))
+            rejections.merge(replays.rejections, uniquingKeysWith: +)
+        }
+        // Replays inside the session meet the replay window; later ones, and reflections, no
+        // session; a flipped bit in the ciphertext or tag, the AEAD.
+        for rule in ["replayed", "unknown-session", "authentication-failed"] {
+            #expect((rejections[rule] ?? 0) > 0, "no copy was rejected as \(rule): \(rejections)")
+        }
+    }
+
     /// The forger's room tests what it is for: when the first victim invites the newcomer, that
     /// invitation is tentative (the newcomer is not established yet) while the bystander, whose name
     /// the forger uses, is established there.
@@ -618,8 +643,8 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
 
     @Test func aVictimEndsAMaliciousSessionWithItsRealCauseThenPairsWithTheHonestDevice() {
         let kinds: [AttackKind] = [
-            .oversizeOffer, .badChunkIndex, .badDigest, .neverAck, .slowTransfer, .consentStall, .slowloris,
-            .closeAckWithholder,
+            .oversizeOffer, .badChunkIndex, .badDigest, .neverAck, .falseSack, .slowTransfer, .consentStall,
+            .slowloris, .closeAckWithholder,
         ]
         for kind in kinds {
             guard let behaviour = Availability.malicious(kind) else { continue }

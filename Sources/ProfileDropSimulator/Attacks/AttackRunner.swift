@@ -41,6 +41,10 @@ public enum AttackKind: String, CaseIterable, Sendable {
     /// INVITE to the inviter in the name of a bystander it has long heard, while the invitee, which
     /// joined late, is not yet established there (its invitation tentative).
     case inviteForger = "invite-forger"
+    /// Availability, cleartext: an observer of the victims' unicast that sends their SECURE packets
+    /// back at them, from the address each came from, 1 ms to 3 s after the original: replayed unchanged, with one
+    /// bit flipped, or reflected to the sender.
+    case secureReplayer = "secure-replayer"
     /// Availability, malicious peer: offers a card above the victim's limit.
     case oversizeOffer = "oversize-offer"
     /// Availability, malicious peer: sends a chunk outside its offer.
@@ -51,6 +55,9 @@ public enum AttackKind: String, CaseIterable, Sendable {
     case fakeAck = "fake-ack"
     /// Availability, malicious peer: receives the victim's card and never acknowledges it.
     case neverAck = "never-ack"
+    /// Availability, malicious peer: acknowledges every chunk of the victim's card in CARD_SACK
+    /// before receiving it, and never sends CARD_ACK.
+    case falseSack = "false-sack"
     /// Availability, malicious peer: sends its card one chunk every few seconds.
     case slowTransfer = "slow-transfer"
     /// Availability, malicious peer: completes verification and never decides.
@@ -663,6 +670,8 @@ extension Attacks {
         if !forgeries.isEmpty { notes += Availability.forgedBusyNotes(forgeries) }
         let invites = results.compactMap(\.forgedInvites)
         if !invites.isEmpty { notes += Availability.forgedInviteNotes(invites) }
+        let replays = results.compactMap(\.replayedSecure)
+        if !replays.isEmpty { notes += Availability.replayedSecureNotes(replays) }
         let problems = cell.filter { !$0.problems.isEmpty }.count
         if problems > 0 { notes.append("\(problems) runs tested nothing (listed below)") }
         if let fix = pendingFix(kind) { notes.append("pending fix: \(fix)") }
@@ -686,6 +695,7 @@ extension Availability {
         if let end = result.attackSessionEnd { parts.append("malicious session ended: \(end)") }
         if let forgery = result.forgedBusy { parts += forgedBusyNotes([forgery]) }
         if let forgery = result.forgedInvites { parts += forgedInviteNotes([forgery]) }
+        if let replays = result.replayedSecure { parts += replayedSecureNotes([replays]) }
         parts.append("closed: \(result.closes.joined(separator: ", "))")
         parts.append(
             "\(result.overruns) overruns, peers ≤\(result.peakPeers), buffer ≤\(result.peakBufferChunks) chunks"

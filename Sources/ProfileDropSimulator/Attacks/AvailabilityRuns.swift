@@ -49,6 +49,8 @@ public struct AvailabilityResult: Sendable {
     public var forgedBusy: ForgedBusyResult?
     /// The invite forger: what its INVITEs did.
     public var forgedInvites: ForgedInviteResult?
+    /// The SECURE replayer's copies and the victims' rejections, for that kind.
+    public var replayedSecure: ReplayedSecureResult?
 }
 
 /// The availability kinds of `simulate --attacks`: cleartext attackers with a budget in datagrams
@@ -118,6 +120,7 @@ enum Availability {
         case .badDigest: .badDigest
         case .fakeAck: .fakeAck
         case .neverAck: .neverAck
+        case .falseSack: .falseSack
         case .slowTransfer: .slowTransfer
         case .consentStall: .consentStall
         case .slowloris: .slowloris
@@ -135,7 +138,7 @@ enum Availability {
         case .badIndex: "error: malformed"
         case .badDigest: "error: card-digest-mismatch"
         case .fakeAck: "exchanged"
-        case .neverAck: "timeout: transfer stalled"
+        case .neverAck, .falseSack: "timeout: transfer stalled"
         case .slowTransfer: "timeout: transfer"
         case .consentStall: "timeout: peer consent"
         case .slowloris: "out of range"
@@ -178,13 +181,14 @@ enum Availability {
     /// Whether `kind` is a cleartext attacker with a budget: one that forges on its timer, or the
     /// busy forger, which answers what it sees.
     static func isCleartext(_ kind: AttackKind) -> Bool {
-        cleartext(kind) != nil || kind == .busyForger || kind == .inviteForger
+        cleartext(kind) != nil || kind == .busyForger || kind == .inviteForger || kind == .secureReplayer
     }
 
     /// Runs the availability run of seed `runSeed` facing `kind`.
     static func run(runSeed: UInt64, kind: AttackKind) -> AttackOutcome {
         if kind == .busyForger { return busyForgerRun(runSeed: runSeed) }
         if kind == .inviteForger { return inviteForgerRun(runSeed: runSeed) }
+        if kind == .secureReplayer { return secureReplayerRun(runSeed: runSeed) }
         if let behaviour = cleartext(kind) {
             return cleartextRun(runSeed: runSeed, kind: kind, behaviour: behaviour)
         }

@@ -14,6 +14,9 @@ enum MaliciousBehaviour: Sendable, Equatable {
     case fakeAck
     /// Receives the victim's card and never acknowledges it.
     case neverAck
+    /// Acknowledges every chunk of the victim's card in CARD_SACK as soon as it knows the offer,
+    /// before receiving them, and never sends CARD_ACK: the victim stops sending and waits.
+    case falseSack
     /// Offers a card as large as the victim takes and sends one chunk of it every few seconds.
     case slowTransfer
     /// Completes verification, then never sends its decision (it keeps the session alive).
@@ -424,14 +427,19 @@ struct MaliciousPeer: DatagramSpeaker {
             if transferring, let peerOffer, !peerReceipts.contains(.cardAck) {
                 frames.append(.cardAck(digest: peerOffer.digest))
             }
-        case .neverAck:
+        case .neverAck, .falseSack:
             break
         default:
             if let verifiedPeerCard, !peerReceipts.contains(.cardAck) {
                 frames.append(.cardAck(digest: verifiedPeerCard))
             }
         }
-        if peerOffer != nil, behaviour != .fakeAck {
+        if behaviour == .falseSack, let peerOffer {
+            // Every chunk held, none needed.
+            frames.append(
+                .cardSack(
+                    CardSack(count: peerOffer.chunkCount, cumulative: peerOffer.chunkCount) { _ in true }))
+        } else if peerOffer != nil, behaviour != .fakeAck {
             frames.append(
                 .cardSack(
                     CardSack(count: peerChunks.count, cumulative: peerChunks.prefix { $0 != nil }.count) {

@@ -1,0 +1,176 @@
+import ProfileDropCore
+import ProfileDropCrypto
+
+/// What the SECURE replayer sent, and what the victims did with it.
+public struct ReplayedSecureResult: Sendable {
+    /// Copies sent unchanged to their recipient, from their sender's address.
+    public var replayed = 0
+    /// Copies with one bit flipped, header or ciphertext.
+    public var tampered = 0
+    /// Copies sent back to their sender, from their recipient's address.
+    public var reflected = 0
+    /// SECURE packets seen that the budget left alone.
+    public var unanswered = 0
+    /// The victims' rejected datagrams in the run, by the name of the rule each broke.
+    public var rejections: [String: Int] = [:]
+    /// Whether the victims' exchange took exactly as long as without the replayer (else a breach).
+    public var unchanged = false
+}
+
+/// An observer on an open network that sends the victims' own SECURE packets back at them, from
+/// the address each came from, 1 ms to 3 s after the original arrived: in turn, one unchanged to its recipient
+/// (a replay, in its session or after it), one with a single bit flipped anywhere, header or
+/// ciphertext (a tampered packet), and one to its sender (a reflection). It holds no key: what
+/// anyone on the path of the victims' unicast can send (PROTOCOL.md 11.4, "Inside SECURE"), at most
+/// its budget of datagrams in any second of the run. A copy never arrives before its original: one
+/// that did would only be the genuine packet on a faster path, and the victims would rightly act
+/// on it sooner.
+final class SecureReplayer {
+    /// One copy for the driver to inject.
+    struct Forged {
+        let bytes: [UInt8]
+        /// The address it claims to come from.
+        let source: PeerAddress
+        let recipient: Int
+        /// How long after the original arrived it arrives.
+        let delay: Duration
+    }
+
+    private enum Mode: CaseIterable {
+        case replay, tamper, reflect
+    }
+
+    /// Datagrams a second.
+    let budget: Int
+    /// The longest a copy comes after its original, in milliseconds.
+    static let longestDelayMilliseconds: UInt64 = 3_000
+    private var random: DeterministicRandom
+    private var turn = 0
+    private var thisSecond = Availability.SecondCounter()
+    private(set) var result = ReplayedSecureResult()
+
+    init(budget: Int, seedMaterial: [UInt8]) {
+        precondition(budget > 0, "a budget of at least one datagram a second")
+        self.budget = budget
+        random = DeterministicRandom(seedMaterial: seedMaterial)
+    }
+
+    /// What it sends for the SECURE datagram `bytes`, seen going from participant `sender` (at
+    /// `senderAddress`) to participant `recipient` (at `recipientAddress`) at `time`; nil when this
+    /// second's budget is spent.
+    func answer(
+        _ bytes: [UInt8], from sender: Int, at senderAddress: PeerAddress, to recipient: Int,
+        at recipientAddress: PeerAddress, time: Instant
+    ) -> Forged? {
+        guard thisSecond.spend(at: time, budget: budget) else {
+            result.unanswered += 1
+            return nil
+        }
+        let delay = Duration.milliseconds(Int64(1 + random.uniform(below: Self.longestDelayMilliseconds)))
+        let mode = Mode.allCases[turn % Mode.allCases.count]
+        turn += 1
+        switch mode {
+        case .replay:
+            result.replayed += 1
+            return Forged(bytes: bytes, source: senderAddress, recipient: recipient, delay: delay)
+        case .tamper:
+            result.tampered += 1
+            var tampered = bytes
+            let index = Int(random.uniform(below: UInt64(bytes.count)))
+            tampered[index] ^= UInt8(1) << UInt8(random.uniform(below: 8))
+            return Forged(bytes: tampered, source: senderAddress, recipient: recipient, delay: delay)
+        case .reflect:
+            result.reflected += 1
+            return Forged(bytes: bytes, source: recipientAddress, recipient: sender, delay: delay)
+        }
+    }
+}
+
+extension Availability {
+    /// The SECURE replayer's run: the pair against the same room without it, as every cleartext
+    /// attacker. Every copy it sends must change nothing: a breach is a victim's session ending
+    /// otherwise than exchanged, or the pair's exchange taking any other time than without the
+    /// replayer (beyond ``maxRatio`` times it, the usual breach).
+    static func secureReplayerRun(runSeed: UInt64) -> AttackOutcome {
+        let kind = AttackKind.secureReplayer
+        let pair = VictimPair(runSeed: runSeed)
+        var (outcome, result, stage) = startPairRun(pair, runSeed: runSeed, kind: kind)
+        let tap = UnicastTap(victims: stage.victims.map(\.member))
+        stage.room.hook = TapHook(tap: tap)
+        let budget = budget(runSeed: runSeed)
+        result.budget = budget
+        let replayer = SecureReplayer(
+            budget: budget,
+            seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/\(kind.rawValue)"))
+        // The replayer is no participant: it only injects, as a spoofer does.
+        var meter = Meter(attacker: -1)
+        stage.run(until: runLimit) { stage in
+            for copy in tap.take() {
+                guard case .secure? = try? Packet(datagram: copy.bytes),
+                    let recipient = stage.room.member(at: copy.destination),
+                    let forged = replayer.answer(
+                        copy.bytes, from: copy.source, at: stage.room.address(of: copy.source),
+                        to: recipient, at: copy.destination, time: stage.room.now)
+                else { continue }
+                stage.room.inject(
+                    forged.bytes, from: forged.source, to: forged.recipient,
+                    after: stage.room.latency + forged.delay)
+                meter.countAttack(bytes: forged.bytes.count, at: stage.room.now)
+            }
+            meter.observe(stage)
+            return false
+        }
+        result.underAttack = exchangeTime(stage.victims, from: .zero)
+        result.exchangeRequired = result.baseline != nil
+        meter.fill(&result, stage: stage)
+        var replays = replayer.result
+        replays.unchanged = result.baseline != nil && result.underAttack == result.baseline
+        for victim in stage.victims {
+            guard let counters = (stage.room.device(victim.member) as? Device)?.counters else { continue }
+            for code in ProtocolError.Code.allCases where counters.rejected(code) > 0 {
+                replays.rejections[code.name, default: 0] += counters.rejected(code)
+            }
+        }
+        result.replayedSecure = replays
+        outcome.screens = stage.victims.map(describe)
+        if replays.replayed + replays.tampered + replays.reflected == 0 {
+            outcome.problems.append("the replayer saw no SECURE packet to send back")
+        }
+        for victim in stage.victims {
+            for ended in victim.ended where ended.reason != .exchanged {
+                outcome.breaches.append(
+                    "\(victim.name) ended a session at \(ended.at) with \(label(ended.reason)) under "
+                        + "replayed, tampered and reflected SECURE packets")
+            }
+        }
+        if result.baseline != nil,
+            let breach = exchangeBreach(
+                result, stage: stage, who: "the pair", when: "under \(budget) replayed SECURE packets/s")
+        {
+            outcome.breaches.append(breach)
+        } else if let baseline = result.baseline, let underAttack = result.underAttack,
+            underAttack != baseline
+        {
+            // Every copy must be dropped without effect: the run is the no-attack run, to the nanosecond.
+            outcome.breaches.append(
+                "the pair exchanged in \(underAttack) against \(baseline) without the replayer: a copy changed what a victim did"
+            )
+        }
+        return finish(outcome, result: result, stage: stage)
+    }
+
+    static func replayedSecureNotes(_ results: [ReplayedSecureResult]) -> [String] {
+        func sum(_ path: KeyPath<ReplayedSecureResult, Int>) -> Int {
+            results.reduce(0) { $0 + $1[keyPath: path] }
+        }
+        var rejections: [String: Int] = [:]
+        for result in results { rejections.merge(result.rejections, uniquingKeysWith: +) }
+        // Sorted by name: the dictionary's order must not reach the output.
+        let rejected = rejections.keys.sorted().map { "\($0) \(rejections[$0] ?? 0)" }.joined(separator: ", ")
+        return [
+            "SECURE copies replayed \(sum(\.replayed)), tampered \(sum(\.tampered)), reflected \(sum(\.reflected)), "
+                + "unanswered \(sum(\.unanswered)); victims rejected: \(rejected.isEmpty ? "none" : rejected); "
+                + "exchange time unchanged in \(results.filter(\.unchanged).count) of \(results.count) runs"
+        ]
+    }
+}
