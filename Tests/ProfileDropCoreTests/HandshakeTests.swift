@@ -294,6 +294,50 @@ import Testing
         #expect(other.device.halfOpen.sessions.first?.sessionID != ours.sessionID)
     }
 
+    /// A crossing INVITE from the invitee's address, when we stay initiator (the lower id), shows
+    /// that the invitee has not seen our INVITE: ours goes again at once, at most once per 100 ms,
+    /// and the back-off and the attempts are those of a handshake without it.
+    @Test func aCrossingInviteWeOutrankSendsOurInviteAgainAtOnce() throws {
+        var (lone, invite) = try Self.invited()
+        #expect(lone.device.deviceID < Self.ghostID)
+        var random = DeterministicRandom(seed: 42)
+        func crossing() -> Packet {
+            .invite(
+                HandshakePacket(
+                    sessionID: random.nextUInt64(), sender: Self.ghostID, receiver: invite.sender,
+                    noiseMessage: X25519.PrivateKey(using: &random).publicKey.rawRepresentation))
+        }
+        /// Our INVITEs of this invitation, after `time` if given.
+        func ours(after time: Instant? = nil) -> [Instant] {
+            lone.sent.filter { sent in
+                guard case .invite(let packet) = sent.packet, packet.sessionID == invite.sessionID else {
+                    return false
+                }
+                return time.map { sent.time > $0 } ?? true
+            }.map(\.time)
+        }
+        let before = ours()
+        let firstSent = try #require(before.first)
+        let lastSent = try #require(before.last)
+        // Past the gap since our last INVITE, and before the timer's next one (at least 250 ms on).
+        let crossed = lastSent + .milliseconds(150)
+        lone.deliver(crossing(), from: Self.ghost, at: crossed)
+        #expect(ours(after: lastSent) == [crossed], "our INVITE did not go again at once")
+        #expect(lone.device.exchange?.sessionID == invite.sessionID && lone.device.halfOpen.sessions.isEmpty)
+        // Within the gap: nothing more.
+        lone.deliver(crossing(), from: Self.ghost, at: crossed + .milliseconds(50))
+        #expect(ours(after: crossed) == [])
+        // The timer's five attempts are all still made, and the handshake gives up when it would have
+        // without the crossing INVITEs: 7.75 s after the first.
+        lone.run(until: firstSent + .seconds(9))
+        #expect(ours().count == 5 + 1)
+        let ended = lone.events.contains {
+            $0 == .sessionEnded(peer: Self.ghostID, reason: .timeout(.handshake))
+        }
+        #expect(ended)
+        #expect(lone.device.exchange == nil || lone.device.exchange?.sessionID != invite.sessionID)
+    }
+
     /// BUSY(retry) from the invitee sends the INVITE again at once with the cookie, and every later
     /// retransmission carries it; the same cookie again, or more than three, are dropped.
     @Test func busyRetrySendsTheInviteAgainWithTheCookie() throws {

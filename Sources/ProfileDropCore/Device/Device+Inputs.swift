@@ -202,7 +202,13 @@ extension Device {
                     discovery.refusedWhileBusy(invite.sender, context: context)
                     return
                 }
-                if deviceID < invite.sender { return }
+                if deviceID < invite.sender {
+                    // We stay initiator; the peer most likely has not seen our INVITE (or needs it
+                    // with its cookie), or it would have dropped its own: ours again now, not at
+                    // the next back-off.
+                    exchange?.resendInviteForCrossing(context: &context)
+                    return
+                }
                 crossing = true
             }
         } else if halfOpen.isFresh(at: context.now) {

@@ -90,13 +90,14 @@ extension ConsentingState: LiveState {
         }
     }
 
-    /// Our user did not answer: decline, and say why locally.
-    static let unanswered = Transition.close(
-        .timeout(.consent), frames: [.consent(.decline, nil), .close(CloseFrame(code: .declined))],
-        endsDevice: true)
+    /// Our user did not answer: decline as a user does (``Link/declineFrames()``), and say why
+    /// locally.
+    static func unanswered(link: Link) -> Transition {
+        .close(.timeout(.consent), frames: link.declineFrames(), endsDevice: true)
+    }
 
     func expiry(link: Link, context: SessionContext) -> Transition? {
-        if let userDeadline, context.now >= userDeadline { return Self.unanswered }
+        if let userDeadline, context.now >= userDeadline { return Self.unanswered(link: link) }
         if !verified && context.now >= verificationDeadline { return .timeout(.verification) }
         if let peerDeadline, context.now >= peerDeadline, link.peerConsent == nil {
             return .timeout(.peerConsent)
@@ -106,8 +107,8 @@ extension ConsentingState: LiveState {
 
     /// How the session ends when the device's overall limit passes during consent: a request still
     /// unanswered declines, as at its own deadline; otherwise the wait still open times out.
-    func closeAtDeviceLimit() -> Transition {
-        if userDeadline != nil { return Self.unanswered }
+    func closeAtDeviceLimit(link: Link) -> Transition {
+        if userDeadline != nil { return Self.unanswered(link: link) }
         return verified ? .timeout(.peerConsent) : .timeout(.verification)
     }
 

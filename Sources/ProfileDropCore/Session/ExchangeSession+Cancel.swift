@@ -3,7 +3,8 @@ extension ExchangeSession {
     /// consenting by CONSENT(decline) when we had not decided yet and by the facts the peer still
     /// needs for its code (``Link/declineFrames()``). The peer learns within a round trip instead of
     /// after 5 s of silence: once its code is known it closes with `declined by peer`; before
-    /// (while ranging), only that session ends, and it goes on looking (PROTOCOL.md 11.6, item 10).
+    /// (ranging, or consenting before its code), only that session ends, and it goes on looking
+    /// (PROTOCOL.md 11.6, item 10).
     /// A handshake has no channel for it and is dropped. Does nothing to a session already closing
     /// or draining.
     mutating func cancelByOwner(context: inout SessionContext) {

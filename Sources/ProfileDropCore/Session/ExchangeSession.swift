@@ -156,6 +156,14 @@ struct ExchangeSession {
         }
     }
 
+    /// The invitee's INVITE crossed ours and we stay initiator: ours again, at once
+    /// (``HandshakingState/resendForCrossing(to:context:)``).
+    mutating func resendInviteForCrossing(context: inout SessionContext) {
+        guard case .handshaking(var handshaking) = state, isInitiator else { return }
+        handshaking.value.resendForCrossing(to: peerAddress, context: &context)
+        state = .handshaking(handshaking)
+    }
+
     /// BUSY(retry) from the invitee while we wait for ACCEPT: send the INVITE again with its cookie.
     mutating func retry(with cookie: [UInt8], context: inout SessionContext) throws(ProtocolError) {
         guard case .handshaking(var handshaking) = state, isInitiator else {
@@ -244,7 +252,7 @@ struct ExchangeSession {
         switch state {
         case .handshaking: transition = .timeout(.handshake)
         case .ranging: transition = .outOfRange
-        case .consenting(let consenting): transition = consenting.closeAtDeviceLimit()
+        case .consenting(let consenting): transition = consenting.closeAtDeviceLimit(link: securedLink)
         case .transferring: transition = .timeout(.transfer)
         case .closing, .draining, .closed: return
         }

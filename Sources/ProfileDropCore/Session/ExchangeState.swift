@@ -61,8 +61,8 @@ struct SessionOutcome {
     let sessionID: UInt64
     let peer: DeviceID
     let reason: CloseReason
-    /// The outcome ends the device, not just this session: an exchange, or a decline (including a
-    /// consent request nobody answered).
+    /// The outcome ends the device, not just this session: an exchange, our decline (including a
+    /// consent request nobody answered), or the peer's once our code is known.
     let endsDevice: Bool
 }
 

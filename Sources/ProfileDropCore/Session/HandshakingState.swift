@@ -64,6 +64,24 @@ extension HandshakingState {
         lastSentAt = context.now
     }
 
+    /// The least time between two INVITEs sent for crossing INVITEs (``resendForCrossing(to:context:)``):
+    /// a forger that spoofs the invitee's address makes us send at most one INVITE per
+    /// gap, to the invitee, for the invitation's life.
+    static let crossingResendGap: Duration = .milliseconds(100)
+
+    /// The invitee's own INVITE crossed ours and we stay initiator (initiator): it has not seen ours,
+    /// or it would have accepted it and dropped its own. Sends ours again at once, unless one went
+    /// out within ``crossingResendGap``, without moving the back-off or counting an attempt: over a
+    /// lossy link the next retransmission may be seconds away, while the invitee's INVITEs keep
+    /// arriving and are ignored.
+    mutating func resendForCrossing(to peerAddress: PeerAddress, context: inout SessionContext) {
+        guard invite != nil, context.now >= lastSentAt + Self.crossingResendGap else { return }
+        resent = true
+        context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: lastDatagram))
+        context.counters.handshakeRetransmissions += 1
+        lastSentAt = context.now
+    }
+
     /// ACCEPT (initiator): reads Noise message 2 and writes message 3 for CONFIRM, which the first
     /// ranging round sends in front of the first SECURE packet.
     mutating func handleAccept(

@@ -42,8 +42,8 @@ public enum AttackKind: String, CaseIterable, Sendable {
     /// joined late, is not yet established there (its invitation tentative).
     case inviteForger = "invite-forger"
     /// Availability, cleartext: an observer of the victims' unicast that sends their SECURE packets
-    /// back at them, from the address each came from, 1 ms to 3 s after the original: replayed unchanged, with one
-    /// bit flipped, or reflected to the sender.
+    /// back at them, from the address each came from, 1 ms to 3 s after the original: replayed
+    /// unchanged, with one bit flipped, or reflected to the sender.
     case secureReplayer = "secure-replayer"
     /// Availability, malicious peer: offers a card above the victim's limit.
     case oversizeOffer = "oversize-offer"

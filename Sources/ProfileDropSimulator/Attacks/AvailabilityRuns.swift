@@ -329,8 +329,8 @@ enum Availability {
             ["malicious peer invites at \(invitation)" + (late ? " (late)" : "")]
             + stage.victims.map(describe)
         let victimScreen = stage.victims[0]
-        // The attacker's sessions: under its id, or (for the re-inviter and the early decliner, which come back under
-        // fresh ids) under any id but the honest device's.
+        // The attacker's sessions: under its id, or (for the re-inviter and the early decliner,
+        // which come back under fresh ids) under any id but the honest device's.
         let honestID = stage.victims.count > 1 ? stage.room.device(stage.victims[1].member)?.deviceID : nil
         func attacker(_ peer: DeviceID?) -> Bool {
             kind.reinvites ? peer != nil && peer != honestID : peer == attackerID

@@ -18,9 +18,9 @@ public struct ReplayedSecureResult: Sendable {
 }
 
 /// An observer on an open network that sends the victims' own SECURE packets back at them, from
-/// the address each came from, 1 ms to 3 s after the original arrived: in turn, one unchanged to its recipient
-/// (a replay, in its session or after it), one with a single bit flipped anywhere, header or
-/// ciphertext (a tampered packet), and one to its sender (a reflection). It holds no key: what
+/// the address each came from, 1 ms to 3 s after the original arrived: in turn, one unchanged to
+/// its recipient (a replay, in its session or after it), one with a single bit flipped anywhere,
+/// header or ciphertext (a tampered packet), and one to its sender (a reflection). It holds no key: what
 /// anyone on the path of the victims' unicast can send (PROTOCOL.md 11.4, "Inside SECURE"), at most
 /// its budget of datagrams in any second of the run. A copy never arrives before its original: one
 /// that did would only be the genuine packet on a faster path, and the victims would rightly act
@@ -151,14 +151,17 @@ extension Availability {
         } else if let baseline = result.baseline, let underAttack = result.underAttack,
             underAttack != baseline
         {
-            // Every copy must be dropped without effect: the run is the no-attack run, to the nanosecond.
+            // Every copy must be dropped without effect: the run is the no-attack run, to the
+            // nanosecond.
             outcome.breaches.append(
-                "the pair exchanged in \(underAttack) against \(baseline) without the replayer: a copy changed what a victim did"
-            )
+                "the pair exchanged in \(underAttack) against \(baseline) without the replayer: "
+                    + "a copy changed what a victim did")
         }
         return finish(outcome, result: result, stage: stage)
     }
 
+    /// The notes of a cell of SECURE replayer runs: the copies by kind, the victims' rejections by
+    /// rule, and the runs that were the no-attack run exactly.
     static func replayedSecureNotes(_ results: [ReplayedSecureResult]) -> [String] {
         func sum(_ path: KeyPath<ReplayedSecureResult, Int>) -> Int {
             results.reduce(0) { $0 + $1[keyPath: path] }
@@ -166,11 +169,14 @@ extension Availability {
         var rejections: [String: Int] = [:]
         for result in results { rejections.merge(result.rejections, uniquingKeysWith: +) }
         // Sorted by name: the dictionary's order must not reach the output.
-        let rejected = rejections.keys.sorted().map { "\($0) \(rejections[$0] ?? 0)" }.joined(separator: ", ")
+        let rejected = rejections.keys.sorted().map { "\($0) \(rejections[$0] ?? 0)" }
+            .joined(separator: ", ")
+        let unchanged = results.filter(\.unchanged).count
         return [
-            "SECURE copies replayed \(sum(\.replayed)), tampered \(sum(\.tampered)), reflected \(sum(\.reflected)), "
-                + "unanswered \(sum(\.unanswered)); victims rejected: \(rejected.isEmpty ? "none" : rejected); "
-                + "exchange time unchanged in \(results.filter(\.unchanged).count) of \(results.count) runs"
+            "SECURE copies replayed \(sum(\.replayed)), tampered \(sum(\.tampered)), "
+                + "reflected \(sum(\.reflected)), unanswered \(sum(\.unanswered)); "
+                + "victims rejected: \(rejected.isEmpty ? "none" : rejected); "
+                + "exchange time unchanged in \(unchanged) of \(results.count) runs"
         ]
     }
 }
