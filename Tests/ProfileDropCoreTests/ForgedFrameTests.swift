@@ -309,6 +309,20 @@ func expectProtocolError(
         #expect(run.interruptions.isEmpty)
     }
 
+    /// Our own decline carries the facts the peer still needs for its code: a device whose policy
+    /// declines decides as soon as the peer's NONCE gives it the code, before its REVEAL ever went
+    /// out, so the REVEAL travels in the decline packet, ahead of CLOSE. The peer learns the same
+    /// code and closes its device too, instead of only its session (PROTOCOL.md 6.5).
+    @Test func ourDeclineCarriesTheRevealThePeerNeedsForItsCode() throws {
+        var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration(consent: .decline))
+        run.run(until: .zero + .seconds(20)) { $0.closed != nil }
+        let closed = try #require(run.closed)
+        #expect(closed.reason == .declined(by: .local))
+        #expect(run.peer.receivedClose == CloseFrame(code: .declined))
+        let code = try #require(run.peer.code, "the peer never got our REVEAL")
+        #expect(run.shownCodes == [code])
+    }
+
     /// CONSENT(decline) once our code is shown and the peer recognised ends the session and the
     /// device, as CLOSE(declined) does: CLOSE(declined) to the peer, `declined by peer`.
     @Test func aDeclineAfterOurCodeEndsTheDevice() throws {
