@@ -225,9 +225,7 @@ enum Availability {
             meter.observe(stage)
             return false
         }
-        result.underAttack = exchangeTime(stage.victims, from: .zero)
-        result.exchangeRequired = result.baseline != nil
-        meter.fill(&result, stage: stage)
+        measurePair(&result, stage: stage, meter: meter)
         outcome.screens = stage.victims.map(describe)
         if result.baseline != nil,
             let breach = exchangeBreach(
@@ -425,6 +423,16 @@ enum Availability {
         var stage = AttackStage(users: .careless, victimsKnown: false)
         pair.addVictims(to: &stage, phase: "availability")
         return (outcome, result, stage)
+    }
+
+    /// After a run against the pair: its exchange time from `start`, required whenever the pair
+    /// exchanged without the attacker, and the meter's figures.
+    static func measurePair(
+        _ result: inout AvailabilityResult, stage: AttackStage, meter: Meter, from start: Instant = .zero
+    ) {
+        result.underAttack = exchangeTime(stage.victims, from: start)
+        result.exchangeRequired = result.baseline != nil
+        meter.fill(&result, stage: stage)
     }
 
     /// When every device on `screens` closed as exchanged, counted from `start`; nil if one did not.

@@ -167,9 +167,7 @@ extension Availability {
             meter.observe(stage)
             return false
         }
-        result.underAttack = exchangeTime(stage.victims, from: .zero)
-        result.exchangeRequired = result.baseline != nil
-        meter.fill(&result, stage: stage)
+        measurePair(&result, stage: stage, meter: meter)
         var forgery = watch.result
         forgery.forged = forger.forged
         forgery.unanswered = forger.unanswered

@@ -160,9 +160,7 @@ extension Availability {
             meter.observe(stage)
             return false
         }
-        result.underAttack = exchangeTime(stage.victims, from: join)
-        result.exchangeRequired = result.baseline != nil
-        meter.fill(&result, stage: stage)
+        measurePair(&result, stage: stage, meter: meter, from: join)
         var forgery = watch.judge(stage.victims)
         forgery.forged = forger.forged
         forgery.unanswered = forger.unanswered

@@ -120,9 +120,7 @@ extension Availability {
             meter.observe(stage)
             return false
         }
-        result.underAttack = exchangeTime(stage.victims, from: .zero)
-        result.exchangeRequired = result.baseline != nil
-        meter.fill(&result, stage: stage)
+        measurePair(&result, stage: stage, meter: meter)
         var replays = replayer.result
         replays.unchanged = result.baseline != nil && result.underAttack == result.baseline
         for victim in stage.victims {
