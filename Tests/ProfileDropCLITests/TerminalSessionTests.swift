@@ -179,6 +179,42 @@ import Testing
         #expect(peer.finish().code == 0)
     }
 
+    /// A peer that quits while ranging, before any code, ends only that pairing (PROTOCOL.md 11.6,
+    /// item 10): the person at the terminal is told why, above the live line, which goes back to
+    /// looking.
+    @Test func aPeerThatQuitsBeforeTheCodeIsShownAndTheSearchGoesOn() throws {
+        guard Self.hasTmux else { return }
+        let files = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: files) }
+        let port = freeUDPPort()
+        let window = try Window(
+            columns: 100, rows: 16,
+            command: Self.shareArguments(
+                card: try Self.cardFile(in: files), directory: files, port: port, extra: ["--pose", "0,0,0"]))
+        // The peer 20 cm away: they pair and range, but never come in range, so no code is shown.
+        let peerFiles = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: peerFiles) }
+        let peerCard = peerFiles.appendingPathComponent("card.json").path
+        try ShareCommandTests.max.write(toFile: peerCard, atomically: true, encoding: .utf8)
+        let peer = try ToolProcess(
+            Self.shareArguments(
+                card: peerCard, directory: peerFiles, port: port,
+                extra: ["--yes", "--pose", "20,0,180", "--still"]))
+        var rows = try window.wait(seconds: 12) { $0.contains { $0.contains("/8] ranging") } }
+        #expect(rows.contains { $0.contains("/8] ranging") }, "\(rows)")
+        kill(peer.process.processIdentifier, SIGINT)
+        #expect(peer.finish().code == 130)
+        let ended = "session ended: declined by peer; looking for another peer"
+        rows = try window.wait(seconds: 5) { $0.contains(ended) }
+        #expect(rows.contains(ended), "\(rows)")
+        rows = try window.wait(seconds: 5) { $0.contains { $0.contains("[1/8] advertising") } }
+        #expect(rows.contains { $0.contains("[1/8] advertising") }, "\(rows)")
+        #expect(!rows.contains { $0.hasPrefix("exit=") }, "the run ended with its peer: \(rows)")
+        try window.keys("q")
+        rows = try window.wait(seconds: 5) { $0.contains { $0.hasPrefix("exit=") } }
+        #expect(rows.contains("exit=4"), "\(rows)")
+    }
+
     @Test func aDumbTerminalGetsPlainLines() throws {
         guard Self.hasTmux else { return }
         let files = try TestPaths.temporaryDirectory()

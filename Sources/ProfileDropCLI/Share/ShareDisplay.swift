@@ -190,7 +190,9 @@ struct ShareDisplay {
             remembered = nil
             name = "session_ended"
             extra = [("reason", .string(Self.reasonCode(reason))), ("detail", .string(reason.description))]
-            if mode == .lines { console.output("session ended: \(reason); looking for another peer") }
+            // On a terminal too, above the status line: the person should see why it went back to
+            // looking (a peer that quit before the code no longer ends this run).
+            printLine("session ended: \(reason); looking for another peer", snapshot: snapshot)
         case .closed, .datagramRejected, .cardVerified:
             // finish(reason:) reports the end, with the card; rejections are counted for --verbose;
             // a verified card is shown only once it is delivered.
