@@ -41,9 +41,18 @@ ensure_lld() {
 }
 
 # `swift build --sanitize=fuzzer` links libFuzzer but leaves the code uninstrumented, hence -Xswiftc.
+# The Fuzz package depends on the main package by path, and SwiftPM does not notice a source file
+# added to it: a scratch build made before the file existed fails to find it. So the scratch
+# directory starts again whenever the list of the main package's sources changed.
 build() {
     ensure_lld
-    local product
+    local product sources
+    sources=$(cd "$root" && find Sources -name '*.swift' | LC_ALL=C sort | sha256sum | cut -d' ' -f1)
+    if [ "$(cat "$scratch/sources.sha256" 2> /dev/null)" != "$sources" ]; then
+        rm -rf "$scratch"
+        mkdir -p "$scratch"
+        echo "$sources" > "$scratch/sources.sha256"
+    fi
     for product in FuzzSeeds "$@"; do
         swift build --package-path Fuzz --scratch-path "$scratch" -c release \
             -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld --product "$product" || return 1
