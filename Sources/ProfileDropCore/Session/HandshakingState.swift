@@ -64,16 +64,16 @@ extension HandshakingState {
         lastSentAt = context.now
     }
 
-    /// The least time between two INVITEs sent for crossing INVITEs (``resendForCrossing(to:context:)``):
-    /// a forger that spoofs the invitee's address makes us send at most one INVITE per
-    /// gap, to the invitee, for the invitation's life.
+    /// The least time between two INVITEs sent for crossing INVITEs
+    /// (``resendForCrossing(to:context:)``): a forger that spoofs the invitee's address makes us send
+    /// at most one INVITE per gap, to the invitee, for the invitation's life.
     static let crossingResendGap: Duration = .milliseconds(100)
 
-    /// The invitee's own INVITE crossed ours and we stay initiator (initiator): it has not seen ours,
-    /// or it would have accepted it and dropped its own. Sends ours again at once, unless one went
-    /// out within ``crossingResendGap``, without moving the back-off or counting an attempt: over a
-    /// lossy link the next retransmission may be seconds away, while the invitee's INVITEs keep
-    /// arriving and are ignored.
+    /// The invitee's own INVITE crossed ours and we stay initiator: it most likely has not seen ours
+    /// (or needs it with the cookie it asked for), or it would have accepted it and dropped its own.
+    /// Sends ours again at once, unless one went out within ``crossingResendGap``, without moving the
+    /// back-off or counting an attempt: over a lossy link the next retransmission may be seconds
+    /// away, while the invitee's INVITEs keep arriving and are ignored.
     mutating func resendForCrossing(to peerAddress: PeerAddress, context: inout SessionContext) {
         guard invite != nil, context.now >= lastSentAt + Self.crossingResendGap else { return }
         resent = true
