@@ -644,7 +644,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
     @Test func aVictimEndsAMaliciousSessionWithItsRealCauseThenPairsWithTheHonestDevice() {
         let kinds: [AttackKind] = [
             .oversizeOffer, .badChunkIndex, .badDigest, .neverAck, .falseSack, .slowTransfer, .consentStall,
-            .slowloris, .closeAckWithholder,
+            .slowloris, .closeAckWithholder, .falseReceipt,
         ]
         for kind in kinds {
             guard let behaviour = Availability.malicious(kind) else { continue }

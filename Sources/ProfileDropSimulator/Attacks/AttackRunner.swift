@@ -70,6 +70,9 @@ public enum AttackKind: String, CaseIterable, Sendable {
     /// Availability, malicious peer: offers a card above the limit, and invites again under a
     /// fresh device id as soon as each session ends.
     case reinviter = "re-inviter"
+    /// Availability, malicious peer: claims in every RECEIPT to hold all the victim's facts from the
+    /// start, so that the victim repeats none of them.
+    case falseReceipt = "false-receipt"
     /// Availability, malicious peer: sends CLOSE(declined) as soon as the handshake completes, and
     /// invites again under a fresh device id as soon as each session ends.
     case earlyDecliner = "early-decliner"

@@ -127,6 +127,7 @@ enum Availability {
         case .closeAckWithholder: .withholdCloseAck
         case .reinviter: .oversize
         case .earlyDecliner: .earlyDecline
+        case .falseReceipt: .falseReceipt
         default: nil
         }
     }
@@ -143,6 +144,7 @@ enum Availability {
         case .consentStall: "timeout: peer consent"
         case .slowloris: "out of range"
         case .earlyDecline: "declined by peer"
+        case .falseReceipt: "timeout: peer consent"
         }
     }
 

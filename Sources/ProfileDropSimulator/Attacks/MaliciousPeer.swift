@@ -28,6 +28,9 @@ enum MaliciousBehaviour: Sendable, Equatable {
     /// answers each of its packets with CLOSE, and must neither outsend it nor stay longer than
     /// its closing limit.
     case withholdCloseAck
+    /// Claims in every RECEIPT to hold every fact of the victim's from the start, so that the victim
+    /// never repeats one: it holds none it did not receive.
+    case falseReceipt
     /// Sends CLOSE(declined) in its first packet after the handshake, before any code: until
     /// 2026-12-02 that ended the victim's device, not only the session (PROTOCOL.md 11.6, item 10).
     case earlyDecline
@@ -452,7 +455,7 @@ struct MaliciousPeer: DatagramSpeaker {
         if sawPeerIdent { receipts.insert(.ident) }
         if peerRevealed != nil { receipts.insert(.verification) }
         if sawPeerBond { receipts.insert(.bond) }
-        frames.append(.receipt(receipts))
+        frames.append(.receipt(behaviour == .falseReceipt ? .all : receipts))
         return frames
     }
 }
