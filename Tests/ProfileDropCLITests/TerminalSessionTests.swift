@@ -91,6 +91,16 @@ import Testing
         ] + extra
     }
 
+    /// The other device, answering by itself: `share --yes` with Max's card at `pose`, still, its
+    /// files in `directory`.
+    static func peer(pose: String, port: UInt16, directory: URL) throws -> ToolProcess {
+        let card = directory.appendingPathComponent("card.json").path
+        try ShareCommandTests.max.write(toFile: card, atomically: true, encoding: .utf8)
+        return try ToolProcess(
+            shareArguments(
+                card: card, directory: directory, port: port, extra: ["--yes", "--pose", pose, "--still"]))
+    }
+
     @Test func arrowKeysMoveTheDeviceAndQRestoresTheTerminal() throws {
         guard Self.hasTmux else {
             print("TerminalSessionTests: tmux is not installed; skipped")
@@ -157,12 +167,7 @@ import Testing
         // The peer, answering by itself, 7 cm in front and facing back.
         let peerFiles = try TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: peerFiles) }
-        let peerCard = peerFiles.appendingPathComponent("card.json").path
-        try ShareCommandTests.max.write(toFile: peerCard, atomically: true, encoding: .utf8)
-        let peer = try ToolProcess(
-            Self.shareArguments(
-                card: peerCard, directory: peerFiles, port: port,
-                extra: ["--yes", "--pose", "7,0,180", "--still"]))
+        let peer = try Self.peer(pose: "7,0,180", port: port, directory: peerFiles)
         var rows = try window.wait(seconds: 12) { $0.contains { $0.contains("[s]hare") } }
         // The prompt starts a line of its own: it is not glued to the live line.
         let prompt = try #require(rows.firstIndex { $0.hasPrefix("pair with a NEW device?") }, "\(rows)")
@@ -194,12 +199,7 @@ import Testing
         // The peer 20 cm away: they pair and range, but never come in range, so no code is shown.
         let peerFiles = try TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: peerFiles) }
-        let peerCard = peerFiles.appendingPathComponent("card.json").path
-        try ShareCommandTests.max.write(toFile: peerCard, atomically: true, encoding: .utf8)
-        let peer = try ToolProcess(
-            Self.shareArguments(
-                card: peerCard, directory: peerFiles, port: port,
-                extra: ["--yes", "--pose", "20,0,180", "--still"]))
+        let peer = try Self.peer(pose: "20,0,180", port: port, directory: peerFiles)
         var rows = try window.wait(seconds: 12) { $0.contains { $0.contains("/8] ranging") } }
         #expect(rows.contains { $0.contains("/8] ranging") }, "\(rows)")
         kill(peer.process.processIdentifier, SIGINT)
