@@ -58,10 +58,7 @@ extension HandshakingState {
         lastDatagram = Packet.invite(invite).encoded()
         guard cookieRetries < HalfOpenHandshakes.cookieRetries else { return }
         cookieRetries += 1
-        resent = true
-        context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: lastDatagram))
-        context.counters.handshakeRetransmissions += 1
-        lastSentAt = context.now
+        sendInviteAgain(to: peerAddress, context: &context)
     }
 
     /// The least time between two INVITEs sent for crossing INVITEs
@@ -76,6 +73,12 @@ extension HandshakingState {
     /// away, while the invitee's INVITEs keep arriving and are ignored.
     mutating func resendForCrossing(to peerAddress: PeerAddress, context: inout SessionContext) {
         guard invite != nil, context.now >= lastSentAt + Self.crossingResendGap else { return }
+        sendInviteAgain(to: peerAddress, context: &context)
+    }
+
+    /// Our INVITE again, as last sent (initiator): on the timer, for a cookie, or for a crossing
+    /// INVITE. Its answer may then belong to any copy, so the handshake gives no round-trip sample.
+    private mutating func sendInviteAgain(to peerAddress: PeerAddress, context: inout SessionContext) {
         resent = true
         context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: lastDatagram))
         context.counters.handshakeRetransmissions += 1
@@ -138,10 +141,7 @@ extension HandshakingState {
         guard transmissions < context.timeouts.handshakeAttempts else {
             return .closed(outcome: .timeout(.handshake))
         }
-        context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: lastDatagram))
-        context.counters.handshakeRetransmissions += 1
-        resent = true
-        lastSentAt = context.now
+        sendInviteAgain(to: peerAddress, context: &context)
         retransmitAt =
             context.now + context.timeouts.handshakeRetransmit.doubled(transmissions, cap: .seconds(30))
         transmissions += 1
