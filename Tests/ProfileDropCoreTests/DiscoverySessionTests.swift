@@ -701,6 +701,32 @@ import Testing
         }
     }
 
+    /// The id we invite, tentatively, at the address its first BEACON came from, invites us from
+    /// another address: the address we hold may be a racer's, which answered our first datagram with
+    /// that id's BEACON before the real device's own came (PROTOCOL.md 4, 11.4 BEACON). Its INVITE
+    /// runs beside the invitation as a half-open handshake, like any other peer's, and is not
+    /// refused: refusing it with BUSY(1) kept a real pair apart until the invitation timed out
+    /// (`simulate --attacks --kinds beacon-racer`: 2.87× the pair's time, every run a breach).
+    @Test func ourInviteesIdInvitingFromAnotherAddressRunsBesideATentativeInvitation() throws {
+        var lone = Lone.hearingAPhantom()
+        lone.run(until: .zero + .milliseconds(700))
+        #expect(lone.device.isInvitingTentatively, "inviting the first address heard for the id")
+        let invite = HandshakePacket(
+            sessionID: 0x5EED, sender: Lone.phantom, receiver: lone.device.deviceID,
+            noiseMessage: [UInt8](repeating: 9, count: X25519.keyLength))
+        let elsewhere = PeerAddress(10, 0, 0, 9, port: 4000)
+        lone.deliver(.invite(invite), from: elsewhere, at: .zero + .milliseconds(710))
+        #expect(lone.device.isInvitingTentatively, "the invitation goes on")
+        #expect(lone.device.halfOpen.sessions.map(\.peer) == [Lone.phantom])
+        let answers = lone.sent.filter { $0.destination == .unicast(elsewhere) }.map(\.packet)
+        #expect(answers.count == 1)
+        guard case .accept(let accept)? = answers.first else {
+            Issue.record("answered \(answers), not ACCEPT")
+            return
+        }
+        #expect(accept.sessionID == invite.sessionID)
+    }
+
     @Test func aBeaconNeverMovesAKnownPeer() {
         var lone = Lone()
         let real = PeerAddress(10, 0, 0, 2, port: 4000)

@@ -514,6 +514,28 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         }
     }
 
+    /// The BEACON racer (PROTOCOL.md 11.4, BEACON): a newcomer hears the other victim's id first
+    /// from the racer's dead address, and invites it there once brought to it. The real device's
+    /// INVITE, from its own address, runs beside that invitation and completes, so the pair
+    /// exchanges in about its usual time. Until 2026-12-02 the newcomer refused it with BUSY(1)
+    /// until its invitation timed out: `--kinds beacon-racer --runs 200 --seed 1` took a median
+    /// 2.87× the pair's time, and every run breached.
+    @Test func theBeaconRacerCostsThePairNoInvitationTimeout() {
+        for runSeed: UInt64 in 1...8 {
+            let outcome = Attacks.runOne(runSeed: runSeed, kind: .beaconRacer, users: .careless)
+            guard let result = outcome.availability, let race = result.racedBeacons else {
+                Issue.record("no measure of the BEACON racer")
+                continue
+            }
+            #expect(outcome.problems.isEmpty, "seed \(runSeed): \(outcome.problems)")
+            #expect(outcome.breaches.isEmpty, "seed \(runSeed): \(outcome.breaches)")
+            #expect(result.peakRate <= (result.budget ?? 0))
+            // The race was won: the newcomer invited the racer's address.
+            #expect(race.diverted == 1, "seed \(runSeed)")
+            #expect(result.closes.allSatisfy { $0.hasSuffix("exchanged") }, "\(result.closes)")
+        }
+    }
+
     /// PROTOCOL.md 11.4, "Inside SECURE": the victims' own SECURE packets, replayed (in their
     /// session and after it), with one bit flipped, or reflected to their sender, are each dropped
     /// without effect: the run is the no-attack run, to the nanosecond.

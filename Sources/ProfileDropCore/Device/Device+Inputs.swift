@@ -189,12 +189,15 @@ extension Device {
         if let session = exchange {
             // Both invited each other (section 2): only the INVITE of the very peer we invite, from
             // the address we invite it at, counts; the lower device id stays initiator.
-            if isInvitingTentatively, session.peer != invite.sender {
+            if isInvitingTentatively, session.peer != invite.sender || session.peerAddress != source {
                 // Another peer invites us while we wait on one that may be a phantom: it runs
                 // beside that invitation as a half-open handshake, and the first to complete wins
                 // (a phantom never does). Even an established peer's INVITE waits for its CONFIRM:
                 // its id is in every BEACON and an XX first message is any 32 bytes, so until then
-                // it may be a forger's, sent to cancel the invitation (PROTOCOL.md 11.4).
+                // it may be a forger's, sent to cancel the invitation (PROTOCOL.md 11.4). So does
+                // our invitee's own id from another address: the address we hold may be a racer's,
+                // whose BEACON in that name we heard first (PROTOCOL.md 4), and refusing the real
+                // device kept the pair apart until our invitation timed out.
             } else {
                 guard session.isAwaitingAccept, session.peer == invite.sender, session.peerAddress == source
                 else {

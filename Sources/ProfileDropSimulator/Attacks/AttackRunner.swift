@@ -45,6 +45,10 @@ public enum AttackKind: String, CaseIterable, Sendable {
     /// back at them, from the address each came from, 1 ms to 3 s after the original: replayed
     /// unchanged, with one bit flipped, or reflected to the sender.
     case secureReplayer = "secure-replayer"
+    /// Availability, cleartext: an attacker off the path that answers a newcomer's first datagram
+    /// with the other victim's BEACON from its own dead address, before the real one arrives, and
+    /// keeps forwarding that victim's BEACONs from there.
+    case beaconRacer = "beacon-racer"
     /// Availability, malicious peer: offers a card above the victim's limit.
     case oversizeOffer = "oversize-offer"
     /// Availability, malicious peer: sends a chunk outside its offer.
@@ -675,6 +679,8 @@ extension Attacks {
         if !invites.isEmpty { notes += Availability.forgedInviteNotes(invites) }
         let replays = results.compactMap(\.replayedSecure)
         if !replays.isEmpty { notes += Availability.replayedSecureNotes(replays) }
+        let races = results.compactMap(\.racedBeacons)
+        if !races.isEmpty { notes += Availability.racedBeaconNotes(races) }
         let problems = cell.filter { !$0.problems.isEmpty }.count
         if problems > 0 { notes.append("\(problems) runs tested nothing (listed below)") }
         if let fix = pendingFix(kind) { notes.append("pending fix: \(fix)") }
@@ -699,6 +705,7 @@ extension Availability {
         if let forgery = result.forgedBusy { parts += forgedBusyNotes([forgery]) }
         if let forgery = result.forgedInvites { parts += forgedInviteNotes([forgery]) }
         if let replays = result.replayedSecure { parts += replayedSecureNotes([replays]) }
+        if let races = result.racedBeacons { parts += racedBeaconNotes([races]) }
         parts.append("closed: \(result.closes.joined(separator: ", "))")
         parts.append(
             "\(result.overruns) overruns, peers ≤\(result.peakPeers), buffer ≤\(result.peakBufferChunks) chunks"

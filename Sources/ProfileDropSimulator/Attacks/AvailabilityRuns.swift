@@ -51,6 +51,8 @@ public struct AvailabilityResult: Sendable {
     public var forgedInvites: ForgedInviteResult?
     /// The SECURE replayer's copies and the victims' rejections, for that kind.
     public var replayedSecure: ReplayedSecureResult?
+    /// The BEACON racer's BEACONs and the invitations they diverted, for that kind.
+    public var racedBeacons: RacedBeaconResult?
 }
 
 /// The availability kinds of `simulate --attacks`: cleartext attackers with a budget in datagrams
@@ -184,6 +186,7 @@ enum Availability {
     /// busy forger, which answers what it sees.
     static func isCleartext(_ kind: AttackKind) -> Bool {
         cleartext(kind) != nil || kind == .busyForger || kind == .inviteForger || kind == .secureReplayer
+            || kind == .beaconRacer
     }
 
     /// Runs the availability run of seed `runSeed` facing `kind`.
@@ -191,6 +194,7 @@ enum Availability {
         if kind == .busyForger { return busyForgerRun(runSeed: runSeed) }
         if kind == .inviteForger { return inviteForgerRun(runSeed: runSeed) }
         if kind == .secureReplayer { return secureReplayerRun(runSeed: runSeed) }
+        if kind == .beaconRacer { return beaconRacerRun(runSeed: runSeed) }
         if let behaviour = cleartext(kind) {
             return cleartextRun(runSeed: runSeed, kind: kind, behaviour: behaviour)
         }
