@@ -937,12 +937,12 @@ import Testing
 
     /// The race a forger can win: it claims an id before its device's first beacon reaches us (here,
     /// to Kong for the id of Bori, which starts a second later, from a dead port, ten times a
-    /// second). Kong invites the dead address at most once. When that goes unanswered while Bori's
-    /// own beacons conflict with it, Kong counts no failure against Bori, stops inviting the dead
-    /// address and takes Bori's invitation; the handshake completed with Bori moves the entry to
-    /// Bori's real address. With the seeds swapped the ids' order flips, and with it the tie-break
-    /// when Bori's INVITE meets Kong's own invitation of the dead address: Kong either gives its
-    /// invitation up at once, or keeps it (the lower id stays initiator) until it goes unanswered.
+    /// second). Kong invites the dead address at most once, tentatively (Bori never completed a
+    /// handshake with it), so Bori's own INVITE, from its real address, runs beside that invitation
+    /// and completes: no session ends, and the exchange goes on with Bori. With the seeds swapped
+    /// the ids' order flips, which the tie-break no longer enters into: the INVITE does not come
+    /// from the address Kong invites. (Until 2026-12-02 Kong refused it with BUSY(1) until its
+    /// invitation ended `timeout: handshake`, 7.75 s.)
     @Test(arguments: [(UInt64(11), UInt64(12)), (12, 11)])
     func aForgerFirstToAnnounceAnIdCostsOneInvitation(seeds: (kong: UInt64, bori: UInt64)) {
         var room = VirtualRoom()
@@ -971,14 +971,14 @@ import Testing
         #expect(deadInvites <= 5, "one invitation of the dead address at most")
         let kong = room.devices[0]
         #expect(kong.counters.rejected(.conflict) > 0)
-        if kong.deviceID < bori {
-            let entry = kong.discovery.peers.first { $0.id == bori }
-            #expect(entry?.address == VirtualRoom.address(1) && entry?.verified == true)
-            let ended = room.events[0].compactMap {
-                if case .sessionEnded(_, let reason) = $0 { reason } else { nil }
-            }
-            #expect(ended == [.timeout(.handshake)])
+        let ended = room.events[0].compactMap {
+            if case .sessionEnded(_, let reason) = $0 { reason } else { nil }
         }
+        #expect(ended.isEmpty, "\(ended)")
+        let entry = kong.discovery.peers.first { $0.id == bori }
+        #expect(
+            entry?.address == VirtualRoom.address(1) && entry?.verified == true,
+            "\(String(describing: entry))")
     }
 }
 

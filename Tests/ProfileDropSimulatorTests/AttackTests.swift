@@ -252,6 +252,28 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
         }
     }
 
+    /// PROTOCOL.md 11.1 and 11.6 item 6: a BEACON racer with a live address gets a newcomer to hold
+    /// its partner's id there, and the newcomer's handshake is with the racer's device, off the
+    /// path. That is the man in the middle's position, and no more: the newcomer's code is one its
+    /// partner, which paired with nobody, does not show, so careful and unattended users give it
+    /// nothing, while a careless user gives it the card, as `--yes` warns.
+    @Test(arguments: AttackUsers.allCases)
+    func aBeaconRacerWithALiveAddressIsAManInTheMiddleTheCodeStops(users: AttackUsers) {
+        for n in 0..<3 {
+            let outcome = Attacks.runOne(runSeed: seed(.beaconRaceMITM, users, n))
+            #expect(outcome.problems.isEmpty, "\(outcome.problems)")
+            #expect(outcome.divertedInvitations > 0 && outcome.racesWon > 0, "\(outcome.summary)")
+            #expect(outcome.codesEqual != true)
+            #expect(outcome.breaches.isEmpty, "\(outcome.breaches)")
+            if users.withholdFromStrangers {
+                #expect(outcome.cards == 0 && outcome.identities == 0)
+                #expect(outcome.declines > 0)
+            } else {
+                #expect(outcome.cards == 1, "the newcomer's card, given by its careless user")
+            }
+        }
+    }
+
     /// When both victims invited and each met the racer as the other, both screens show a code:
     /// two sessions, two codes, which differ.
     @Test func theCodesOfTwoRacedVictimsDiffer() {

@@ -18,6 +18,9 @@ public enum AttackKind: String, CaseIterable, Sendable {
     /// A device that victim B once shared with, meeting victim A (B's known peer) as a new device
     /// whose BOND names B's resolving key.
     case identityThief = "identity-thief"
+    /// The BEACON racer with a live address: a device of its own that claims A's id, where a
+    /// newcomer heard that id first.
+    case beaconRaceMITM = "beacon-race-mitm"
     /// Availability, cleartext: forged BEACONs with a victim's id and a dead port.
     case beaconHijack = "beacon-hijack"
     /// Availability, cleartext: INVITEs of random bytes at each victim, from spoofed sources.
@@ -88,7 +91,9 @@ public enum AttackKind: String, CaseIterable, Sendable {
     /// the attacker) rather than what the victims give away.
     public var isAvailability: Bool {
         switch self {
-        case .mitmRelay, .mitmKnownPeers, .codeGrinder, .identityProber, .acceptRacer, .identityThief: false
+        case .mitmRelay, .mitmKnownPeers, .codeGrinder, .identityProber, .acceptRacer, .identityThief,
+            .beaconRaceMITM:
+            false
         default: true
         }
     }
@@ -153,6 +158,8 @@ public struct AttackOutcome: Sendable {
     /// Accept racer: sessions a victim reported as responder: a genuine half-open handshake that
     /// completed, where it should have ended silently.
     public var genuineReported = 0
+    /// BEACON racer (live): invitations the newcomer sent to the racer's address.
+    public var divertedInvitations = 0
     /// Identity thief: sessions in which its BOND named the stolen resolving key.
     public var stolenBonds = 0
     /// The honest meeting that makes the victims known peers did not complete (no attack ran).
@@ -364,6 +371,7 @@ public enum Attacks {
         case .identityProber: return prober(runSeed: runSeed, users: users)
         case .acceptRacer: return acceptRacer(runSeed: runSeed, users: users)
         case .identityThief: return identityThief(runSeed: runSeed, users: users)
+        case .beaconRaceMITM: return beaconRaceMITM(runSeed: runSeed, users: users)
         default: return Availability.run(runSeed: runSeed, kind: kind)
         }
     }
@@ -567,6 +575,12 @@ public enum Attacks {
                     + "genuine ACCEPTs second \(cell.reduce(0) { $0 + $1.genuineAccepts }), "
                     + "genuine half-open handshakes reported \(cell.reduce(0) { $0 + $1.genuineReported })")
             if given { notes.append("cards and identities given by careless users") }
+        case .beaconRaceMITM:
+            notes.append(
+                "invitations to the racer's address \(cell.reduce(0) { $0 + $1.divertedInvitations }); "
+                    + "handshakes the racer completed \(cell.reduce(0) { $0 + $1.racesWon }), "
+                    + "victims' handshakes \(cell.reduce(0) { $0 + $1.victimSessions })")
+            if given { notes.append("cards and identities given by careless users") }
         case .identityThief:
             notes.append("BOND named B's key in \(cell.reduce(0) { $0 + $1.stolenBonds }) sessions")
             notes.append("adversary shown as known \(cell.reduce(0) { $0 + $1.adversaryShownKnown })")
@@ -603,6 +617,11 @@ extension AttackOutcome {
         if kind == .codeGrinder { parts.append("\(grindAttempts) grind attempts") }
         if kind == .acceptRacer {
             parts.append("\(racesWon) ACCEPT races won, \(victimSessions) victims' handshakes")
+        }
+        if kind == .beaconRaceMITM {
+            parts.append(
+                "\(divertedInvitations) invitations to the racer's address, \(racesWon) handshakes with it, "
+                    + "\(victimSessions) victims' handshakes")
         }
         parts.append("\(interrupted) interrupted, \(mismatches) mismatch warnings, \(declines) declines")
         return parts.joined(separator: "; ")

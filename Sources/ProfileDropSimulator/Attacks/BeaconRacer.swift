@@ -91,6 +91,49 @@ final class BeaconRacer {
     }
 }
 
+/// A ``BeaconRacer`` as the driver runs it after every step of a room: what it sends goes out from
+/// its address, and the newcomer's INVITEs to that address are counted.
+struct BeaconRace {
+    let racer: BeaconRacer
+    private var latestBeacons: [Int: Beacon] = [:]
+    private var invitations: [UInt64] = []
+    private var divertedInvites = 0
+
+    init(racer: BeaconRacer) { self.racer = racer }
+
+    /// What the race did so far.
+    var result: RacedBeaconResult {
+        RacedBeaconResult(
+            forged: racer.forged, unsent: racer.unsent, diverted: invitations.count,
+            divertedInvites: divertedInvites)
+    }
+
+    /// Sends the racer's answers to what the last step of `stage` sent, arriving two latencies after
+    /// it (the racer hears it a latency after it left, and its BEACON takes another); returns their
+    /// sizes.
+    mutating func afterStep(_ stage: inout AttackStage) -> [Int] {
+        var sizes: [Int] = []
+        for sent in stage.room.lastSent {
+            for forged in racer.heard(sent, at: stage.room.now, latestBeacons: latestBeacons) {
+                stage.room.inject(
+                    forged.bytes, from: racer.address, to: forged.recipient, after: stage.room.latency * 2)
+                sizes.append(forged.bytes.count)
+            }
+            guard let packet = try? Packet(datagram: sent.bytes) else { continue }
+            switch (packet, sent.destination) {
+            case (.beacon(let beacon), .multicast):
+                latestBeacons[sent.source] = beacon
+            case (.invite(let invite), .unicast(racer.address)):
+                divertedInvites += 1
+                if !invitations.contains(invite.sessionID) { invitations.append(invite.sessionID) }
+            default:
+                break
+            }
+        }
+        return sizes
+    }
+}
+
 extension Availability {
     /// Where the newcomer is switched on in a BEACON racer's run: a metre from A, out of reach, so
     /// that neither invites the other until the newcomer is brought to A.
@@ -107,16 +150,24 @@ extension Availability {
     /// The alarm that brings the newcomer to A.
     static let meetingAlarm = 1
 
-    /// The BEACON racer's room: the bystander and A from the start, B switched on out of reach at
-    /// the newcomer's alarm and moved in front of A at the meeting alarm.
-    private static func racedStage(_ pair: VictimPair, join: Instant, meet: Instant) -> AttackStage {
-        var stage = newcomerStage(pair)
+    /// The BEACON racer's room with `users`: the bystander and A from the start, B switched on out
+    /// of reach at the newcomer's alarm (``newcomerJoin(runSeed:)``) and moved in front of A at the
+    /// meeting alarm.
+    static func racedStage(_ pair: VictimPair, users: AttackUsers, meet: Instant) -> AttackStage {
+        var stage = AttackStage(users: users, victimsKnown: false)
+        stage.addBystander(
+            card: AttackCards.card(runSeed: pair.runSeed, role: "bystander"), pose: bystanderPose,
+            seedMaterial: Simulation.seedMaterial(pair.runSeed, "attacks/availability/bystander"))
+        stage.addVictim(
+            name: VictimPair.names[0], card: pair.cards[0], identity: pair.identities[0], knownPeers: [],
+            pose: VictimPair.poses[0], seedMaterial: pair.seedMaterial(0, phase: "availability"))
+        stage.room.setAlarm(newcomerAlarm, at: newcomerJoin(runSeed: pair.runSeed))
         stage.room.setAlarm(meetingAlarm, at: meet)
         return stage
     }
 
     /// Acts on the racer room's alarms: switches B on, then brings it to A.
-    private static func stepRacedNewcomer(_ pair: VictimPair, in stage: inout AttackStage) {
+    static func stepRacedNewcomer(_ pair: VictimPair, in stage: inout AttackStage) {
         switch stage.lastStep {
         case .alarm(newcomerAlarm) where stage.victims.count == 1:
             stage.addVictim(
@@ -145,7 +196,7 @@ extension Availability {
         var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: .careless)
         var result = AvailabilityResult()
 
-        var calm = racedStage(pair, join: join, meet: meet)
+        var calm = racedStage(pair, users: .careless, meet: meet)
         calm.run(until: runLimit) { stage in
             stepRacedNewcomer(pair, in: &stage)
             return false
@@ -156,51 +207,27 @@ extension Availability {
                 "setup: the pair did not exchange without the attacker, so nothing was measured")
         }
 
-        var stage = racedStage(pair, join: join, meet: meet)
+        var stage = racedStage(pair, users: .careless, meet: meet)
         let budget = budget(runSeed: runSeed)
         result.budget = budget
         var draw = DeterministicRandom(
             seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/\(kind.rawValue)"))
         let racerAddress = PeerAddress(
             ipv4: stage.nextAddress.ipv4, port: 20_000 + UInt16(draw.uniform(below: 20_000)))
-        // Members 1 and 2 are the victims (0 is the bystander).
-        let racer = BeaconRacer(budget: budget, address: racerAddress, victims: [1, 2])
-        var latestBeacons: [Int: Beacon] = [:]
-        var invitations: [UInt64] = []
-        var racedResult = RacedBeaconResult()
+        var race = BeaconRace(racer: BeaconRacer(budget: budget, address: racerAddress, victims: [1, 2]))
         // The racer is no participant: it only injects, as a spoofer does.
         var meter = Meter(attacker: -1)
-        // It hears a datagram a latency after it left, and its own takes another.
-        let delay = stage.room.latency * 2
         stage.run(until: runLimit) { stage in
             stepRacedNewcomer(pair, in: &stage)
-            for sent in stage.room.lastSent {
-                for forged in racer.heard(sent, at: stage.room.now, latestBeacons: latestBeacons) {
-                    stage.room.inject(forged.bytes, from: racerAddress, to: forged.recipient, after: delay)
-                    meter.countAttack(bytes: forged.bytes.count, at: stage.room.now)
-                }
-                guard let packet = try? Packet(datagram: sent.bytes) else { continue }
-                switch (packet, sent.destination) {
-                case (.beacon(let beacon), .multicast):
-                    latestBeacons[sent.source] = beacon
-                case (.invite(let invite), .unicast(racerAddress)):
-                    racedResult.divertedInvites += 1
-                    if !invitations.contains(invite.sessionID) { invitations.append(invite.sessionID) }
-                default:
-                    break
-                }
-            }
+            for bytes in race.afterStep(&stage) { meter.countAttack(bytes: bytes, at: stage.room.now) }
             meter.observe(stage)
             return false
         }
         measurePair(&result, stage: stage, meter: meter, from: join)
-        racedResult.forged = racer.forged
-        racedResult.unsent = racer.unsent
-        racedResult.diverted = invitations.count
-        result.racedBeacons = racedResult
+        result.racedBeacons = race.result
         outcome.screens =
             ["B on at \(join), 1 m away; in front of A at \(meet)"] + stage.victims.map(describe)
-        if racer.forged == 0 {
+        if race.result.forged == 0 {
             outcome.problems.append("the racer sent no BEACON to the newcomer")
         }
         if result.baseline != nil,
@@ -221,5 +248,72 @@ extension Availability {
             "raced BEACONs \(sum(\.forged)), unsent \(sum(\.unsent)); newcomer invited the racer's address "
                 + "in \(won) of \(races.count) runs (\(sum(\.diverted)) invitations, \(sum(\.divertedInvites)) INVITEs)"
         ]
+    }
+}
+
+/// The BEACON racer's device when its address is live: the endpoint of whatever session the race
+/// wins it, counting them.
+final class RacedImpersonator: AdversaryBrain {
+    /// Sessions its device secured with the newcomer.
+    private(set) var securedSessions = 0
+
+    override func secured(_ session: TapSession, device: DeviceID, at time: Instant) {
+        super.secured(session, device: device, at: time)
+        securedSessions += 1
+    }
+}
+
+extension Attacks {
+    /// The BEACON racer as a man in the middle (PROTOCOL.md 11.1; 11.6 item 6): its address is live.
+    /// A real core device of its own claims A's id, stands where A stands (so 7 cm in front of B once
+    /// B is brought there), shares its own card, and hears only what is sent to its address. The
+    /// racer sends B, when B first speaks, A's BEACON naming that device's address; B, brought in
+    /// front of A, invites it as A, while A's own INVITE from A's address runs beside that
+    /// invitation, and the first handshake to complete is B's session. When the racer's does, B
+    /// pairs with it and shows a code that A, which paired with nobody, does not.
+    static func beaconRaceMITM(runSeed: UInt64, users: AttackUsers) -> AttackOutcome {
+        var outcome = AttackOutcome(runSeed: runSeed, kind: .beaconRaceMITM, users: users)
+        let pair = VictimPair(runSeed: runSeed)
+        let join = Availability.newcomerJoin(runSeed: runSeed)
+        let meet = Availability.racedNewcomerMeets(runSeed: runSeed, join: join)
+        var stage = Availability.racedStage(pair, users: users, meet: meet)
+        guard let claimed = stage.room.device(stage.victims[0].member)?.deviceID else {
+            preconditionFailure("victim A is a device")
+        }
+        // Its device's own address: it announces nothing there (its multicast is dropped, and it
+        // hears none), so B learns it only from the racer's BEACONs.
+        let address = stage.nextAddress
+        let tap = UnicastTap(victims: [])
+        tap.spoofedDelay = stage.room.latency
+        tap.impersonators.append((stage.room.count, address))
+        stage.room.hook = TapHook(tap: tap)
+        let impersonator = RacedImpersonator()
+        stage.addAdversary(
+            card: AttackCards.card(runSeed: runSeed, role: "beacon-racer"), consent: .share,
+            identity: DeviceIdentity(
+                secret: BLAKE2b.hash(
+                    Simulation.seedMaterial(runSeed, "attacks/beacon-race-mitm/identity"), outputLength: 32)),
+            pose: VictimPair.poses[0],
+            seedMaterial: Simulation.seedMaterial(runSeed, "attacks/beacon-race-mitm"), policy: impersonator,
+            claimedID: claimed)
+        // B is the next member: switched on at its alarm, after our device.
+        let newcomer = stage.room.count
+        var race = BeaconRace(
+            racer: BeaconRacer(
+                budget: Availability.budget, address: address, victims: [stage.victims[0].member, newcomer]))
+        stage.run(until: runLimit) { stage in
+            Availability.stepRacedNewcomer(pair, in: &stage)
+            _ = race.afterStep(&stage)
+            return false
+        }
+        outcome.racesWon = impersonator.securedSessions
+        outcome.victimSessions = stage.victims.reduce(0) { $0 + $1.secured.count }
+        outcome.divertedInvitations = race.result.diverted
+        outcome.screens.append("B on at \(join), 1 m away; in front of A at \(meet)")
+        if race.result.forged == 0 {
+            outcome.problems.append("the racer sent no BEACON to the newcomer")
+        }
+        assess(&outcome, stage: stage, adversary: impersonator, bondKey: nil)
+        return outcome
     }
 }
