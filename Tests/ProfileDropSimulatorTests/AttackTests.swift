@@ -10,6 +10,25 @@ private func seed(_ kind: AttackKind, _ users: AttackUsers, _ n: Int) -> UInt64 
     return UInt64(Attacks.cells.count * (n + 1) + cell)
 }
 
+/// Runs the availability kind `kind` (careless users) once per seed of `seeds`, checks what every
+/// such run must show (a measure, nothing that kept it from testing, no breach, the attacker
+/// within its budget), then hands the measure to `check`.
+private func forEachCleanRun(
+    of kind: AttackKind, seeds: ClosedRange<UInt64>, _ check: (UInt64, AvailabilityResult) -> Void
+) {
+    for runSeed in seeds {
+        let outcome = Attacks.runOne(runSeed: runSeed, kind: kind, users: .careless)
+        guard let result = outcome.availability else {
+            Issue.record("seed \(runSeed): no availability measure of \(kind)")
+            continue
+        }
+        #expect(outcome.problems.isEmpty, "seed \(runSeed): \(outcome.problems)")
+        #expect(outcome.breaches.isEmpty, "seed \(runSeed): \(outcome.breaches)")
+        #expect(result.peakRate <= (result.budget ?? 0), "seed \(runSeed)")
+        check(runSeed, result)
+    }
+}
+
 /// Runs `body`, which checks that a kind does not breach; for a kind still waiting for its fix the
 /// failures are a known issue (they may or may not happen), so the suite stays green until the
 /// kind leaves ``Attacks/pendingFixKinds`` and its checks count again.
@@ -522,15 +541,11 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
     /// invitation: `simulate --attacks --kinds invite-forger --runs 40 --seed 1` on that code counted
     /// 45 invitations cancelled, in every one of the 40 runs.
     @Test func theInviteForgersInvitesCancelNoInvitation() {
-        for runSeed: UInt64 in 1...8 {
-            let outcome = Attacks.runOne(runSeed: runSeed, kind: .inviteForger, users: .careless)
-            guard let result = outcome.availability, let forgery = result.forgedInvites else {
+        forEachCleanRun(of: .inviteForger, seeds: 1...8) { runSeed, result in
+            guard let forgery = result.forgedInvites else {
                 Issue.record("no measure of the invite forger")
-                continue
+                return
             }
-            #expect(outcome.problems.isEmpty, "seed \(runSeed): \(outcome.problems)")
-            #expect(outcome.breaches.isEmpty, "seed \(runSeed): \(outcome.breaches)")
-            #expect(result.peakRate <= (result.budget ?? 0))
             #expect(forgery.invitationsHit > 0)
             #expect(forgery.cancelled == 0, "seed \(runSeed)")
         }
@@ -543,17 +558,9 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
     /// until its invitation timed out: `--kinds beacon-racer --runs 200 --seed 1` took a median
     /// 2.87× the pair's time, and every run breached.
     @Test func theBeaconRacerCostsThePairNoInvitationTimeout() {
-        for runSeed: UInt64 in 1...8 {
-            let outcome = Attacks.runOne(runSeed: runSeed, kind: .beaconRacer, users: .careless)
-            guard let result = outcome.availability, let race = result.racedBeacons else {
-                Issue.record("no measure of the BEACON racer")
-                continue
-            }
-            #expect(outcome.problems.isEmpty, "seed \(runSeed): \(outcome.problems)")
-            #expect(outcome.breaches.isEmpty, "seed \(runSeed): \(outcome.breaches)")
-            #expect(result.peakRate <= (result.budget ?? 0))
+        forEachCleanRun(of: .beaconRacer, seeds: 1...8) { runSeed, result in
             // The race was won: the newcomer invited the racer's address.
-            #expect(race.diverted == 1, "seed \(runSeed)")
+            #expect(result.racedBeacons?.diverted == 1, "seed \(runSeed)")
             #expect(result.closes.allSatisfy { $0.hasSuffix("exchanged") }, "\(result.closes)")
         }
     }
@@ -563,17 +570,13 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
     /// without effect: the run is the no-attack run, to the nanosecond.
     @Test func secureCopiesReplayedTamperedOrReflectedChangeNothing() {
         var rejections: [String: Int] = [:]
-        for runSeed: UInt64 in 1...6 {
-            let outcome = Attacks.runOne(runSeed: runSeed, kind: .secureReplayer, users: .careless)
-            guard let result = outcome.availability, let replays = result.replayedSecure else {
+        forEachCleanRun(of: .secureReplayer, seeds: 1...6) { runSeed, result in
+            guard let replays = result.replayedSecure else {
                 Issue.record("no measure of the SECURE replayer")
-                continue
+                return
             }
-            #expect(outcome.problems.isEmpty, "seed \(runSeed): \(outcome.problems)")
-            #expect(outcome.breaches.isEmpty, "seed \(runSeed): \(outcome.breaches)")
             #expect(replays.unchanged, "seed \(runSeed)")
             #expect(replays.replayed > 0 && replays.tampered > 0 && replays.reflected > 0)
-            #expect(result.peakRate <= (result.budget ?? 0))
             rejections.merge(replays.rejections, uniquingKeysWith: +)
         }
         // Replays inside the session meet the replay window; later ones, and reflections, no
