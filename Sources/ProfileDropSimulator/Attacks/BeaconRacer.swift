@@ -16,7 +16,7 @@ public struct RacedBeaconResult: Sendable {
 /// An attacker on the LAN, off the path, that races BEACONs (PROTOCOL.md 11.4, BEACON): it hears
 /// every device's multicast, and when a victim it has not heard before speaks, it sends that
 /// newcomer the latest BEACON of the other victim, with that victim's id and claims but its own
-/// address and a port where nothing answers. Hearing the newcomer takes a latency and its BEACON
+/// address and port (where nothing answers, or, in the live variant, a device of its own). Hearing the newcomer takes a latency and its BEACON
 /// another, so it arrives before the other victim's answer to the newcomer's first QUERY (20 to
 /// 120 ms later) and, unless one happens to be due, its next BEACON: the newcomer holds the other
 /// victim's id at the racer's address. It then forwards every BEACON the other victim sends, from
@@ -32,7 +32,7 @@ final class BeaconRacer {
 
     /// Datagrams a second.
     let budget: Int
-    /// Where its BEACONs come from, and the port they name: nobody answers there.
+    /// Where its BEACONs come from, and the port they name.
     let address: PeerAddress
     /// The victims, as room members.
     private let victims: [Int]
