@@ -487,9 +487,14 @@ struct DiscoverySession {
         }
         // Then the nearest by their hints (to the centimetre; a peer with none counts as at the edge
         // of reach), so that two devices held together invite each other before anyone farther.
-        // Whole centimetres, saturated: the reach comes from the configuration, which may be huge.
+        // Every hint within the gate band's far edge counts as equally near: a hint is a claim, and
+        // a forger's phantom claiming to stand where we stand must at best tie with the device held
+        // against us, not outrank it (PROTOCOL.md 11.6 item 6). Whole centimetres, saturated: the
+        // reach comes from the configuration, which may be huge.
+        let held = context.configuration.gate.distanceBand.upperBound
         func rank(_ peer: DiscoveredPeer) -> Int {
-            Int(min(max(hintDistance(peer) ?? reach, 0), 1e15).rounded())
+            let distance = hintDistance(peer) ?? reach
+            return distance <= held ? 0 : Int(min(max(distance, 0), 1e15).rounded())
         }
         if let nearest = least.map(rank).min() { least = least.filter { rank($0) == nearest } }
         let chosen =
