@@ -16,12 +16,13 @@ public struct RacedBeaconResult: Sendable {
 /// An attacker on the LAN, off the path, that races BEACONs (PROTOCOL.md 11.4, BEACON): it hears
 /// every device's multicast, and when a victim it has not heard before speaks, it sends that
 /// newcomer the latest BEACON of the other victim, with that victim's id and claims but its own
-/// address and port (where nothing answers, or, in the live variant, a device of its own). Hearing the newcomer takes a latency and its BEACON
-/// another, so it arrives before the other victim's answer to the newcomer's first QUERY (20 to
-/// 120 ms later) and, unless one happens to be due, its next BEACON: the newcomer holds the other
-/// victim's id at the racer's address. It then forwards every BEACON the other victim sends, from
-/// its address, sequence numbers and all, so that the entry never falls silent. It holds no key,
-/// and sends at most its budget of datagrams in any second.
+/// address and port (where nothing answers, or, in the live variant, a device of its own). Hearing
+/// the newcomer takes a latency and its BEACON another, so it arrives before the other victim's
+/// answer to the newcomer's first QUERY (20 to 120 ms later) and, unless one happens to be due, its
+/// next BEACON: the newcomer holds the other victim's id at the racer's address. It then forwards
+/// every BEACON the other victim sends, from its address, sequence numbers and all, so that the
+/// entry never falls silent. It holds no key, and sends at most its budget of datagrams in any
+/// second.
 final class BeaconRacer {
     /// One forged BEACON for the driver to inject.
     struct Forged {
@@ -36,8 +37,8 @@ final class BeaconRacer {
     let address: PeerAddress
     /// The victims, as room members.
     private let victims: [Int]
-    /// Victims heard so far, in the order they first spoke.
-    private var heard: [Int] = []
+    /// Victims heard so far, in the order they first spoke, with the latest BEACON of each.
+    private var heard: [(member: Int, beacon: Beacon?)] = []
     /// Victims that first spoke after another victim's BEACON had been heard: those it raced.
     private var newcomers: [Int] = []
     private var thisSecond = Availability.SecondCounter()
@@ -51,29 +52,28 @@ final class BeaconRacer {
         self.victims = victims
     }
 
-    /// The BEACONs to send for `sent`, which participant `sent.source` multicast at `time`: the
-    /// race, when it is a victim speaking for the first time after another victim's BEACON; a
-    /// forwarded copy, when it is a BEACON of a victim whose id was raced to a newcomer.
-    func heard(_ sent: SentDatagram, at time: Instant, latestBeacons: [Int: Beacon]) -> [Forged] {
-        guard sent.destination == .multicast, victims.contains(sent.source) else { return [] }
+    /// The BEACONs to send for `packet`, which participant `source` multicast at `time`: the race,
+    /// when it is a victim speaking for the first time after another victim's BEACON; a forwarded
+    /// copy, when it is a BEACON of a victim whose id was raced to a newcomer.
+    func heard(_ packet: Packet, from source: Int, at time: Instant) -> [Forged] {
+        guard victims.contains(source) else { return [] }
+        let beacon: Beacon? = if case .beacon(let beacon) = packet { beacon } else { nil }
         var forgeries: [Forged] = []
-        if !heard.contains(sent.source) {
-            heard.append(sent.source)
-            let others = victims.filter { $0 != sent.source && latestBeacons[$0] != nil }
-            if !others.isEmpty {
-                newcomers.append(sent.source)
-                for other in others {
-                    if let beacon = latestBeacons[other],
-                        let forgery = forge(beacon, to: sent.source, at: time)
-                    {
-                        forgeries.append(forgery)
-                    }
-                }
-            }
-        } else if case .beacon(let beacon)? = try? Packet(datagram: sent.bytes) {
-            for newcomer in newcomers where newcomer != sent.source {
+        if let index = heard.firstIndex(where: { $0.member == source }) {
+            guard let beacon else { return [] }
+            heard[index].beacon = beacon
+            for newcomer in newcomers where newcomer != source {
                 if let forgery = forge(beacon, to: newcomer, at: time) { forgeries.append(forgery) }
             }
+        } else {
+            let others = heard.compactMap(\.beacon)
+            if !others.isEmpty {
+                newcomers.append(source)
+                for other in others {
+                    if let forgery = forge(other, to: source, at: time) { forgeries.append(forgery) }
+                }
+            }
+            heard.append((source, beacon))
         }
         return forgeries
     }
@@ -95,7 +95,6 @@ final class BeaconRacer {
 /// its address, and the newcomer's INVITEs to that address are counted.
 struct BeaconRace {
     let racer: BeaconRacer
-    private var latestBeacons: [Int: Beacon] = [:]
     private var invitations: [UInt64] = []
     private var divertedInvites = 0
 
@@ -114,15 +113,15 @@ struct BeaconRace {
     mutating func afterStep(_ stage: inout AttackStage) -> [Int] {
         var sizes: [Int] = []
         for sent in stage.room.lastSent {
-            for forged in racer.heard(sent, at: stage.room.now, latestBeacons: latestBeacons) {
-                stage.room.inject(
-                    forged.bytes, from: racer.address, to: forged.recipient, after: stage.room.latency * 2)
-                sizes.append(forged.bytes.count)
-            }
             guard let packet = try? Packet(datagram: sent.bytes) else { continue }
             switch (packet, sent.destination) {
-            case (.beacon(let beacon), .multicast):
-                latestBeacons[sent.source] = beacon
+            case (_, .multicast):
+                for forged in racer.heard(packet, from: sent.source, at: stage.room.now) {
+                    stage.room.inject(
+                        forged.bytes, from: racer.address, to: forged.recipient, after: stage.room.latency * 2
+                    )
+                    sizes.append(forged.bytes.count)
+                }
             case (.invite(let invite), .unicast(racer.address)):
                 divertedInvites += 1
                 if !invitations.contains(invite.sessionID) { invitations.append(invite.sessionID) }
@@ -154,14 +153,7 @@ extension Availability {
     /// of reach at the newcomer's alarm (``newcomerJoin(runSeed:)``) and moved in front of A at the
     /// meeting alarm.
     static func racedStage(_ pair: VictimPair, users: AttackUsers, meet: Instant) -> AttackStage {
-        var stage = AttackStage(users: users, victimsKnown: false)
-        stage.addBystander(
-            card: AttackCards.card(runSeed: pair.runSeed, role: "bystander"), pose: bystanderPose,
-            seedMaterial: Simulation.seedMaterial(pair.runSeed, "attacks/availability/bystander"))
-        stage.addVictim(
-            name: VictimPair.names[0], card: pair.cards[0], identity: pair.identities[0], knownPeers: [],
-            pose: VictimPair.poses[0], seedMaterial: pair.seedMaterial(0, phase: "availability"))
-        stage.room.setAlarm(newcomerAlarm, at: newcomerJoin(runSeed: pair.runSeed))
+        var stage = newcomerStage(pair, users: users)
         stage.room.setAlarm(meetingAlarm, at: meet)
         return stage
     }
@@ -170,9 +162,7 @@ extension Availability {
     static func stepRacedNewcomer(_ pair: VictimPair, in stage: inout AttackStage) {
         switch stage.lastStep {
         case .alarm(newcomerAlarm) where stage.victims.count == 1:
-            stage.addVictim(
-                name: VictimPair.names[1], card: pair.cards[1], identity: pair.identities[1], knownPeers: [],
-                pose: racedNewcomerPose, seedMaterial: pair.seedMaterial(1, phase: "availability"))
+            addVictim(1, of: pair, to: &stage, pose: racedNewcomerPose)
         case .alarm(meetingAlarm):
             if let newcomer = stage.victims.dropFirst().first?.member {
                 stage.room.updatePose(VictimPair.poses[1], of: newcomer)

@@ -84,9 +84,10 @@ extension Availability {
     static let newcomerAlarm = 0
 
     /// The room of an invite forger's run before the newcomer comes: the bystander (member 0) and
-    /// victim A (member 1), with the alarm at which B (member 2) is switched on.
-    static func newcomerStage(_ pair: VictimPair) -> AttackStage {
-        var stage = AttackStage(users: .careless, victimsKnown: false)
+    /// victim A (member 1), with the alarm at which B (member 2) is switched on; its users careless
+    /// unless `users` says otherwise.
+    static func newcomerStage(_ pair: VictimPair, users: AttackUsers = .careless) -> AttackStage {
+        var stage = AttackStage(users: users, victimsKnown: false)
         stage.addBystander(
             card: AttackCards.card(runSeed: pair.runSeed, role: "bystander"), pose: bystanderPose,
             seedMaterial: Simulation.seedMaterial(pair.runSeed, "attacks/availability/bystander"))
@@ -101,10 +102,13 @@ extension Availability {
         addVictim(1, of: pair, to: &stage)
     }
 
-    private static func addVictim(_ index: Int, of pair: VictimPair, to stage: inout AttackStage) {
+    /// Adds victim `index` of `pair`, standing at `pose` (its usual place by default).
+    static func addVictim(
+        _ index: Int, of pair: VictimPair, to stage: inout AttackStage, pose: Pose? = nil
+    ) {
         stage.addVictim(
             name: VictimPair.names[index], card: pair.cards[index], identity: pair.identities[index],
-            knownPeers: [], pose: VictimPair.poses[index],
+            knownPeers: [], pose: pose ?? VictimPair.poses[index],
             seedMaterial: pair.seedMaterial(index, phase: "availability"))
     }
 
