@@ -458,6 +458,50 @@ extension VirtualRoom {
         }
     }
 
+    /// In the confirmation hold each side holds every fact of the other, so it sends RANGING alone
+    /// until the close: no control packet whose RECEIPT tells the peer nothing new (PROTOCOL.md 6.3,
+    /// idle packets). Before that rule, each side sent two such packets in every hold.
+    @Test func theConfirmationHoldCarriesRangingAloneUntilTheClose() {
+        final class SecureLog {
+            var sent: [(source: Int, size: Int, at: Instant)] = []
+        }
+        let log = SecureLog()
+        var room = VirtualRoom.boriAndKong()
+        room.room.hook = ClosureHook { copy in
+            if !copy.multicast, let source = copy.source, copy.bytes.count > 3,
+                copy.bytes[3] == PacketType.secure.rawValue
+            {
+                log.sent.append((source, copy.bytes.count, copy.sentAt))
+            }
+            return .deliver
+        }
+        let times = Self.timesOf(&room, until: Instant.zero + .seconds(30)) { events in
+            events.contains { if case .cardVerified = $0 { true } else { false } }
+                && events.contains { if case .acknowledged = $0 { true } else { false } }
+        }
+        #expect(room.boriAndKongSwappedCards)
+        let ranging = Frame.ranging(
+            RangingFrame(
+                sequence: 1, pose: Pose(x: 0, y: 0, heading: 0),
+                token: DiscoveryToken(Array(repeating: 0, count: 16))))
+        let rangingAlone = WireConstants.secureHeaderSize + ranging.encodedSize + WireConstants.tagSize
+        // Each side's packets from a round trip after it was done (the receipts of the last facts)
+        // until it closed.
+        let lastFacts = Duration.milliseconds(20)
+        for index in 0..<2 {
+            guard let done = times.done[index], let closed = times.closed[index] else {
+                Issue.record("device \(index) did not finish")
+                continue
+            }
+            let hold = log.sent.filter { $0.source == index && $0.at > done + lastFacts && $0.at < closed }
+            #expect(hold.count >= 6, "device \(index) sent \(hold.count) packets in its hold")
+            #expect(
+                hold.allSatisfy { $0.size == rangingAlone },
+                "device \(index) sent \(hold.filter { $0.size != rangingAlone }.map { "\($0.size) bytes at \($0.at)" })"
+            )
+        }
+    }
+
     @Test func crowdedRoomOnlyTheClosePairExchanges() {
         var room = VirtualRoom()
         var timeouts = Timeouts()

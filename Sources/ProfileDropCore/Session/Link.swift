@@ -29,6 +29,9 @@ struct Link {
     var peerAckedOurCard = false
     /// What the peer says it holds of ours.
     var peerReceipts: Receipts = []
+    /// The peer sent a fact (new or repeated) since our last control frames: our RECEIPT is what
+    /// stops it repeating, so the next control packet goes out even with nothing of ours in it.
+    var peerSentFact = false
 
     var lastHeard: Instant
     var controlAt: Instant
@@ -127,12 +130,21 @@ struct Link {
 
     /// Sends a control packet now (after `extra`, if any) and schedules the next one, `interval`
     /// later, or a doubled interval up to the cap when `backOff` is set.
+    ///
+    /// A packet due on the back-off timer (`backOff` set) that would carry our RECEIPT alone, when
+    /// the peer sent no fact since our last one, is idle and not sent: the peer holds all our
+    /// facts, and our receipts tell it nothing new (PROTOCOL.md 7, "Control packets").
     mutating func sendControl(extra: Frame? = nil, backOff: Bool, context: inout SessionContext) {
         // In the context's frame list, not an array per packet.
         context.withFrameList { frames, context in
             if let extra { frames.append(extra) }
+            let first = frames.count
             appendControlFrames(to: &frames)
+            // Only RECEIPT: appendControlFrames always ends with it.
+            let onlyReceipt = frames.count == first + 1
+            guard !(backOff && onlyReceipt && !peerSentFact) else { return }
             send(frames, context: &context)
+            peerSentFact = false
         }
         let base = context.configuration.measurement.sampleInterval
         controlInterval = backOff ? min(controlInterval * 2, max(context.timeouts.controlCap, base)) : base
@@ -170,6 +182,7 @@ struct Link {
         for index in frames.indices {
             switch frames[index] {
             case .token(let token):
+                peerSentFact = true
                 if let peerToken {
                     guard peerToken == token else {
                         throw ProtocolError(.tokenMismatch, "peer sent a second token")
@@ -189,11 +202,13 @@ struct Link {
                 peerPose = ranging.pose
                 peerPoseAt = context.now
             case .inRange(let inRange):
+                peerSentFact = true
                 if inRange && !peerInRange {
                     peerInRange = true
                     inbound.learned = true
                 }
             case .consent(let decision, let offer):
+                peerSentFact = true
                 if let peerConsent {
                     guard peerConsent == decision, peerOffer == offer else {
                         throw ProtocolError(.unexpectedMessage, "peer changed its consent")
@@ -215,6 +230,7 @@ struct Link {
             case .cardSack(let sack):
                 inbound.sacks.append(sack)
             case .cardAck(let digest):
+                peerSentFact = true
                 guard let localOffer, localOffer.digest == digest else {
                     throw ProtocolError(.cardDigestMismatch, "peer acknowledged a card we did not send")
                 }
@@ -224,12 +240,14 @@ struct Link {
                     if live { context.emit(.acknowledged) }
                 }
             case .ident, .proof, .nonce, .reveal:
+                peerSentFact = true
                 if try pairing.absorb(
                     frames[index], knownPeers: context.configuration.knownPeers, random: &context.random)
                 {
                     inbound.learned = true
                 }
             case .commit:
+                peerSentFact = true
                 if try pairing.absorb(
                     frames[index], knownPeers: context.configuration.knownPeers, random: &context.random)
                 {
@@ -238,6 +256,7 @@ struct Link {
                     inbound.learned = true
                 }
             case .bond:
+                peerSentFact = true
                 guard let peerConsent, peerConsent != .decline else {
                     throw ProtocolError(.unexpectedMessage, "BOND before the peer agreed")
                 }

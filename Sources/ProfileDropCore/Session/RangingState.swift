@@ -52,6 +52,7 @@ extension RangingState: LiveState {
             frames.append(link.rangingFrame(pose: context.pose))
             link.send(frames, context: &context)
         }
+        link.peerSentFact = false
         link.controlAt = link.rangingAt
     }
 
