@@ -133,7 +133,7 @@ struct Link {
     ///
     /// A packet due on the back-off timer (`backOff` set) that would carry our RECEIPT alone, when
     /// the peer sent no fact since our last one, is idle and not sent: the peer holds all our
-    /// facts, and our receipts tell it nothing new (PROTOCOL.md 7, "Control packets").
+    /// facts, and our receipts tell it nothing new (PROTOCOL.md 6.3, idle packets).
     mutating func sendControl(extra: Frame? = nil, backOff: Bool, context: inout SessionContext) {
         // In the context's frame list, not an array per packet.
         context.withFrameList { frames, context in
@@ -180,9 +180,9 @@ struct Link {
         var inbound = Inbound()
         // By index: `for frame in frames` copies each frame, retaining its payload.
         for index in frames.indices {
+            if frames[index].isFact { peerSentFact = true }
             switch frames[index] {
             case .token(let token):
-                peerSentFact = true
                 if let peerToken {
                     guard peerToken == token else {
                         throw ProtocolError(.tokenMismatch, "peer sent a second token")
@@ -202,13 +202,11 @@ struct Link {
                 peerPose = ranging.pose
                 peerPoseAt = context.now
             case .inRange(let inRange):
-                peerSentFact = true
                 if inRange && !peerInRange {
                     peerInRange = true
                     inbound.learned = true
                 }
             case .consent(let decision, let offer):
-                peerSentFact = true
                 if let peerConsent {
                     guard peerConsent == decision, peerOffer == offer else {
                         throw ProtocolError(.unexpectedMessage, "peer changed its consent")
@@ -230,7 +228,6 @@ struct Link {
             case .cardSack(let sack):
                 inbound.sacks.append(sack)
             case .cardAck(let digest):
-                peerSentFact = true
                 guard let localOffer, localOffer.digest == digest else {
                     throw ProtocolError(.cardDigestMismatch, "peer acknowledged a card we did not send")
                 }
@@ -240,14 +237,12 @@ struct Link {
                     if live { context.emit(.acknowledged) }
                 }
             case .ident, .proof, .nonce, .reveal:
-                peerSentFact = true
                 if try pairing.absorb(
                     frames[index], knownPeers: context.configuration.knownPeers, random: &context.random)
                 {
                     inbound.learned = true
                 }
             case .commit:
-                peerSentFact = true
                 if try pairing.absorb(
                     frames[index], knownPeers: context.configuration.knownPeers, random: &context.random)
                 {
@@ -256,7 +251,6 @@ struct Link {
                     inbound.learned = true
                 }
             case .bond:
-                peerSentFact = true
                 guard let peerConsent, peerConsent != .decline else {
                     throw ProtocolError(.unexpectedMessage, "BOND before the peer agreed")
                 }
@@ -279,5 +273,16 @@ struct Link {
             }
         }
         return inbound
+    }
+}
+
+extension Frame {
+    /// Whether the frame states one of the facts its sender repeats until the peer shows it holds
+    /// them (PROTOCOL.md 6.3): a frame our next control packet's RECEIPT answers.
+    var isFact: Bool {
+        switch self {
+        case .token, .inRange, .consent, .cardAck, .ident, .proof, .commit, .nonce, .reveal, .bond: true
+        case .ranging, .cardChunk, .cardSack, .close, .closeAck, .receipt: false
+        }
     }
 }
