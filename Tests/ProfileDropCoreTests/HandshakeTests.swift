@@ -261,8 +261,9 @@ import Testing
     /// A crossing INVITE that names the peer we invite, but comes from another address, is no
     /// tie-break: our invitation goes on to secure. The invitee never completed a handshake with us,
     /// so the invitation is tentative and the INVITE runs beside it as a half-open handshake (the
-    /// address we hold may be a racer's, PROTOCOL.md 2). From the invitee's address the tie-break
-    /// holds: the higher id abandons its invitation and accepts.
+    /// address we hold may be a racer's, PROTOCOL.md 2). From the invitee's address too, where the
+    /// tie-break makes the higher id accept it, our invitation goes on beside it: anyone who read a
+    /// BEACON can send that INVITE, and until 2026-12-02 it cancelled the invitation.
     @Test func aSpoofedCrossingInviteDoesNotCancelOurInvitation() throws {
         // The lowest id, so the tie-break would make us give our invitation up.
         let lowest = DeviceID(rawValue: 1)
@@ -286,17 +287,29 @@ import Testing
         lone.deliver(accept, from: Self.ghost, at: lone.device.now)
         #expect(lone.events.contains { if case .secured(lowest) = $0 { true } else { false } })
 
-        // The same crossing INVITE from the invitee's address: we abandon ours and accept.
+        // The same crossing INVITE from the invitee's address: we accept it, and ours goes on.
         var (other, ours) = try Self.invited(ghostID: lowest)
         other.deliver(crossing, from: Self.ghost, at: other.device.now)
-        #expect(other.sent.last?.packet.type == .accept)
-        #expect(other.device.exchange == nil && other.device.halfOpen.sessions.count == 1)
+        #expect(
+            other.sent.last?.packet.type == .accept && other.sent.last?.destination == .unicast(Self.ghost))
+        #expect(
+            other.device.exchange?.sessionID == ours.sessionID && other.device.halfOpen.sessions.count == 1)
         #expect(other.device.halfOpen.sessions.first?.sessionID != ours.sessionID)
+        let oursBefore = other.sent.filter { $0.packet.type == .invite }.count
+        other.run(until: other.device.now + .milliseconds(600))
+        #expect(other.sent.filter { $0.packet.type == .invite }.count > oursBefore)
+        // The invitee never sent that INVITE: its ACCEPT of ours secures, and the forged half-open
+        // handshake is dropped, with nothing ended or shown.
+        let (_, genuine) = try Self.accept(ours, seed: 9)
+        other.deliver(genuine, from: Self.ghost, at: other.device.now)
+        #expect(other.events.contains { if case .secured(lowest) = $0 { true } else { false } })
+        #expect(other.device.halfOpen.sessions.isEmpty)
+        #expect(!other.events.contains { if case .sessionEnded = $0 { true } else { false } })
     }
 
     /// A crossing INVITE from the invitee's address, when we stay initiator (the lower id), shows
-    /// that the invitee has not seen our INVITE: ours goes again at once, at most once per 100 ms,
-    /// and the back-off and the attempts are those of a handshake without it.
+    /// that the invitee has not seen our INVITE: ours goes again at once, at most once per 100 ms
+    /// for crossing INVITEs, and the back-off and the attempts are those of a handshake without it.
     @Test func aCrossingInviteWeOutrankSendsOurInviteAgainAtOnce() throws {
         var (lone, invite) = try Self.invited()
         #expect(lone.device.deviceID < Self.ghostID)
@@ -327,15 +340,52 @@ import Testing
         // Within the gap: nothing more.
         lone.deliver(crossing(), from: Self.ghost, at: crossed + .milliseconds(50))
         #expect(ours(after: crossed) == [])
+        // Just after one of the timer's retransmissions, a crossing INVITE still draws ours: the gap
+        // counts only the INVITEs that crossing INVITEs drew (the invitee's back-off runs in step
+        // with ours, so its INVITEs tend to come just after each of ours).
+        lone.run(until: crossed + .milliseconds(400))
+        let retransmitted = try #require(ours(after: crossed).first)
+        lone.deliver(crossing(), from: Self.ghost, at: retransmitted + .milliseconds(10))
+        #expect(ours(after: retransmitted) == [retransmitted + .milliseconds(10)])
         // The timer's five attempts are all still made, and the handshake gives up when it would have
         // without the crossing INVITEs: 7.75 s after the first.
         lone.run(until: firstSent + .seconds(9))
-        #expect(ours().count == 5 + 1)
+        #expect(ours().count == 5 + 2)
         let ended = lone.events.contains {
             $0 == .sessionEnded(peer: Self.ghostID, reason: .timeout(.handshake))
         }
         #expect(ended)
         #expect(lone.device.exchange == nil || lone.device.exchange?.sessionID != invite.sessionID)
+    }
+
+    /// An INVITE we accepted before we invited its sender, sent again once we invite it, is a
+    /// crossing INVITE: the lower id sends its own INVITE again, not its ACCEPT again. The higher id
+    /// keeps its invitation beside ours, so two ACCEPTs crossing would complete both handshakes,
+    /// one at each device, each then in a session of its own (a lossy pair met it: both ended
+    /// `out of range` 3 s later).
+    @Test func anInviteWeAcceptedBeforeInvitingItsSenderIsACrossingOneOnceWeInvite() throws {
+        let higher = DeviceID(rawValue: UInt64.max)
+        var lone = DiscoverySessionTests.Lone()
+        #expect(lone.device.deviceID < higher)
+        lone.deliver(
+            .beacon(Beacon(deviceID: higher, port: 4000, busy: false, sequence: 7)), from: Self.ghost,
+            at: .zero)
+        // Its INVITE comes first, and we accept it; our ACCEPT is lost.
+        var random = DeterministicRandom(seed: 43)
+        let theirs = HandshakePacket(
+            sessionID: random.nextUInt64(), sender: higher, receiver: lone.device.deviceID,
+            noiseMessage: X25519.PrivateKey(using: &random).publicKey.rawRepresentation)
+        lone.deliver(.invite(theirs), from: Self.ghost, at: .zero + .milliseconds(10))
+        #expect(lone.sent.last?.packet.type == .accept)
+        // Once that half-open handshake is no longer fresh, we invite it too.
+        lone.run(until: .zero + .milliseconds(1_500))
+        let ours = lone.sent.compactMap { if case .invite(let invite) = $0.packet { invite } else { nil } }
+        #expect(ours.count >= 1 && ours.allSatisfy { $0.receiver == higher })
+        #expect(lone.device.halfOpen.sessions.map(\.sessionID) == [theirs.sessionID])
+        // Its INVITE again: ours goes again, and no ACCEPT.
+        let before = lone.sent.count
+        lone.deliver(.invite(theirs), from: Self.ghost, at: lone.device.now + .milliseconds(1))
+        #expect(lone.sent.dropFirst(before).map(\.packet.type) == [.invite])
     }
 
     /// BUSY(retry) from the invitee sends the INVITE again at once with the cookie, and every later

@@ -25,6 +25,18 @@ extension Device {
             try admit(source)
             discovery.receive(query, context: &context)
         case .invite(let invite):
+            if halfOpen.index(of: invite.sessionID) != nil, deviceID < invite.sender,
+                exchange?.isAwaitingAccept == true, exchange?.peer == invite.sender,
+                exchange?.peerAddress == source
+            {
+                // The INVITE of a handshake we accepted before we invited its sender, sent again:
+                // a crossing INVITE like any other (PROTOCOL.md 2). We stay initiator and send ours
+                // again rather than ACCEPT again: the sender, the higher id, keeps its invitation
+                // beside ours, and two ACCEPTs crossing would complete both handshakes, one at
+                // each side.
+                exchange?.resendInviteForCrossing(context: &context)
+                return
+            }
             if exchange?.sessionID == invite.sessionID || halfOpen.index(of: invite.sessionID) != nil
                 || lingering.contains(where: { $0.sessionID == invite.sessionID })
             {
@@ -145,10 +157,15 @@ extension Device {
             } else {
                 // Its CONFIRM verified: the first half-open handshake to complete becomes the
                 // exchange. An invitation of ours still awaiting ACCEPT is abandoned without an
-                // outcome, as in the tie-break (a tentative one as if unanswered: its peer may be a
+                // outcome: silently when it invited this very peer at this address (the tie-break's
+                // crossing INVITE), otherwise a tentative one as if unanswered (its peer may be a
                 // phantom); the other half-open handshakes are dropped.
                 halfOpen.removeAll()
-                if isInvitingTentatively { abandonTentativeInvitation() }
+                if exchange?.peer == session.peer && exchange?.peerAddress == session.peerAddress {
+                    exchange = nil
+                } else if isInvitingTentatively {
+                    abandonTentativeInvitation()
+                }
                 exchange = session
             }
             return
@@ -185,7 +202,6 @@ extension Device {
             refuse(invite, from: source, reason: .unavailable)
             return
         }
-        var crossing = false
         if let session = exchange {
             // Both invited each other (section 2): only the INVITE of the very peer we invite, from
             // the address we invite it at, counts; the lower device id stays initiator.
@@ -212,7 +228,10 @@ extension Device {
                     exchange?.resendInviteForCrossing(context: &context)
                     return
                 }
-                crossing = true
+                // The peer stays initiator: we accept its INVITE, and our invitation goes on beside
+                // it until one of the two handshakes completes. Its id and address are in every
+                // BEACON, so the crossing INVITE may be a forger's, whose handshake never completes;
+                // abandoning ours for it let one spoofed datagram cancel the invitation.
             }
         } else if halfOpen.isFresh(at: context.now) {
             // A handshake that began alone completes within a round trip: let it.
@@ -233,8 +252,6 @@ extension Device {
             return
         }
         let session = try ExchangeSession.accept(invite, from: source, context: &context)
-        // The higher id abandons its own invitation, silently, once the crossing one is accepted.
-        if crossing { exchange = nil }
         halfOpen.admit(session, context: context)
     }
 

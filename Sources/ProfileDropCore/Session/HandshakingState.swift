@@ -24,6 +24,8 @@ struct HandshakingState {
     let sentAt: Instant
     /// Initiator: when our INVITE last went out, first or again; a BUSY answers that one.
     var lastSentAt: Instant
+    /// Initiator: when our INVITE last went out for a crossing INVITE; nil before the first.
+    var crossingResentAt: Instant?
     /// Whether more than one of our handshake datagrams went out, so that the answer may belong to
     /// any of them (Karn): the handshake then gives no round-trip sample.
     var resent = false
@@ -63,16 +65,22 @@ extension HandshakingState {
 
     /// The least time between two INVITEs sent for crossing INVITEs
     /// (``resendForCrossing(to:context:)``): a forger that spoofs the invitee's address makes us send
-    /// at most one INVITE per gap, to the invitee, for the invitation's life.
+    /// at most one INVITE per gap, to the invitee, for the invitation's life, beside the
+    /// retransmissions of the back-off.
     static let crossingResendGap: Duration = .milliseconds(100)
 
     /// The invitee's own INVITE crossed ours and we stay initiator: it most likely has not seen ours
     /// (or needs it with the cookie it asked for), or it would have accepted it and dropped its own.
-    /// Sends ours again at once, unless one went out within ``crossingResendGap``, without moving the
-    /// back-off or counting an attempt: over a lossy link the next retransmission may be seconds
-    /// away, while the invitee's INVITEs keep arriving and are ignored.
+    /// Sends ours again at once, unless one went out for a crossing INVITE within
+    /// ``crossingResendGap``, without moving the back-off or counting an attempt: over a lossy link
+    /// the next retransmission may be seconds away, while the invitee's INVITEs keep arriving and
+    /// are ignored. The gap does not count our retransmissions: the invitee's INVITEs follow the same
+    /// back-off as ours, so they tend to arrive just after each of ours, and a gap counted from
+    /// those let almost none through.
     mutating func resendForCrossing(to peerAddress: PeerAddress, context: inout SessionContext) {
-        guard invite != nil, context.now >= lastSentAt + Self.crossingResendGap else { return }
+        guard invite != nil else { return }
+        if let crossingResentAt, context.now < crossingResentAt + Self.crossingResendGap { return }
+        crossingResentAt = context.now
         sendInviteAgain(to: peerAddress, context: &context)
     }
 

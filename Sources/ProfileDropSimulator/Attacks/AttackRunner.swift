@@ -44,6 +44,10 @@ public enum AttackKind: String, CaseIterable, Sendable {
     /// INVITE to the inviter in the name of a bystander it has long heard, while the invitee, which
     /// joined late, is not yet established there (its invitation tentative).
     case inviteForger = "invite-forger"
+    /// Availability, cleartext: an observer of the victims' unicast that answers each INVITE with an
+    /// INVITE to the inviter in the invitee's own name, from the invitee's address: a crossing
+    /// INVITE, which the tie-break acts on.
+    case crossingForger = "crossing-forger"
     /// Availability, cleartext: an observer of the victims' unicast that sends their SECURE packets
     /// back at them, from the address each came from, 1 ms to 3 s after the original: replayed
     /// unchanged, with one bit flipped, or reflected to the sender.

@@ -185,14 +185,15 @@ enum Availability {
     /// Whether `kind` is a cleartext attacker with a budget: one that forges on its timer, or the
     /// busy forger, which answers what it sees.
     static func isCleartext(_ kind: AttackKind) -> Bool {
-        cleartext(kind) != nil || kind == .busyForger || kind == .inviteForger || kind == .secureReplayer
-            || kind == .beaconRacer
+        cleartext(kind) != nil || kind == .busyForger || kind == .inviteForger || kind == .crossingForger
+            || kind == .secureReplayer || kind == .beaconRacer
     }
 
     /// Runs the availability run of seed `runSeed` facing `kind`.
     static func run(runSeed: UInt64, kind: AttackKind) -> AttackOutcome {
         if kind == .busyForger { return busyForgerRun(runSeed: runSeed) }
         if kind == .inviteForger { return inviteForgerRun(runSeed: runSeed) }
+        if kind == .crossingForger { return crossingForgerRun(runSeed: runSeed) }
         if kind == .secureReplayer { return secureReplayerRun(runSeed: runSeed) }
         if kind == .beaconRacer { return beaconRacerRun(runSeed: runSeed) }
         if let behaviour = cleartext(kind) {

@@ -14,55 +14,73 @@ public struct ForgedInviteResult: Sendable {
     public var cancelled = 0
 }
 
-/// An observer on an open network that answers each INVITE one victim sends the other with an
-/// INVITE to the inviter in the name of a bystander the inviter has heard for seconds (so an
-/// established peer), from the bystander's own address, with a random session id and 32 random
-/// bytes for a Noise message: what anyone who reads a BEACON can forge (PROTOCOL.md 11.4, INVITE).
-/// It arrives half a latency after the real INVITE left, before the invitee's ACCEPT. The victim
-/// that joins late is a newcomer, not yet established at the other, so that the other's invitation
-/// of it is tentative while the forgeries arrive: until 2026-12-01 one such INVITE ended a
-/// tentative invitation at once. It holds no key, and forges at most its budget of datagrams in
-/// any second of the run.
+/// An observer on an open network that answers each INVITE one victim sends the other with a
+/// forged INVITE to the inviter, with a random session id and 32 random bytes for a Noise message:
+/// what anyone who reads a BEACON can forge (PROTOCOL.md 11.4, INVITE). It arrives half a latency
+/// after the real INVITE left, before the invitee's ACCEPT. It holds no key, and forges at most its
+/// budget of datagrams in any second of the run.
+///
+/// Its name is one of two:
+/// - a bystander the inviter has heard for seconds (so an established peer), from the bystander's
+///   own address. The victim that joins late is a newcomer, not yet established at the other, so
+///   that the other's invitation of it is tentative while the forgeries arrive: until 2026-12-01
+///   one such INVITE ended a tentative invitation at once.
+/// - the invitee itself, from the invitee's own address: a crossing INVITE (PROTOCOL.md 2). An
+///   inviter with the lower id sends its own INVITE again at once, at most once per 100 ms; one with
+///   the higher id abandons its invitation and accepts, and its ACCEPT reaches the real invitee,
+///   which has no such session.
 final class InviteForger {
     /// One forged INVITE for the driver to inject.
     struct Forged {
         let bytes: [UInt8]
-        /// The bystander's address.
+        /// The bystander's or the invitee's address.
         let source: PeerAddress
         /// The inviter.
         let recipient: Int
     }
 
+    /// In whose name the forgeries come.
+    enum Name {
+        /// A bystander's, from its address.
+        case bystander(DeviceID, PeerAddress)
+        /// The invitee's own, from the address the INVITE went to.
+        case invitee
+    }
+
     /// Datagrams a second.
     let budget: Int
-    /// The bystander whose name it forges.
-    let bystander: DeviceID
-    let bystanderAddress: PeerAddress
+    let name: Name
     private var random: DeterministicRandom
     private var thisSecond = Availability.SecondCounter()
     private(set) var forged = 0
     private(set) var unanswered = 0
 
-    init(budget: Int, bystander: DeviceID, bystanderAddress: PeerAddress, seedMaterial: [UInt8]) {
+    init(budget: Int, name: Name, seedMaterial: [UInt8]) {
         precondition(budget > 0, "a budget of at least one datagram a second")
         self.budget = budget
-        self.bystander = bystander
-        self.bystanderAddress = bystanderAddress
+        self.name = name
         random = DeterministicRandom(seedMaterial: seedMaterial)
     }
 
-    /// The forged INVITE for `invite`, seen leaving participant `inviter` at `time`; nil when this
-    /// second's budget is spent.
-    func answer(_ invite: HandshakePacket, from inviter: Int, at time: Instant) -> Forged? {
+    /// The forged INVITE for `invite`, seen leaving participant `inviter` for `destination` at
+    /// `time`; nil when this second's budget is spent.
+    func answer(_ invite: HandshakePacket, from inviter: Int, to destination: PeerAddress, at time: Instant)
+        -> Forged?
+    {
         guard thisSecond.spend(at: time, budget: budget) else {
             unanswered += 1
             return nil
         }
         forged += 1
+        let (sender, source): (DeviceID, PeerAddress) =
+            switch name {
+            case .bystander(let id, let address): (id, address)
+            case .invitee: (invite.receiver, destination)
+            }
         let forgery = HandshakePacket(
-            sessionID: random.nextUInt64(), sender: bystander, receiver: invite.sender,
+            sessionID: random.nextUInt64(), sender: sender, receiver: invite.sender,
             noiseMessage: random.bytes(X25519.keyLength))
-        return Forged(bytes: Packet.invite(forgery).encoded(), source: bystanderAddress, recipient: inviter)
+        return Forged(bytes: Packet.invite(forgery).encoded(), source: source, recipient: inviter)
     }
 }
 
@@ -138,24 +156,61 @@ extension Availability {
         guard let bystanderID = stage.room.device(bystander)?.deviceID else {
             preconditionFailure("the bystander is a device")
         }
-        let tap = UnicastTap(victims: [1, 2])
-        stage.room.hook = TapHook(tap: tap)
-        let budget = budget(runSeed: runSeed)
-        result.budget = budget
         let forger = InviteForger(
-            budget: budget, bystander: bystanderID, bystanderAddress: stage.room.address(of: bystander),
+            budget: budget(runSeed: runSeed),
+            name: .bystander(bystanderID, stage.room.address(of: bystander)),
             seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/\(kind.rawValue)"))
+        forgeInvites(
+            with: forger, tapping: [1, 2], into: &stage, outcome: &outcome, result: &result, from: join,
+            before: { addNewcomer(pair, to: &$0) })
+        outcome.screens = ["B on at \(join)"] + stage.victims.map(describe)
+        return finish(outcome, result: result, stage: stage)
+    }
+
+    /// The crossing forger's run: the pair held together from the start, every INVITE between them
+    /// answered with an INVITE in the invitee's own name from the invitee's address (PROTOCOL.md
+    /// 2, tie-break); the pair's time against the same room without the forger, and whether a
+    /// forged INVITE cancelled an invitation.
+    static func crossingForgerRun(runSeed: UInt64) -> AttackOutcome {
+        let kind = AttackKind.crossingForger
+        let pair = VictimPair(runSeed: runSeed)
+        var (outcome, result, stage) = startPairRun(pair, runSeed: runSeed, kind: kind)
+        let forger = InviteForger(
+            budget: budget(runSeed: runSeed), name: .invitee,
+            seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/\(kind.rawValue)"))
+        forgeInvites(
+            with: forger, tapping: stage.victims.map(\.member), into: &stage, outcome: &outcome,
+            result: &result, from: .zero)
+        outcome.screens = stage.victims.map(describe)
+        return finish(outcome, result: result, stage: stage)
+    }
+
+    /// Runs `stage` with `forger` answering every INVITE between the victims that a tap of the
+    /// unicast of `members` shows (calling `before` first at each step), then measures the pair
+    /// from `start` and
+    /// judges: a breach is an invitation a forged INVITE cancelled, or the pair not exchanging
+    /// within 2× its time without the forger.
+    private static func forgeInvites(
+        with forger: InviteForger, tapping members: [Int], into stage: inout AttackStage,
+        outcome: inout AttackOutcome,
+        result: inout AvailabilityResult, from start: Instant,
+        before: (inout AttackStage) -> Void = { _ in }
+    ) {
+        let tap = UnicastTap(victims: members)
+        stage.room.hook = TapHook(tap: tap)
+        result.budget = forger.budget
         // The forger is no participant: it only injects, as a spoofer does.
         var meter = Meter(attacker: -1)
         var watch = InvitationWatch()
         let delay = stage.room.latency / 2
         stage.run(until: runLimit) { stage in
-            addNewcomer(pair, to: &stage)
+            before(&stage)
             for copy in tap.take() {
                 guard let packet = try? Packet(datagram: copy.bytes) else { continue }
                 watch.saw(packet, from: copy.source, at: stage.room.now)
                 guard case .invite(let invite) = packet, stage.room.member(at: copy.destination) != nil,
-                    let forged = forger.answer(invite, from: copy.source, at: stage.room.now)
+                    let forged = forger.answer(
+                        invite, from: copy.source, to: copy.destination, at: stage.room.now)
                 else { continue }
                 stage.room.inject(forged.bytes, from: forged.source, to: forged.recipient, after: delay)
                 watch.hit(invite.sessionID, of: copy.source)
@@ -164,28 +219,25 @@ extension Availability {
             meter.observe(stage)
             return false
         }
-        measurePair(&result, stage: stage, meter: meter, from: join)
+        measurePair(&result, stage: stage, meter: meter, from: start)
         var forgery = watch.judge(stage.victims)
         forgery.forged = forger.forged
         forgery.unanswered = forger.unanswered
         result.forgedInvites = forgery
-        outcome.screens = ["B on at \(join)"] + stage.victims.map(describe)
         if forgery.invitationsHit == 0 {
             outcome.problems.append("no forged INVITE reached an invitation between the victims")
         }
         if forgery.cancelled > 0 {
             outcome.breaches.append(
-                "forged INVITEs in the bystander's name cancelled \(forgery.cancelled) of "
-                    + "\(forgery.invitationsHit) invitations between the victims (their ACCEPT went unconfirmed)"
-            )
+                "forged INVITEs cancelled \(forgery.cancelled) of \(forgery.invitationsHit) invitations "
+                    + "between the victims (their ACCEPT went unconfirmed)")
         }
         if result.baseline != nil,
             let breach = exchangeBreach(
-                result, stage: stage, who: "the pair", when: "under \(budget) forged INVITEs/s")
+                result, stage: stage, who: "the pair", when: "under \(forger.budget) forged INVITEs/s")
         {
             outcome.breaches.append(breach)
         }
-        return finish(outcome, result: result, stage: stage)
     }
 
     static func forgedInviteNotes(_ forgeries: [ForgedInviteResult]) -> [String] {
