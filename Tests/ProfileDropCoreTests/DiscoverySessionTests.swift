@@ -546,6 +546,50 @@ import Testing
         #expect((firstPicks[1] ?? 0) > 5 && (firstPicks[2] ?? 0) > 5, "\(firstPicks)")
     }
 
+    /// While another candidate ranks as near as the invitee (both hint within the gate band's far
+    /// edge), a tentative invitation is given up as unanswered after one INVITE's wait (250 ms), not
+    /// three (750 ms): a draw among equals that picked a phantom costs a third as much (PROTOCOL.md
+    /// 5, 11.6 item 6). With the other candidate 30 cm away it keeps the three.
+    @Test func anUnansweredInvitationAmongEquallyNearPeersIsGivenUpAfterOneWait() {
+        func invitations(otherAt other: PositionHint) -> [(id: DeviceID, count: Int, lasted: Duration)] {
+            var lone = Lone()
+            let peers = [
+                (DeviceID(rawValue: 0xA1), PositionHint(x: 0, y: 0)), (DeviceID(rawValue: 0xA2), other),
+            ]
+            for (sequence, milliseconds) in [(UInt32(1), Int64(0)), (2, 1_600)] {
+                for (index, (id, position)) in peers.enumerated() {
+                    lone.deliver(
+                        .beacon(
+                            Beacon(
+                                deviceID: id, port: 4001, busy: false, sequence: sequence, position: position)
+                        ),
+                        from: PeerAddress(10, 0, 0, UInt8(20 + index), port: 4001),
+                        at: .zero + .milliseconds(milliseconds))
+                }
+            }
+            lone.run(until: .zero + .seconds(4))
+            // Runs of INVITEs naming the same id, with how long each lasted to the next run's first.
+            var runs: [(id: DeviceID, count: Int, first: Instant)] = []
+            for sent in lone.sent {
+                guard case .invite(let invite) = sent.packet else { continue }
+                if runs.last?.id == invite.receiver {
+                    runs[runs.count - 1].count += 1
+                } else {
+                    runs.append((invite.receiver, 1, sent.time))
+                }
+            }
+            return zip(runs, runs.dropFirst()).map { ($0.id, $0.count, $1.first - $0.first) }
+        }
+        let equals = invitations(otherAt: PositionHint(x: 7, y: 0))
+        #expect(!equals.isEmpty, "the device went from one to the other")
+        for invitation in equals {
+            #expect(invitation.count == 2, "\(equals)")
+            #expect(invitation.lasted <= .milliseconds(250 + 150 + 10), "\(equals)")
+        }
+        let farther = invitations(otherAt: PositionHint(x: 0, y: 30))
+        #expect(farther.first?.id == DeviceID(rawValue: 0xA1) && farther.first?.count == 3, "\(farther)")
+    }
+
     /// A QUERY is answered only by a device within reach of the asker's hint (no storm in a full
     /// room); a hintless QUERY by anyone it does not list. Our own QUERY carries our position and
     /// lists the nearest peers we know.

@@ -316,15 +316,15 @@ extension Device {
         return !discovery.isVerified(peer: peer)
     }
 
-    /// Ends a tentative invitation without an outcome. If the INVITE went out
-    /// ``unansweredTransmissions`` times without an answer, as an unanswered one (the peer it named
-    /// ranks last from now on, as a phantom should); sooner, silently: the peer has not failed to
-    /// answer yet, we only went elsewhere, and a real peer on a lossy link must not be blamed for it.
-    mutating func abandonTentativeInvitation() {
+    /// Ends a tentative invitation without an outcome. If the INVITE went out `unansweredAfter`
+    /// times without an answer, as an unanswered one (the peer it named ranks last from now on, as
+    /// a phantom should); sooner, silently: the peer has not failed to answer yet, we only went
+    /// elsewhere, and a real peer on a lossy link must not be blamed for it.
+    mutating func abandonTentativeInvitation(unansweredAfter: Int = Self.unansweredTransmissions) {
         guard let session = exchange else { return }
         precondition(session.isAwaitingAccept, "only an invitation awaiting ACCEPT is abandoned")
         exchange = nil
-        if (session.inviteTransmissions ?? 0) >= Self.unansweredTransmissions {
+        if (session.inviteTransmissions ?? 0) >= unansweredAfter {
             discovery.invitationUnanswered(to: session.peer, at: session.peerAddress, context: &context)
         }
     }
@@ -332,6 +332,12 @@ extension Device {
     /// INVITE transmissions without an answer after which a tentative invitation given up counts as
     /// unanswered: 750 ms with the default retransmission schedule.
     static let unansweredTransmissions = 3
+
+    /// The same while another candidate ranks as near as the invitee (both within the gate band's
+    /// far edge): 250 ms, one INVITE's wait. Which of such peers is the device held against ours is
+    /// a draw, and a forger's phantoms claiming our spot tie with it (PROTOCOL.md 11.6 item 6), so
+    /// each wrong draw costs one wait, not three.
+    static let unansweredTransmissionsAmongEquals = 2
 
     private mutating func refuse(_ invite: HandshakePacket, from source: PeerAddress, reason: BusyReason) {
         context.send(
@@ -440,8 +446,13 @@ extension Device {
         // while another peer waits (PROTOCOL.md 5, "Tentative invitations").
         if isInvitingTentatively, let invitee = exchange?.peer {
             let newcomer = !discovery.isEstablished(peer: invitee)
-            let unanswered = (exchange?.inviteTransmissions ?? 0) >= Self.unansweredTransmissions
-            if newcomer
+            let transmissions = exchange?.inviteTransmissions ?? 0
+            let unanswered = transmissions >= Self.unansweredTransmissions
+            if transmissions >= Self.unansweredTransmissionsAmongEquals
+                && discovery.hasEquallyNearCandidate(than: invitee, context: context)
+            {
+                abandonTentativeInvitation(unansweredAfter: Self.unansweredTransmissionsAmongEquals)
+            } else if newcomer
                 && (discovery.hasEstablishedCandidate(now: context.now)
                     || discovery.hasBetterHeardCandidate(than: invitee, now: context.now))
                 || unanswered && discovery.hasOtherCandidate(than: invitee, now: context.now)

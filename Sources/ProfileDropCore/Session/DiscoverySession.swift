@@ -492,16 +492,33 @@ struct DiscoverySession {
         // against us, not outrank it (PROTOCOL.md 11.6 item 6). Whole centimetres, saturated: the
         // reach comes from the configuration, which may be huge.
         let held = context.configuration.gate.distanceBand.upperBound
-        func rank(_ peer: DiscoveredPeer) -> Int {
-            let distance = hintDistance(peer) ?? reach
-            return distance <= held ? 0 : Int(min(max(distance, 0), 1e15).rounded())
+        if let nearest = least.map({ rank($0, held: held) }).min() {
+            least = least.filter { rank($0, held: held) == nearest }
         }
-        if let nearest = least.map(rank).min() { least = least.filter { rank($0) == nearest } }
         let chosen =
             wanting.max { ($0.wantedAt ?? .zero, $0.id) < ($1.wantedAt ?? .zero, $1.id) }
             ?? least[Int(context.random.uniform(below: UInt64(least.count)))]
         if let index = peers.firstIndex(where: { $0.id == chosen.id }) { peers[index].wantedAt = nil }
         return chosen
+    }
+
+    /// A peer's place in the order of nearness: whole centimetres of its hint (a peer with none at
+    /// the edge of reach), saturated, and 0 for every hint within `held`, the gate band's far edge
+    /// (``nextInvitee(context:)``).
+    private func rank(_ peer: DiscoveredPeer, held: Double) -> Int {
+        let distance = hintDistance(peer) ?? reach
+        return distance <= held ? 0 : Int(min(max(distance, 0), 1e15).rounded())
+    }
+
+    /// Whether `invitee` and another candidate both rank as equally near as any can: both hint
+    /// within the gate band's far edge, where ``nextInvitee(context:)`` draws between them.
+    func hasEquallyNearCandidate(than invitee: DeviceID, context: SessionContext) -> Bool {
+        let held = context.configuration.gate.distanceBand.upperBound
+        guard !isClosed, let chosen = peers.first(where: { $0.id == invitee }), rank(chosen, held: held) == 0
+        else { return false }
+        return peers.contains {
+            $0.id != invitee && rank($0, held: held) == 0 && isCandidate($0, now: context.now)
+        }
     }
 
     /// Notes that we refused `peer`'s invitation only because we were busy.

@@ -228,9 +228,9 @@ public enum Attacks {
     static let pendingFixes: [(kind: AttackKind, fix: String)] = [
         (
             .phantomKeeper,
-            "established phantoms that claim to stand where the victim stands now tie with the real "
-                + "peer at best, but each drawn before it still costs an invitation of 750 ms (PROTOCOL.md "
-                + "11.6 item 6)"
+            "established phantoms that claim to stand where the victim stands tie with the real peer "
+                + "at best, and each drawn before it costs one INVITE's wait of 250 ms, but a rare run still "
+                + "passes 2× (PROTOCOL.md 11.6 item 6)"
         )
     ]
 
