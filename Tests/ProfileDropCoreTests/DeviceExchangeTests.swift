@@ -462,29 +462,14 @@ extension VirtualRoom {
     /// until the close: no control packet whose RECEIPT tells the peer nothing new (PROTOCOL.md 6.3,
     /// idle packets). Before that rule, each side sent two such packets in every hold.
     @Test func theConfirmationHoldCarriesRangingAloneUntilTheClose() {
-        final class SecureLog {
-            var sent: [(source: Int, size: Int, at: Instant)] = []
-        }
-        let log = SecureLog()
         var room = VirtualRoom.boriAndKong()
-        room.room.hook = ClosureHook { copy in
-            if !copy.multicast, let source = copy.source, copy.bytes.count > 3,
-                copy.bytes[3] == PacketType.secure.rawValue
-            {
-                log.sent.append((source, copy.bytes.count, copy.sentAt))
-            }
-            return .deliver
-        }
+        let log = SecureLog(recording: &room)
         let times = Self.timesOf(&room, until: Instant.zero + .seconds(30)) { events in
             events.contains { if case .cardVerified = $0 { true } else { false } }
                 && events.contains { if case .acknowledged = $0 { true } else { false } }
         }
         #expect(room.boriAndKongSwappedCards)
-        let ranging = Frame.ranging(
-            RangingFrame(
-                sequence: 1, pose: Pose(x: 0, y: 0, heading: 0),
-                token: DiscoveryToken(Array(repeating: 0, count: 16))))
-        let rangingAlone = WireConstants.secureHeaderSize + ranging.encodedSize + WireConstants.tagSize
+        let rangingAlone = SecureLog.rangingAlone
         // Each side's packets from a round trip after it was done (the receipts of the last facts)
         // until it closed.
         let lastFacts = Duration.milliseconds(20)
@@ -500,6 +485,49 @@ extension VirtualRoom {
                 "device \(index) sent \(hold.filter { $0.size != rangingAlone }.map { "\($0.size) bytes at \($0.at)" })"
             )
         }
+    }
+
+    /// A RECEIPT of ours that the peer never got is repaired by the peer's facts: in the hold, Kong
+    /// forgets every receipt it had from Bori (as if all were lost) and repeats its facts, and the
+    /// repeats make Bori's next control packet carry its RECEIPT again before the hold ends
+    /// (PROTOCOL.md 6.3: receipts answer facts, and are never repeated for their own sake).
+    @Test func aLostReceiptIsSentAgainWhenThePeerRepeatsItsFacts() {
+        let rangingAlone = SecureLog.rangingAlone
+        func run(forgettingAt forget: Instant?) -> (room: VirtualRoom, log: SecureLog, closed: [Instant?]) {
+            var room = VirtualRoom.boriAndKong()
+            let log = SecureLog(recording: &room)
+            if let forget {
+                room.run(until: forget)
+                room.act(1) { device, _ in
+                    guard var kong = device as? Device, kong.exchange?.isSecured == true else { return }
+                    kong.exchange?.securedLink.peerReceipts = []
+                    device = kong
+                }
+            }
+            let times = Self.timesOf(&room, until: Instant.zero + .seconds(30)) { _ in false }
+            return (room, log, times.closed)
+        }
+        // A clean run shows when the hold is; the same run again, with Kong forgetting 300 ms into it.
+        let clean = run(forgettingAt: nil)
+        guard let closed = clean.closed[0] else {
+            Issue.record("the clean run did not finish")
+            return
+        }
+        let forget = Instant.zero + ((closed - Instant.zero) - .milliseconds(700))
+        let repaired = run(forgettingAt: forget)
+        #expect(repaired.room.boriAndKongSwappedCards)
+        guard let boriClosed = repaired.closed[0] else { return }
+        // Nothing but RANGING from either side in the clean hold's last 700 ms; with Kong forgetting,
+        // Kong repeats its facts and Bori answers with a control packet before it closes.
+        func controlPackets(_ log: SecureLog, of source: Int, before end: Instant) -> Int {
+            log.sent.filter {
+                $0.source == source && $0.at > forget && $0.at < end && $0.size != rangingAlone
+            }
+            .count
+        }
+        #expect(controlPackets(clean.log, of: 0, before: closed) == 0)
+        #expect(controlPackets(repaired.log, of: 1, before: boriClosed) >= 1, "Kong repeated its facts")
+        #expect(controlPackets(repaired.log, of: 0, before: boriClosed) >= 1, "Bori answered them")
     }
 
     @Test func crowdedRoomOnlyTheClosePairExchanges() {
@@ -608,4 +636,31 @@ extension VirtualRoom {
         let late = send([.cardAck(digest: digest)])
         #expect(!late.contains(.acknowledged), "\(late)")
     }
+}
+
+/// The unicast SECURE datagrams of a ``VirtualRoom``, as its hook saw them leave: who sent each, its
+/// size, and when. Sizes tell RANGING alone (``rangingAlone``) from everything else.
+final class SecureLog {
+    var sent: [(source: Int, size: Int, at: Instant)] = []
+
+    /// Installs the recording hook on `room`, which then delivers everything.
+    init(recording room: inout VirtualRoom) {
+        room.room.hook = ClosureHook { copy in
+            if !copy.multicast, let source = copy.source, copy.bytes.count > 3,
+                copy.bytes[3] == PacketType.secure.rawValue
+            {
+                self.sent.append((source, copy.bytes.count, copy.sentAt))
+            }
+            return .deliver
+        }
+    }
+
+    /// The size of a SECURE datagram holding one RANGING frame and nothing else.
+    static let rangingAlone =
+        WireConstants.secureHeaderSize
+        + Frame.ranging(
+            RangingFrame(
+                sequence: 1, pose: Pose(x: 0, y: 0, heading: 0),
+                token: DiscoveryToken(Array(repeating: 0, count: 16)))
+        ).encodedSize + WireConstants.tagSize
 }
