@@ -26,8 +26,7 @@ extension Device {
             discovery.receive(query, context: &context)
         case .invite(let invite):
             if halfOpen.index(of: invite.sessionID) != nil, deviceID < invite.sender,
-                exchange?.isAwaitingAccept == true, exchange?.peer == invite.sender,
-                exchange?.peerAddress == source
+                isAwaitingAccept(from: invite.sender, at: source)
             {
                 // The INVITE of a handshake we accepted before we invited its sender, sent again:
                 // a crossing INVITE like any other (PROTOCOL.md 2). We stay initiator and send ours
@@ -161,7 +160,7 @@ extension Device {
                 // crossing INVITE), otherwise a tentative one as if unanswered (its peer may be a
                 // phantom); the other half-open handshakes are dropped.
                 halfOpen.removeAll()
-                if exchange?.peer == session.peer && exchange?.peerAddress == session.peerAddress {
+                if isAwaitingAccept(from: session.peer, at: session.peerAddress) {
                     exchange = nil
                 } else if isInvitingTentatively {
                     abandonTentativeInvitation()
@@ -202,10 +201,10 @@ extension Device {
             refuse(invite, from: source, reason: .unavailable)
             return
         }
-        if let session = exchange {
+        if exchange != nil {
             // Both invited each other (section 2): only the INVITE of the very peer we invite, from
             // the address we invite it at, counts; the lower device id stays initiator.
-            if isInvitingTentatively, session.peer != invite.sender || session.peerAddress != source {
+            if isInvitingTentatively, !isAwaitingAccept(from: invite.sender, at: source) {
                 // Another peer invites us while we wait on one that may be a phantom: it runs
                 // beside that invitation as a half-open handshake, and the first to complete wins
                 // (a phantom never does). Even an established peer's INVITE waits for its CONFIRM:
@@ -215,8 +214,7 @@ extension Device {
                 // whose BEACON in that name we heard first (PROTOCOL.md 4), and refusing the real
                 // device kept the pair apart until our invitation timed out.
             } else {
-                guard session.isAwaitingAccept, session.peer == invite.sender, session.peerAddress == source
-                else {
+                guard isAwaitingAccept(from: invite.sender, at: source) else {
                     refuse(invite, from: source, reason: .inSession)
                     discovery.refusedWhileBusy(invite.sender, context: context)
                     return
@@ -304,6 +302,12 @@ extension Device {
         case .retry:
             preconditionFailure("BUSY(retry) is followed at once, never held")
         }
+    }
+
+    /// Whether our invitation of `peer` at `address` still waits for its ACCEPT: the one case where
+    /// an INVITE from that peer at that address is a crossing INVITE (PROTOCOL.md 2).
+    func isAwaitingAccept(from peer: DeviceID, at address: PeerAddress) -> Bool {
+        exchange?.isAwaitingAccept == true && exchange?.peer == peer && exchange?.peerAddress == address
     }
 
     /// Whether we wait for ACCEPT from a peer that never completed a handshake with us: a tentative

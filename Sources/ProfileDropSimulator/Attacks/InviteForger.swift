@@ -27,8 +27,8 @@ public struct ForgedInviteResult: Sendable {
 ///   one such INVITE ended a tentative invitation at once.
 /// - the invitee itself, from the invitee's own address: a crossing INVITE (PROTOCOL.md 2). An
 ///   inviter with the lower id sends its own INVITE again at once, at most once per 100 ms; one with
-///   the higher id abandons its invitation and accepts, and its ACCEPT reaches the real invitee,
-///   which has no such session.
+///   the higher id accepts it beside its invitation, which goes on (until 2026-12-02 it abandoned
+///   the invitation, and its ACCEPT reached the real invitee, which had no such session).
 final class InviteForger {
     /// One forged INVITE for the driver to inject.
     struct Forged {
@@ -186,10 +186,9 @@ extension Availability {
     }
 
     /// Runs `stage` with `forger` answering every INVITE between the victims that a tap of the
-    /// unicast of `members` shows (calling `before` first at each step), then measures the pair
-    /// from `start` and
-    /// judges: a breach is an invitation a forged INVITE cancelled, or the pair not exchanging
-    /// within 2× its time without the forger.
+    /// unicast of `members` shows (calling `before` first at each step), then measures the pair from
+    /// `start` and judges: a breach is an invitation a forged INVITE cancelled, or the pair not
+    /// exchanging within 2× its time without the forger.
     private static func forgeInvites(
         with forger: InviteForger, tapping members: [Int], into stage: inout AttackStage,
         outcome: inout AttackOutcome,
