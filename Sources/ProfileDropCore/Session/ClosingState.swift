@@ -86,6 +86,8 @@ extension ExchangeSession {
     /// The peer sent CLOSE: acknowledge it and drain. In a live state this decides the outcome.
     mutating func peerClosed(_ close: CloseFrame, context: inout SessionContext) {
         guard isSecured else { return }
+        // Our CLOSE_ACK ends the session: nothing else this packet prompted matters any more.
+        securedLink.discardPending()
         securedLink.send(.closeAck, context: &context)
         switch state {
         case .ranging:
@@ -162,6 +164,9 @@ extension ExchangeSession {
             state = .closed
             return
         }
+        // CLOSE carries what the peer still needs (the frames the transition chose); a control
+        // packet or RANGING this input gathered would tell it nothing more.
+        securedLink.discardPending()
         securedLink.send(ClosingState.packet(frames, link: securedLink), context: &context)
         let timers = CloseTimers(roundTrip: securedLink.roundTrip, timeouts: context.timeouts)
         state = .closing(

@@ -106,6 +106,7 @@ struct ExchangeSession {
     /// - Throws: ``ProtocolError`` when the datagram is dropped. Errors after authentication also
     ///   close the session with CLOSE(error).
     mutating func handle(_ packet: Packet, context: inout SessionContext) throws(ProtocolError) {
+        defer { flush(context: &context) }  // The first ranging round, once secured.
         switch packet {
         case .invite(let invite):
             guard !isInitiator, invite.sender == peer else {
@@ -177,6 +178,7 @@ struct ExchangeSession {
     mutating func handleSecure(_ packet: SecurePacket, context: inout SessionContext)
         throws(ProtocolError)
     {
+        defer { flush(context: &context) }
         guard isSecured else {
             switch state {
             case .handshaking:
@@ -187,12 +189,11 @@ struct ExchangeSession {
         }
         // A packet that fails (replayed, forged or malformed) changes nothing.
         let live = isActive
-        let inbound = try context.withFrameList { (frames, context) throws(ProtocolError) in
+        let (inbound, transferred) = try context.withFrameList { (frames, context) throws(ProtocolError) in
             try securedLink.channel.open(packet, appendingTo: &frames)
             do throws(ProtocolError) {
                 let inbound = try securedLink.absorb(frames, live: live, context: &context)
-                try handle(inbound, context: &context)
-                return inbound
+                return (inbound, try handle(inbound, context: &context))
             } catch {
                 fail(error, context: &context)
                 throw error
@@ -200,13 +201,33 @@ struct ExchangeSession {
         }
         // The facts in the packet count before its CLOSE: they may complete our side too.
         advance(context: &context)
+        if !transferred && (!inbound.chunks.isEmpty || !inbound.sacks.isEmpty) {
+            // The packet's facts (the peer's CONSENT) may have begun the transfer: its chunks, sent
+            // with them, belong to it.
+            do throws(ProtocolError) {
+                if try handle(inbound, context: &context) { advance(context: &context) }
+            } catch {
+                fail(error, context: &context)
+                throw error
+            }
+        }
         if let close = inbound.close { peerClosed(close, context: &context) }
     }
 
+    /// Seals what the input just handled gathered (``Link/flush(context:)``).
+    private mutating func flush(context: inout SessionContext) {
+        guard linkBox?.value.pending.isEmpty == false else { return }
+        securedLink.flush(context: &context)
+    }
+
     /// The frames the current state acts on, after the link absorbed the shared facts.
+    /// - Returns: whether the state was transferring, which acts on chunks and acknowledgements.
+    @discardableResult
     private mutating func handle(_ inbound: Link.Inbound, context: inout SessionContext) throws(ProtocolError)
+        -> Bool
     {
         let transition: Transition
+        var transferred = false
         switch state {
         case .ranging, .consenting:
             if inbound.learned { securedLink.controlSoon(context: context) }
@@ -220,6 +241,7 @@ struct ExchangeSession {
             defer { state = .transferring(transferring) }
             if inbound.learned { securedLink.controlSoon(context: context) }
             transition = try transferring.value.handle(inbound, link: &securedLink, context: &context)
+            transferred = true
         case .closing:
             guard case .closing(var closing) = takeState() else {
                 preconditionFailure("the state was just matched")
@@ -230,6 +252,7 @@ struct ExchangeSession {
             transition = .stay
         }
         apply(transition, context: &context)
+        return transferred
     }
 
     /// The user's answer to a consent request.
@@ -240,6 +263,7 @@ struct ExchangeSession {
         consenting.decide(decision, link: &securedLink, localCard: localCard, context: &context)
         state = .consenting(consenting)
         advance(context: &context)
+        flush(context: &context)
     }
 
     /// Ends a live session because the device's overall limit passed, with the reason of the wait
@@ -423,6 +447,7 @@ struct ExchangeSession {
         apply(transition, context: &context)
         // A gate that opened (or opened again) may let the exchange go on.
         advance(context: &context)
+        flush(context: &context)
     }
 
     /// The timers every live state shares, in order: idle, the state's own deadlines, then the

@@ -54,6 +54,9 @@ struct Link {
     /// The session's round trip: the handshake's, then the card transfer's samples. The close
     /// times its retransmissions and its drain from it.
     var roundTrip = RoundTripEstimator()
+    /// What the input being handled asked to send, gathered into one packet (PROTOCOL.md 6.3,
+    /// "one packet per input").
+    var pending = PendingPacket()
 
     /// What we hold of the peer's one-shot facts.
     var receipts: Receipts {
@@ -117,38 +120,101 @@ struct Link {
         return frames
     }
 
-    /// Seals and queues `frames` for the peer.
+    /// Seals and queues `frames` for the peer, after what this input gathered so far.
     mutating func send(_ frames: [Frame], context: inout SessionContext) {
+        flush(context: &context)
         context.outbox.push(channel.seal(frames))
     }
 
-    /// Seals and queues a packet of one frame, with no array for it.
+    /// Seals and queues a packet of one frame, with no array for it, after what this input
+    /// gathered so far.
     mutating func send(_ frame: Frame, context: inout SessionContext) {
+        flush(context: &context)
         let packet = CollectionOfOne(frame)
         context.outbox.push(channel.seal(packet.span))
     }
 
-    /// Sends a control packet now (after `extra`, if any) and schedules the next one, `interval`
-    /// later, or a doubled interval up to the cap when `backOff` is set.
+    /// Sends a card chunk once the input has been handled: behind our facts and acknowledgement
+    /// when they fit in its packet, so a small card travels with the CONSENT or CARD_ACK in front
+    /// of it.
+    mutating func sendChunk(_ chunk: Frame) {
+        pending.chunks.append(chunk)
+    }
+
+    /// Seals what this input gathered, if anything: CARD_SACK, our facts and RECEIPT, RANGING, then
+    /// the chunks, in as few packets as hold them. The session calls it when an input has been
+    /// handled.
+    mutating func flush(context: inout SessionContext) {
+        guard !pending.isEmpty else { return }
+        // The context's frame list, borrowed without a closure: one that captured `self` here
+        // copied the whole link.
+        var frames: [Frame] = []
+        swap(&frames, &context.frameList)
+        defer {
+            frames.removeAll(keepingCapacity: true)
+            swap(&frames, &context.frameList)
+        }
+        appendPending(to: &frames, pose: context.pose)
+        var size = 0
+        for index in frames.indices { size += frames[index].encodedSize }
+        for index in pending.chunks.indices {
+            let chunkSize = pending.chunks[index].encodedSize
+            if !frames.isEmpty && size + chunkSize > WireConstants.maxFramePayload {
+                context.outbox.push(channel.seal(frames))
+                frames.removeAll(keepingCapacity: true)
+                size = 0
+            }
+            frames.append(pending.chunks[index])
+            size += chunkSize
+        }
+        context.outbox.push(channel.seal(frames))
+        discardPending()
+    }
+
+    /// Drops what this input gathered: CLOSE, or the answer to one, says all that is left to say.
+    mutating func discardPending() {
+        pending.control = false
+        pending.ranging = false
+        pending.cardSack = nil
+        // Kept for the next input's chunks.
+        pending.chunks.removeAll(keepingCapacity: true)
+    }
+
+    /// Appends the gathered frames. The facts are those of now, not of when they were asked for:
+    /// a fact learned later in the same input travels too.
+    private func appendPending(to frames: inout [Frame], pose: Pose) {
+        if let sack = pending.cardSack { frames.append(.cardSack(sack)) }
+        if pending.control { appendControlFrames(to: &frames) }
+        if pending.ranging { frames.append(rangingFrame(pose: pose)) }
+    }
+
+    /// Asks for a control packet now (after `extra`, if any) and schedules the next one, `interval`
+    /// later, or a doubled interval up to the cap when `backOff` is set. The packet is sealed when
+    /// the input has been handled, with whatever else the input sends (``flush(context:)``).
     ///
     /// A packet due on the back-off timer (`backOff` set) that would carry our RECEIPT alone, when
     /// the peer sent no fact since our last one, is idle and not sent: the peer holds all our
     /// facts, and our receipts tell it nothing new (PROTOCOL.md 6.3, idle packets).
-    mutating func sendControl(extra: Frame? = nil, backOff: Bool, context: inout SessionContext) {
-        // In the context's frame list, not an array per packet.
-        context.withFrameList { frames, context in
-            if let extra { frames.append(extra) }
-            let first = frames.count
-            appendControlFrames(to: &frames)
-            // Only RECEIPT: appendControlFrames always ends with it.
-            let onlyReceipt = frames.count == first + 1
-            guard !(backOff && onlyReceipt && !peerSentFact) else { return }
-            send(frames, context: &context)
+    mutating func sendControl(extra: CardSack? = nil, backOff: Bool, context: inout SessionContext) {
+        let idle = backOff && !peerSentFact && !pending.control && hasOnlyReceipt(context: &context)
+        if !idle {
+            pending.control = true
+            if let extra { pending.cardSack = extra }
             peerSentFact = false
         }
         let base = context.configuration.measurement.sampleInterval
         controlInterval = backOff ? min(controlInterval * 2, max(context.timeouts.controlCap, base)) : base
         controlAt = context.now + controlInterval
+    }
+
+    /// Whether our control frames would be RECEIPT alone: the peer holds all our facts.
+    private func hasOnlyReceipt(context: inout SessionContext) -> Bool {
+        // In the context's frame list, not an array per check.
+        context.withFrameList { frames, _ in
+            appendControlFrames(to: &frames)
+            // appendControlFrames always ends with RECEIPT.
+            return frames.count == 1
+        }
     }
 
     /// Makes the next control packet go out at the base interval (something changed).
@@ -285,4 +351,19 @@ extension Frame {
         case .ranging, .cardChunk, .cardSack, .close, .closeAck, .receipt: false
         }
     }
+}
+
+/// What one input asked a session to send, sealed as one packet once the input has been handled:
+/// a control packet, a ranging round and a CARD_SACK due together go out together.
+struct PendingPacket {
+    /// Our facts and RECEIPT.
+    var control = false
+    /// The ranging round's RANGING.
+    var ranging = false
+    /// A selective acknowledgement, in front.
+    var cardSack: CardSack?
+    /// Card chunks, behind the rest.
+    var chunks: [Frame] = []
+
+    var isEmpty: Bool { !control && !ranging && cardSack == nil && chunks.isEmpty }
 }

@@ -46,12 +46,10 @@ extension RangingState: LiveState {
         if let sample = link.measure(context: &context) {
             consecutiveFar = sample.distance > context.limits.farAbortDistance ? consecutiveFar + 1 : 0
         }
-        // Control frames first: the peer checks RANGING against the TOKEN in front of it.
-        context.withFrameList { frames, context in
-            link.appendControlFrames(to: &frames)
-            frames.append(link.rangingFrame(pose: context.pose))
-            link.send(frames, context: &context)
-        }
+        // Control frames first (``Link/flush(context:)``): the peer checks RANGING against the
+        // TOKEN in front of it.
+        link.pending.control = true
+        link.pending.ranging = true
         link.peerSentFact = false
         link.controlAt = link.rangingAt
     }
@@ -99,10 +97,11 @@ extension Link {
     }
 
     /// A ranging round once both gates opened (consenting, transferring): RANGING goes out alone,
-    /// and the control packets keep their own back-off.
+    /// or with a control packet due in the same input; the control packets keep their own
+    /// back-off.
     mutating func watchProximity(context: inout SessionContext) {
         measure(context: &context)
-        send(rangingFrame(pose: context.pose), context: &context)
+        pending.ranging = true
     }
 
     /// RANGING with the current sequence number, our pose and our token.

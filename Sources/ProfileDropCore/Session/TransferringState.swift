@@ -149,12 +149,12 @@ extension TransferringState: LiveState {
         if let sackAt = receiver?.sackAt, context.now >= sackAt, let sack = receiver?.sack() {
             receiver?.sackAt = nil
             receiver?.unacknowledged = 0
-            link.send(.cardSack(sack), context: &context)
+            link.pending.cardSack = sack
         }
         if context.now >= link.controlAt {
             // Through optional chaining: `receiver.map` would copy the receiver and its buffers.
             let sack = receiver?.sack()
-            link.sendControl(extra: sack.map(Frame.cardSack), backOff: true, context: &context)
+            link.sendControl(extra: sack, backOff: true, context: &context)
         }
         return .stay
     }
@@ -204,7 +204,7 @@ extension TransferringState: LiveState {
             receiver?.unacknowledged = 0
             receiver?.sackAt = nil
             if let sack = receiver?.sack() {
-                link.sendControl(extra: .cardSack(sack), backOff: false, context: &context)
+                link.sendControl(extra: sack, backOff: false, context: &context)
             }
         } else if receiver?.sackAt == nil {
             receiver?.sackAt = context.now + context.timeouts.sackDelay
@@ -214,7 +214,7 @@ extension TransferringState: LiveState {
     mutating func sendChunks(link: inout Link, context: inout SessionContext) {
         guard let retransmitted = sender?.retransmissions else { return }
         while let chunk = sender?.takeChunk(now: context.now) {
-            link.send(chunk, context: &context)
+            link.sendChunk(chunk)
         }
         context.counters.chunkRetransmissions += (sender?.retransmissions ?? retransmitted) - retransmitted
         sendAt = sender?.nextDeadline(now: context.now)
