@@ -141,9 +141,9 @@ struct Link {
         pending.chunks.append(chunk)
     }
 
-    /// Seals what this input gathered, if anything: CARD_SACK, our facts and RECEIPT, RANGING, then
-    /// the chunks, in as few packets as hold them. The session calls it when an input has been
-    /// handled.
+    /// Seals what this input gathered, if anything: CARD_SACK, our facts and RECEIPT, RANGING and
+    /// the first chunk when they fit in one packet, then each other chunk in a packet of its own.
+    /// The session calls it when an input has been handled.
     mutating func flush(context: inout SessionContext) {
         guard !pending.isEmpty else { return }
         // The context's frame list, borrowed without a closure: one that captured `self` here
@@ -157,15 +157,17 @@ struct Link {
         appendPending(to: &frames, pose: context.pose)
         var size = 0
         for index in frames.indices { size += frames[index].encodedSize }
+        // Only the first chunk joins the other frames; every other chunk has a packet of its own,
+        // so that two chunks sent together (a timeout's two probes, which may be the same chunk)
+        // are lost independently.
         for index in pending.chunks.indices {
-            let chunkSize = pending.chunks[index].encodedSize
-            if !frames.isEmpty && size + chunkSize > WireConstants.maxFramePayload {
+            if !frames.isEmpty
+                && (index > 0 || size + pending.chunks[index].encodedSize > WireConstants.maxFramePayload)
+            {
                 context.outbox.push(channel.seal(frames))
                 frames.removeAll(keepingCapacity: true)
-                size = 0
             }
             frames.append(pending.chunks[index])
-            size += chunkSize
         }
         context.outbox.push(channel.seal(frames))
         discardPending()
