@@ -6,10 +6,12 @@ import Testing
 /// a timer, a decision) goes out as one SECURE packet, seen in the happy path's decrypted frames.
 struct PacketCoalescingTests {
     /// The SECURE packets each device sent, with their frames, grouped by the input that caused
-    /// them; from the happy path's golden capture, replayed.
-    static func happyPathPacketsByInput() throws -> [String: [[[Frame]]]] {
-        let golden = GoldenCaptures.all[0]
-        #expect(golden.name == "happy-path")
+    /// them; from golden capture `name`, replayed.
+    static func packetsByInput(_ name: String) throws -> [String: [[[Frame]]]] {
+        guard let golden = GoldenCaptures.all.first(where: { $0.name == name }) else {
+            Issue.record("no golden capture \(name)")
+            return [:]
+        }
         let capture = try CaptureFile.read(path: golden.capturePath)
         var byDevice: [String: [[[Frame]]]] = [:]
         for device in capture.devices {
@@ -37,7 +39,7 @@ struct PacketCoalescingTests {
     }
 
     @Test func everyInputOfACleanExchangeSendsAtMostOnePacket() throws {
-        for (device, inputs) in try Self.happyPathPacketsByInput().sorted(by: { $0.key < $1.key }) {
+        for (device, inputs) in try Self.packetsByInput("happy-path").sorted(by: { $0.key < $1.key }) {
             let crowded = inputs.filter { $0.count > 1 }
             #expect(crowded.isEmpty, "\(device): \(crowded.map { $0.map { $0.map(\.type) } })")
             // Not a run that sent nothing: ranging rounds, the card and CLOSE or its answer.
@@ -46,7 +48,7 @@ struct PacketCoalescingTests {
     }
 
     @Test func aSmallCardTravelsOnceWithTheFactsInFrontOfIt() throws {
-        for (device, inputs) in try Self.happyPathPacketsByInput().sorted(by: { $0.key < $1.key }) {
+        for (device, inputs) in try Self.packetsByInput("happy-path").sorted(by: { $0.key < $1.key }) {
             let packets = inputs.joined()
             let withChunks = packets.filter { $0.contains { $0.type == .cardChunk } }
             // The card is one chunk, sent once: a chunk that arrived beside the CONSENT that began
@@ -58,5 +60,18 @@ struct PacketCoalescingTests {
             #expect(types.contains(.receipt), "\(device): \(types)")
             #expect(types.last == .cardChunk, "\(device): \(types)")
         }
+    }
+
+    @Test func aTimeoutsTwoProbesTravelInTwoPackets() throws {
+        var probedInputs = 0
+        for (device, inputs) in try Self.packetsByInput("lossy-link").sorted(by: { $0.key < $1.key }) {
+            for packets in inputs {
+                let chunkCounts = packets.map { $0.filter { $0.type == .cardChunk }.count }
+                #expect(chunkCounts.allSatisfy { $0 <= 1 }, "\(device): \(chunkCounts) chunks per packet")
+                if chunkCounts.filter({ $0 == 1 }).count >= 2 { probedInputs += 1 }
+            }
+        }
+        // The lossy run lost a chunk and probed for it: one input sent two packets with a chunk.
+        #expect(probedInputs >= 1)
     }
 }
