@@ -606,6 +606,34 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         }
     }
 
+    /// PROTOCOL.md 11.4, CLOSE withheld: an attacker on the path that drops one victim's datagrams
+    /// to the other for good, from a moment across the exchange, leaves only the endings 6.7 allows.
+    /// A cut during the silenced side's confirmation hold leaves it exchanged and the other `timeout:
+    /// peer silent` without its card; a later cut, both exchanged; an earlier one, neither. The side
+    /// cut off never exchanges alone, and nobody exchanges without the other's card.
+    @Test func aCutPathLeavesOnlyTheEndingsTheCloseRuleAllows() {
+        var results: [CutCloseResult] = []
+        forEachCleanRun(of: .closeCutter, seeds: 1...60) { runSeed, result in
+            guard let cut = result.cutClose else {
+                Issue.record("seed \(runSeed): no measure of the close cutter")
+                return
+            }
+            #expect(cut.ending != .cutOffOnly, "seed \(runSeed)")
+            if cut.ending == .silencedOnly {
+                #expect(cut.cutOffEnd == "timeout: peer silent", "seed \(runSeed)")
+                // Before the silenced side decided, and within its hold: one gate window, then the
+                // first ranging round that measured the peer (one interval later, two if one failed).
+                let before = cut.cutBeforeDecision ?? .zero
+                #expect(before > .zero && before <= .milliseconds(1_250), "seed \(runSeed): \(before)")
+            }
+            results.append(cut)
+        }
+        // The draws reach every ending the rule allows.
+        for ending in [CutEnding.both, .silencedOnly, .neither] {
+            #expect(results.contains { $0.ending == ending }, "no run ended \(ending.rawValue)")
+        }
+    }
+
     /// The forger's room tests what it is for: when the first victim invites the newcomer, that
     /// invitation is tentative (the newcomer is not established yet) while the bystander, whose name
     /// the forger uses, is established there.

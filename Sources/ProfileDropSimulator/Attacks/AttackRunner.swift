@@ -56,6 +56,10 @@ public enum AttackKind: String, CaseIterable, Sendable {
     /// with the other victim's BEACON from its own dead address, before the real one arrives, and
     /// keeps forwarding that victim's BEACONs from there.
     case beaconRacer = "beacon-racer"
+    /// Availability, on the path: drops everything one victim sends the other, for good, from a
+    /// moment drawn 0 to 4 s after their first SECURE packet; it sends nothing. A cut PROTOCOL.md
+    /// 6.7 cannot prevent (in that victim's confirmation hold) leaves the outcomes uneven.
+    case closeCutter = "close-cutter"
     /// Availability, malicious peer: offers a card above the victim's limit.
     case oversizeOffer = "oversize-offer"
     /// Availability, malicious peer: sends a chunk outside its offer.
@@ -705,6 +709,8 @@ extension Attacks {
         if !replays.isEmpty { notes += Availability.replayedSecureNotes(replays) }
         let races = results.compactMap(\.racedBeacons)
         if !races.isEmpty { notes += Availability.racedBeaconNotes(races) }
+        let cuts = results.compactMap(\.cutClose)
+        if !cuts.isEmpty { notes += Availability.cutCloseNotes(cuts) }
         let problems = cell.filter { !$0.problems.isEmpty }.count
         if problems > 0 { notes.append("\(problems) runs tested nothing (listed below)") }
         if let fix = pendingFix(kind) { notes.append("pending fix: \(fix)") }
@@ -730,6 +736,10 @@ extension Availability {
         if let forgery = result.forgedInvites { parts += forgedInviteNotes([forgery]) }
         if let replays = result.replayedSecure { parts += replayedSecureNotes([replays]) }
         if let races = result.racedBeacons { parts += racedBeaconNotes([races]) }
+        if let cut = result.cutClose {
+            parts.append("\(cut.silenced) silenced \(seconds(cut.cutAfter)) after the first SECURE packet")
+            parts += cutCloseNotes([cut])
+        }
         parts.append("closed: \(result.closes.joined(separator: ", "))")
         parts.append(
             "\(result.overruns) overruns, peers ≤\(result.peakPeers), buffer ≤\(result.peakBufferChunks) chunks"

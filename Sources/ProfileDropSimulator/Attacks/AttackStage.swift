@@ -46,6 +46,8 @@ struct VictimScreen {
     /// `.verified` events that showed an adversary's device as a known peer.
     var adversaryShownKnown = 0
     var remembered: [KnownPeer] = []
+    /// The cards delivered (`.cardReceived`), in order.
+    var receivedCards: [ProfileCard] = []
     var closed: CloseReason?
     /// When the device closed.
     var closedAt: Instant?
@@ -303,6 +305,8 @@ struct AttackStage {
             victims[index].mismatches += 1
         case .peerRemembered(let peer):
             victims[index].remembered.append(peer)
+        case .cardReceived(let card):
+            victims[index].receivedCards.append(card)
         case .sessionEnded(let peer, let reason):
             victims[index].requestedAt = nil
             victims[index].sessionOpen = false
@@ -319,7 +323,7 @@ struct AttackStage {
             if reason == .timeout(.consent) { victims[index].declines += 1 }
         case .advertising, .peerFound, .incompatiblePeer, .ranging,
             .inRange,
-            .exchanging, .cardVerified, .cardReceived, .acknowledged, .datagramRejected:
+            .exchanging, .cardVerified, .acknowledged, .datagramRejected:
             break
         }
     }

@@ -53,6 +53,8 @@ public struct AvailabilityResult: Sendable {
     public var replayedSecure: ReplayedSecureResult?
     /// The BEACON racer's BEACONs and the invitations they diverted, for that kind.
     public var racedBeacons: RacedBeaconResult?
+    /// The close cutter's cut and how the exchange ended, for that kind.
+    public var cutClose: CutCloseResult?
 }
 
 /// The availability kinds of `simulate --attacks`: cleartext attackers with a budget in datagrams
@@ -196,6 +198,7 @@ enum Availability {
         if kind == .crossingForger { return crossingForgerRun(runSeed: runSeed) }
         if kind == .secureReplayer { return secureReplayerRun(runSeed: runSeed) }
         if kind == .beaconRacer { return beaconRacerRun(runSeed: runSeed) }
+        if kind == .closeCutter { return closeCutterRun(runSeed: runSeed) }
         if let behaviour = cleartext(kind) {
             return cleartextRun(runSeed: runSeed, kind: kind, behaviour: behaviour)
         }
