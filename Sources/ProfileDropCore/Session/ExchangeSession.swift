@@ -201,11 +201,14 @@ struct ExchangeSession {
         }
         // The facts in the packet count before its CLOSE: they may complete our side too.
         advance(context: &context)
-        if !transferred && (!inbound.chunks.isEmpty || !inbound.sacks.isEmpty) {
-            // The packet's facts (the peer's CONSENT) may have begun the transfer: its chunks, sent
-            // with them, belong to it.
+        // Matched only now: a copy of the state held across the handling above would make the
+        // transfer copy its buffers.
+        if !transferred, case .transferring = state, !inbound.chunks.isEmpty || !inbound.sacks.isEmpty {
+            // The packet's facts (the peer's CONSENT) began the transfer: its chunks, sent with
+            // them, belong to it.
             do throws(ProtocolError) {
-                if try handle(inbound, context: &context) { advance(context: &context) }
+                try handle(inbound, context: &context)
+                advance(context: &context)
             } catch {
                 fail(error, context: &context)
                 throw error
@@ -221,7 +224,8 @@ struct ExchangeSession {
     }
 
     /// The frames the current state acts on, after the link absorbed the shared facts.
-    /// - Returns: whether the state was transferring, which acts on chunks and acknowledgements.
+    /// - Returns: whether the state was transferring, the one that acts on chunks and
+    ///   acknowledgements.
     @discardableResult
     private mutating func handle(_ inbound: Link.Inbound, context: inout SessionContext) throws(ProtocolError)
         -> Bool
