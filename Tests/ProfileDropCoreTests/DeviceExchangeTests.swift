@@ -487,6 +487,45 @@ extension VirtualRoom {
         }
     }
 
+    /// A device in an exchange sends no QUERY (PROTOCOL.md 4, "Browse"): from its first handshake
+    /// datagram until it closes it invites nobody, so it asks for no answers. Its first QUERY, before
+    /// that, still goes out, and the one due 1 s later falls inside the exchange.
+    @Test func aDeviceInAnExchangeSendsNoQuery() {
+        var room = VirtualRoom.boriAndKong()
+        final class Sent {
+            var queries: [(source: Int, at: Instant)] = []
+            var firstUnicast: [Int: Instant] = [:]
+        }
+        let sent = Sent()
+        room.room.hook = ClosureHook { copy in
+            guard let source = copy.source, copy.bytes.count > 3 else { return .deliver }
+            if copy.multicast, copy.bytes[3] == PacketType.query.rawValue {
+                // One record per datagram, not per recipient.
+                if sent.queries.last.map({ $0.source != source || $0.at != copy.sentAt }) ?? true {
+                    sent.queries.append((source, copy.sentAt))
+                }
+            } else if !copy.multicast, sent.firstUnicast[source] == nil {
+                sent.firstUnicast[source] = copy.sentAt
+            }
+            return .deliver
+        }
+        let times = Self.timesOf(&room, until: Instant.zero + .seconds(30)) { _ in false }
+        #expect(room.boriAndKongSwappedCards)
+        for index in 0..<2 {
+            guard let busy = sent.firstUnicast[index], let closed = times.closed[index] else {
+                Issue.record("device \(index) did not exchange")
+                continue
+            }
+            let queries = sent.queries.filter { $0.source == index }.map(\.at)
+            #expect(queries.contains { $0 < busy }, "device \(index) sent no QUERY before its exchange")
+            #expect(
+                !queries.contains { $0 >= busy && $0 <= closed },
+                "device \(index) queried at \(queries) during its exchange, \(busy) to \(closed)")
+            // The exchange spans a QUERY's due time: the first one plus its 1 s interval.
+            #expect(closed - busy > .seconds(1))
+        }
+    }
+
     /// A RECEIPT of ours that the peer never got is repaired by the peer's facts: in the hold, Kong
     /// forgets every receipt it had from Bori (as if all were lost) and repeats its facts, and the
     /// repeats make Bori's next control packet carry its RECEIPT again before the hold ends

@@ -202,16 +202,9 @@ struct DiscoverySession {
             }
         }
         if now >= queryAt {
-            // Only devices near us answer, so the known answers that matter are the nearest. A peer
-            // that gave no position may be anywhere, so it may answer: it is listed first, as if
-            // beside us (invitations rank it at the edge of reach instead: it is the least likely
-            // to be the phone held against ours).
-            let known = peers.sorted {
-                (hintDistance($0) ?? 0, $1.lastSeen, $0.id) < (hintDistance($1) ?? 0, $0.lastSeen, $1.id)
-            }.prefix(min(context.limits.maxKnownAnswers, Query.maxKnownAnswers)).map(\.id)
-            context.send(
-                .query(Query(deviceID: deviceID, position: PositionHint(pose), knownAnswers: known.sorted())),
-                to: .multicast)
+            // A device in an exchange invites nobody until it ends, so it asks for no answers: the
+            // BEACONs it hears keep its table fresh. The schedule runs on meanwhile.
+            if !busy { sendQuery(context: &context) }
             let interval = context.timeouts.queryInitial.doubled(queryCount, cap: context.timeouts.queryCap)
             queryCount += 1
             queryAt = now + context.jittered(interval)
@@ -219,6 +212,20 @@ struct DiscoverySession {
         // Checked first: removing nothing still costs a pass that rebuilds the array's tail.
         let expired = { (peer: DiscoveredPeer) in now - peer.lastSeen >= lifetime }
         if peers.contains(where: expired) { peers.removeAll(where: expired) }
+    }
+
+    /// Multicasts a QUERY with our position and the ids we already know.
+    private func sendQuery(context: inout SessionContext) {
+        // Only devices near us answer, so the known answers that matter are the nearest. A peer
+        // that gave no position may be anywhere, so it may answer: it is listed first, as if
+        // beside us (invitations rank it at the edge of reach instead: it is the least likely to
+        // be the phone held against ours).
+        let known = peers.sorted {
+            (hintDistance($0) ?? 0, $1.lastSeen, $0.id) < (hintDistance($1) ?? 0, $0.lastSeen, $1.id)
+        }.prefix(min(context.limits.maxKnownAnswers, Query.maxKnownAnswers)).map(\.id)
+        context.send(
+            .query(Query(deviceID: deviceID, position: PositionHint(pose), knownAnswers: known.sorted())),
+            to: .multicast)
     }
 
     private mutating func sendBeacon(busy: Bool, context: inout SessionContext) {
