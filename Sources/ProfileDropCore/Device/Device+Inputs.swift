@@ -25,9 +25,8 @@ extension Device {
             try admit(source)
             discovery.receive(query, context: &context)
         case .invite(let invite):
-            if halfOpen.index(of: invite.sessionID) != nil, deviceID < invite.sender,
-                isAwaitingAccept(from: invite.sender, at: source)
-            {
+            let isHalfOpen = halfOpen.index(of: invite.sessionID) != nil
+            if isHalfOpen, deviceID < invite.sender, isAwaitingAccept(from: invite.sender, at: source) {
                 // The INVITE of a handshake we accepted before we invited its sender, sent again:
                 // a crossing INVITE like any other (PROTOCOL.md 2). We stay initiator and send ours
                 // again rather than ACCEPT again: the sender, the higher id, keeps its invitation
@@ -36,7 +35,7 @@ extension Device {
                 exchange?.resendInviteForCrossing(context: &context)
                 return
             }
-            if exchange?.sessionID == invite.sessionID || halfOpen.index(of: invite.sessionID) != nil
+            if exchange?.sessionID == invite.sessionID || isHalfOpen
                 || lingering.contains(where: { $0.sessionID == invite.sessionID })
             {
                 try routeToSession(packet, sessionID: invite.sessionID, source: source)

@@ -104,7 +104,6 @@ extension Availability {
         let cutAfter = Duration.milliseconds(
             Int64(draw.uniform(below: CloseCutter.latestCutMilliseconds + 1)))
         let members = stage.victims.map(\.member)
-        // The cut is timed from the first SECURE packet: nil before the attacker saw one.
         let cutter = CloseCutter(
             silenced: members[silencedIndex], cutOff: members[1 - silencedIndex], cutAfter: cutAfter)
         stage.room.hook = CutHook(cutter: cutter)
