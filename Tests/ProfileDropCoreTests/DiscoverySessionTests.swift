@@ -276,8 +276,8 @@ import Testing
         context.now = Instant.zero + .milliseconds(700)
         discovery.sessionFailed(with: partner, context: &context)
         #expect(
-            discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now),
-            "backing off from it")
+            !discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now),
+            "backing off from it, but the bystander is not established yet: nobody else to try")
         // Back-off over: an untried bystander we could invite right now is preferred.
         let later = Instant.zero + .seconds(6)
         hear(bystander, busy: false, at: later)
@@ -311,6 +311,52 @@ import Testing
         hear(partner, busy: false, at: context.now)
         #expect(
             discovery.prefersNotToAccept(partner, from: address(of: partner), now: context.now))
+    }
+
+    /// Our back-off from a peer refuses its INVITE only while we could invite someone else. Two
+    /// devices alone on a lossy link, each refusing the other while its own back-off ran, met each
+    /// other's back-off for a minute: their back-offs end at different times, and every lost BUSY
+    /// cost the inviter a handshake timeout and a doubled back-off (`simulate --swarm --runs 1
+    /// --seed 6582195135258380647`, a stored swarm case).
+    @Test func acceptsAPeerItBacksOffFromWhenNobodyElseIsACandidate() {
+        var context = SessionContext(
+            configuration: Fixtures.configuration("Bori", seed: 4), deviceID: DeviceID(rawValue: 99),
+            random: DeterministicRandom(seed: 4), now: .zero, pose: Pose(x: 0, y: 0, heading: 0))
+        var discovery = DiscoverySession(deviceID: DeviceID(rawValue: 99), port: 4000, context: &context)
+        let partner = DeviceID(rawValue: 1)
+        let bystander = DeviceID(rawValue: 2)
+        var sequence: UInt32 = 0
+        func address(of id: DeviceID) -> PeerAddress { PeerAddress(10, 0, 0, UInt8(id.rawValue), port: 4000) }
+        func hear(_ id: DeviceID, busy: Bool, at time: Instant) {
+            context.now = time
+            sequence += 1
+            try? discovery.receive(
+                Beacon(deviceID: id, port: 4000, busy: busy, sequence: sequence), from: address(of: id),
+                context: &context)
+        }
+        for time in [Instant.zero, .zero + .seconds(2)] {
+            hear(partner, busy: false, at: time)
+            hear(bystander, busy: false, at: time)
+        }
+        // One failed session each: the bystander's back-off (4 s ±20 %) ends by 4.8 s, the
+        // partner's not before 5.2 s.
+        context.now = .zero
+        discovery.sessionFailed(with: bystander, context: &context)
+        context.now = .zero + .seconds(2)
+        discovery.sessionFailed(with: partner, context: &context)
+        // Both back-offs run: no candidate, so the partner's INVITE is taken.
+        #expect(
+            !discovery.prefersNotToAccept(partner, from: address(of: partner), now: .zero + .seconds(3)))
+        // The bystander is a candidate again while our back-off from the partner still runs (with
+        // as many failures): we would rather invite the bystander.
+        let bystanderFree = Instant.zero + .seconds(5)
+        hear(bystander, busy: false, at: bystanderFree)
+        #expect(
+            discovery.prefersNotToAccept(partner, from: address(of: partner), now: bystanderFree))
+        // The bystander busy with someone else is no candidate: the partner is taken again.
+        hear(bystander, busy: true, at: bystanderFree)
+        #expect(
+            !discovery.prefersNotToAccept(partner, from: address(of: partner), now: bystanderFree))
     }
 
     /// A peer that broke a rule comes back under a fresh id (ids and static keys are fresh every

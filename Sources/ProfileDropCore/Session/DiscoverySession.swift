@@ -25,8 +25,8 @@ struct DiscoveredPeer {
     var suspended = false
     /// When a beacon for its id last came from another address.
     var conflictAt: Instant?
-    /// After a session with it failed, we neither invite it nor accept its invitations before
-    /// this time.
+    /// After a session with it failed, we do not invite it before this time, nor accept its
+    /// invitations while another peer is a candidate (``prefersNotToAccept(_:from:now:)``).
     var retryAt: Instant
     /// After it answered BUSY, we do not invite it before this time.
     var busyUntil: Instant
@@ -569,9 +569,14 @@ struct DiscoverySession {
     }
 
     /// Whether we refuse an invitation from `peer`: while we back off from it after a failed
-    /// session, or while a peer we could invite right now has fewer failed sessions (we would
-    /// rather try that one). Either way a far pair does not keep ranging, and two devices held
-    /// together that have tried everyone else are free for each other. Only candidates count:
+    /// session and could invite another peer right now, or while a peer we could invite right now
+    /// has fewer failed sessions (we would rather try that one). Either way a far pair does not
+    /// keep ranging, and two devices held together that have tried everyone else are free for each
+    /// other. With nobody else to try, our back-off does not refuse: the INVITE shows that the
+    /// peer's own back-off from us has ended, and the two back-offs end at different times, so
+    /// each refusing while its own ran left a pair on a lossy link meeting each other's back-off
+    /// for a minute (each lost BUSY cost the inviter a 7.75 s timeout and a doubled back-off). The
+    /// pair still retries no faster than the inviter's back-off allows. Only candidates count:
     /// a peer that is busy, backing off or answered BUSY is not one we would try instead, and
     /// counting it (or a phantom id from a corrupted beacon, which never answers) kept a close
     /// pair refusing each other while neither had anyone else to try. For the same reason only
@@ -579,12 +584,11 @@ struct DiscoverySession {
     func prefersNotToAccept(_ peer: DeviceID, from source: PeerAddress, now: Instant) -> Bool {
         if isBackingOff(fromHost: source.ipv4, now: now) { return true }
         guard let entry = peers.first(where: { $0.id == peer }) else { return false }
-        if entry.retryAt > now { return true }
         let others = peers.filter {
             $0.id != peer && $0.isEstablished && isCandidate($0, now: now)
         }
         guard let fewest = others.map(\.failures).min() else { return false }
-        return entry.failures > fewest
+        return entry.retryAt > now || entry.failures > fewest
     }
 
     /// The earliest time a peer becomes available for an invitation (for the device's deadline).
