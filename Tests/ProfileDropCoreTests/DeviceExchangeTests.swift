@@ -526,6 +526,66 @@ extension VirtualRoom {
         }
     }
 
+    /// A fact lost after its sender moved on to consenting rides its next ranging round, not the
+    /// control back-off (125 ms doubling to 1 s): the peer, still ranging, waits for it. The device
+    /// whose gate opens second is cut off from the other for 900 ms from that moment, which loses
+    /// every control packet of that back-off (0, 125, 375 and 875 ms); the peer must still hear
+    /// its IN_RANGE and complete the verification round within a ranging interval and a few round
+    /// trips of the cut's end, not after the next control packet, 1.875 s in (PROTOCOL.md 6.3).
+    @Test(arguments: [UInt64(1), 2, 3])
+    func aFactLostInConsentingRidesTheNextRangingRound(seed: UInt64) {
+        var room = VirtualRoom()
+        room.add(
+            Fixtures.configuration("Bori", seed: seed), pose: Pose(x: 0, y: 0, heading: 0), seed: seed + 10)
+        room.add(
+            Fixtures.configuration("Kong", seed: seed + 100), pose: Pose(x: 7, y: 0, heading: 180),
+            seed: seed + 20)
+        final class Cut {
+            var source: Int?
+            var from: Instant = .zero
+            var until: Instant = .zero
+        }
+        let cut = Cut()
+        room.room.hook = ClosureHook { copy in
+            guard let source = copy.source, source == cut.source, !copy.multicast,
+                copy.sentAt >= cut.from, copy.sentAt < cut.until
+            else { return .deliver }
+            return .drop
+        }
+        func inRange(_ index: Int) -> Bool { room.events[index].contains { $0 == .inRange } }
+        func asked(_ index: Int) -> Bool {
+            room.events[index].contains { if case .verified = $0 { true } else { false } }
+        }
+        let end = Instant.zero + .seconds(30)
+        while cut.source == nil, room.room.step(notAfter: end) != nil {
+            // The first gate to open; the cut starts when the second one does.
+            guard inRange(0) != inRange(1) else { continue }
+            let first = inRange(0) ? 0 : 1
+            while !inRange(1 - first), room.room.step(notAfter: end) != nil {}
+            cut.source = 1 - first
+            cut.from = room.now
+            cut.until = room.now + .milliseconds(900)
+        }
+        guard let second = cut.source else {
+            Issue.record("the gates never opened one after the other")
+            return
+        }
+        var verifiedAt: Instant?
+        while verifiedAt == nil, room.room.step(notAfter: end) != nil {
+            if asked(1 - second) { verifiedAt = room.now }
+        }
+        guard let verifiedAt else {
+            Issue.record("the first device never verified its peer")
+            return
+        }
+        #expect(verifiedAt >= cut.until, "nothing from the cut-off device crossed the cut")
+        #expect(
+            verifiedAt - cut.until <= .milliseconds(250),
+            "verified \(verifiedAt - cut.until) after the cut ended")
+        room.run(until: end)
+        #expect(room.closeReason(0) == .exchanged && room.closeReason(1) == .exchanged)
+    }
+
     /// A RECEIPT of ours that the peer never got is repaired by the peer's facts: in the hold, Kong
     /// forgets every receipt it had from Bori (as if all were lost) and repeats its facts, and the
     /// repeats make Bori's next control packet carry its RECEIPT again before the hold ends

@@ -203,25 +203,33 @@ import Testing
         #expect(!lone.events.contains { if case .datagramRejected = $0 { true } else { false } })
     }
 
-    @Test func vanishedPeerEndsTheHandshakeAfterBoundedRetries() {
+    @Test func vanishedPeerEndsTheHandshakeAfterBoundedRetries() throws {
         var lone = Lone()
         let ghost = PeerAddress(10, 0, 0, 7, port: 4000)
         lone.deliver(
             .beacon(Beacon(deviceID: DeviceID(rawValue: 5), port: 4000, busy: false, sequence: 1)),
             from: ghost,
             at: .zero)
-        // 0.25 + 0.5 + 1 + 2 s of retransmissions, then 4 s for the last: over by about 8.1 s, and the
-        // back-off (4 s ± 20 %) keeps the next attempt beyond 11 s.
+        // Retransmissions 0.25, 0.5, then 1 s apart (the cap, four first timeouts), the last 6.75 s
+        // after the first, so no second of the 7.75 s lifetime passes without an INVITE: over by
+        // about 8.1 s, and the back-off (4 s ± 20 %) keeps the next attempt beyond 11 s.
+        lone.run(until: Instant.zero + .seconds(1))
+        let first = try #require(
+            lone.sent.first { if case .invite = $0.packet { true } else { false } }?.time)
+        lone.run(until: first + .milliseconds(7740))
+        #expect(lone.device.exchange != nil, "still inviting just before the lifetime ends")
+        lone.run(until: first + .milliseconds(7760))
+        #expect(lone.device.exchange == nil, "given up once the lifetime ended")
         lone.run(until: Instant.zero + .seconds(11))
         let invites = lone.sent.filter { if case .invite = $0.packet { true } else { false } }.map(\.time)
-        #expect(invites.count == 5)
+        #expect(invites.count == 9)
         let gaps = zip(invites.dropFirst(), invites).map { ($0 - $1).secondsDouble }
-        #expect(gaps == [0.25, 0.5, 1, 2])
+        #expect(gaps == [0.25, 0.5, 1, 1, 1, 1, 1, 1])
         let ended = lone.events.compactMap {
             if case .sessionEnded(_, let reason) = $0 { reason } else { nil }
         }
         #expect(ended == [.timeout(.handshake)])
-        #expect(lone.device.counters.handshakeRetransmissions == 4)
+        #expect(lone.device.counters.handshakeRetransmissions == 8)
     }
 
     @Test func floodFromOneSourceIsRateLimitedAndBounded() {

@@ -335,10 +335,10 @@ import Testing
         let retransmitted = try #require(ours(after: crossed).first)
         lone.deliver(crossing(), from: Self.ghost, at: retransmitted + .milliseconds(10))
         #expect(ours(after: retransmitted) == [retransmitted + .milliseconds(10)])
-        // The timer's five attempts are all still made, and the handshake gives up when it would have
+        // The timer's nine attempts are all still made, and the handshake gives up when it would have
         // without the crossing INVITEs: 7.75 s after the first.
         lone.run(until: firstSent + .seconds(9))
-        #expect(ours().count == 5 + 2)
+        #expect(ours().count == 9 + 2)
         let ended = lone.events.contains {
             $0 == .sessionEnded(peer: Self.ghostID, reason: .timeout(.handshake))
         }

@@ -16,9 +16,11 @@ public struct Timeouts: Sendable, Equatable {
     public var answerSuppression: Duration = .seconds(1)
     /// A peer not heard from for this long is forgotten.
     public var peerLifetime: Duration = .seconds(15)
-    /// First retransmission timeout of INVITE, ACCEPT and CONFIRM; doubles per attempt.
+    /// First retransmission timeout of INVITE; doubles per attempt up to four times itself (1 s).
     public var handshakeRetransmit: Duration = .milliseconds(250)
-    /// Transmissions of one handshake message before the session gives up.
+    /// The doublings that set a handshake's lifetime: an invitation is given up, and a half-open
+    /// handshake dropped, ``handshakeRetransmit`` × (2^attempts − 1) after its first datagram
+    /// (7.75 s by default).
     public var handshakeAttempts: Int = 5
     /// How long both gates may take to open after the handshake before the session ends as
     /// out of range and the device tries other peers.

@@ -141,17 +141,20 @@ extension HandshakingState {
             noise.split(), peerParameters: parameters, confirm: nil, roundTrip: roundTrip(context))
     }
 
-    /// Retransmits our INVITE with back-off, and gives up after the attempts. A responder's half-open
-    /// handshake only expires, with no outcome: its sender proved nothing, so nobody is blamed.
+    /// Retransmits our INVITE with back-off (doubling up to the cap), and gives up once the
+    /// handshake's lifetime since the first INVITE has passed. A responder's half-open handshake only
+    /// expires, with no outcome: its sender proved nothing, so nobody is blamed.
     mutating func handleTimeout(to peerAddress: PeerAddress, context: inout SessionContext) -> Transition {
         guard context.now >= retransmitAt else { return .stay }
         guard invite != nil else { return .closed(outcome: nil) }
-        guard transmissions < context.timeouts.handshakeAttempts else {
-            return .closed(outcome: .timeout(.handshake))
-        }
+        let givesUpAt = sentAt + HalfOpenHandshakes.lifetime(context.timeouts)
+        guard context.now < givesUpAt else { return .closed(outcome: .timeout(.handshake)) }
         sendInviteAgain(to: peerAddress, context: &context)
-        retransmitAt =
-            context.now + context.timeouts.handshakeRetransmit.doubled(transmissions, cap: .seconds(30))
+        // At most four first timeouts apart (1 s): doubling to the end left the lifetime's last 4 s
+        // without an INVITE, and at 30 % loss each way one invitation in 30 lost every round trip.
+        let wait = context.timeouts.handshakeRetransmit.doubled(
+            transmissions, cap: context.timeouts.handshakeRetransmit * 4)
+        retransmitAt = min(context.now + wait, givesUpAt)
         transmissions += 1
         return .stay
     }

@@ -34,6 +34,8 @@ struct Link {
     var peerSentFact = false
 
     var lastHeard: Instant
+    /// When our control frames last went out (a control packet, or a ranging round carrying them).
+    var controlSentAt: Instant?
     var controlAt: Instant
     var controlInterval: Duration
     var rangingSequence: UInt32 = 0
@@ -154,6 +156,7 @@ struct Link {
             frames.removeAll(keepingCapacity: true)
             swap(&frames, &context.frameList)
         }
+        if pending.control { controlSentAt = context.now }
         appendPending(to: &frames, pose: context.pose)
         var size = 0
         for index in frames.indices { size += frames[index].encodedSize }
@@ -210,7 +213,7 @@ struct Link {
     }
 
     /// Whether our control frames would be RECEIPT alone: the peer holds all our facts.
-    private func hasOnlyReceipt(context: inout SessionContext) -> Bool {
+    func hasOnlyReceipt(context: inout SessionContext) -> Bool {
         // In the context's frame list, not an array per check.
         context.withFrameList { frames, _ in
             appendControlFrames(to: &frames)
