@@ -327,44 +327,35 @@ import Testing
     /// cost the inviter a handshake timeout and a doubled back-off (`simulate --swarm --runs 1
     /// --seed 6582195135258380647`, a stored swarm case).
     @Test func acceptsAPeerItBacksOffFromWhenNobodyElseIsACandidate() {
-        var context = SessionContext(
-            configuration: Fixtures.configuration("Bori", seed: 4), deviceID: DeviceID(rawValue: 99),
-            random: DeterministicRandom(seed: 4), now: .zero, pose: Pose(x: 0, y: 0, heading: 0))
-        var discovery = DiscoverySession(deviceID: DeviceID(rawValue: 99), port: 4000, context: &context)
+        var table = Table(seed: 4)
         let partner = DeviceID(rawValue: 1)
         let bystander = DeviceID(rawValue: 2)
+        let from = Table.address(1)
         var sequence: UInt32 = 0
-        func address(of id: DeviceID) -> PeerAddress { PeerAddress(10, 0, 0, UInt8(id.rawValue), port: 4000) }
-        func hear(_ id: DeviceID, busy: Bool, at time: Instant) {
-            context.now = time
-            sequence += 1
-            try? discovery.receive(
-                Beacon(deviceID: id, port: 4000, busy: busy, sequence: sequence), from: address(of: id),
-                context: &context)
-        }
         for time in [Instant.zero, .zero + .seconds(2)] {
-            hear(partner, busy: false, at: time)
-            hear(bystander, busy: false, at: time)
+            for id in [partner, bystander] {
+                sequence += 1
+                table.hear(id.rawValue, sequence: sequence, at: time)
+            }
         }
-        // One failed session each: the bystander's back-off (4 s ±20 %) ends by 4.8 s, the
+        // One failed session each: the bystander's back-off (4 s ± 20 %) ends by 4.8 s, the
         // partner's not before 5.2 s.
-        context.now = .zero
-        discovery.sessionFailed(with: bystander, context: &context)
-        context.now = .zero + .seconds(2)
-        discovery.sessionFailed(with: partner, context: &context)
+        table.context.now = .zero
+        table.discovery.sessionFailed(with: bystander, context: &table.context)
+        table.context.now = .zero + .seconds(2)
+        table.discovery.sessionFailed(with: partner, context: &table.context)
         // Both back-offs run: no candidate, so the partner's INVITE is taken.
-        #expect(
-            !discovery.prefersNotToAccept(partner, from: address(of: partner), now: .zero + .seconds(3)))
+        #expect(!table.discovery.prefersNotToAccept(partner, from: from, now: .zero + .seconds(3)))
         // The bystander is a candidate again while our back-off from the partner still runs (with
         // as many failures): we would rather invite the bystander.
         let bystanderFree = Instant.zero + .seconds(5)
-        hear(bystander, busy: false, at: bystanderFree)
-        #expect(
-            discovery.prefersNotToAccept(partner, from: address(of: partner), now: bystanderFree))
+        sequence += 1
+        table.hear(bystander.rawValue, sequence: sequence, at: bystanderFree)
+        #expect(table.discovery.prefersNotToAccept(partner, from: from, now: bystanderFree))
         // The bystander busy with someone else is no candidate: the partner is taken again.
-        hear(bystander, busy: true, at: bystanderFree)
-        #expect(
-            !discovery.prefersNotToAccept(partner, from: address(of: partner), now: bystanderFree))
+        sequence += 1
+        table.hear(bystander.rawValue, sequence: sequence, at: bystanderFree, busy: true)
+        #expect(!table.discovery.prefersNotToAccept(partner, from: from, now: bystanderFree))
     }
 
     /// A peer that broke a rule comes back under a fresh id (ids and static keys are fresh every
@@ -436,14 +427,14 @@ import Testing
         @discardableResult
         mutating func hear(
             _ id: UInt64, sequence: UInt32, at time: Instant, from source: PeerAddress? = nil,
-            position: PositionHint? = nil
+            position: PositionHint? = nil, busy: Bool = false
         ) -> ProtocolError.Code? {
             context.now = time
             let from = source ?? Self.address(id)
             do {
                 try discovery.receive(
                     Beacon(
-                        deviceID: DeviceID(rawValue: id), port: from.port, busy: false, sequence: sequence,
+                        deviceID: DeviceID(rawValue: id), port: from.port, busy: busy, sequence: sequence,
                         position: position),
                     from: from, context: &context)
                 return nil
