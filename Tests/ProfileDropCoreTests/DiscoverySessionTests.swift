@@ -358,6 +358,41 @@ import Testing
         #expect(!table.discovery.prefersNotToAccept(partner, from: from, now: bystanderFree))
     }
 
+    /// Sessions that failed after a completed handshake count against the peer's host whatever its
+    /// id, so a peer coming back under a fresh id after each failure is refused while an
+    /// established peer at another host, with fewer failures, is a candidate. Peers at the
+    /// inviter's own host are not compared with it: they share its count.
+    @Test func aFreshIdBringsItsHostsFailures() {
+        var table = Table(seed: 5)
+        let honest = DeviceID(rawValue: 1)
+        let returner = PeerAddress(10, 0, 0, 9, port: 4000)
+        let neighbour = PeerAddress(10, 0, 0, 9, port: 4001)
+        for (sequence, time) in [(UInt32(1), Instant.zero), (2, .zero + .seconds(2))] {
+            table.hear(honest.rawValue, sequence: sequence, at: time)
+        }
+        let now = Instant.zero + .seconds(3)
+        // A fresh id from a host with no failures is taken.
+        #expect(!table.discovery.prefersNotToAccept(DeviceID(rawValue: 50), from: returner, now: now))
+        table.context.now = now
+        table.discovery.hostSessionFailed(at: returner, context: table.context)
+        #expect(table.discovery.failedSessions(atHost: returner.ipv4) == 1)
+        // The next fresh id from that host, at any port, is refused for the honest peer.
+        #expect(table.discovery.prefersNotToAccept(DeviceID(rawValue: 51), from: returner, now: now))
+        #expect(table.discovery.prefersNotToAccept(DeviceID(rawValue: 52), from: neighbour, now: now))
+        // With the honest peer busy there is nobody else to try, and the fresh id is taken.
+        table.hear(honest.rawValue, sequence: 3, at: now, busy: true)
+        #expect(!table.discovery.prefersNotToAccept(DeviceID(rawValue: 53), from: returner, now: now))
+        // A full table forgets the host with the fewest failures, not the returner's.
+        table.context.now = now
+        table.discovery.hostSessionFailed(at: returner, context: table.context)
+        for host in UInt8(20)..<UInt8(20 + table.context.limits.maxFaultyHosts) {
+            table.discovery.hostSessionFailed(
+                at: PeerAddress(10, 0, 1, host, port: 4000), context: table.context)
+        }
+        #expect(table.discovery.failedHosts.count == table.context.limits.maxFaultyHosts)
+        #expect(table.discovery.failedSessions(atHost: returner.ipv4) == 2)
+    }
+
     /// A peer that broke a rule comes back under a fresh id (ids and static keys are fresh every
     /// run): its host is refused and not invited, for a back-off that doubles per fault, while
     /// another host is not affected. Honest failures (out of range) blame no host.

@@ -778,6 +778,20 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         }
     }
 
+    /// PROTOCOL.md 11.6 item 19: a peer whose sessions end out of range (which blames no host) and
+    /// that comes back under a fresh id at once counts its failures against its host, so the victim
+    /// refuses it for the honest device, a candidate with fewer; until 2026-12-02 every fresh id was
+    /// accepted, and the victim never met the honest device (186 of 200 runs from seed 1 breached).
+    @Test func aPeerThatComesBackFromFarUnderFreshIdsDoesNotKeepTheVictimFromTheHonestDevice() {
+        for runSeed in maliciousSeeds(late: false, count: 2) {
+            let outcome = Attacks.runOne(runSeed: runSeed, kind: .farReturner, users: .careless)
+            let result = outcome.availability
+            #expect(result?.attackSessionEnd == "out of range")
+            #expect(result?.closes == ["V exchanged", "H exchanged"], "\(outcome.summary)")
+            #expect(outcome.breaches.isEmpty, "\(outcome.summary) \(outcome.breaches)")
+        }
+    }
+
     /// PROTOCOL.md 11.6 item 10: a CLOSE(declined) before the victim's code ends only that session,
     /// however often a peer comes back with one; until 2026-12-02 the first ended the victim's run.
     @Test func anEarlyDeclineEndsOnlyTheSessionHoweverOftenItComes() {

@@ -428,6 +428,9 @@ extension Device {
                         to: outcome.peer, at: session.peerAddress, context: &context)
                 } else {
                     discovery.sessionFailed(with: outcome.peer, context: &context)
+                    if session.handshakeCompleted {
+                        discovery.hostSessionFailed(at: session.peerAddress, context: context)
+                    }
                     if outcome.reason.isPeerFault {
                         discovery.peerFaulted(at: session.peerAddress, context: &context)
                     }

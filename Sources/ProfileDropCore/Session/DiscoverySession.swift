@@ -71,6 +71,13 @@ struct FaultyHost {
     var until: Instant
 }
 
+/// Failed sessions with peers at one host (IPv4 address), whatever their ids: a peer that comes
+/// back under a fresh id after each failed session brings its host's count with it.
+struct FailedHost {
+    let ipv4: UInt32
+    var failures: Int
+}
+
 /// The multicast half of a device: announces our beacon, browses with queries, answers queries
 /// with mDNS-like etiquette, and keeps a bounded table of peers to invite.
 ///
@@ -85,6 +92,9 @@ struct DiscoverySession {
     private(set) var peers: [DiscoveredPeer] = []  // sorted by id
     /// At most ``Limits/maxFaultyHosts``, in the order they were first blamed.
     private(set) var faultyHosts: [FaultyHost] = []
+    /// At most ``Limits/maxFaultyHosts`` hosts whose peers' sessions with us failed after a
+    /// completed handshake; when full, the host with the fewest failures is forgotten.
+    private(set) var failedHosts: [FailedHost] = []
     private(set) var isClosed = false
     private var announceAt: Instant
     private var announceCount = 0
@@ -583,12 +593,38 @@ struct DiscoverySession {
     /// established peers count: unverified ones may be phantoms a forger keeps coming.
     func prefersNotToAccept(_ peer: DeviceID, from source: PeerAddress, now: Instant) -> Bool {
         if isBackingOff(fromHost: source.ipv4, now: now) { return true }
-        guard let entry = peers.first(where: { $0.id == peer }) else { return false }
+        let entry = peers.first { $0.id == peer }
+        let failures = max(entry?.failures ?? 0, failedSessions(atHost: source.ipv4))
+        guard entry != nil || failures > 0 else { return false }
+        // Candidates at the inviter's host share its host count, so they tell nothing apart.
         let others = peers.filter {
-            $0.id != peer && $0.isEstablished && isCandidate($0, now: now)
+            $0.id != peer && $0.isEstablished && $0.address.ipv4 != source.ipv4 && isCandidate($0, now: now)
         }
-        guard let fewest = others.map(\.failures).min() else { return false }
-        return entry.retryAt > now || entry.failures > fewest
+        guard let fewest = others.map({ max($0.failures, failedSessions(atHost: $0.address.ipv4)) }).min()
+        else { return false }
+        return (entry.map { $0.retryAt > now } ?? false) || failures > fewest
+    }
+
+    /// Failed sessions after a completed handshake with peers at host `ipv4`, under any id.
+    func failedSessions(atHost ipv4: UInt32) -> Int {
+        failedHosts.first { $0.ipv4 == ipv4 }?.failures ?? 0
+    }
+
+    /// Counts a session with a peer at `address` that ended without an exchange after its handshake
+    /// completed: the peer receives there, so the count cannot be pinned on a host by a forged
+    /// BEACON. A full table forgets the host with the fewest failures.
+    mutating func hostSessionFailed(at address: PeerAddress, context: SessionContext) {
+        if let index = failedHosts.firstIndex(where: { $0.ipv4 == address.ipv4 }) {
+            failedHosts[index].failures =
+                failedHosts[index].failures < Int.max ? failedHosts[index].failures + 1 : Int.max
+            return
+        }
+        if failedHosts.count >= max(context.limits.maxFaultyHosts, 1),
+            let fewest = failedHosts.indices.min(by: { failedHosts[$0].failures < failedHosts[$1].failures })
+        {
+            failedHosts.remove(at: fewest)
+        }
+        failedHosts.append(FailedHost(ipv4: address.ipv4, failures: 1))
     }
 
     /// The earliest time a peer becomes available for an invitation (for the device's deadline).

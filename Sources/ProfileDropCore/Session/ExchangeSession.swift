@@ -24,6 +24,8 @@ struct ExchangeSession {
 
     /// Whether the handshake completed and the session is not yet closed: it has a link.
     var isSecured: Bool { linkBox != nil }
+    /// Whether the handshake ever completed: the peer showed it receives at ``peerAddress``.
+    private(set) var handshakeCompleted = false
 
     /// The link of a state past the handshake. Every such state has one, from the handshake's end
     /// until the session is closed, so its absence here is our own bug, never the peer's doing.
@@ -371,6 +373,7 @@ struct ExchangeSession {
             startedAt: context.now, deadline: context.now + context.timeouts.rangingWindow)
         ranging.rangingRound(link: &link, context: &context)
         linkBox = CopyOnWriteBox(link)
+        handshakeCompleted = true
         state = .ranging(ranging)
     }
 

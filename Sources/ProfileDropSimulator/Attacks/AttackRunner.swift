@@ -91,9 +91,12 @@ public enum AttackKind: String, CaseIterable, Sendable {
     /// Availability, malicious peer: sends CLOSE(declined) as soon as the handshake completes, and
     /// invites again under a fresh device id as soon as each session ends.
     case earlyDecliner = "early-decliner"
+    /// Availability, malicious peer: a slowloris (its sessions end out of range, which blames no
+    /// host) that invites again under a fresh device id as soon as each session ends.
+    case farReturner = "far-returner"
 
     /// Whether the kind's malicious peer comes back under a fresh id after each session.
-    var reinvites: Bool { self == .reinviter || self == .earlyDecliner }
+    var reinvites: Bool { self == .reinviter || self == .earlyDecliner || self == .farReturner }
 
     /// Whether the kind attacks availability (its runs are measured against the same room without
     /// the attacker) rather than what the victims give away.

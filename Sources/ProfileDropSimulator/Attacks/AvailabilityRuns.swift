@@ -127,7 +127,7 @@ enum Availability {
         case .falseSack: .falseSack
         case .slowTransfer: .slowTransfer
         case .consentStall: .consentStall
-        case .slowloris: .slowloris
+        case .slowloris, .farReturner: .slowloris
         case .closeAckWithholder: .withholdCloseAck
         case .reinviter: .oversize
         case .earlyDecliner: .earlyDecline
