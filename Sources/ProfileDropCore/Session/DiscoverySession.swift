@@ -580,7 +580,8 @@ struct DiscoverySession {
 
     /// Whether we refuse an invitation from `peer`: while we back off from it after a failed
     /// session and could invite another peer right now, or while a peer we could invite right now
-    /// has fewer failed sessions (we would rather try that one). Either way a far pair does not
+    /// has fewer failed sessions (we would rather try that one). A peer's failed sessions are the
+    /// more of its id's and its host's, so a peer that comes back under a fresh id brings them. Either way a far pair does not
     /// keep ranging, and two devices held together that have tried everyone else are free for each
     /// other. With nobody else to try, our back-off does not refuse: the INVITE shows that the
     /// peer's own back-off from us has ended, and the two back-offs end at different times, so
