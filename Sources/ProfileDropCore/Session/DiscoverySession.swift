@@ -581,9 +581,9 @@ struct DiscoverySession {
     /// Whether we refuse an invitation from `peer`: while we back off from it after a failed
     /// session and could invite another peer right now, or while a peer we could invite right now
     /// has fewer failed sessions (we would rather try that one). A peer's failed sessions are the
-    /// more of its id's and its host's, so a peer that comes back under a fresh id brings them. Either way a far pair does not
-    /// keep ranging, and two devices held together that have tried everyone else are free for each
-    /// other. With nobody else to try, our back-off does not refuse: the INVITE shows that the
+    /// more of its id's and its host's, so a peer that comes back under a fresh id brings them.
+    /// Either way a far pair does not keep ranging, and two devices held together that have tried
+    /// everyone else are free for each other. With nobody else to try, our back-off does not refuse: the INVITE shows that the
     /// peer's own back-off from us has ended, and the two back-offs end at different times, so
     /// each refusing while its own ran left a pair on a lossy link meeting each other's back-off
     /// for a minute (each lost BUSY cost the inviter a 7.75 s timeout and a doubled back-off). The
@@ -596,7 +596,6 @@ struct DiscoverySession {
         if isBackingOff(fromHost: source.ipv4, now: now) { return true }
         let entry = peers.first { $0.id == peer }
         let failures = max(entry?.failures ?? 0, failedSessions(atHost: source.ipv4))
-        guard entry != nil || failures > 0 else { return false }
         // Candidates at the inviter's host share its host count, so they tell nothing apart.
         let others = peers.filter {
             $0.id != peer && $0.isEstablished && $0.address.ipv4 != source.ipv4 && isCandidate($0, now: now)
