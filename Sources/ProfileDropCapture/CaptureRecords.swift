@@ -584,13 +584,19 @@ struct RecordReader {
         return value
     }
 
+    /// A recorded timer or window: at most a day, the longest session a capture holds. No writer
+    /// records more (scenarios, `share` and the simulator all stay under it), and the core's
+    /// floating-point timer arithmetic would overflow near `Int64.max` nanoseconds.
     mutating func duration(_ field: String) throws(CaptureError) -> Duration {
         let nanoseconds = try u64(field)
-        guard nanoseconds <= UInt64(Int64.max) else {
-            throw CaptureError(.malformed, "\(field) of \(nanoseconds) ns is out of range")
+        guard nanoseconds <= Self.longestDurationNanoseconds else {
+            throw CaptureError(.malformed, "\(field) of \(nanoseconds) ns is longer than a day")
         }
         return .nanoseconds(Int64(nanoseconds))
     }
+
+    static let longestDurationNanoseconds =
+        UInt64(CaptureFile.longestSession.components.seconds) * 1_000_000_000
 
     mutating func durationRange(_ field: String) throws(CaptureError) -> ClosedRange<Duration> {
         let low = try duration("\(field) (low)")

@@ -17,14 +17,17 @@ struct CaptureRecordsTests {
     static func extremeTimeouts() -> Timeouts {
         var timeouts = Timeouts()
         timeouts.announceInitial = .zero
-        timeouts.announceCap = .nanoseconds(Int64.max)
-        timeouts.queryResponseDelay = .nanoseconds(Int64.max) ... .nanoseconds(Int64.max)
+        timeouts.announceCap = Self.longestDuration
+        timeouts.queryResponseDelay = Self.longestDuration...Self.longestDuration
         timeouts.handshakeAttempts = Int(UInt32.max)
         timeouts.closeAttempts = 0
         timeouts.rtoRange = .zero ... .zero
         timeouts.overall = .nanoseconds(1)
         return timeouts
     }
+
+    /// The longest timer a capture records: a day.
+    static let longestDuration = Duration.seconds(86_400)
 
     static func extremeLimits() -> Limits {
         var limits = Limits()
@@ -310,6 +313,27 @@ struct CaptureRecordsTests {
         #expect(
             Self.errorOf(beyond)
                 == CaptureError(.malformed, "pose (\(over), 2.0) is outside the encodable room"))
+    }
+
+    /// A recorded timer longer than a day is malformed, wherever it sits: the core's timer
+    /// arithmetic is not made for values near `Int64.max` nanoseconds, and no writer records one.
+    @Test func recordedTimersLongerThanADayAreMalformed() {
+        let tooLong = Self.longestDuration + .nanoseconds(1)
+        var timeouts = Timeouts()
+        timeouts.overall = tooLong
+        #expect(
+            Self.errorOf(CaptureRecord.device(Self.device(timeouts: timeouts)).encoded())
+                == CaptureError(.malformed, "overall of 86400000000001 ns is longer than a day"))
+        timeouts = Timeouts()
+        timeouts.rtoRange = .zero...tooLong
+        #expect(
+            Self.errorOf(CaptureRecord.device(Self.device(timeouts: timeouts)).encoded())
+                == CaptureError(.malformed, "RTO range (high) of 86400000000001 ns is longer than a day"))
+        var gate = ProximityGate.Configuration.default
+        gate.window = .nanoseconds(Int64.max)
+        #expect(
+            Self.errorOf(CaptureRecord.device(Self.device(gate: gate)).encoded())
+                == CaptureError(.malformed, "gate window of \(Int64.max) ns is longer than a day"))
     }
 
     /// After the record only its padding may follow: zeros to the next multiple of 4.
