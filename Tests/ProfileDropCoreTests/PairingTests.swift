@@ -116,7 +116,10 @@ import Testing
         strangers.run(until: Instant.zero + .seconds(30))
         #expect(Self.askedUser(strangers, 0) && Self.askedUser(strangers, 1))
         #expect(strangers.cards(0).isEmpty && strangers.cards(1).isEmpty)
-        #expect(strangers.closeReason(0) == .timeout(.consent))
+        // The side whose question came first times out; the other may hear its decline first.
+        let reasons = [strangers.closeReason(0), strangers.closeReason(1)]
+        #expect(reasons.contains(.timeout(.consent)), "\(reasons)")
+        #expect(reasons.allSatisfy { $0 == .timeout(.consent) || $0 == .declined(by: .peer) }, "\(reasons)")
 
         let (_, _, kongRemembers) = Self.firstExchange()
         let kongKnows = try #require(kongRemembers)

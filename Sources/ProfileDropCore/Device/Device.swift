@@ -58,8 +58,9 @@ public struct Device {
     ///
     /// - Parameters:
     ///   - configuration: card, consent policy, static key, timers, limits, proximity settings.
-    ///   - random: every random choice (device id, session ids, tokens, ephemeral keys, jitter,
-    ///     measurement noise) comes from here; it is stored as an existential.
+    ///   - random: every random choice (device id, session ids, tokens, ephemeral keys, jitter)
+    ///     comes from here, and so does the seed of the measurement noise's own stream, drawn
+    ///     right after the device id; it is stored as an existential.
     ///   - now: the start time.
     ///   - localAddress: where our unicast socket listens; its port goes into beacons.
     public init(
@@ -67,12 +68,14 @@ public struct Device {
     ) {
         var random: any RandomSource = random
         let deviceID = DeviceID(rawValue: random.nextUInt64())
+        let measurementNoise = DeterministicRandom(seed: random.nextUInt64())
         self.configuration = configuration
         self.deviceID = deviceID
         self.localAddress = localAddress
         self.overallLimitAt = now + configuration.timeouts.overall
         var context = SessionContext(
-            configuration: configuration, deviceID: deviceID, random: random, now: now,
+            configuration: configuration, deviceID: deviceID, random: random,
+            measurementNoise: measurementNoise, now: now,
             pose: Pose(x: 0, y: 0, heading: 0))
         self.discovery = DiscoverySession(deviceID: deviceID, port: localAddress.port, context: &context)
         context.emit(.advertising)

@@ -77,7 +77,7 @@ extension Link {
         // Three intervals, added: `Duration * Int` goes through the generic 128-bit multiplication.
         if let peerPose, let peerPoseAt, context.now - peerPoseAt <= interval + interval + interval {
             sample = context.configuration.measurement.sample(
-                truePose: context.pose, peerPose: peerPose, random: &context.random)
+                truePose: context.pose, peerPose: peerPose, random: &context.measurementNoise)
         }
         gate.add(sample, at: context.now)
         if let sample {

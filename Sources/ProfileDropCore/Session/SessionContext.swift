@@ -6,6 +6,12 @@ struct SessionContext {
     let configuration: DeviceConfiguration
     let deviceID: DeviceID
     var random: any RandomSource
+    /// The simulated ranging sensor's noise (``MeasurementModel``): a stream of its own, seeded
+    /// from `random` as the device starts, so that what the protocol draws (ids, keys, jitter)
+    /// never shifts it. Two runs of one seed that differ only in the protocol's draws (an
+    /// attacker's sessions before the partner's, a changed rule) measure the same noise, round
+    /// for round.
+    var measurementNoise: DeterministicRandom
     var now: Instant
     var pose: Pose
     var outbox = Queue<OutgoingDatagram>()
