@@ -719,10 +719,9 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
 
     /// The phantom keeper (PROTOCOL.md 11.6 item 6): four fake ids kept alive become established
     /// peers that claim the victims' position, which ties with the partner's 7 cm (every position
-    /// within 10 cm ranks as equally near), and each drawn before the partner costs an invitation
-    /// of 750 ms. It keeps
-    /// the forged BEACONs within its budget, and the pair still exchanges before its deadline; that
-    /// it does so within twice its usual time waits for the fix ``Attacks/pendingFixes`` names.
+    /// within 10 cm ranks as equally near), and each drawn before the partner costs one INVITE's
+    /// wait of 250 ms. It keeps the forged BEACONs within its budget, and the pair still exchanges
+    /// within twice its usual time.
     @Test func thePhantomKeeperStaysWithinItsBudgetAndThePairStillExchanges() {
         for runSeed: UInt64 in [1, 2] {
             let outcome = Attacks.runOne(runSeed: runSeed, kind: .phantomKeeper, users: .careless)
