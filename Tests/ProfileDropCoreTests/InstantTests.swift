@@ -30,6 +30,20 @@ struct InstantTests {
         #expect(duration.nanosecondsClamped == expected)
     }
 
+    /// Round trips and pacing gaps are computed in seconds: their conversion truncates as
+    /// `Int64(_:)` does in range, and saturates where `Int64(_:)` would trap.
+    @Test func nanosecondsFromADoubleTruncateInRangeAndSaturateBeyond() {
+        for value in [0.0, 0.5, 1, 1.999, 12_345.75, 1e9, 0x1p63.nextDown] {
+            #expect(Duration.saturatingNanoseconds(value) == .nanoseconds(Int64(value)))
+        }
+        for value in [-0.0, -1, -.infinity, .nan, -.greatestFiniteMagnitude] {
+            #expect(Duration.saturatingNanoseconds(value) == .zero)
+        }
+        for value in [0x1p63, 1e19, .greatestFiniteMagnitude, .infinity] {
+            #expect(Duration.saturatingNanoseconds(value) == .nanoseconds(Int64.max))
+        }
+    }
+
     @Test func additionSaturatesAndIgnoresNegativeDurations() {
         let start = Instant(nanoseconds: 5_000)
         #expect(start + .microseconds(2) == Instant(nanoseconds: 7_000))

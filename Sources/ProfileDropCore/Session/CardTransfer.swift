@@ -222,7 +222,7 @@ struct CardSender {
         let longest = max(roundTrip.latest ?? 0, roundTrip.smoothed ?? sampledRTO.secondsDouble)
         // Clamped before the conversion, as the round trip may come from a far-off sample.
         let delaySeconds = min(max(longest * 9 / 8, 0.001), rtoRange.upperBound.secondsDouble)
-        let lossDelay = Duration.nanoseconds(Int64(delaySeconds * 1e9))
+        let lossDelay = Duration.saturatingNanoseconds(delaySeconds * 1e9)
         var latestLost: CongestionController.Transmission?
         // Only chunks sent and not acknowledged can be in flight.
         // (A peer may acknowledge chunks never sent, so `lowestUnacked` can pass `sentEnd`.)

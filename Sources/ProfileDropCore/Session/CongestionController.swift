@@ -86,7 +86,7 @@ struct CongestionController {
         // Clamped in seconds before the conversion, as a far-off sample could not be expressed in
         // Int64 nanoseconds.
         let seconds = min(smoothedRTT / (Double(window) * Self.pacingGain), ceiling.secondsDouble)
-        return .nanoseconds(Int64((max(seconds, 0) * 1e9).rounded()))
+        return .saturatingNanoseconds((seconds * 1e9).rounded())
     }
 }
 

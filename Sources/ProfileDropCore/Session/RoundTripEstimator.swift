@@ -39,7 +39,7 @@ struct RoundTripEstimator {
         // fuzzed capture) would not fit in Int64 nanoseconds.
         let seconds = min(
             smoothed + max(4 * variance, granularity.secondsDouble), range.upperBound.secondsDouble)
-        let candidate = Duration.nanoseconds(Int64(max(seconds, 0) * 1e9))
+        let candidate = Duration.saturatingNanoseconds(seconds * 1e9)
         return min(max(candidate, range.lowerBound), range.upperBound)
     }
 }

@@ -55,6 +55,16 @@ extension Duration {
         return nanoseconds >> 64 != 0 ? .max : UInt64(truncatingIfNeeded: nanoseconds)
     }
 
+    /// A count of nanoseconds computed in floating point (a round trip, a pacing gap), truncated
+    /// toward zero as `Int64(_:)` would, but saturating instead of trapping: zero for a negative
+    /// count or NaN, `Int64.max` nanoseconds (about 292 years) beyond that.
+    static func saturatingNanoseconds(_ nanoseconds: Double) -> Duration {
+        guard nanoseconds > 0 else { return .zero }
+        // `Int64(_:)` traps from 2^63 on.
+        guard nanoseconds < 0x1p63 else { return .nanoseconds(Int64.max) }
+        return .nanoseconds(Int64(nanoseconds))
+    }
+
     /// The duration in seconds as a double, for display and arithmetic in models.
     public var secondsDouble: Double {
         // The same split as `components`, without its 128-bit arithmetic for a duration from zero
