@@ -586,6 +586,52 @@ extension VirtualRoom {
         #expect(room.closeReason(0) == .exchanged && room.closeReason(1) == .exchanged)
     }
 
+    /// A side whose gate is open waits past its ranging window for the peer's IN_RANGE (PROTOCOL.md
+    /// 6.4). Bori's SECURE packets are lost for the first 2.4 s after its first one, so Kong measures
+    /// nothing until then and its gate opens after Bori's window (3 s from about Bori's first packet)
+    /// has ended, though both stand 7 cm apart facing each other. Bori, whose gate opened long
+    /// before, keeps the session and both exchange; before the rule Bori ended it out of range,
+    /// and the pair met again seconds later (3 of 5,000 runs of `Scenarios/lossy-30.json` over 10 s).
+    @Test(arguments: [UInt64(1), 2, 3])
+    func aSideWhoseGateIsOpenWaitsPastItsWindowForThePeersInRange(seed: UInt64) {
+        var room = VirtualRoom()
+        room.add(
+            Fixtures.configuration("Bori", seed: seed), pose: Pose(x: 0, y: 0, heading: 0), seed: seed + 10)
+        room.add(
+            Fixtures.configuration("Kong", seed: seed + 100), pose: Pose(x: 7, y: 0, heading: 180),
+            seed: seed + 20)
+        final class Cut {
+            var from: Instant?
+            var until: Instant { (from ?? .zero) + .milliseconds(2_400) }
+        }
+        let cut = Cut()
+        room.room.hook = ClosureHook { copy in
+            guard copy.source == 0, copy.bytes.count > 3, copy.bytes[3] == PacketType.secure.rawValue else {
+                return .deliver
+            }
+            if cut.from == nil { cut.from = copy.sentAt }
+            return copy.sentAt < cut.until ? .drop : .deliver
+        }
+        // When each gate first opened.
+        var opened: [Instant?] = [nil, nil]
+        let end = Instant.zero + .seconds(30)
+        while room.room.step(notAfter: end) != nil {
+            for index in 0..<2 where opened[index] == nil && room.events[index].contains(.inRange) {
+                opened[index] = room.now
+            }
+        }
+        guard let from = cut.from, let boriOpened = opened[0], let kongOpened = opened[1] else {
+            Issue.record("the cut never began, or a gate never opened: \(room.events)")
+            return
+        }
+        let boriWindowEnd = from + Timeouts().rangingWindow + .milliseconds(250)
+        #expect(boriOpened < from + .seconds(2), "Bori's gate opened at \(boriOpened)")
+        #expect(kongOpened > boriWindowEnd, "Kong's gate opened at \(kongOpened), inside Bori's window")
+        #expect(room.closeReason(0) == .exchanged && room.closeReason(1) == .exchanged)
+        let ended = room.events[0].contains { if case .sessionEnded = $0 { true } else { false } }
+        #expect(!ended, "Bori ended a session: \(room.events[0])")
+    }
+
     /// A RECEIPT of ours that the peer never got is repaired by the peer's facts: in the hold, Kong
     /// forgets every receipt it had from Bori (as if all were lost) and repeats its facts, and the
     /// repeats make Bori's next control packet carry its RECEIPT again before the hold ends

@@ -738,7 +738,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
     @Test func aVictimEndsAMaliciousSessionWithItsRealCauseThenPairsWithTheHonestDevice() {
         let kinds: [AttackKind] = [
             .oversizeOffer, .badChunkIndex, .badDigest, .neverAck, .falseSack, .slowTransfer, .consentStall,
-            .slowloris, .closeAckWithholder, .falseReceipt,
+            .slowloris, .closeAckWithholder, .falseReceipt, .inRangeWithholder,
         ]
         for kind in kinds {
             guard let behaviour = Availability.malicious(kind) else { continue }
@@ -752,6 +752,26 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
                 #expect(result?.closes == ["V exchanged", "H exchanged"], "\(kind)")
                 #expect(outcome.breaches.isEmpty, "\(kind): \(outcome.breaches)")
             }
+        }
+    }
+
+    /// A peer that ranges honestly, so that the victim's gate opens, and withholds IN_RANGE holds
+    /// the victim for its ranging window and then the one more window an open gate waits
+    /// (PROTOCOL.md 6.4), about 6 s from the handshake, and no longer; the victim then pairs with
+    /// the honest device.
+    @Test func anInRangeWithholderHoldsTheVictimTwoRangingWindowsAtMost() {
+        let window = AttackStage.timeouts.rangingWindow
+        for runSeed in maliciousSeeds(late: false, count: 3) {
+            let outcome = Attacks.runOne(runSeed: runSeed, kind: .inRangeWithholder, users: .careless)
+            let (_, invitation) = Availability.plan(runSeed: runSeed)
+            guard let endedAt = outcome.availability?.attackSessionEndedAt else {
+                Issue.record("seed \(runSeed): the malicious session never ended")
+                continue
+            }
+            let held = endedAt - invitation
+            #expect(held > window + window, "seed \(runSeed): held \(held)")
+            #expect(held < window + window + .milliseconds(500), "seed \(runSeed): held \(held)")
+            #expect(outcome.breaches.isEmpty, "seed \(runSeed): \(outcome.breaches)")
         }
     }
 

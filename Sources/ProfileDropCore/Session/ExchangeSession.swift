@@ -370,7 +370,8 @@ struct ExchangeSession {
         if let roundTrip { link.roundTrip.add(roundTrip.secondsDouble) }
         context.emit(.secured(peer: peer))
         var ranging = RangingState(
-            startedAt: context.now, deadline: context.now + context.timeouts.rangingWindow)
+            startedAt: context.now, window: context.timeouts.rangingWindow,
+            deadline: context.now + context.timeouts.rangingWindow)
         ranging.rangingRound(link: &link, context: &context)
         linkBox = CopyOnWriteBox(link)
         handshakeCompleted = true

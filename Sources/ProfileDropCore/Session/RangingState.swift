@@ -3,6 +3,8 @@
 struct RangingState {
     /// When ranging began.
     let startedAt: Instant
+    /// The ranging window's length (``Timeouts/rangingWindow``).
+    let window: Duration
     /// Consecutive raw measurements beyond ``Limits/farAbortDistance``.
     var consecutiveFar = 0
     /// The ranging window ends here: ``Timeouts/rangingWindow`` after the first RANGING from the
@@ -26,8 +28,20 @@ extension RangingState: LiveState {
             && consecutiveFar >= Self.farSamples
     }
 
+    /// Out of range once the window ends, unless our gate is open now: then only the peer's
+    /// IN_RANGE is missing, and we wait for it up to one more window. The peer's own window bounds
+    /// that wait too (it sends CLOSE(out of range) when it ends without its gate open), and so does
+    /// our gate, which closes when the peer leaves or falls silent. Without this, a side whose gate
+    /// opened early ended a session whose peer's gate opened late in its window, when that IN_RANGE
+    /// was lost, though both stood in range (PROTOCOL.md 6.4).
     func expiry(link: Link, context: SessionContext) -> Transition? {
-        context.now >= deadline || isFar(link: link, context: context) ? .outOfRange : nil
+        if isFar(link: link, context: context) { return .outOfRange }
+        return context.now >= windowEnd(link: link) ? .outOfRange : nil
+    }
+
+    /// When the window ends: its deadline, or one window later while our gate is open.
+    private func windowEnd(link: Link) -> Instant {
+        link.gate.isOpen ? deadline + window : deadline
     }
 
     /// A ranging round before both gates opened: RANGING goes out with the control frames. Until
@@ -41,7 +55,7 @@ extension RangingState: LiveState {
         }
         if !heardPeer, link.peerPose != nil {
             heardPeer = true
-            deadline = max(deadline, context.now + context.timeouts.rangingWindow)
+            deadline = max(deadline, context.now + window)
         }
         if let sample = link.measure(context: &context) {
             consecutiveFar = sample.distance > context.limits.farAbortDistance ? consecutiveFar + 1 : 0
@@ -56,7 +70,7 @@ extension RangingState: LiveState {
 
     func handleTimeout(link: inout Link, context: inout SessionContext) -> Transition { .stay }
 
-    func nextDeadline(link: Link) -> Instant { deadline }
+    func nextDeadline(link: Link) -> Instant { windowEnd(link: link) }
 
     /// Both gates open: on to consent.
     func advance(link: Link) -> Transition {

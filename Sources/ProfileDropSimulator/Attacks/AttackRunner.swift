@@ -94,6 +94,10 @@ public enum AttackKind: String, CaseIterable, Sendable {
     /// Availability, malicious peer: a slowloris (its sessions end out of range, which blames no
     /// host) that invites again under a fresh device id as soon as each session ends.
     case farReturner = "far-returner"
+    /// Availability, malicious peer: ranges honestly, so that the victim's gate opens, and never
+    /// sends IN_RANGE, which holds the victim for its ranging window and the extra window an open
+    /// gate waits (PROTOCOL.md 6.4).
+    case inRangeWithholder = "in-range-withholder"
 
     /// Whether the kind's malicious peer comes back under a fresh id after each session.
     var reinvites: Bool { self == .reinviter || self == .earlyDecliner || self == .farReturner }

@@ -31,6 +31,8 @@ public struct AvailabilityResult: Sendable {
     /// How the victim ended the malicious peer's session (malicious peers only), as its user saw
     /// it; nil when no such session ended.
     public var attackSessionEnd: String?
+    /// When the victim ended that session.
+    public var attackSessionEndedAt: Instant?
     /// How each honest device closed, as its user saw it.
     public var closes: [String] = []
     /// Bytes the victims sent to addresses nobody holds (spoofed sources) and the attacker's bytes.
@@ -132,6 +134,7 @@ enum Availability {
         case .reinviter: .oversize
         case .earlyDecliner: .earlyDecline
         case .falseReceipt: .falseReceipt
+        case .inRangeWithholder: .withholdInRange
         default: nil
         }
     }
@@ -146,7 +149,7 @@ enum Availability {
         case .neverAck, .falseSack: "timeout: transfer stalled"
         case .slowTransfer: "timeout: transfer"
         case .consentStall: "timeout: peer consent"
-        case .slowloris: "out of range"
+        case .slowloris, .withholdInRange: "out of range"
         case .earlyDecline: "declined by peer"
         case .falseReceipt: "timeout: peer consent"
         }
@@ -345,6 +348,7 @@ enum Availability {
         }
         let end = victimScreen.ended.first { attacker($0.peer) }
         result.attackSessionEnd = end.map { label($0.reason) }
+        result.attackSessionEndedAt = end?.at
         let expected = expectedCause(behaviour)
         let deadline = victimScreen.startedAt + overall
         if end != nil {

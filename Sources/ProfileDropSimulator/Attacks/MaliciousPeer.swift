@@ -34,6 +34,10 @@ enum MaliciousBehaviour: Sendable, Equatable {
     /// Sends CLOSE(declined) in its first packet after the handshake, before any code: until
     /// 2026-12-02 that ended the victim's device, not only the session (PROTOCOL.md 11.6, item 10).
     case earlyDecline
+    /// Ranges honestly from 7 cm in front of the victim, so that the victim's gate opens, and never
+    /// sends IN_RANGE: the victim waits for it to the end of its ranging window, and since
+    /// 2026-12-02 up to one more window while its own gate is open (PROTOCOL.md 6.4).
+    case withholdInRange
 
     /// Whether the offer is one byte above the victim's limit.
     var offersTooMuch: Bool { self == .oversize || self == .withholdCloseAck }
@@ -415,7 +419,7 @@ struct MaliciousPeer: DatagramSpeaker {
         if !peerReceipts.contains(.token) { frames.append(.token(token)) }
         if !peerReceipts.contains(.ident) { frames.append(.ident(ident)) }
         if let proof, !peerReceipts.contains(.proof) { frames.append(.proof(proof)) }
-        let inRange = ticks >= 4
+        let inRange = ticks >= 4 && behaviour != .withholdInRange
         if inRange && !peerReceipts.contains(.consent) { frames.append(.inRange(true)) }
         if inRange, let nonce, peerRevealed == nil, !peerReceipts.contains(.verification) {
             frames.append(.nonce(nonce))
