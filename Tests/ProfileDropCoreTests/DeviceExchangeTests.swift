@@ -133,6 +133,18 @@ extension VirtualRoom {
         return room
     }
 
+    /// Bori and Kong 7 cm apart facing each other, their keys and draws from `seed`: the same meeting
+    /// with other random draws.
+    static func boriAndKong(seed: UInt64) -> VirtualRoom {
+        var room = VirtualRoom()
+        room.add(
+            Fixtures.configuration("Bori", seed: seed), pose: Pose(x: 0, y: 0, heading: 0), seed: seed + 10)
+        room.add(
+            Fixtures.configuration("Kong", seed: seed + 100), pose: Pose(x: 7, y: 0, heading: 180),
+            seed: seed + 20)
+        return room
+    }
+
     /// Adds Bori at the origin facing +x and Kong `distance` cm in front of it, facing `kongHeading`
     /// (180°: back at Bori), with their consent policies and `timeouts`.
     mutating func addBoriAndKong(
@@ -534,12 +546,7 @@ extension VirtualRoom {
     /// trips of the cut's end, not after the next control packet, 1.875 s in (PROTOCOL.md 6.3).
     @Test(arguments: [UInt64(1), 2, 3])
     func aFactLostInConsentingRidesTheNextRangingRound(seed: UInt64) {
-        var room = VirtualRoom()
-        room.add(
-            Fixtures.configuration("Bori", seed: seed), pose: Pose(x: 0, y: 0, heading: 0), seed: seed + 10)
-        room.add(
-            Fixtures.configuration("Kong", seed: seed + 100), pose: Pose(x: 7, y: 0, heading: 180),
-            seed: seed + 20)
+        var room = VirtualRoom.boriAndKong(seed: seed)
         final class Cut {
             var source: Int?
             var from: Instant = .zero
@@ -594,12 +601,7 @@ extension VirtualRoom {
     /// and the pair met again seconds later (3 of 5,000 runs of `Scenarios/lossy-30.json` over 10 s).
     @Test(arguments: [UInt64(1), 2, 3])
     func aSideWhoseGateIsOpenWaitsPastItsWindowForThePeersInRange(seed: UInt64) {
-        var room = VirtualRoom()
-        room.add(
-            Fixtures.configuration("Bori", seed: seed), pose: Pose(x: 0, y: 0, heading: 0), seed: seed + 10)
-        room.add(
-            Fixtures.configuration("Kong", seed: seed + 100), pose: Pose(x: 7, y: 0, heading: 180),
-            seed: seed + 20)
+        var room = VirtualRoom.boriAndKong(seed: seed)
         final class Cut {
             var from: Instant?
             var until: Instant { (from ?? .zero) + .milliseconds(2_400) }
