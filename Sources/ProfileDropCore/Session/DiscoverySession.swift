@@ -595,14 +595,20 @@ struct DiscoverySession {
     func prefersNotToAccept(_ peer: DeviceID, from source: PeerAddress, now: Instant) -> Bool {
         if isBackingOff(fromHost: source.ipv4, now: now) { return true }
         let entry = peers.first { $0.id == peer }
-        let failures = max(entry?.failures ?? 0, failedSessions(atHost: source.ipv4))
+        let failures = countedFailures(entry?.failures ?? 0, atHost: source.ipv4)
         // Candidates at the inviter's host share its host count, so they tell nothing apart.
         let others = peers.filter {
             $0.id != peer && $0.isEstablished && $0.address.ipv4 != source.ipv4 && isCandidate($0, now: now)
         }
-        guard let fewest = others.map({ max($0.failures, failedSessions(atHost: $0.address.ipv4)) }).min()
+        guard let fewest = others.map({ countedFailures($0.failures, atHost: $0.address.ipv4) }).min()
         else { return false }
         return (entry.map { $0.retryAt > now } ?? false) || failures > fewest
+    }
+
+    /// A peer's failed sessions as the refusal rule counts them: the more of its id's
+    /// (`idFailures`) and its host's.
+    private func countedFailures(_ idFailures: Int, atHost ipv4: UInt32) -> Int {
+        max(idFailures, failedSessions(atHost: ipv4))
     }
 
     /// Failed sessions after a completed handshake with peers at host `ipv4`, under any id.
