@@ -74,6 +74,26 @@ import Testing
         }
     }
 
+    /// One line per change: in a whole exchange of two still devices (whose distance and bearing
+    /// settle during the confirmation hold), no line repeats the one before it apart from `ts`.
+    @Test func theJSONStreamHasOneLinePerChange() throws {
+        let pair = try runPair(
+            first: ["--pose", "0,0,0", "--still"], second: ["--pose", "7,0,180", "--still"])
+        for side in [pair.first, pair.second] {
+            #expect(side.code == 0, "\(side.output.suffix(2)) \(side.errors)")
+            let lines = try side.output.map { line in
+                var object = try #require(
+                    try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                object["ts"] = nil
+                return object as NSDictionary
+            }
+            #expect(lines.count > 5, "too short to judge: \(side.output)")
+            for (before, after) in zip(lines, lines.dropFirst()) {
+                #expect(before != after, "a repeated line: \(after)")
+            }
+        }
+    }
+
     /// The exit codes and `--json` reasons the README lists: a request nobody answered declines
     /// (4, `declined`), every other wait that ran out is a timeout (3), and a peer that broke the
     /// protocol is an error (6), whichever way the run ended.

@@ -25,6 +25,9 @@ struct ShareDisplay {
     /// Whether our side agreed and waits for the peer's decision.
     private var waitingForPeer = false
     private var lastPrintedStage: Stage?
+    /// The last `--json` line written, without its `ts`: a snapshot equal to it is not written again,
+    /// so the stream has one line per change a consumer can see.
+    private var lastJSONMembers: JSONValue?
     private var lastRangingLine: Instant?
     private var pose: Pose?
     /// The last figures of the current session: the core clears them once the session closes, but
@@ -407,8 +410,16 @@ struct ShareDisplay {
     }
 
     /// One `--json` line: `v` and `ts` first, then `members` (which start with `event`).
-    private func writeJSON(_ members: [(key: String, value: JSONValue)]) {
+    private mutating func writeJSON(_ members: [(key: String, value: JSONValue)]) {
+        lastJSONMembers = .object(members)
         console.output(Self.jsonLine(members, timestamp: timestamp()))
+    }
+
+    /// Writes a snapshot line unless it would repeat the line before it apart from `ts`. Distance and
+    /// bearing are already rounded to the one decimal printed, so a change below that is no change.
+    private mutating func writeJSONSnapshot(_ members: [(key: String, value: JSONValue)]) {
+        guard JSONValue.object(members) != lastJSONMembers else { return }
+        writeJSON(members)
     }
 
     /// A JSON line of the schema: `v`, then `ts`, then `members`.
@@ -429,7 +440,7 @@ struct ShareDisplay {
         case .json:
             let named = Set(extra.map(\.key))
             let members = snapshotMembers(snapshot).filter { !named.contains($0.key) }
-            writeJSON([("event", .string(event))] + extra + members)
+            writeJSONSnapshot([("event", .string(event))] + extra + members)
         case .terminal:
             statusLine.show(line(snapshot))
         case .lines:

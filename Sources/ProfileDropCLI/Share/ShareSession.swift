@@ -146,6 +146,7 @@ final class ShareSession {
         defer { terminal.restore() }
 
         var closedAt: Instant?
+        var outcome: SettledOutcome?
         var stopped: CloseReason?
         var quitRequested = false
         while stopped == nil {
@@ -170,9 +171,11 @@ final class ShareSession {
 
             if driver.device.isClosed {
                 if closedAt == nil {
-                    // Report the outcome now; the process only lingers to answer retransmitted CLOSEs.
+                    // The outcome is settled now (the card saved); the process only lingers to answer
+                    // retransmitted CLOSEs, and prints its final line when it is done, so that the
+                    // line is its last act whatever standard input holds open.
                     closedAt = now
-                    reportOutcome(driver.device[keyPath: state])
+                    outcome = settleOutcome(driver.device[keyPath: state])
                 }
                 if driver.device.nextDeadline == nil || now >= (closedAt ?? now) + Self.exitLinger
                     || now >= deadline + Self.deadlineGrace || signal != nil || quitRequested
@@ -190,6 +193,7 @@ final class ShareSession {
         }
 
         let core = driver.device[keyPath: state]
+        if let outcome { report(outcome) }
         if options.verbose { console.error(Self.countersLine(core.counters, host: host.statistics)) }
         if nothingMoved { return .declined }
         if saveFailed { return .runtimeError }
@@ -237,12 +241,21 @@ final class ShareSession {
             + "chunks \(counters.chunkRetransmissions); send failures \(host.sendFailures)"
     }
 
-    private func reportOutcome(_ device: Device) {
+    /// What a closed device ended with, kept from its close to the final line.
+    private struct SettledOutcome {
+        var reason: CloseReason
+        var snapshot: DeviceSnapshot
+        var saved: String?
+    }
+
+    /// Settles the outcome of a device that just closed: the received card is saved (`--save`),
+    /// and whether anything moved is decided. The final line is printed later, by ``report(_:)``.
+    private func settleOutcome(_ device: Device) -> SettledOutcome {
         let reason = device.closedReason ?? .timeout(.noExchange)
         var saved: String?
         if case .exchanged = reason, let card = receivedCard, let directory = options.saveDirectory {
-            // A card that cannot be written is still shown in full below, and the process still
-            // lingers to answer the peer's close: only the exit code says the save failed.
+            // A card that cannot be written is still shown in full, and the process still lingers
+            // to answer the peer's close: only the exit code says the save failed.
             do {
                 saved = try CardSaver.save(card, in: directory)
             } catch {
@@ -253,8 +266,13 @@ final class ShareSession {
         // Both sides only receive: the session closes as exchanged with nothing to move, which
         // the user must not read as a success.
         nothingMoved = reason == .exchanged && receivedCard == nil && !cardAcknowledged
+        return SettledOutcome(reason: reason, snapshot: device.snapshot, saved: saved)
+    }
+
+    /// The final line of a run whose device closed: the outcome, the card and where it was saved.
+    private func report(_ outcome: SettledOutcome) {
         display.finish(
-            reason: reason, snapshot: device.snapshot, card: receivedCard, saved: saved,
+            reason: outcome.reason, snapshot: outcome.snapshot, card: receivedCard, saved: outcome.saved,
             nothingMoved: nothingMoved)
     }
 
