@@ -176,6 +176,23 @@ struct ProfileCardTests {
         BadCard(
             json: cardJSON(replacing: "keywords", with: "[\"calm\", \"\u{2066}x\"]"), code: .invalidValue,
             field: "keywords", mentions: ["item 2", "U+2066"]),
+        // Fillers and other default-ignorable code points show nothing: "Max" padded with them
+        // would pass for "Max".
+        BadCard(
+            json: cardJSON(replacing: "name", with: "\"Max\u{3164}\""), code: .invalidValue, field: "name",
+            mentions: ["invisible formatting characters", "U+3164"]),
+        BadCard(
+            json: cardJSON(replacing: "name", with: "\"\u{FFA0}Max\""), code: .invalidValue, field: "name",
+            mentions: ["U+FFA0"]),
+        BadCard(
+            json: cardJSON(replacing: "owner", with: "\"joon\u{115F}\""), code: .invalidValue, field: "owner",
+            mentions: ["U+115F"]),
+        BadCard(
+            json: cardJSON(replacing: "keywords", with: "[\"calm\u{FE0F}\"]"), code: .invalidValue,
+            field: "keywords", mentions: ["item 1", "U+FE0F"]),
+        BadCard(
+            json: cardJSON(replacing: "name", with: "\"Max\u{2800}\""), code: .invalidValue, field: "name",
+            mentions: ["U+2800"]),
         BadCard(
             json: cardJSON(replacing: "name", with: "\"Bo\\nri\""), code: .invalidValue, field: "name",
             mentions: ["control characters"]),
@@ -278,11 +295,12 @@ struct ProfileCardTests {
         }
     }
 
-    @Test("A peer's card with a bidi control or zero-width character is refused, never trapped on")
+    @Test("A peer's card with a bidi control, zero-width character or filler is refused, never trapped on")
     func wireRefusesFormatCharacters() throws {
         let good = try sampleCard().encoded()
-        // The name "Bori" is bytes 2...5; U+202E is E2 80 AE, U+200B is E2 80 8B.
-        for formatCharacter: [UInt8] in [[0xE2, 0x80, 0xAE], [0xE2, 0x80, 0x8B]] {
+        // The name "Bori" is bytes 2...5; U+202E is E2 80 AE, U+200B is E2 80 8B, and U+3164 HANGUL
+        // FILLER, which is not a format character but shows nothing, is E3 85 A4.
+        for formatCharacter: [UInt8] in [[0xE2, 0x80, 0xAE], [0xE2, 0x80, 0x8B], [0xE3, 0x85, 0xA4]] {
             let bytes = [good[0], 4 + 3] + formatCharacter + Array(good[2...])
             do {
                 _ = try ProfileCard(decoding: bytes)

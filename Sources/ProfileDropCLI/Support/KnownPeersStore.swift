@@ -134,6 +134,9 @@ public enum KnownPeersStore {
         if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
             return "has a control character"
         }
+        if let invisible = name.unicodeScalars.first(where: \.isInvisibleInText) {
+            return "has an invisible character, U+\(String(invisible.value, radix: 16, uppercase: true))"
+        }
         let length = name.utf8.count
         if length > maximumNameBytes { return "is \(length) UTF-8 bytes, more than \(maximumNameBytes)" }
         return nil

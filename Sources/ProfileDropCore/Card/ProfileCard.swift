@@ -183,8 +183,8 @@ public struct ProfileCard: Equatable, Sendable {
     }
 
     /// What is wrong with a text field, or nil: its length in characters, then in UTF-8 bytes;
-    /// control characters (Unicode Cc) and format characters (Cf: bidi controls, zero-width
-    /// characters), which would let a peer rewrite or disguise what the terminal shows.
+    /// control characters (Unicode Cc) and invisible ones (``Unicode/Scalar/isInvisibleInText``),
+    /// which would let a peer rewrite or disguise what the terminal shows.
     static func textProblem(_ text: String, field: String, item: Int? = nil, _ limits: TextLimits)
         -> CardError?
     {
@@ -212,10 +212,9 @@ public struct ProfileCard: Equatable, Sendable {
                 if scalar.value < 0x20 || scalar.value == 0x7F { hasControl = true }
                 continue
             }
-            let category = scalar.properties.generalCategory
-            if category == .control {
+            if scalar.properties.generalCategory == .control {
                 hasControl = true
-            } else if category == .format, firstFormat == nil {
+            } else if firstFormat == nil, scalar.isInvisibleInText {
                 firstFormat = scalar
             }
         }
@@ -230,8 +229,22 @@ public struct ProfileCard: Equatable, Sendable {
             return CardError(
                 .invalidValue, field: field,
                 "\(what) must not contain invisible formatting characters (bidi controls, zero-width "
-                    + "characters), found U+\(padded)")
+                    + "characters, fillers), found U+\(padded)")
         }
         return nil
+    }
+}
+
+extension Unicode.Scalar {
+    /// Whether the scalar shows nothing of its own, so that a name holding it could pass for
+    /// another: format characters (Unicode Cf: bidi controls, zero-width characters), every
+    /// Default_Ignorable_Code_Point (the Hangul and halfwidth fillers, variation selectors, the
+    /// combining grapheme joiner among them), and U+2800 BRAILLE PATTERN BLANK, which fonts draw
+    /// as a blank. Card text fields and known-peer names refuse them (PROTOCOL.md 3.4).
+    public var isInvisibleInText: Bool {
+        if isASCII { return false }
+        let properties = self.properties
+        return properties.generalCategory == .format || properties.isDefaultIgnorableCodePoint
+            || value == 0x2800
     }
 }
