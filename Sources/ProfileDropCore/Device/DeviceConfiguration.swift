@@ -25,8 +25,9 @@ public struct Timeouts: Sendable, Equatable {
     /// How long both gates may take to open after the handshake before the session ends as
     /// out of range and the device tries other peers.
     public var rangingWindow: Duration = .seconds(3)
-    /// After this much ranging, a peer whose filtered distance is still beyond
-    /// ``Limits/farAbortDistance`` is given up early, so a crowded room is scanned quickly.
+    /// After this much ranging, a peer whose last three raw measurements in a row lie beyond
+    /// ``Limits/farAbortDistance`` is given up early, so a crowded room is scanned quickly
+    /// (PROTOCOL.md 5, "Far abort").
     public var rangingFarAbort: Duration = .milliseconds(200)
     /// How long a user may take to answer a consent request before it declines by itself.
     public var consent: Duration = .seconds(60)
@@ -150,8 +151,8 @@ public struct Limits: Sendable, Equatable {
     public var sendWindow: Int = 32
     /// Known-answer entries carried in a QUERY.
     public var maxKnownAnswers: Int = 32
-    /// A peer measured farther than this (centimetres) after ``Timeouts/rangingFarAbort`` ends the
-    /// ranging window early.
+    /// A peer measured farther than this (centimetres) three times in a row, after
+    /// ``Timeouts/rangingFarAbort``, ends the ranging window early.
     public var farAbortDistance: Double = 50
     /// Unsolicited datagrams (BEACON, QUERY, INVITE of no session, datagrams of unknown sessions)
     /// per second accepted from one source IP address, whatever its ports; a peer we know is
