@@ -283,8 +283,9 @@ extension ShareCommandTests {
     }
 
     /// Bori's record of Max holds the wrong bond key (as if one of them had forgotten the other and
-    /// bonded again): the proofs do not match, the device that checks first warns with the name it
-    /// stored, and no card moves.
+    /// bonded again): neither proof matches, so each device warns with the name it stored, and each
+    /// then asks about the other as a new device, as it would about any stranger (PROTOCOL.md 6.5).
+    /// Nobody answers, so no card moves.
     @Test func aKnownPeerThatCannotProveItselfIsAWarning() throws {
         let devices = try ConsentDevices()
         let firstMeeting = try devices.pairAndShare()
@@ -299,14 +300,14 @@ extension ShareCommandTests {
         let b = try startB()
         let first = a.finish(within: 15)
         let second = b.finish(within: 15)
-        let warnings = [first.last("known_peer_mismatch"), second.last("known_peer_mismatch")]
         #expect(
-            warnings[0] != nil || warnings[1] != nil, "\(first.lines.suffix(3)) \(second.lines.suffix(3))")
-        if let warning = warnings[0] { #expect(warning["name"] as? String == "Max (joon)") }
-        if let warning = warnings[1] { #expect(warning["name"] as? String == "Bori (minji)") }
+            first.last("known_peer_mismatch")?["name"] as? String == "Max (joon)", "\(first.lines.suffix(3))")
+        #expect(
+            second.last("known_peer_mismatch")?["name"] as? String == "Bori (minji)",
+            "\(second.lines.suffix(3))")
         for result in [first, second] {
-            #expect(result.code != 0)
-            #expect(result.last("consent") == nil)
+            #expect(result.code == 4)
+            #expect(result.last("consent")?["known"] as? Bool == false)
             #expect(result.last("closed")?["card"] is NSNull)
         }
     }

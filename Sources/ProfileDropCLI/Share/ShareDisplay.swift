@@ -148,7 +148,8 @@ struct ShareDisplay {
             extra = [("name", .string(peerName))]
             printLine(
                 "WARNING: a device claimed to be the known peer \(Self.quoted(peerName)) but could not prove it: "
-                    + "an impostor, or that device forgot this one. Nothing was shared with it.",
+                    + "an impostor, or that device forgot this one. It is treated as a new device: compare the "
+                    + "codes before you share.",
                 snapshot: snapshot)
         case .incompatiblePeer(let peer, let version):
             name = "incompatible_peer"

@@ -24,7 +24,13 @@ enum Recognition {
         guard ident.count == identLength else { return nil }
         let nonce = Array(ident.prefix(nonceLength))
         let tag = Array(ident.suffix(nonceLength))
-        return peers.first { ConstantTime.equals(identTag(nonce: nonce, resolvingKey: $0.resolvingKey), tag) }
+        // Every record is tried, match or not, so that the time taken does not say which matched.
+        var match: KnownPeer?
+        for peer in peers
+        where ConstantTime.equals(identTag(nonce: nonce, resolvingKey: peer.resolvingKey), tag) {
+            if match == nil { match = peer }
+        }
+        return match
     }
 
     /// Our PROOF: bound to this handshake and our role under the bond key, or random bytes for a
@@ -32,7 +38,10 @@ enum Recognition {
     static func proof(
         bond: KnownPeer?, handshakeHash: [UInt8], senderIsInitiator: Bool, random: inout some RandomSource
     ) -> [UInt8] {
-        guard let bond else { return random.bytes(proofLength) }
+        // Drawn whether or not it is used: what a device draws next (its nonces, its jitter) must not
+        // depend on whether it recognised the peer.
+        let randomProof = random.bytes(proofLength)
+        guard let bond else { return randomProof }
         return expectedProof(
             bondKey: bond.bondKey, handshakeHash: handshakeHash, senderIsInitiator: senderIsInitiator)
     }

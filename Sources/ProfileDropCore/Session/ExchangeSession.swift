@@ -380,10 +380,11 @@ struct ExchangeSession {
 
     /// Outputs the outcome, once: every way out of a live state passes here.
     func conclude(_ reason: CloseReason, endsDevice: Bool, context: inout SessionContext) {
-        // Either side may be the one that finds the failed proof; both warn about the peer they
-        // recognised.
+        // A peer of version 2 closes with `identity-proof-failed` when our PROOF failed its check:
+        // we warn about the peer we recognised, unless its own proof already made us warn.
         if case .error(let error) = reason, error.code == .identityProofFailed,
-            let claimed = linkBox?.value.pairing.claimedPeer
+            let pairing = linkBox?.value.pairing, let claimed = pairing.claimedPeer,
+            pairing.unprovenClaim == nil
         {
             context.emit(.knownPeerMismatch(name: claimed.name))
         }

@@ -312,6 +312,10 @@ struct Link {
                     frames[index], knownPeers: context.configuration.knownPeers, random: &context.random)
                 {
                     inbound.learned = true
+                    // Our user hears of a failed proof at once; the peer sees nothing of it.
+                    if case .proof = frames[index], let claimed = pairing.unprovenClaim {
+                        context.emit(.knownPeerMismatch(name: claimed.name))
+                    }
                 }
             case .commit:
                 if try pairing.absorb(
@@ -329,6 +333,12 @@ struct Link {
                     frames[index], knownPeers: context.configuration.knownPeers, random: &context.random)
                 {
                     inbound.learned = true
+                    // Once per peer: a known peer that failed its PROOF was warned about already.
+                    if let impersonated = pairing.impersonatedInBond,
+                        pairing.unprovenClaim?.resolvingKey != impersonated.resolvingKey
+                    {
+                        context.emit(.knownPeerMismatch(name: impersonated.name))
+                    }
                 }
             case .close(let close):
                 inbound.close = close

@@ -27,6 +27,14 @@ struct Pairing {
     var peerProof: [UInt8]?
     /// Decided when the peer's PROOF arrives.
     var recognition: PeerRecognition?
+    /// The known peer the peer's IDENT named but whose bond its PROOF did not prove: an impostor, a
+    /// relay between two known peers, a replayed IDENT, or a device that forgot us. Only our user
+    /// is told; to the peer we behave as to a stranger, so that it cannot learn whom we know
+    /// (PROTOCOL.md 6.5).
+    var unprovenClaim: KnownPeer?
+    /// The known peer whose resolving key a stranger's BOND named. That bond is never remembered:
+    /// it would replace the known peer's record with one the stranger holds.
+    var impersonatedInBond: KnownPeer?
 
     /// Our verification nonce: the responder draws it on entering consenting, the initiator once it
     /// holds the responder's commitment.
@@ -116,6 +124,7 @@ struct Pairing {
             if let peerName { peer.name = peerName }
             return peer
         case .stranger:
+            guard impersonatedInBond == nil else { return nil }
             return newBond(name: peerName ?? "a device that sent no card")
         case nil:
             return nil
@@ -171,8 +180,8 @@ struct Pairing {
     /// Absorbs one recognition or verification frame.
     /// - Returns: whether it was new.
     /// - Throws: ``ProtocolError`` when the peer contradicts itself, sends a frame its role or the
-    ///   session's progress does not allow, fails to prove a known identity, or reveals a nonce its
-    ///   commitment does not match.
+    ///   session's progress does not allow, or reveals a nonce its commitment does not match. A
+    ///   failed proof of a known identity is no error: it sets ``unprovenClaim``.
     mutating func absorb(
         _ frame: Frame, knownPeers: [KnownPeer], random: inout any RandomSource
     ) throws(ProtocolError) -> Bool {
@@ -196,10 +205,11 @@ struct Pairing {
             let expected = Recognition.expectedProof(
                 bondKey: claimedPeer.bondKey, handshakeHash: handshakeHash, senderIsInitiator: !isInitiator)
             guard ConstantTime.equals(expected, proof) else {
-                throw ProtocolError(
-                    .identityProofFailed,
-                    "peer presented the identity of known peer \u{201C}\(claimedPeer.name)\u{201D} but could not "
-                        + "prove it: an impostor, or a device that forgot this one")
+                // Closing here would tell whoever replayed or forged the IDENT that we know the
+                // identity it named: the session goes on exactly as with a stranger.
+                unprovenClaim = claimedPeer
+                recognition = .stranger
+                return true
             }
             recognition = .known(claimedPeer)
             return true
@@ -243,15 +253,9 @@ struct Pairing {
             // BOND naming a known peer's key would replace that peer's record with a bond the sender
             // holds: the sender would then pass as that peer, and the peer fail its PROOF. The peer
             // itself would have been recognised by its IDENT, not bonded with as a stranger.
-            if let impersonated = knownPeers.first(where: {
-                ConstantTime.equals($0.resolvingKey, resolvingKey)
-            }) {
-                claimedPeer = impersonated
-                throw ProtocolError(
-                    .identityProofFailed,
-                    "a new peer's BOND named the identity of known peer \u{201C}\(impersonated.name)\u{201D}: "
-                        + "an impostor holding that peer's resolving key")
-            }
+            // Ending the session here would tell the sender that we know the key it named: the
+            // exchange ends as any other, and only the record is not kept.
+            impersonatedInBond = knownPeers.first { ConstantTime.equals($0.resolvingKey, resolvingKey) }
             peerBond = (resolvingKey, share)
             return true
         case .token, .ranging, .inRange, .consent, .cardChunk, .cardSack, .cardAck, .close, .closeAck,
