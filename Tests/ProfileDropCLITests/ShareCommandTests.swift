@@ -94,7 +94,7 @@ import Testing
         }
     }
 
-    /// The exit codes and `--json` reasons the README lists: a request nobody answered declines
+    /// The exit codes and `--json` reasons docs/share.md lists: a request nobody answered declines
     /// (4, `declined`), every other wait that ran out is a timeout (3), and a peer that broke the
     /// protocol is an error (6), whichever way the run ended.
     @Test func exitCodesAndReasonsFollowTheReadme() {
@@ -139,7 +139,7 @@ import Testing
         #expect((try lastJSON(pair.second.output)["card"] as? [String: Any])?["name"] as? String == "Bori")
     }
 
-    /// The debugging loop of the README: both terminals capture with --keylog, both captures replay
+    /// The debugging loop of docs/debugging.md: both terminals capture with --keylog, both captures replay
     /// identically with the run's static key embedded in them (it is on no disk), and tshark with
     /// the dissector names every message type of the pairing.
     @Test func bothSidesCaptureAndReplayIdentically() throws {

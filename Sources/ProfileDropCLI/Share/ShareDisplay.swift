@@ -392,7 +392,7 @@ struct ShareDisplay {
         }
     }
 
-    /// The version of the `--json` line schema, the `v` of every line (README, "JSON lines").
+    /// The version of the `--json` line schema, the `v` of every line (docs/share.md, "JSON lines").
     static let schemaVersion = 1
 
     /// When each line is written: an RFC 3339 UTC time with milliseconds. Tests fix it.

@@ -276,7 +276,7 @@ final class ShareSession {
             nothingMoved: nothingMoved)
     }
 
-    /// The exit code of a run that ended with `reason`, as the README lists them. It follows the
+    /// The exit code of a run that ended with `reason`, as docs/share.md lists them. It follows the
     /// coarse `reason` of `--json` (``ShareDisplay/reasonCode(_:)``): a request nobody answered
     /// declines (4), as it does on the wire; a peer that broke the protocol is an error (6).
     static func exitCode(for reason: CloseReason) -> ExitCode {
