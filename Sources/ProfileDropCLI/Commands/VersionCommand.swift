@@ -11,8 +11,9 @@ enum VersionCommand: Subcommand {
         (.success, ExitCode.success.label), (.usage, ExitCode.usage.label),
     ]
 
-    /// The release number; bump it when tagging a release.
-    static let release = "0.1.0"
+    /// The release number (CHANGELOG.md): the last release's next minor version with `-dev` while
+    /// its changes are unreleased; set it to the release itself when tagging one.
+    static let release = "0.3.0-dev"
 
     /// The commit the binary was built from: 12 hex digits, `unknown` outside a git checkout.
     /// `Plugins/GitCommit` writes it at build time (CONTRIBUTING.md, "Version").
