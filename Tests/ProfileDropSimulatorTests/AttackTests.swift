@@ -240,6 +240,34 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
         #expect(identityGiven > 0)
     }
 
+    /// PROTOCOL.md 6.5: M's IDENT, PROOF and BOND, replayed to B, draw the same reaction whether or
+    /// not B knows M, datagram by datagram; B's own user alone is warned. Under the rule before
+    /// (CLOSE(error 22) on a failed proof) every run of this kind breached.
+    @Test(arguments: AttackUsers.allCases)
+    func theReplayingProberLearnsNothingFromAReplayedIdentity(users: AttackUsers) {
+        for n in 0..<3 {
+            let outcome = Attacks.runOne(runSeed: seed(.replayingProber, users, n))
+            #expect(outcome.kind == .replayingProber && outcome.users == users)
+            #expect(outcome.problems.isEmpty, "\(outcome.problems)")
+            #expect(outcome.breaches.isEmpty, "\(outcome.breaches)")
+            // The play in which B knows M warns B's user, once.
+            #expect(outcome.mismatches == 1, "\(outcome.screens)")
+            #expect(outcome.replayClasses.count == 2 && outcome.replayClasses[0] == outcome.replayClasses[1])
+        }
+    }
+
+    @Test func theIndependenceTestFindsADependenceAndOnlyThen() {
+        // Every run that knew closed, every run that did not went on: as dependent as can be.
+        let dependent = IndependenceTest([[30, 0], [0, 30]])
+        #expect(dependent.statistic == 60 && dependent.degreesOfFreedom == 1 && dependent.rejectsIndependence)
+        let independent = IndependenceTest([[15, 15], [15, 15]])
+        #expect(independent.statistic == 0 && !independent.rejectsIndependence)
+        // 4.89 with one degree of freedom is under the 1 % point (6.635).
+        #expect(!IndependenceTest([[40, 20], [28, 32]]).rejectsIndependence)
+        #expect(IndependenceTest([[30, 0, 10], [20, 10, 10]]).degreesOfFreedom == 2)
+        #expect(IndependenceTest.wilsonHilferty(10) > 23.0 && IndependenceTest.wilsonHilferty(10) < 23.4)
+    }
+
     @Test func theProberSeesFreshValuesEveryRun() {
         let runs = ProberRuns(runSeed: seed(.identityProber, .careful, 0), users: .careful)
         for labels in ["device id", "ephemeral key", "static key", "TOKEN", "IDENT", "PROOF", "COMMIT"] {

@@ -15,6 +15,9 @@ public enum AttackKind: String, CaseIterable, Sendable {
     /// An observer of the victims' unicast that answers each INVITE with its own ACCEPT from the
     /// invitee's address, before the invitee's.
     case acceptRacer = "accept-racer"
+    /// A stranger that keeps the IDENT, PROOF and BOND one device sent it and replays them to
+    /// another, to learn whether the second knows the first (PROTOCOL.md 6.5).
+    case replayingProber = "replaying-prober"
     /// A device that victim B once shared with, meeting victim A (B's known peer) as a new device
     /// whose BOND names B's resolving key.
     case identityThief = "identity-thief"
@@ -106,8 +109,8 @@ public enum AttackKind: String, CaseIterable, Sendable {
     /// the attacker) rather than what the victims give away.
     public var isAvailability: Bool {
         switch self {
-        case .mitmRelay, .mitmKnownPeers, .codeGrinder, .identityProber, .acceptRacer, .identityThief,
-            .beaconRaceMITM:
+        case .mitmRelay, .mitmKnownPeers, .codeGrinder, .identityProber, .replayingProber, .acceptRacer,
+            .identityThief, .beaconRaceMITM:
             false
         default: true
         }
@@ -148,6 +151,8 @@ public struct AttackOutcome: Sendable {
     public var identityGiven = false
     /// Prober: whether its device shared (else it declined).
     public var proberShared = false
+    /// Replaying prober: the class of B's reaction when it knew M, then when it did not.
+    public var replayClasses: [String] = []
     /// Grinder: sessions with B decided on B's code, devices brought, and whether a code matched.
     public var grindAttempts = 0
     /// Grinder: devices brought towards B.
@@ -380,6 +385,7 @@ public enum Attacks {
         case .mitmKnownPeers: return manInTheMiddle(runSeed: runSeed, users: users, known: true)
         case .codeGrinder: return grinder(runSeed: runSeed, users: users)
         case .identityProber: return prober(runSeed: runSeed, users: users)
+        case .replayingProber: return replayingProber(runSeed: runSeed, users: users)
         case .acceptRacer: return acceptRacer(runSeed: runSeed, users: users)
         case .identityThief: return identityThief(runSeed: runSeed, users: users)
         case .beaconRaceMITM: return beaconRaceMITM(runSeed: runSeed, users: users)
@@ -598,6 +604,13 @@ public enum Attacks {
             let failed = cell.filter(\.setupFailed).count
             if failed > 0 { notes.append("honest meeting failed in \(failed) runs") }
             if given { notes.append("careless users shared with a new device") }
+        case .replayingProber:
+            let test = replayIndependence(cell)
+            notes.append(
+                "reaction differed with the secret in \(cell.filter { !$0.breaches.isEmpty }.count); "
+                    + "chi-squared \((test.statistic * 100).rounded() / 100)"
+                    + " (df \(test.degreesOfFreedom), \(test.rejectsIndependence ? "dependent" : "independent") at 0.01)"
+            )
         case .identityProber:
             notes.append("prober shared in \(cell.filter(\.proberShared).count)")
             let identities = cell.filter(\.identityGiven).count

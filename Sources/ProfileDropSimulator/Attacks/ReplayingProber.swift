@@ -1,0 +1,260 @@
+import ProfileDropCore
+import ProfileDropCrypto
+
+/// The replaying prober (PROTOCOL.md 6.5, 11.3): a stranger that meets device M once, keeps the
+/// IDENT, PROOF and (when M's user shared) BOND that M sent it, and replays them in its own name to
+/// device B, to learn from B's reaction whether B knows M.
+///
+/// Each run plays B twice from the same seeds: once knowing M, once knowing someone else instead.
+/// Everything B sends the prober (each datagram's type, size and time, and the frames it carries,
+/// CLOSE codes included) is recorded as the prober sees it. Any difference between the two is a
+/// breach: the reaction told who knows whom, and so links B's runs.
+final class IdentityReplayer: AdversaryBrain {
+    /// What it replays in place of its own.
+    var replayed: (ident: [UInt8], proof: [UInt8]?, bond: (resolvingKey: [UInt8], share: [UInt8])?)?
+    /// What the victim sent, in order, as the prober can tell it apart.
+    private(set) var observed: [String] = []
+
+    override func keepsOutgoing(_ packet: Packet, device: DeviceID, at time: Instant) -> Bool {
+        // Silent, as the identity prober: it invites and is never invited.
+        switch packet {
+        case .beacon, .query: false
+        case .invite, .accept, .confirm, .busy, .secure: true
+        }
+    }
+
+    override func keepsIncoming(
+        _ packet: Packet, from source: PeerAddress, device: DeviceID, at time: Instant
+    ) -> Bool {
+        observed.append("\(time.nanoseconds) \(packet.type) \(packet.encoded().count)")
+        return super.keepsIncoming(packet, from: source, device: device, at: time)
+    }
+
+    override func received(_ frames: [Frame], in session: TapSession, device: DeviceID, at time: Instant) {
+        super.received(frames, in: session, device: device, at: time)
+        observed.append(
+            "\(time.nanoseconds) frames "
+                + frames.map { frame in
+                    if case .close(let close) = frame {
+                        "CLOSE(\(close.code) \(close.errorCode))"
+                    } else {
+                        "\(frame.type)"
+                    }
+                }.joined(separator: ","))
+    }
+
+    override func sending(_ frames: [Frame], in session: TapSession, device: DeviceID, at time: Instant)
+        -> [Frame]
+    {
+        guard let replayed else { return frames }
+        return frames.map { frame in
+            switch frame {
+            case .ident: .ident(replayed.ident)
+            case .proof(let own): .proof(replayed.proof ?? own)
+            case .bond(let resolvingKey, let share):
+                replayed.bond.map { .bond(resolvingKey: $0.resolvingKey, share: $0.share) }
+                    ?? .bond(resolvingKey: resolvingKey, share: share)
+            case .token, .ranging, .inRange, .commit, .nonce, .reveal, .consent, .cardChunk, .cardSack,
+                .cardAck, .close, .closeAck, .receipt:
+                frame
+            }
+        }
+    }
+}
+
+/// One replaying prober run: the harvest from M, then B knowing M and B not knowing M.
+struct ReplayRuns {
+    /// What the prober took from M: whether it got an IDENT, a PROOF and a BOND.
+    let harvested: (ident: Bool, proof: Bool, bond: Bool)
+    /// B's reaction as the prober saw it, when B knew M and when it did not.
+    let reactionKnowing: [String]
+    let reactionNotKnowing: [String]
+    /// B's screen in each of the two plays.
+    let screens: [VictimScreen]
+    /// Whether the prober's device shared (else it declined).
+    let proberShares: Bool
+    /// Plays in which B's card reached the prober (a careless B shares with any stranger).
+    let cardsGiven: Int
+
+    /// A coarse class of a reaction, for the χ² over a cell: the first CLOSE B sent, if any.
+    static func reactionClass(_ reaction: [String]) -> String {
+        for line in reaction {
+            guard let range = line.range(of: "CLOSE(") else { continue }
+            let rest = line[range.upperBound...]
+            return "CLOSE(" + rest.prefix { $0 != ")" } + ")"
+        }
+        return "no CLOSE"
+    }
+
+    init(runSeed: UInt64, users: AttackUsers) {
+        var drawn = DeterministicRandom(seedMaterial: Simulation.seedMaterial(runSeed, "attacks/replay/plan"))
+        proberShares = drawn.uniform(below: 2) == 0
+        let limit = Instant.zero + AttackStage.timeouts.overall + .seconds(10)
+        func identity(_ role: String) -> DeviceIdentity {
+            DeviceIdentity(
+                secret: BLAKE2b.hash(
+                    Simulation.seedMaterial(runSeed, "attacks/replay/identity/\(role)"), outputLength: 32))
+        }
+        let proberIdentity = identity("prober")
+        let proberCard = AttackCards.card(runSeed: runSeed, role: "prober")
+
+        // The harvest: M meets the prober as any stranger; a careless M shares, and so bonds.
+        let harvester = IdentityReplayer()
+        var meeting = AttackStage(users: users, victimsKnown: false)
+        meeting.addVictim(
+            name: "M", card: AttackCards.card(runSeed: runSeed, role: "victim-M"), identity: identity("M"),
+            knownPeers: [], pose: VictimPair.poses[0],
+            seedMaterial: Simulation.seedMaterial(runSeed, "attacks/replay/M"), staticKeySeedMaterial: nil)
+        meeting.addAdversary(
+            card: proberCard, consent: .share, identity: proberIdentity, knownPeers: [],
+            pose: VictimPair.poses[1],
+            seedMaterial: Simulation.seedMaterial(runSeed, "attacks/replay/harvest"),
+            policy: harvester)
+        meeting.run(until: limit) { _ in false }
+        let ident = harvester.learned.first { $0.label == "IDENT" }?.bytes
+        let proof = harvester.learned.first { $0.label == "PROOF" }?.bytes
+        let resolvingKey = harvester.learned.first { $0.label == "resolving key" }?.bytes
+        let share = harvester.learned.first { $0.label == "bond share" }?.bytes
+        harvested = (ident != nil, proof != nil, resolvingKey != nil && share != nil)
+
+        // B's record of M (the bond key is theirs alone), or of someone else in its place.
+        let records = [
+            KnownPeer(
+                resolvingKey: identity("M").resolvingKey, bondKey: Array(repeating: 0x4D, count: 32),
+                name: "M (owner)"),
+            KnownPeer(
+                resolvingKey: identity("other").resolvingKey, bondKey: Array(repeating: 0x4F, count: 32),
+                name: "O (owner)"),
+        ]
+        var reactions: [[String]] = []
+        var screens: [VictimScreen] = []
+        var cardsGiven = 0
+        for record in records {
+            let replayer = IdentityReplayer()
+            if let ident {
+                replayer.replayed = (
+                    ident, proof, resolvingKey.flatMap { key in share.map { (resolvingKey: key, share: $0) } }
+                )
+            }
+            var stage = AttackStage(users: users, victimsKnown: false)
+            stage.addVictim(
+                name: "B", card: AttackCards.card(runSeed: runSeed, role: "victim-B"),
+                identity: identity("B"),
+                knownPeers: [record], pose: VictimPair.poses[0],
+                seedMaterial: Simulation.seedMaterial(runSeed, "attacks/replay/B"), staticKeySeedMaterial: nil
+            )
+            stage.addAdversary(
+                card: proberCard, consent: proberShares ? .share : .decline, identity: proberIdentity,
+                knownPeers: [], pose: VictimPair.poses[1],
+                seedMaterial: Simulation.seedMaterial(runSeed, "attacks/replay/probe"), policy: replayer)
+            stage.run(until: limit) { _ in false }
+            reactions.append(replayer.observed)
+            screens.append(stage.victims[0])
+            if stage.adversaryCards.contains(stage.victims[0].card) { cardsGiven += 1 }
+        }
+        reactionKnowing = reactions[0]
+        reactionNotKnowing = reactions[1]
+        self.screens = screens
+        self.cardsGiven = cardsGiven
+    }
+}
+
+/// Pearson's χ² test of independence on a table of counts (rows: whether the victim knew the
+/// replayed identity; columns: its reaction class), against the critical value at α = 0.01.
+struct IndependenceTest {
+    let statistic: Double
+    let degreesOfFreedom: Int
+
+    /// The χ² distribution's upper 1 % points for 1 to 10 degrees of freedom.
+    static let criticalValues = [
+        6.635, 9.210, 11.345, 13.277, 15.086, 16.812, 18.475, 20.090, 21.666, 23.209,
+    ]
+
+    init(_ rows: [[Int]]) {
+        let columns = rows.first?.count ?? 0
+        let total = Double(rows.joined().reduce(0, +))
+        var statistic = 0.0
+        for row in rows {
+            let rowTotal = Double(row.reduce(0, +))
+            for column in 0..<columns {
+                let columnTotal = Double(rows.reduce(0) { $0 + $1[column] })
+                let expected = total > 0 ? rowTotal * columnTotal / total : 0
+                if expected > 0 {
+                    statistic +=
+                        (Double(row[column]) - expected) * (Double(row[column]) - expected) / expected
+                }
+            }
+        }
+        self.statistic = statistic
+        let nonEmptyColumns = (0..<columns).filter { column in rows.contains { $0[column] > 0 } }.count
+        let nonEmptyRows = rows.filter { $0.contains { $0 > 0 } }.count
+        degreesOfFreedom = max(0, (nonEmptyRows - 1) * (nonEmptyColumns - 1))
+    }
+
+    /// Whether the test finds a dependence at α = 0.01 (never with no degree of freedom).
+    var rejectsIndependence: Bool {
+        guard degreesOfFreedom > 0 else { return false }
+        let critical =
+            degreesOfFreedom <= Self.criticalValues.count
+            ? Self.criticalValues[degreesOfFreedom - 1]
+            // Wilson–Hilferty, for more classes than the table holds.
+            : Self.wilsonHilferty(degreesOfFreedom)
+        return statistic > critical
+    }
+
+    /// The upper 1 % point of χ² with `k` degrees of freedom, by the Wilson–Hilferty approximation.
+    static func wilsonHilferty(_ k: Int) -> Double {
+        let scale = 2 / (9 * Double(k))
+        let root = 1 - scale + 2.326 * scale.squareRoot()
+        return Double(k) * root * root * root
+    }
+}
+
+extension Attacks {
+    /// A replaying prober run: a breach when B's reaction to M's replayed IDENT, PROOF and BOND
+    /// differs with whether B knows M.
+    static func replayingProber(runSeed: UInt64, users: AttackUsers) -> AttackOutcome {
+        var outcome = AttackOutcome(runSeed: runSeed, kind: .replayingProber, users: users)
+        let runs = ReplayRuns(runSeed: runSeed, users: users)
+        outcome.proberShared = runs.proberShares
+        outcome.cards = runs.cardsGiven
+        outcome.replayClasses = [
+            ReplayRuns.reactionClass(runs.reactionKnowing), ReplayRuns.reactionClass(runs.reactionNotKnowing),
+        ]
+        for (play, screen) in runs.screens.enumerated() {
+            outcome.interrupted += screen.interrupted
+            outcome.mismatches += screen.mismatches
+            outcome.declines += screen.declines
+            outcome.screens.append((play == 0 ? "B knows M: " : "B knows another: ") + describe(screen))
+        }
+        let (ident, proof, bond) = runs.harvested
+        outcome.screens.append(
+            "harvested from M: IDENT \(ident ? "yes" : "no"), PROOF \(proof ? "yes" : "no"), BOND \(bond ? "yes" : "no"); "
+                + "B sent the prober \(runs.reactionKnowing.count) and \(runs.reactionNotKnowing.count) observable items"
+        )
+        if users.withholdFromStrangers && runs.cardsGiven > 0 {
+            outcome.breaches.append("B's card reached the prober although its user did not agree")
+        }
+        if !ident {
+            outcome.problems.append("setup: the prober took no IDENT from M, so nothing was replayed")
+        } else if runs.reactionKnowing != runs.reactionNotKnowing {
+            let first = zip(runs.reactionKnowing, runs.reactionNotKnowing).first { $0 != $1 }
+            outcome.breaches.append(
+                "B's reaction to M's replayed IDENT told whether B knows M: "
+                    + (first.map { "\($0.0) against \($0.1)" }
+                        ?? "\(runs.reactionKnowing.count) against \(runs.reactionNotKnowing.count) items"))
+        }
+        return outcome
+    }
+
+    /// The χ² of a replaying prober cell: reaction class against whether B knew M.
+    static func replayIndependence(_ cell: [AttackOutcome]) -> IndependenceTest {
+        let classes = Array(Set(cell.flatMap(\.replayClasses))).sorted()
+        let rows = [0, 1].map { play in
+            classes.map { name in
+                cell.filter { $0.replayClasses.count == 2 && $0.replayClasses[play] == name }.count
+            }
+        }
+        return IndependenceTest(rows)
+    }
+}
