@@ -15,6 +15,9 @@ command -v tshark >/dev/null || need_apt+=(tshark)
 command -v tmux >/dev/null || need_apt+=(tmux)
 # rsvg-convert draws the --timeline pictures in the tests.
 command -v rsvg-convert >/dev/null || need_apt+=(librsvg2-bin)
+# buildah and a static busybox build the swarm's image offline (scripts/image.sh, SwarmImageTests).
+command -v buildah >/dev/null || need_apt+=(buildah)
+[ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || need_apt+=(busybox-static)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "setup: installing ${need_apt[*]}"
     if [ "$(id -u)" -ne 0 ]; then
