@@ -21,7 +21,8 @@ import Testing
 
     @Test func aShardRunFromTheImagesRootMatchesTheHost() throws {
         if let missing = Self.missingPrerequisite {
-            print("SwarmImageTests: skipped, \(missing) (scripts/setup.sh installs buildah and busybox-static)")
+            print(
+                "SwarmImageTests: skipped, \(missing) (scripts/setup.sh installs buildah and busybox-static)")
             return
         }
         let name = "localhost/profiledrop-test-\(UUID().uuidString.lowercased()):test"
@@ -44,7 +45,9 @@ import Testing
         try #require(proc.status == 0, "\(proc.errors)")
         defer { _ = try? runProgram("/bin/umount", [root + "/proc"]) }
 
-        let shard = ["simulate", "--swarm", "--runs", "40", "--seed", "5", "--shard", "1/2", "--summary", "-"]
+        let shard = [
+            "simulate", "--swarm", "--runs", "40", "--seed", "5", "--shard", "1/2", "--summary", "-",
+        ]
         let inImage = try runProgram("/usr/sbin/chroot", [root, "/usr/local/bin/profiledrop"] + shard)
         let onHost = try runProgram(TestPaths.executable.path, shard)
         #expect(inImage.status == 0, "\(inImage.errors)")
