@@ -728,7 +728,7 @@ import Testing
         table.discovery.moved(to: Pose(x: 6, y: 0, heading: 0), context: table.context)
         let due = try #require(table.discovery.motionAnnounceAt)
         #expect(
-            due > table.context.now && due <= Instant.zero + .seconds(1) + DiscoverySession.motionAnnounceGap)
+            due > table.context.now && due <= Instant.zero + .seconds(1) + Announcer.motionAnnounceGap)
         table.context.now = due
         table.discovery.runTimers(busy: false, context: &table.context)
         let beacons = table.sent().compactMap { datagram -> Beacon? in

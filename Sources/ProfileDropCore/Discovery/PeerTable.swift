@@ -1,0 +1,345 @@
+/// A device the discovery session has heard a beacon from.
+struct DiscoveredPeer {
+    let id: DeviceID
+    /// Where it is reached: the source address of the first beacon heard for its id (whose port
+    /// field names that same port). Beacons for the id from anywhere else never move it; only a
+    /// handshake completed with the id elsewhere, after an invitation here went unanswered while
+    /// another address claimed the id, does (PROTOCOL.md section 4, "Conflicts").
+    var address: PeerAddress
+    /// When its first beacon at ``address`` was heard.
+    var firstHeard: Instant
+    var lastSeen: Instant
+    /// The sequence number of its latest beacon taken; nil right after the address moved.
+    var sequence: UInt32?
+    /// Beacons taken from it (fresh sequence numbers at ``address``).
+    var hearings = 1
+    /// The peer's beacon said it is in an exchange.
+    var busy: Bool
+    /// A handshake with it completed in this run, at ``address``.
+    var verified = false
+    /// An invitation to ``address`` went unanswered (neither ACCEPT nor BUSY) before it was
+    /// verified: it is not long-heard any more, whatever its beacons say.
+    var unanswered = false
+    /// Unanswered while another address claimed its id: we no longer invite it (its INVITE is still
+    /// accepted, and a handshake completed from the claimant moves the entry there).
+    var suspended = false
+    /// When a beacon for its id last came from another address.
+    var conflictAt: Instant?
+    /// After a session with it failed, we do not invite it before this time, nor accept its
+    /// invitations while another peer is a candidate (``prefersNotToAccept(_:from:now:)``).
+    var retryAt: Instant
+    /// After it answered BUSY, we do not invite it before this time.
+    var busyUntil: Instant
+    /// Sessions with it that ended without an exchange.
+    var failures = 0
+    /// When we last refused its invitation because we were busy: it wanted us, so once free we
+    /// invite it first.
+    var wantedAt: Instant?
+    /// Promoted to long-heard (kept so while it stays answered).
+    var longHeard = false
+    /// Where its latest beacon said it is; nil when it said nothing (it may be anywhere) or while
+    /// contested.
+    var position: PositionHint?
+    /// The latest beacon taken from it, to tell a duplicate (the network repeated it: harmless)
+    /// from another beacon under the same sequence number.
+    var lastTaken: Beacon?
+    /// When a beacon at its own address last came with a sequence number below the last one taken,
+    /// or equal to it with other contents: someone else speaks for that address, ahead of it or
+    /// replaying it. For the peer
+    /// lifetime after that, its beacons' busy flag and position are not believed (it counts as
+    /// free and within reach), so a spoofer cannot hide it by announcing it busy or far away.
+    var contestedAt: Instant?
+
+    /// Verified, or heard long enough at one address: invited before any other peer, never
+    /// evicted by a new device id, and its datagrams are charged on its own budget.
+    var isEstablished: Bool { verified || (longHeard && !unanswered) }
+
+    /// Neither established nor suspended: the tier capped at ``Limits/maxUnverifiedPeers``.
+    /// Suspended entries are kept apart, so that a disputed id stays remembered (and uninvited)
+    /// without taking room from newcomers; there is at most one per unanswered invitation.
+    var isUnverified: Bool { !isEstablished && !suspended }
+}
+
+/// Discovery's bounded table of peers heard (PROTOCOL.md section 4), sorted by id, in two tiers.
+/// **Established** peers were verified by a handshake or heard at one address for at least
+/// ``longHeard``; at most `maxPeers - maxUnverifiedPeers` become established by hearing alone.
+/// **Unverified** peers, everything else, are at most ``Limits/maxUnverifiedPeers``; a new device
+/// id only ever evicts one of these. Reach is judged from `pose`, where we are, which the caller
+/// passes in.
+struct PeerTable {
+    private(set) var peers: [DiscoveredPeer] = []
+    /// How far a peer may be, by its position, and still be invited or answered: the far-abort
+    /// distance (``Limits/farAbortDistance``), beyond which ranging ends early anyway.
+    let reach: Double
+
+    /// How long a peer must be heard at one address (first to latest beacon) to be established.
+    /// A device's own beacons 0.25, 0.5 and 1 s apart after its start (±10 %) reach it within
+    /// about 1.9 s.
+    static let longHeard: Duration = .milliseconds(1500)
+
+    init(reach: Double) { self.reach = reach }
+
+    var count: Int { peers.count }
+
+    /// The entry of `peer`, if the table holds it.
+    func entry(_ peer: DeviceID) -> DiscoveredPeer? { peers.first { $0.id == peer } }
+
+    /// How far `peer` is by its hint, from `pose`; nil when it gave no position.
+    func hintDistance(_ peer: DiscoveredPeer, from pose: Pose) -> Double? {
+        peer.position.map { $0.distance(to: pose) }
+    }
+
+    /// Whether `peer` may be near enough to pair: its hint is within ``reach``, or it gave none.
+    func isInReach(_ peer: DiscoveredPeer, from pose: Pose) -> Bool {
+        (hintDistance(peer, from: pose) ?? 0) <= reach
+    }
+
+    /// When the entry heard longest ago was last heard: the next expiry is a lifetime after it.
+    @inline(__always)
+    var oldestLastSeen: Instant? {
+        // A loop, not map and min: the device's deadline is asked after every input, and an array
+        // per call was most of its cost.
+        var oldest: Instant?
+        for peer in peers where oldest.map({ peer.lastSeen < $0 }) ?? true { oldest = peer.lastSeen }
+        return oldest
+    }
+
+    /// Removes the peers not heard for `lifetime`.
+    mutating func expire(now: Instant, lifetime: Duration) {
+        // Checked first: removing nothing still costs a pass that rebuilds the array's tail.
+        let expired = { (peer: DiscoveredPeer) in now - peer.lastSeen >= lifetime }
+        if peers.contains(where: expired) { peers.removeAll(where: expired) }
+    }
+
+    /// The ids a QUERY lists as already known: the nearest from `pose`, at most `limit`, in id
+    /// order. A peer that gave no position may be anywhere, so it may answer: it is listed first,
+    /// as if beside us (invitations rank it at the edge of reach instead: it is the least likely to
+    /// be the phone held against ours).
+    func knownAnswers(from pose: Pose, limit: Int) -> [DeviceID] {
+        peers.sorted {
+            (hintDistance($0, from: pose) ?? 0, $1.lastSeen, $0.id)
+                < (hintDistance($1, from: pose) ?? 0, $0.lastSeen, $1.id)
+        }.prefix(limit).map(\.id).sorted()
+    }
+
+    /// Records a peer's beacon. New peers are reported; room for them is made among the
+    /// unverified peers only.
+    /// - Throws: `.conflict` when the beacon's port is not its source port, or its id is held at
+    ///   another address; `.replayed` when its sequence number is not above the last one taken
+    ///   from that peer; `.tableFull` when every entry is established and none can make room.
+    ///   Nothing changes then but the note of a conflict.
+    mutating func take(_ beacon: Beacon, from source: PeerAddress, pose: Pose, context: inout SessionContext)
+        throws(ProtocolError)
+    {
+        guard beacon.port == source.port else {
+            throw ProtocolError(
+                .conflict, "beacon of \(beacon.deviceID) names port \(beacon.port) from \(source)")
+        }
+        let now = context.now
+        if let index = peers.firstIndex(where: { $0.id == beacon.deviceID }) {
+            guard peers[index].address == source else {
+                peers[index].conflictAt = now
+                throw ProtocolError(
+                    .conflict, "beacon of \(beacon.deviceID) from \(source); it is at \(peers[index].address)"
+                )
+            }
+            if let last = peers[index].sequence, beacon.sequence <= last {
+                if beacon.sequence < last || beacon != peers[index].lastTaken {
+                    peers[index].contestedAt = now
+                    peers[index].busy = false
+                    peers[index].position = nil
+                }
+                throw ProtocolError(
+                    .replayed, "beacon \(beacon.sequence) of \(beacon.deviceID), after \(last)")
+            }
+            peers[index].sequence = beacon.sequence
+            peers[index].lastTaken = beacon
+            peers[index].lastSeen = now
+            let contested = peers[index].contestedAt.map { now - $0 < context.timeouts.peerLifetime } ?? false
+            peers[index].busy = contested ? false : beacon.busy
+            peers[index].position = contested ? nil : beacon.position
+            peers[index].hearings = peers[index].hearings < Int.max ? peers[index].hearings + 1 : Int.max
+            if !peers[index].longHeard, now - peers[index].firstHeard >= Self.longHeard,
+                establishedCount < establishedRoom(context.limits)
+            {
+                peers[index].longHeard = true
+            }
+            return
+        }
+        let near = (beacon.position?.distance(to: pose) ?? 0) <= reach
+        guard makeRoomForNewcomer(context.limits, pose: pose, near: near) else {
+            throw ProtocolError(
+                .tableFull,
+                near
+                    ? "no room for \(beacon.deviceID): every unverified peer was heard more than once, none out of reach"
+                    : "no room for \(beacon.deviceID), out of reach: no unverified peer heard once is out of reach too"
+            )
+        }
+        var peer = DiscoveredPeer(
+            id: beacon.deviceID, address: source, firstHeard: now, lastSeen: now, sequence: beacon.sequence,
+            busy: beacon.busy, retryAt: now, busyUntil: now)
+        peer.position = beacon.position
+        peer.lastTaken = beacon
+        let position = peers.firstIndex { $0.id > beacon.deviceID } ?? peers.endIndex
+        peers.insert(peer, at: position)
+        context.emit(.peerFound(beacon.deviceID))
+    }
+
+    private var unverifiedCount: Int { peers.reduce(0) { $0 + ($1.isUnverified ? 1 : 0) } }
+    var establishedCount: Int { peers.reduce(0) { $0 + ($1.isEstablished ? 1 : 0) } }
+
+    /// At least one, at most the table.
+    private func unverifiedCap(_ limits: Limits) -> Int {
+        min(max(limits.maxUnverifiedPeers, 1), max(limits.maxPeers, 1))
+    }
+
+    /// How many peers may be established by hearing alone.
+    private func establishedRoom(_ limits: Limits) -> Int { max(limits.maxPeers, 1) - unverifiedCap(limits) }
+
+    /// The unverified peer to evict first, in ``evictionRank`` order.
+    private func weakestUnverified(pose: Pose) -> Int? {
+        peers.indices.filter { peers[$0].isUnverified }.min {
+            evictionRank($0, pose: pose) < evictionRank($1, pose: pose)
+        }
+    }
+
+    /// Orders entries for eviction: out of reach first, then fewest hearings, then farthest by hint,
+    /// then heard longest ago, then lowest id.
+    private func evictionRank(_ index: Int, pose: Pose) -> (Int, Int, Double, Instant, DeviceID) {
+        let peer = peers[index]
+        return (
+            isInReach(peer, from: pose) ? 1 : 0, peer.hearings,
+            -(hintDistance(peer, from: pose) ?? 0),
+            peer.lastSeen, peer.id
+        )
+    }
+
+    /// Makes room for a new entry if the unverified tier or the table is full; false when no entry
+    /// may go. What may go: an unverified entry heard once (so a flood of fresh ids churns only
+    /// among those, and a peer heard twice stays until it is heard long enough to be established),
+    /// and, for a newcomer within reach, any entry out of reach not verified by a handshake (from
+    /// the unverified tier when that is what is full): we would not invite it, and in a room of
+    /// more devices than the table holds the near ones must find a place. A newcomer out of reach
+    /// displaces only an entry out of reach. Entries out of reach go first (``evictionRank``).
+    /// A verified newcomer needs no unverified slot, only room in the table.
+    mutating func makeRoomForNewcomer(
+        _ limits: Limits, pose: Pose, verified: Bool = false, near: Bool = true
+    )
+        -> Bool
+    {
+        let tierFull = !verified && unverifiedCount >= unverifiedCap(limits)
+        guard tierFull || peers.count >= max(limits.maxPeers, 1) else { return true }
+        let evictable = peers.indices.filter { index in
+            let peer = peers[index]
+            guard !peer.verified, !peer.suspended, !tierFull || peer.isUnverified else { return false }
+            let far = !isInReach(peer, from: pose)
+            let heardOnce = peer.isUnverified && peer.hearings <= 1
+            return near ? far || heardOnce : far && heardOnce
+        }
+        guard let weakest = evictable.min(by: { evictionRank($0, pose: pose) < evictionRank($1, pose: pose) })
+        else {
+            return false
+        }
+        peers.remove(at: weakest)
+        return true
+    }
+
+    /// Evicts the weakest unverified peers while there are more than the cap (after a demotion).
+    mutating func enforceUnverifiedCap(_ limits: Limits, pose: Pose) {
+        while unverifiedCount > unverifiedCap(limits), let weakest = weakestUnverified(pose: pose) {
+            peers.remove(at: weakest)
+        }
+    }
+
+    /// Whether `peer` is an established entry of the table (verified, or heard long enough).
+    func isEstablished(peer: DeviceID) -> Bool {
+        peers.contains { $0.id == peer && $0.isEstablished }
+    }
+
+    /// Whether `peer` completed a handshake with us in this run.
+    func isVerified(peer: DeviceID) -> Bool {
+        peers.contains { $0.id == peer && $0.verified }
+    }
+
+    /// Whether `source` is the address of an established peer (its datagrams are charged on its own
+    /// budget, section 7).
+    func isEstablished(_ source: PeerAddress) -> Bool {
+        peers.contains { $0.address == source && $0.isEstablished }
+    }
+
+    /// Notes a completed handshake with `peer`, whose session address is `address`. At the peer's
+    /// table address it verifies the peer. Elsewhere it moves a suspended entry there (the
+    /// address first heard never answered, and this one did); any other entry stays as it is. A
+    /// peer we never heard, or lost to churn, gets a verified entry (unless `closed`) if an entry
+    /// may make way for it as for a newcomer within reach: it is live at that address.
+    mutating func handshakeCompleted(
+        with peer: DeviceID, at address: PeerAddress, closed: Bool, pose: Pose, context: SessionContext
+    ) {
+        guard let index = peers.firstIndex(where: { $0.id == peer }) else {
+            guard !closed, makeRoomForNewcomer(context.limits, pose: pose, verified: true) else { return }
+            var entry = DiscoveredPeer(
+                id: peer, address: address, firstHeard: context.now, lastSeen: context.now, sequence: nil,
+                busy: false, retryAt: context.now, busyUntil: context.now)
+            entry.verified = true
+            peers.insert(entry, at: peers.firstIndex { $0.id > peer } ?? peers.endIndex)
+            return
+        }
+        if peers[index].address == address {
+            guard !peers[index].verified else { return }
+        } else {
+            guard peers[index].suspended, !peers[index].verified else { return }
+            peers[index].address = address
+            peers[index].sequence = nil
+            peers[index].conflictAt = nil
+            peers[index].lastSeen = context.now
+        }
+        peers[index].verified = true
+        peers[index].unanswered = false
+        peers[index].suspended = false
+    }
+
+    /// Notes that our invitation of `peer` at `address` was never answered. An unverified peer
+    /// loses its long-heard standing (a replayed or forged beacon stream gets one invitation). If
+    /// another address claimed its id within the peer lifetime, the entry is suspended and this
+    /// returns true: the address we hold may be a forger's, so no failure is counted against the id.
+    mutating func invitationUnanswered(
+        to peer: DeviceID, at address: PeerAddress, pose: Pose, context: SessionContext
+    ) -> Bool {
+        guard let index = peers.firstIndex(where: { $0.id == peer }), peers[index].address == address,
+            !peers[index].verified
+        else { return false }
+        peers[index].unanswered = true
+        let disputed =
+            peers[index].conflictAt.map { context.now - $0 < context.timeouts.peerLifetime } ?? false
+        guard disputed else { return false }
+        peers[index].suspended = true
+        enforceUnverifiedCap(context.limits, pose: pose)
+        return true
+    }
+
+    /// Counts a failed session against `peer` and backs off from it: from
+    /// ``Timeouts/retryBackoff``, doubled per failure, up to ``Timeouts/retryBackoffCap``.
+    mutating func sessionFailed(with peer: DeviceID, context: inout SessionContext) {
+        guard let index = peers.firstIndex(where: { $0.id == peer }) else { return }
+        peers[index].failures += 1
+        let backoff = context.timeouts.retryBackoff.doubled(
+            peers[index].failures - 1, cap: context.timeouts.retryBackoffCap)
+        peers[index].retryAt = context.now + context.jittered(backoff, spread: 0.2)
+    }
+
+    /// Backs off briefly from `peer` after it answered BUSY.
+    mutating func peerBusy(_ peer: DeviceID, context: inout SessionContext) {
+        guard let index = peers.firstIndex(where: { $0.id == peer }) else { return }
+        peers[index].busyUntil = context.now + context.randomDuration(in: context.timeouts.busyBackoff)
+    }
+
+    /// Notes when `peer`'s invitation was refused only because we were busy (nil: no longer).
+    mutating func setWanted(_ peer: DeviceID, at time: Instant?) {
+        if let index = peers.firstIndex(where: { $0.id == peer }) { peers[index].wantedAt = time }
+    }
+
+    /// Removes `peer` at `address`.
+    mutating func remove(_ peer: DeviceID, at address: PeerAddress) {
+        peers.removeAll { $0.id == peer && $0.address == address }
+    }
+}
