@@ -195,8 +195,8 @@ enum ConformanceVectorGenerator {
                 [.consent(.share, CardOffer(length: 65_535, chunkSize: 1, digest: digest))]
             ),
             (
-                "CONSENT(share): chunk size 1157, the largest",
-                [.consent(.share, CardOffer(length: 0xFFFF_FFFF, chunkSize: 1_157, digest: digest))]
+                "CONSENT(share): chunk size 1157, the largest, in 65535 chunks",
+                [.consent(.share, CardOffer(length: 65_535 * 1_157, chunkSize: 1_157, digest: digest))]
             ),
             ("CONSENT(receive-only)", [.consent(.receiveOnly, nil)]),
             ("CONSENT(decline)", [.consent(.decline, nil)]),
