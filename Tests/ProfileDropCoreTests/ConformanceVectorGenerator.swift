@@ -2,9 +2,8 @@ import Foundation
 import ProfileDropCrypto
 import ProfileDropJSON
 
-@testable import ProfileDropNoise
-
 @_spi(Replay) @testable import ProfileDropCore
+@testable import ProfileDropNoise
 
 /// Builds the conformance vectors of `Vectors/` from fixed inputs through the implementation itself:
 /// the codecs, the Noise handshake and the secure channel, recognition, the verification code, the
@@ -79,13 +78,15 @@ enum ConformanceVectorGenerator {
                 "INVITE without a cookie: padded to 144 bytes",
                 .invite(
                     HandshakePacket(
-                        sessionID: sessionID, sender: initiatorID, receiver: responderID, noiseMessage: noise1))
+                        sessionID: sessionID, sender: initiatorID, receiver: responderID, noiseMessage: noise1
+                    ))
             ),
             (
                 "INVITE with a cookie",
                 .invite(
                     HandshakePacket(
-                        sessionID: sessionID, sender: initiatorID, receiver: responderID, noiseMessage: noise1,
+                        sessionID: sessionID, sender: initiatorID, receiver: responderID,
+                        noiseMessage: noise1,
                         cookie: fixed("wire cookie", 16)))
             ),
             (
@@ -112,16 +113,21 @@ enum ConformanceVectorGenerator {
             (
                 "ACCEPT with an empty Noise message",
                 .accept(
-                    HandshakePacket(sessionID: 0, sender: responderID, receiver: initiatorID, noiseMessage: []))
+                    HandshakePacket(
+                        sessionID: 0, sender: responderID, receiver: initiatorID, noiseMessage: []))
             ),
             (
                 "BUSY(1, in session)",
-                .busy(Busy(sessionID: sessionID, sender: responderID, receiver: initiatorID, reason: .inSession))
+                .busy(
+                    Busy(sessionID: sessionID, sender: responderID, receiver: initiatorID, reason: .inSession)
+                )
             ),
             (
                 "BUSY(2, unavailable)",
                 .busy(
-                    Busy(sessionID: sessionID, sender: responderID, receiver: initiatorID, reason: .unavailable))
+                    Busy(
+                        sessionID: sessionID, sender: responderID, receiver: initiatorID, reason: .unavailable
+                    ))
             ),
             (
                 "BUSY(3, retry) with its cookie",
@@ -139,7 +145,8 @@ enum ConformanceVectorGenerator {
             ),
             (
                 "SECURE with the shortest ciphertext (a tag alone)",
-                .secure(SecurePacket(sessionID: sessionID, packetNumber: 0, ciphertext: fixed("wire tag", 16)))
+                .secure(
+                    SecurePacket(sessionID: sessionID, packetNumber: 0, ciphertext: fixed("wire tag", 16)))
             ),
             (
                 "SECURE with the longest ciphertext (1178 bytes)",
@@ -211,7 +218,10 @@ enum ConformanceVectorGenerator {
             ("CLOSE(exchanged)", [.close(CloseFrame(code: .exchanged))]),
             (
                 "CLOSE(error, identity-proof-failed)",
-                [.close(CloseFrame(code: .error, errorCode: ProtocolError.Code.identityProofFailed.wireValue))]
+                [
+                    .close(
+                        CloseFrame(code: .error, errorCode: ProtocolError.Code.identityProofFailed.wireValue))
+                ]
             ),
             (
                 "CLOSE(timeout) with a non-zero error code, which is not checked",
@@ -232,7 +242,8 @@ enum ConformanceVectorGenerator {
             (
                 "a ranging round in ranging: facts, RECEIPT, then RANGING",
                 [
-                    .token(token), .inRange(true), .ident(fixed("frames ident")), .proof(fixed("frames proof")),
+                    .token(token), .inRange(true), .ident(fixed("frames ident")),
+                    .proof(fixed("frames proof")),
                     .receipt([.token, .ident]), .ranging(RangingFrame(sequence: 9, pose: pose, token: token)),
                 ]
             ),
@@ -245,7 +256,8 @@ enum ConformanceVectorGenerator {
             (
                 "description",
                 .string(
-                    "SECURE plaintexts (PROTOCOL.md 3.1): frames with their fields, and the bytes they encode to.")
+                    "SECURE plaintexts (PROTOCOL.md 3.1): frames with their fields, and the bytes they encode to."
+                )
             ),
             (
                 "vectors",
@@ -280,7 +292,12 @@ enum ConformanceVectorGenerator {
             valid.append(
                 .object([
                     ("name", .string(name)),
-                    ("pose", .object([("x_cm", .number(x)), ("y_cm", .number(y)), ("heading_degrees", .number(heading))])),
+                    (
+                        "pose",
+                        .object([
+                            ("x_cm", .number(x)), ("y_cm", .number(y)), ("heading_degrees", .number(heading)),
+                        ])
+                    ),
                     ("bytes", hex(bytes)), ("decoded", VectorFormat.fields(of: decoded)),
                 ]))
         }
@@ -346,7 +363,8 @@ enum ConformanceVectorGenerator {
         ].map { $0.encoded() }
         let initiatorTransport = initiator.split()
         let responderTransport = responder.split()
-        guard let sendKey = initiatorTransport.sender.key, let receiveKey = initiatorTransport.receiver.key else {
+        guard let sendKey = initiatorTransport.sender.key, let receiveKey = initiatorTransport.receiver.key
+        else {
             throw ProtocolError(.handshakeFailed, "split gave no keys")
         }
 
@@ -359,8 +377,10 @@ enum ConformanceVectorGenerator {
             transport: responderTransport)
         let pose = Pose(x: 3.5, y: 0, heading: 180)
         let initiatorFrames: [[Frame]] = [
-            [.token(token), .ident(fixed("handshake ident")), .receipt([]),
-             .ranging(RangingFrame(sequence: 1, pose: pose, token: token))],
+            [
+                .token(token), .ident(fixed("handshake ident")), .receipt([]),
+                .ranging(RangingFrame(sequence: 1, pose: pose, token: token)),
+            ],
             [.ranging(RangingFrame(sequence: 2, pose: pose, token: token))],
             [.close(CloseFrame(code: .declined)), .receipt([.token, .ident])],
         ]
@@ -369,9 +389,12 @@ enum ConformanceVectorGenerator {
             let datagram = initiatorChannel.seal(frames).bytes
             secure.append(secureVector("initiator's packet \(index)", sender: "initiator", frames, datagram))
         }
-        let responderFrames: [Frame] = [.token(DiscoveryToken(fixed("handshake responder token", 16))), .closeAck]
+        let responderFrames: [Frame] = [
+            .token(DiscoveryToken(fixed("handshake responder token", 16))), .closeAck,
+        ]
         let responderDatagram = responderChannel.seal(responderFrames).bytes
-        secure.append(secureVector("responder's packet 0", sender: "responder", responderFrames, responderDatagram))
+        secure.append(
+            secureVector("responder's packet 0", sender: "responder", responderFrames, responderDatagram))
 
         // Packets a receiver drops after the header parsed: one whose tag fails, one that authenticates
         // but whose plaintext does not decode.
@@ -379,7 +402,8 @@ enum ConformanceVectorGenerator {
         tampered[tampered.count - 1] ^= 0x01
         let undecodable: [UInt8] = [0x03, 0x02]
         let header = SecurePacket.header(
-            sessionID: sessionID, packetNumber: 4, ciphertextLength: undecodable.count + WireConstants.tagSize)
+            sessionID: sessionID, packetNumber: 4, ciphertextLength: undecodable.count + WireConstants.tagSize
+        )
         let sealed = try initiatorTransport.sender.encrypt(nonce: 4, ad: header, plaintext: undecodable)
         let secureInvalid: [JSONValue] = [
             failingSecure("the last byte of the tag flipped", tampered, .authenticationFailed),
@@ -402,7 +426,9 @@ enum ConformanceVectorGenerator {
             ("responder_id", VectorFormat.id(responderID.rawValue)),
             (
                 "prologue",
-                hex(HandshakeRules.prologue(sessionID: sessionID, initiator: initiatorID, responder: responderID))
+                hex(
+                    HandshakeRules.prologue(
+                        sessionID: sessionID, initiator: initiatorID, responder: responderID))
             ),
             ("initiator_static_private", hex(initiatorStatic.rawRepresentation)),
             ("initiator_static_public", hex(initiatorStatic.publicKey.rawRepresentation)),
@@ -413,8 +439,10 @@ enum ConformanceVectorGenerator {
             (
                 "messages",
                 .array(
-                    zip([("INVITE", [UInt8]()), ("ACCEPT", parameters), ("CONFIRM", parameters)], zip(
-                        [message1, message2, message3], datagrams)
+                    zip(
+                        [("INVITE", [UInt8]()), ("ACCEPT", parameters), ("CONFIRM", parameters)],
+                        zip(
+                            [message1, message2, message3], datagrams)
                     ).map { carrier, message in
                         .object([
                             ("datagram_type", .string(carrier.0)), ("payload", hex(carrier.1)),
@@ -437,12 +465,15 @@ enum ConformanceVectorGenerator {
     {
         let packetNumber = datagram[12..<20].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         var nonce = [UInt8](repeating: 0, count: 4)
-        for shift in stride(from: 0, to: 64, by: 8) { nonce.append(UInt8(truncatingIfNeeded: packetNumber >> shift)) }
+        for shift in stride(from: 0, to: 64, by: 8) {
+            nonce.append(UInt8(truncatingIfNeeded: packetNumber >> shift))
+        }
         return .object([
             ("name", .string(name)), ("sender", .string(sender)),
             ("packet_number", VectorFormat.id(packetNumber)), ("nonce", hex(nonce)),
             ("associated_data", hex(datagram.prefix(WireConstants.secureHeaderSize))),
-            ("frames", .array(frames.map(VectorFormat.fields(of:)))), ("plaintext", hex(Frame.encode(frames))),
+            ("frames", .array(frames.map(VectorFormat.fields(of:)))),
+            ("plaintext", hex(Frame.encode(frames))),
             ("datagram", hex(datagram)),
         ])
     }
@@ -498,7 +529,8 @@ enum ConformanceVectorGenerator {
                 .array(
                     valid.map { parameters in
                         .object([
-                            ("bytes", hex(parameters.encoded())), ("version", .integer(Int(parameters.version))),
+                            ("bytes", hex(parameters.encoded())),
+                            ("version", .integer(Int(parameters.version))),
                             ("max_card_bytes", .integer(Int(parameters.maxCardBytes))),
                             ("receive_window", .integer(Int(parameters.receiveWindow))),
                         ])
@@ -562,11 +594,15 @@ enum ConformanceVectorGenerator {
                 ("responder_share", hex(responderShare)), ("bond_key", hex(bondKey)),
                 (
                     "initiator_proof",
-                    hex(Recognition.expectedProof(bondKey: bondKey, handshakeHash: h, senderIsInitiator: true))
+                    hex(
+                        Recognition.expectedProof(bondKey: bondKey, handshakeHash: h, senderIsInitiator: true)
+                    )
                 ),
                 (
                     "responder_proof",
-                    hex(Recognition.expectedProof(bondKey: bondKey, handshakeHash: h, senderIsInitiator: false))
+                    hex(
+                        Recognition.expectedProof(
+                            bondKey: bondKey, handshakeHash: h, senderIsInitiator: false))
                 ),
             ])
         }
@@ -596,7 +632,8 @@ enum ConformanceVectorGenerator {
         var attempt = 0
         while true {
             let nonce = fixed("verification responder nonce leading zero \(attempt)")
-            let code = VerificationCode.code(handshakeHash: h, initiatorNonce: initiatorNonce, responderNonce: nonce)
+            let code = VerificationCode.code(
+                handshakeHash: h, initiatorNonce: initiatorNonce, responderNonce: nonce)
             if code.hasPrefix("0") {
                 cases.append(("a code with a leading zero", h, initiatorNonce, nonce))
                 break
@@ -617,7 +654,9 @@ enum ConformanceVectorGenerator {
                             ("responder_nonce", hex(responderNonce)),
                             (
                                 "commitment",
-                                hex(VerificationCode.commitment(handshakeHash: h, responderNonce: responderNonce))
+                                hex(
+                                    VerificationCode.commitment(
+                                        handshakeHash: h, responderNonce: responderNonce))
                             ),
                             ("initiator_nonce", hex(initiatorNonce)),
                             (
@@ -651,7 +690,9 @@ enum ConformanceVectorGenerator {
                 secret: secret, bucket: bucket, source: source, sessionID: sessionID, sender: initiatorID,
                 receiver: responderID)
             let busy = Packet.busy(
-                Busy(sessionID: sessionID, sender: responderID, receiver: initiatorID, reason: .retry, cookie: cookie))
+                Busy(
+                    sessionID: sessionID, sender: responderID, receiver: initiatorID, reason: .retry,
+                    cookie: cookie))
             var message = ByteWriter(capacity: 64)
             message.writeBytes(HalfOpenHandshakes.cookieLabel)
             message.writeInteger(bucket)
@@ -700,14 +741,16 @@ enum ConformanceVectorGenerator {
             (
                 "a JPEG photo",
                 try ProfileCard(
-                    name: "Kong", age: 30, sex: .male, neutered: true, size: .large, keywords: ["big", "old"],
+                    name: "Kong", age: 30, sex: .male, neutered: true, size: .large,
+                    keywords: ["big", "old"],
                     owner: "jun", photo: try ProfileCard.Photo(data: jpeg))
             ),
             (
                 "a PNG photo and five keywords",
                 try ProfileCard(
                     name: "Dubu", age: 7, sex: .female, neutered: false, size: .medium,
-                    keywords: ["a", "b", "c", "d", "duplicates allowed"], owner: "seo", photo: try ProfileCard.Photo(data: png))
+                    keywords: ["a", "b", "c", "d", "duplicates allowed"], owner: "seo",
+                    photo: try ProfileCard.Photo(data: png))
             ),
             (
                 "text of several scripts: 40 characters of 3 bytes each, an emoji",
@@ -718,7 +761,8 @@ enum ConformanceVectorGenerator {
         ]
         let valid: [JSONValue] = cards.map { name, card in
             .object([
-                ("name", .string(name)), ("card", VectorFormat.fields(of: card)), ("bytes", hex(card.encoded())),
+                ("name", .string(name)), ("card", VectorFormat.fields(of: card)),
+                ("bytes", hex(card.encoded())),
                 ("digest", hex(card.digest)),
             ])
         }
@@ -760,13 +804,23 @@ enum ConformanceVectorGenerator {
             ("name with a zero-width space (format character)", named(Array("B\u{200B}ori".utf8))),
             ("name with a right-to-left override", named(Array("\u{202E}Bori".utf8))),
             ("owner of 41 characters", named([0x42], owner: Array(repeating: 0x62, count: 41))),
-            ("six keywords", [1, 1, 0x42, 3, 1, 1, 0, 6] + Array(repeating: [UInt8]([1, 0x6B]), count: 6).flatMap { $0 } + [1, 0x6D, 0]),
-            ("a keyword of 25 characters", [1, 1, 0x42, 3, 1, 1, 0, 1, 25] + Array(repeating: 0x6B, count: 25) + [1, 0x6D, 0]),
+            (
+                "six keywords",
+                [1, 1, 0x42, 3, 1, 1, 0, 6] + Array(repeating: [UInt8]([1, 0x6B]), count: 6).flatMap { $0 }
+                    + [1, 0x6D, 0]
+            ),
+            (
+                "a keyword of 25 characters",
+                [1, 1, 0x42, 3, 1, 1, 0, 1, 25] + Array(repeating: 0x6B, count: 25) + [1, 0x6D, 0]
+            ),
             ("photo kind 3", Array(minimal.dropLast()) + [3]),
             ("photo length 0", Array(minimal.dropLast()) + [1, 0, 0, 0, 0]),
             ("photo length 262145", Array(minimal.dropLast()) + [1, 0, 4, 0, 1]),
             ("JPEG kind with PNG bytes", Array(minimal.dropLast()) + [1, 0, 0, 0, 8] + Array(png.prefix(8))),
-            ("PNG kind with JPEG bytes", Array(minimal.dropLast()) + [2, 0, 0, 0, 8] + Array(jpeg.prefix(8))),
+            (
+                "PNG kind with JPEG bytes",
+                Array(minimal.dropLast()) + [2, 0, 0, 0, 8] + Array(jpeg.prefix(8))
+            ),
             ("JPEG of 2 bytes", Array(minimal.dropLast()) + [1, 0, 0, 0, 2, 0xFF, 0xD8]),
             ("photo cut short", Array(minimal.dropLast()) + [1, 0, 0, 0, 9] + Array(jpeg.prefix(8))),
         ]
@@ -794,9 +848,12 @@ enum ConformanceVectorGenerator {
     // MARK: - Invalid datagrams and frames
 
     static func invalid() -> JSONValue {
-        let beacon = Packet.beacon(Beacon(deviceID: initiatorID, port: 47_544, busy: false, sequence: 5)).encoded()
+        let beacon = Packet.beacon(Beacon(deviceID: initiatorID, port: 47_544, busy: false, sequence: 5))
+            .encoded()
         let positioned = Packet.beacon(
-            Beacon(deviceID: initiatorID, port: 47_544, busy: false, sequence: 5, position: PositionHint(x: 1, y: 2))
+            Beacon(
+                deviceID: initiatorID, port: 47_544, busy: false, sequence: 5,
+                position: PositionHint(x: 1, y: 2))
         ).encoded()
         let query = Packet.query(Query(deviceID: initiatorID, knownAnswers: [responderID])).encoded()
         let invite = Packet.invite(
@@ -814,8 +871,10 @@ enum ConformanceVectorGenerator {
                 sessionID: sessionID, sender: initiatorID, receiver: responderID,
                 noiseMessage: fixed("invalid noise message 3", 48))
         ).encoded()
-        let busy = Packet.busy(Busy(sessionID: sessionID, sender: responderID, receiver: initiatorID, reason: .inSession))
-            .encoded()
+        let busy = Packet.busy(
+            Busy(sessionID: sessionID, sender: responderID, receiver: initiatorID, reason: .inSession)
+        )
+        .encoded()
         let secure = Packet.secure(
             SecurePacket(sessionID: sessionID, packetNumber: 3, ciphertext: fixed("invalid ciphertext", 20))
         ).encoded()
@@ -855,20 +914,38 @@ enum ConformanceVectorGenerator {
                 "QUERY with 148 known answers (1198 bytes)",
                 header(2) + Array(ids.prefix(8)) + [0x00, 148] + [UInt8](repeating: 0x11, count: 148 * 8)
             ),
-            ("QUERY x -100001 cm", header(2) + Array(ids.prefix(8)) + [0x01, 0xFF, 0xFE, 0x79, 0x5F, 0, 0, 0, 0, 0]),
+            (
+                "QUERY x -100001 cm",
+                header(2) + Array(ids.prefix(8)) + [0x01, 0xFF, 0xFE, 0x79, 0x5F, 0, 0, 0, 0, 0]
+            ),
             ("INVITE padding not zero", set(invite, invite.count - 1, [0x01])),
             ("INVITE without its padding", Array(invite.prefix(invite.count - 66))),
             ("INVITE with a byte after its padding", invite + [0]),
-            ("INVITE noise length 1155", header(3) + ids + [UInt8](repeating: 0, count: 16) + [0x04, 0x83]),
             (
-                "INVITE noise length 65535",
-                header(3) + ids + [UInt8](repeating: 0, count: 16) + [0xFF, 0xFF] + [UInt8](repeating: 0, count: 98)
+                "INVITE noise length 1155, with its 1155 bytes (1201 in all)",
+                header(3) + ids + [UInt8](repeating: 0, count: 16) + [0x04, 0x83]
+                    + fixed("invalid long", 1_155)
+            ),
+            (
+                "INVITE noise length 65535, refused as it is read: its bytes could never fit",
+                header(3) + ids + [UInt8](repeating: 0, count: 16) + [0xFF, 0xFF]
+                    + [UInt8](repeating: 0, count: 98)
             ),
             ("INVITE cut inside its cookie", Array(invite.prefix(36))),
-            ("ACCEPT noise length 1171", header(4) + ids + [0x04, 0x93]),
+            (
+                "ACCEPT noise length 1171, with its 1171 bytes (1201 in all)",
+                header(4) + ids + [0x04, 0x93] + fixed("invalid long", 1_171)
+            ),
+            (
+                "ACCEPT noise length 1170 (1200 in all) and one byte more",
+                header(4) + ids + [0x04, 0x92] + fixed("invalid long", 1_171)
+            ),
             ("ACCEPT noise message cut short", Array(accept.dropLast())),
             ("ACCEPT with a trailing byte", accept + [0]),
-            ("CONFIRM noise length 1171", header(5) + ids + [0x04, 0x93]),
+            (
+                "CONFIRM noise length 1171, with its 1171 bytes (1201 in all)",
+                header(5) + ids + [0x04, 0x93] + fixed("invalid long", 1_171)
+            ),
             ("CONFIRM with a trailing byte", confirm + [0]),
             ("CONFIRM without its noise length", Array(confirm.prefix(28))),
             ("BUSY reason 0", set(busy, 28, [0])),
@@ -877,9 +954,15 @@ enum ConformanceVectorGenerator {
             ("BUSY(retry) without its cookie", set(busy, 28, [3])),
             ("BUSY(retry) with half a cookie", set(busy, 28, [3]) + [UInt8](repeating: 7, count: 8)),
             ("BUSY(1) with a cookie", busy + [UInt8](repeating: 7, count: 16)),
-            ("SECURE ciphertext length 15", header(7) + Array(secure[4..<20]) + [0, 15] + [UInt8](repeating: 0, count: 15)),
+            (
+                "SECURE ciphertext length 15",
+                header(7) + Array(secure[4..<20]) + [0, 15] + [UInt8](repeating: 0, count: 15)
+            ),
             ("SECURE ciphertext length 0", header(7) + Array(secure[4..<20]) + [0, 0]),
-            ("SECURE ciphertext length 1179", header(7) + Array(secure[4..<20]) + [0x04, 0x9B]),
+            (
+                "SECURE ciphertext length 1179, with its 1179 bytes (1201 in all)",
+                header(7) + Array(secure[4..<20]) + [0x04, 0x9B] + fixed("invalid long", 1_179)
+            ),
             ("SECURE ciphertext cut short", Array(secure.dropLast())),
             ("SECURE with a trailing byte", secure + [0]),
             ("SECURE without its packet number", Array(secure.prefix(12))),
@@ -891,7 +974,10 @@ enum ConformanceVectorGenerator {
             ("type 17", [0x11]),
             ("type 255 after a valid frame", [0x09, 0xFF]),
             ("TOKEN of 15 bytes", [0x01] + [UInt8](repeating: 1, count: 15)),
-            ("RANGING cut inside its token", [0x02, 0, 0, 0, 1] + [UInt8](repeating: 0, count: 8) + [1, 2, 3]),
+            (
+                "RANGING cut inside its token",
+                [0x02, 0, 0, 0, 1] + [UInt8](repeating: 0, count: 8) + [1, 2, 3]
+            ),
             ("RANGING with x 0x800000", [0x02, 0, 0, 0, 1, 0x80, 0, 0, 0, 0, 0, 0, 0] + token.bytes),
             ("RANGING with heading 36000", [0x02, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0x8C, 0xA0] + token.bytes),
             ("IN_RANGE 2", [0x03, 0x02]),
@@ -902,7 +988,10 @@ enum ConformanceVectorGenerator {
             ("CONSENT(share) with chunk size 0", [0x04, 0x01, 0, 0, 0, 1, 0, 0] + digest),
             ("CONSENT(share) with chunk size 1158", [0x04, 0x01, 0, 0, 0, 1, 0x04, 0x86] + digest),
             ("CONSENT(share) of 65536 chunks", [0x04, 0x01, 0, 1, 0, 0, 0, 1] + digest),
-            ("CONSENT(share) cut inside its digest", [0x04, 0x01, 0, 0, 0, 1, 0x04, 0x60] + digest.prefix(31)),
+            (
+                "CONSENT(share) cut inside its digest",
+                [0x04, 0x01, 0, 0, 0, 1, 0x04, 0x60] + digest.prefix(31)
+            ),
             ("CONSENT(share) without its offer", [0x04, 0x01]),
             ("CARD_CHUNK of length 0", [0x05, 0, 0, 0, 0]),
             ("CARD_CHUNK cut short", [0x05, 0, 1, 0, 4, 0xAA, 0xBB, 0xCC]),
@@ -932,7 +1021,9 @@ enum ConformanceVectorGenerator {
                 "datagrams",
                 .array(
                     datagrams.map { name, bytes in
-                        let code = VectorFormat.failure { () throws(ProtocolError) in _ = try Packet(datagram: bytes) }
+                        let code = VectorFormat.failure { () throws(ProtocolError) in
+                            _ = try Packet(datagram: bytes)
+                        }
                         return VectorFormat.failureVector(name, bytes, code)
                     })
             ),
@@ -940,7 +1031,9 @@ enum ConformanceVectorGenerator {
                 "frames",
                 .array(
                     frames.map { name, bytes in
-                        let code = VectorFormat.failure { () throws(ProtocolError) in _ = try Frame.decodeAll(bytes) }
+                        let code = VectorFormat.failure { () throws(ProtocolError) in
+                            _ = try Frame.decodeAll(bytes)
+                        }
                         return VectorFormat.failureVector(name, bytes, code)
                     })
             ),

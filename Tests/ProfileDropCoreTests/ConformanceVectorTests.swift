@@ -22,7 +22,9 @@ import Testing
     /// The committed file `name`, or, while regenerating, the value being written to it (the tests
     /// run side by side, so a file may be read while it is rewritten).
     static func load(_ name: String) throws -> JSONValue {
-        if regenerate, let value = try ConformanceVectorGenerator.files().first(where: { $0.name == name })?.value {
+        if regenerate,
+            let value = try ConformanceVectorGenerator.files().first(where: { $0.name == name })?.value
+        {
             return value
         }
         let text = try String(contentsOf: directory.appendingPathComponent("\(name).json"), encoding: .utf8)
@@ -130,8 +132,12 @@ import Testing
             rawRepresentation: try file.member("initiator_static_private").bytes())
         let responderStatic = try X25519.PrivateKey(
             rawRepresentation: try file.member("responder_static_private").bytes())
-        #expect(initiatorStatic.publicKey.rawRepresentation == (try file.member("initiator_static_public").bytes()))
-        #expect(responderStatic.publicKey.rawRepresentation == (try file.member("responder_static_public").bytes()))
+        #expect(
+            initiatorStatic.publicKey.rawRepresentation
+                == (try file.member("initiator_static_public").bytes()))
+        #expect(
+            responderStatic.publicKey.rawRepresentation
+                == (try file.member("responder_static_public").bytes()))
         var initiatorRandom = ScriptedRandom(try file.member("initiator_ephemeral_private").bytes())
         var responderRandom = ScriptedRandom(try file.member("responder_ephemeral_private").bytes())
         var initiator = HandshakeRules.handshake(
@@ -178,9 +184,11 @@ import Testing
 
         var channels = [
             "initiator": SecureChannel(
-                sessionID: sessionID, peerAddress: PeerAddress(192, 0, 2, 2, port: 1), transport: initiatorTransport),
+                sessionID: sessionID, peerAddress: PeerAddress(192, 0, 2, 2, port: 1),
+                transport: initiatorTransport),
             "responder": SecureChannel(
-                sessionID: sessionID, peerAddress: PeerAddress(192, 0, 2, 1, port: 1), transport: responderTransport),
+                sessionID: sessionID, peerAddress: PeerAddress(192, 0, 2, 1, port: 1),
+                transport: responderTransport),
         ]
         let keys = ["initiator": forward, "responder": backward]
         for vector in try file.member("secure_packets").items() {
@@ -202,7 +210,9 @@ import Testing
             let nonce = [0, 0, 0, 0] + (0..<8).map { UInt8(truncatingIfNeeded: packetNumber >> ($0 * 8)) }
             #expect(nonce == (try vector.member("nonce").bytes()))
             #expect(
-                header + (try CipherState(key: key).encrypt(nonce: packetNumber, ad: header, plaintext: plaintext))
+                header
+                    + (try CipherState(key: key).encrypt(
+                        nonce: packetNumber, ad: header, plaintext: plaintext))
                     == datagram)
             guard case .secure(let packet) = try Packet(datagram: datagram) else {
                 Issue.record("not a SECURE datagram")
@@ -319,10 +329,13 @@ import Testing
         for vector in try file.member("vectors").items() {
             let bucket = UInt64(try vector.member("bucket").integer())
             #expect(UInt64(try vector.member("time_ns").integer()) / bucketLength == bucket)
-            let octets = try vector.member("source_ipv4").text().split(separator: ".").compactMap { UInt8($0) }
+            let octets = try vector.member("source_ipv4").text().split(separator: ".").compactMap {
+                UInt8($0)
+            }
             try #require(octets.count == 4)
             let source = PeerAddress(
-                octets[0], octets[1], octets[2], octets[3], port: UInt16(try vector.member("source_port").integer()))
+                octets[0], octets[1], octets[2], octets[3],
+                port: UInt16(try vector.member("source_port").integer()))
             let secret = try vector.member("secret").bytes()
             let sessionID = try vector.member("session_id").id()
             let sender = DeviceID(rawValue: try vector.member("sender_id").id())
@@ -335,7 +348,8 @@ import Testing
             let message = try vector.member("hmac_message").bytes()
             #expect(Array(HMACBLAKE2b.authenticate(key: secret, parts: [message]).prefix(16)) == cookie)
             let busy = Packet.busy(
-                Busy(sessionID: sessionID, sender: receiver, receiver: sender, reason: .retry, cookie: cookie))
+                Busy(sessionID: sessionID, sender: receiver, receiver: sender, reason: .retry, cookie: cookie)
+            )
             let datagram = try vector.member("busy_retry_datagram").bytes()
             #expect(busy.encoded() == datagram)
             #expect(try Packet(datagram: datagram) == busy)
@@ -371,7 +385,8 @@ struct VectorFileError: Error, CustomStringConvertible {
 
 extension JSONValue {
     func member(_ key: String) throws -> JSONValue {
-        guard case .object(let members) = self, let value = members.first(where: { $0.key == key })?.value else {
+        guard case .object(let members) = self, let value = members.first(where: { $0.key == key })?.value
+        else {
             throw VectorFileError(description: "no member \"\(key)\"")
         }
         return value
@@ -549,7 +564,9 @@ enum VectorFormat {
                 Query(
                     deviceID: DeviceID(rawValue: try fields.member("device_id").id()),
                     position: try position(from: fields.member("position")),
-                    knownAnswers: try fields.member("known_answers").items().map { DeviceID(rawValue: try $0.id()) }))
+                    knownAnswers: try fields.member("known_answers").items().map {
+                        DeviceID(rawValue: try $0.id())
+                    }))
         case .invite: return .invite(try handshake(from: fields, cookie: true))
         case .accept: return .accept(try handshake(from: fields, cookie: false))
         case .confirm: return .confirm(try handshake(from: fields, cookie: false))
@@ -577,14 +594,16 @@ enum VectorFormat {
     /// A decoded pose as the integers on the wire.
     static func fields(of pose: Pose) -> JSONValue {
         .object([
-            ("x_mm", .integer(Int((pose.x * 10).rounded()))), ("y_mm", .integer(Int((pose.y * 10).rounded()))),
+            ("x_mm", .integer(Int((pose.x * 10).rounded()))),
+            ("y_mm", .integer(Int((pose.y * 10).rounded()))),
             ("heading_centidegrees", .integer(Int((pose.heading * 100).rounded()))),
         ])
     }
 
     static func pose(from fields: JSONValue) throws -> Pose {
         Pose(
-            x: Double(try fields.member("x_mm").integer()) / 10, y: Double(try fields.member("y_mm").integer()) / 10,
+            x: Double(try fields.member("x_mm").integer()) / 10,
+            y: Double(try fields.member("y_mm").integer()) / 10,
             heading: Double(try fields.member("heading_centidegrees").integer()) / 100)
     }
 
@@ -621,7 +640,8 @@ enum VectorFormat {
             ]
         case .closeAck: break
         case .receipt(let receipts): members.append(("flags", .integer(Int(receipts.rawValue))))
-        case .ident(let ident): members += [("nonce", hex(ident.prefix(16))), ("tag", hex(ident.dropFirst(16)))]
+        case .ident(let ident):
+            members += [("nonce", hex(ident.prefix(16))), ("tag", hex(ident.dropFirst(16)))]
         case .proof(let proof): members.append(("proof", hex(proof)))
         case .commit(let commitment): members.append(("commitment", hex(commitment)))
         case .nonce(let nonce), .reveal(let nonce): members.append(("nonce", hex(nonce)))
@@ -642,7 +662,8 @@ enum VectorFormat {
                     token: DiscoveryToken(try fields.member("token").bytes())))
         case .inRange: return .inRange(try fields.member("flag").integer() == 1)
         case .consent:
-            guard let decision = ConsentDecision(rawValue: UInt8(try fields.member("decision").integer())) else {
+            guard let decision = ConsentDecision(rawValue: UInt8(try fields.member("decision").integer()))
+            else {
                 throw VectorFileError(description: "no such decision")
             }
             let offer = try fields.member("offer")
@@ -655,7 +676,8 @@ enum VectorFormat {
                     digest: try offer.member("digest").bytes()))
         case .cardChunk:
             return .cardChunk(
-                index: UInt16(try fields.member("index").integer()), data: try fields.member("data").bytes()[...])
+                index: UInt16(try fields.member("index").integer()),
+                data: try fields.member("data").bytes()[...])
         case .cardSack:
             return .cardSack(
                 CardSack(
@@ -666,7 +688,8 @@ enum VectorFormat {
             guard let code = CloseCode(rawValue: UInt8(try fields.member("code").integer())) else {
                 throw VectorFileError(description: "no such close code")
             }
-            return .close(CloseFrame(code: code, errorCode: UInt16(try fields.member("error_code").integer())))
+            return .close(
+                CloseFrame(code: code, errorCode: UInt16(try fields.member("error_code").integer())))
         case .closeAck: return .closeAck
         case .receipt: return .receipt(Receipts(rawValue: UInt8(try fields.member("flags").integer())))
         case .ident: return .ident(try fields.member("nonce").bytes() + fields.member("tag").bytes())
@@ -676,7 +699,8 @@ enum VectorFormat {
         case .reveal: return .reveal(try fields.member("nonce").bytes())
         case .bond:
             return .bond(
-                resolvingKey: try fields.member("resolving_key").bytes(), share: try fields.member("share").bytes())
+                resolvingKey: try fields.member("resolving_key").bytes(),
+                share: try fields.member("share").bytes())
         }
     }
 
