@@ -439,14 +439,12 @@ enum ConformanceVectorGenerator {
             (
                 "messages",
                 .array(
-                    zip(
-                        [("INVITE", [UInt8]()), ("ACCEPT", parameters), ("CONFIRM", parameters)],
-                        zip(
-                            [message1, message2, message3], datagrams)
-                    ).map { carrier, message in
+                    (0..<3).map { index in
                         .object([
-                            ("datagram_type", .string(carrier.0)), ("payload", hex(carrier.1)),
-                            ("noise_message", hex(message.0)), ("datagram", hex(message.1)),
+                            ("datagram_type", .string(["INVITE", "ACCEPT", "CONFIRM"][index])),
+                            ("payload", hex(index == 0 ? [] : parameters)),
+                            ("noise_message", hex([message1, message2, message3][index])),
+                            ("datagram", hex(datagrams[index])),
                         ])
                     })
             ),

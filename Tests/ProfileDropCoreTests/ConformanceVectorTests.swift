@@ -226,7 +226,8 @@ import Testing
                 Issue.record("not a SECURE datagram")
                 continue
             }
-            var receiver = channels["responder"]
+            let sender = try vector.member("sender").text()
+            var receiver = channels[sender == "initiator" ? "responder" : "initiator"]
             #expect(
                 caught(ProtocolError.self) { _ = try receiver?.open(packet) }?.code
                     == (try VectorFormat.expectedCode(vector)), "\(vector)")
