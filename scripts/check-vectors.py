@@ -659,6 +659,32 @@ def check_handshake(data):
 
     yield "the handshake", run
 
+    def parties_after(count):
+        """Both sides once the first `count` messages of the vector went between them."""
+        initiator = NoiseParty(True, prologue, unhex(data["initiator_static_private"]))
+        responder = NoiseParty(False, prologue, unhex(data["responder_static_private"]))
+        ephemerals = [data["initiator_ephemeral_private"], data["responder_ephemeral_private"], None]
+        for index, message in enumerate(data["messages"][:count]):
+            writer, reader = (initiator, responder) if index != 1 else (responder, initiator)
+            ephemeral = unhex(ephemerals[index]) if ephemerals[index] else None
+            reader.read(writer.write(unhex(message["payload"]), ephemeral))
+        return initiator, responder
+
+    for vector in data["messages_invalid"]:
+        def check(vector=vector):
+            index = vector["message_index"]
+            initiator, responder = parties_after(index)
+            reader = initiator if index == 1 else responder
+
+            def read():
+                try:
+                    reader.read(unhex(vector["noise_message"]))
+                except InvalidTag as error:
+                    raise Drop("handshake-failed") from error
+
+            expect_drop(read, vector)
+        yield vector["name"], check
+
     def keys():
         expect("keys" in results, "the handshake failed")
         return results["keys"]
@@ -770,6 +796,10 @@ def check_verification(data):
             digest = blake2b_512(b"ProfileDrop v2 code" + h + unhex(vector["initiator_nonce"]) + responder_nonce)
             code = f"{int.from_bytes(digest[:8], 'big') % 1_000_000:06d}"
             expect(code == vector["code"], f"code {code}")
+            frames = [{"type": "COMMIT", "commitment": commitment.hex()},
+                      {"type": "NONCE", "nonce": vector["initiator_nonce"]},
+                      {"type": "REVEAL", "nonce": vector["responder_nonce"]}]
+            expect(encode_frames(frames).hex() == vector["frames"], "COMMIT, NONCE and REVEAL frames")
         yield vector["name"], check
 
 

@@ -347,9 +347,31 @@ enum ConformanceVectorGenerator {
         let message1 = try initiator.writeMessage(payload: [], random: &initiatorRandom)
         _ = try responder.readMessage(message1)
         let message2 = try responder.writeMessage(payload: parameters, random: &responderRandom)
+        // Messages altered in flight: the reader's handshake fails and does not advance.
+        var tampered2 = message2
+        tampered2[40] ^= 0x01  // inside the responder's encrypted static key
+        var initiatorCopy = initiator
+        let tampered2Fails = (try? initiatorCopy.readMessage(tampered2)) == nil
         _ = try initiator.readMessage(message2)
         let message3 = try initiator.writeMessage(payload: parameters, random: &initiatorRandom)
+        var tampered3 = message3
+        tampered3[tampered3.count - 1] ^= 0x80  // the payload's tag
+        var responderCopy = responder
+        let tampered3Fails = (try? responderCopy.readMessage(tampered3)) == nil
         _ = try responder.readMessage(message3)
+        guard tampered2Fails && tampered3Fails else {
+            throw ProtocolError(.handshakeFailed, "an altered handshake message was read")
+        }
+        let handshakeInvalid: [JSONValue] = [
+            ("ACCEPT's Noise message with a bit of the encrypted static key flipped", 1, tampered2),
+            ("CONFIRM's Noise message with a bit of the payload's tag flipped", 2, tampered3),
+        ].map { name, index, message in
+            .object([
+                ("name", .string(name)), ("message_index", .integer(index)), ("noise_message", hex(message)),
+                ("error", .string(ProtocolError.Code.handshakeFailed.name)),
+                ("code", .integer(Int(ProtocolError.Code.handshakeFailed.wireValue))),
+            ])
+        }
         let datagrams = [
             Packet.invite(
                 HandshakePacket(
@@ -452,6 +474,7 @@ enum ConformanceVectorGenerator {
             ("initiator_to_responder_key", hex(sendKey.rawRepresentation)),
             ("responder_to_initiator_key", hex(receiveKey.rawRepresentation)),
             ("secure_packets", .array(secure)),
+            ("messages_invalid", .array(handshakeInvalid)),
             ("secure_invalid", .array(secureInvalid)),
             ("replay_window", replayWindow()),
             ("parameters", handshakeParameters()),
@@ -657,6 +680,16 @@ enum ConformanceVectorGenerator {
                                         handshakeHash: h, responderNonce: responderNonce))
                             ),
                             ("initiator_nonce", hex(initiatorNonce)),
+                            (
+                                "frames",
+                                hex(
+                                    Frame.encode([
+                                        .commit(
+                                            VerificationCode.commitment(
+                                                handshakeHash: h, responderNonce: responderNonce)),
+                                        .nonce(initiatorNonce), .reveal(responderNonce),
+                                    ]))
+                            ),
                             (
                                 "code",
                                 .string(

@@ -149,10 +149,21 @@ import Testing
 
         let messages = try file.member("messages").items()
         try #require(messages.count == 3)
+        let altered = try file.member("messages_invalid").items()
         for (index, message) in messages.enumerated() {
             let payload = try message.member("payload").bytes()
             let noise = try message.member("noise_message").bytes()
             let initiatorWrites = index != 1
+            // An altered message fails at its reader, which stays ready for the genuine one.
+            for vector in altered where try vector.member("message_index").integer() == index {
+                #expect(try VectorFormat.expectedCode(vector) == .handshakeFailed)
+                let bytes = try vector.member("noise_message").bytes()
+                if initiatorWrites {
+                    #expect(throws: (any Error).self) { try responder.readMessage(bytes) }
+                } else {
+                    #expect(throws: (any Error).self) { try initiator.readMessage(bytes) }
+                }
+            }
             let written =
                 initiatorWrites
                 ? try initiator.writeMessage(payload: payload, random: &initiatorRandom)
@@ -318,6 +329,11 @@ import Testing
                 handshakeHash: h, initiatorNonce: try vector.member("initiator_nonce").bytes(),
                 responderNonce: responderNonce)
             #expect(code == (try vector.member("code").text()))
+            #expect(
+                Frame.encode([
+                    .commit(try vector.member("commitment").bytes()),
+                    .nonce(try vector.member("initiator_nonce").bytes()), .reveal(responderNonce),
+                ]) == (try vector.member("frames").bytes()))
             #expect(code.count == 6 && code.allSatisfy(\.isASCII) && code.allSatisfy(\.isNumber))
         }
     }
