@@ -19,6 +19,7 @@ from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 
 VECTORS = Path(__file__).resolve().parent.parent / "Vectors"
@@ -408,7 +409,7 @@ class NoiseParty:
 
     @staticmethod
     def public(private):
-        return private.public_key().public_bytes_raw()
+        return private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
 
     def dh(self, token):
         local, remote = {"ee": (self.e, self.re), "es": (self.e, self.rs) if self.initiator else (self.s, self.re),
@@ -588,7 +589,8 @@ def check_wire(data):
             expect(encode_datagram(vector["type"], vector["fields"]) == bytes_, "encoding")
         yield vector["name"], check
     covered = {vector["type"] for vector in data["vectors"]}
-    yield "every datagram type", lambda: expect(covered == set(PACKET_NUMBERS), f"missing {set(PACKET_NUMBERS) - covered}")
+    missing = set(PACKET_NUMBERS) - covered
+    yield "every datagram type", lambda: expect(not missing, f"missing {missing}")
 
 
 def check_frames(data):
@@ -599,7 +601,8 @@ def check_frames(data):
             expect(encode_frames(vector["frames"]) == bytes_, "encoding")
         yield vector["name"], check
     covered = {frame["type"] for vector in data["vectors"] for frame in vector["frames"]}
-    yield "every frame type", lambda: expect(covered == set(FRAME_NUMBERS), f"missing {set(FRAME_NUMBERS) - covered}")
+    missing = set(FRAME_NUMBERS) - covered
+    yield "every frame type", lambda: expect(not missing, f"missing {missing}")
 
 
 def check_pose(data):
