@@ -412,8 +412,12 @@ class NoiseParty:
         return private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
 
     def dh(self, token):
-        local, remote = {"ee": (self.e, self.re), "es": (self.e, self.rs) if self.initiator else (self.s, self.re),
-                         "se": (self.s, self.re) if self.initiator else (self.e, self.rs)}[token]
+        if token == "ee":
+            local, remote = self.e, self.re
+        elif token == "es":
+            local, remote = (self.e, self.rs) if self.initiator else (self.s, self.re)
+        else:
+            local, remote = (self.s, self.re) if self.initiator else (self.e, self.rs)
         self.mix_key(local.exchange(X25519PublicKey.from_public_bytes(remote)))
 
     def write(self, payload, ephemeral_private=None):
@@ -485,7 +489,8 @@ def grapheme_count(text):
         regional = 0x1F1E6 <= point <= 0x1F1FF
         jamo_joins = previous is not None and (
             (0x1100 <= previous <= 0x115F and (0x1100 <= point <= 0x11A7 or 0xAC00 <= point <= 0xD7A3))
-            or ((0x1160 <= previous <= 0x11A7 or (0xAC00 <= previous <= 0xD7A3 and (previous - 0xAC00) % 28 != 0))
+            or ((0x1160 <= previous <= 0x11A7
+                 or (0xAC00 <= previous <= 0xD7A3 and (previous - 0xAC00) % 28 != 0))
                 and 0x1160 <= point <= 0x11FF)
             or ((0x11A8 <= previous <= 0x11FF or 0xAC00 <= previous <= 0xD7A3) and 0x11A8 <= point <= 0x11FF))
         if previous is not None and (extends or jamo_joins or (regional and regional_run % 2 == 1)):
@@ -555,7 +560,8 @@ def encode_card(card):
         return bytes([len(raw)]) + raw
 
     out = bytes([1]) + text(card["name"])
-    out += bytes([card["age"], card["sex"], 1 if card["neutered"] else 0, card["size"], len(card["keywords"])])
+    out += bytes([card["age"], card["sex"], 1 if card["neutered"] else 0, card["size"]])
+    out += bytes([len(card["keywords"])])
     out += b"".join(text(keyword) for keyword in card["keywords"]) + text(card["owner"])
     photo = card["photo"]
     if photo is None:
@@ -618,7 +624,8 @@ def check_pose(data):
     for vector in data["invalid"]:
         pose = unhex(vector["bytes"])
         ranging = bytes([2, 0, 0, 0, 1]) + pose + bytes(16)
-        yield vector["name"], lambda vector=vector, ranging=ranging: expect_drop(lambda: parse_frames(ranging), vector)
+        yield vector["name"], lambda vector=vector, ranging=ranging: expect_drop(
+            lambda: parse_frames(ranging), vector)
 
 
 def check_handshake(data):
@@ -631,8 +638,8 @@ def check_handshake(data):
         expect(prologue == unhex(data["prologue"]), "prologue")
         initiator = NoiseParty(True, prologue, unhex(data["initiator_static_private"]))
         responder = NoiseParty(False, prologue, unhex(data["responder_static_private"]))
-        expect(NoiseParty.public(initiator.s).hex() == data["initiator_static_public"], "initiator public key")
-        expect(NoiseParty.public(responder.s).hex() == data["responder_static_public"], "responder public key")
+        for party, field in ((initiator, "initiator_static_public"), (responder, "responder_static_public")):
+            expect(NoiseParty.public(party.s).hex() == data[field], field)
         ephemerals = [data["initiator_ephemeral_private"], data["responder_ephemeral_private"], None]
         ids = (data["initiator_id"], data["responder_id"])
         for index, message in enumerate(data["messages"]):
@@ -698,7 +705,8 @@ def check_handshake(data):
             plaintext = unhex(vector["plaintext"])
             expect(encode_frames(vector["frames"]) == plaintext, "frames encoding")
             number = int(vector["packet_number"], 16)
-            header = b"PD\x02\x07" + unhex(data["session_id"]) + uint(number, 8) + uint(len(plaintext) + 16, 2)
+            header = b"PD\x02\x07" + unhex(data["session_id"]) + uint(number, 8)
+            header += uint(len(plaintext) + 16, 2)
             expect(header == unhex(vector["associated_data"]), "associated data")
             expect(aead_nonce(number) == unhex(vector["nonce"]), "nonce")
             sealed = header + ChaCha20Poly1305(key).encrypt(aead_nonce(number), plaintext, header)
@@ -796,7 +804,8 @@ def check_verification(data):
             h, responder_nonce = unhex(vector["handshake_hash"]), unhex(vector["responder_nonce"])
             commitment = blake2b_256(b"ProfileDrop v2 commit" + h + responder_nonce)
             expect(commitment.hex() == vector["commitment"], "COMMIT")
-            digest = blake2b_512(b"ProfileDrop v2 code" + h + unhex(vector["initiator_nonce"]) + responder_nonce)
+            initiator_nonce = unhex(vector["initiator_nonce"])
+            digest = blake2b_512(b"ProfileDrop v2 code" + h + initiator_nonce + responder_nonce)
             code = f"{int.from_bytes(digest[:8], 'big') % 1_000_000:06d}"
             expect(code == vector["code"], f"code {code}")
             frames = [{"type": "COMMIT", "commitment": commitment.hex()},
@@ -824,7 +833,8 @@ def check_cookie(data):
             busy = {"session_id": vector["session_id"], "sender_id": vector["receiver_id"],
                     "receiver_id": vector["sender_id"], "reason": 3, "cookie": cookie.hex()}
             expect(encode_datagram("BUSY", busy) == unhex(vector["busy_retry_datagram"]), "BUSY(retry)")
-            expect(parse_datagram(unhex(vector["busy_retry_datagram"])) == ("BUSY", busy), "BUSY(retry) decoding")
+            decoded = parse_datagram(unhex(vector["busy_retry_datagram"]))
+            expect(decoded == ("BUSY", busy), "BUSY(retry) decoding")
         yield f"cookie {index}", check
 
 
@@ -837,19 +847,23 @@ def check_card(data):
             expect(blake2b_256(bytes_).hex() == vector["digest"], "digest")
         yield vector["name"], check
     for vector in data["invalid"]:
-        yield vector["name"], lambda vector=vector: expect_drop(lambda: decode_card(unhex(vector["bytes"])), vector)
+        yield vector["name"], lambda vector=vector: expect_drop(
+            lambda: decode_card(unhex(vector["bytes"])), vector)
 
 
 def check_invalid(data):
     for vector in data["datagrams"]:
-        yield vector["name"], lambda vector=vector: expect_drop(lambda: parse_datagram(unhex(vector["bytes"])), vector)
+        yield vector["name"], lambda vector=vector: expect_drop(
+            lambda: parse_datagram(unhex(vector["bytes"])), vector)
     for vector in data["frames"]:
-        yield vector["name"], lambda vector=vector: expect_drop(lambda: parse_frames(unhex(vector["bytes"])), vector)
+        yield vector["name"], lambda vector=vector: expect_drop(
+            lambda: parse_frames(unhex(vector["bytes"])), vector)
 
 
-CHECKS = [("wire", check_wire), ("frames", check_frames), ("pose", check_pose), ("handshake", check_handshake),
-          ("recognition", check_recognition), ("verification", check_verification), ("cookie", check_cookie),
-          ("card", check_card), ("invalid", check_invalid)]
+CHECKS = [("wire", check_wire), ("frames", check_frames), ("pose", check_pose),
+          ("handshake", check_handshake), ("recognition", check_recognition),
+          ("verification", check_verification), ("cookie", check_cookie), ("card", check_card),
+          ("invalid", check_invalid)]
 
 
 def main():
