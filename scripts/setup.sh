@@ -38,6 +38,13 @@ if ! python3 -c 'import noise.connection' 2>/dev/null; then
         || python3 -m pip install -q --break-system-packages noiseprotocol
 fi
 
+# The Python cryptography package lets scripts/check-vectors.py recompute the conformance vectors.
+if ! python3 -c 'import cryptography.hazmat.primitives.ciphers.aead' 2>/dev/null; then
+    echo "setup: installing the Python package cryptography"
+    python3 -m pip install -q cryptography 2>/dev/null \
+        || python3 -m pip install -q --break-system-packages cryptography
+fi
+
 echo "setup: building (release, with the Swift runtime linked in)"
 swift build -c release --static-swift-stdlib --product profiledrop
 echo "setup: a linker warning about mktemp, if shown above, comes from Foundation's static library, not from this package (CONTRIBUTING.md, \"Build\")"

@@ -9,7 +9,9 @@ public struct CipherState: Sendable {
     /// The reserved nonce 2^64-1: never used for a message, only by ``rekey()``.
     public static let maxNonce = UInt64.max
 
-    private var key: ChaChaPoly.Key?
+    /// The key; readable inside the module and by its tests (the conformance vectors print the
+    /// transport keys), never by other modules.
+    private(set) var key: ChaChaPoly.Key?
     /// The nonce the next sequential operation will use.
     public private(set) var nonce: UInt64 = 0
 

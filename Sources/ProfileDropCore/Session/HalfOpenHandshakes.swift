@@ -99,16 +99,27 @@ struct HalfOpenHandshakes {
             key = random.bytes(32)
             secret = key
         }
+        return Self.cookie(
+            secret: key, bucket: bucket, source: source, sessionID: invite.sessionID, sender: invite.sender,
+            receiver: invite.receiver)
+    }
+
+    /// The cookie under `secret` for an INVITE of `sessionID` from `sender` to `receiver`, received
+    /// from `source` in the time bucket `bucket` (PROTOCOL.md 5, "Cookies").
+    static func cookie(
+        secret: [UInt8], bucket: UInt64, source: PeerAddress, sessionID: UInt64, sender: DeviceID,
+        receiver: DeviceID
+    ) -> [UInt8] {
         var message = ByteWriter(capacity: 64)
-        message.writeBytes(Self.cookieLabel)
+        message.writeBytes(cookieLabel)
         message.writeInteger(bucket)
         message.writeInteger(source.ipv4)
         message.writeInteger(source.port)
-        message.writeInteger(invite.sessionID)
-        message.writeInteger(invite.sender.rawValue)
-        message.writeInteger(invite.receiver.rawValue)
+        message.writeInteger(sessionID)
+        message.writeInteger(sender.rawValue)
+        message.writeInteger(receiver.rawValue)
         return Array(
-            HMACBLAKE2b.authenticate(key: key, parts: [message.bytes]).prefix(WireConstants.cookieLength))
+            HMACBLAKE2b.authenticate(key: secret, parts: [message.bytes]).prefix(WireConstants.cookieLength))
     }
 
     static let cookieLabel = Array("ProfileDrop cookie".utf8)
