@@ -57,12 +57,11 @@ public struct HandshakeFollower {
                     pendingInvite: invite)
             }
         case .accept(let message), .confirm(let message):
-            guard var session = sessions[message.sessionID], var handshake = session.handshake,
+            guard let session = sessions[message.sessionID], var handshake = session.handshake,
                 !handshake.isComplete, !handshake.isMyTurnToWrite,
                 (try? handshake.readMessage(message.noiseMessage)) != nil
             else { return nil }
-            session.handshake = handshake
-            return store(session)
+            return store(session, advancedTo: handshake)
         case .beacon, .query, .busy, .secure:
             break
         }
@@ -98,12 +97,11 @@ public struct HandshakeFollower {
             session.pendingInvite = nil
             sessions[accept.sessionID] = session
         case .confirm(let confirm):
-            guard var session = sessions[confirm.sessionID], var handshake = session.handshake,
+            guard let session = sessions[confirm.sessionID], var handshake = session.handshake,
                 handshake.isMyTurnToWrite,
                 write(&handshake, payload: parameters, expected: confirm.noiseMessage)
             else { return nil }
-            session.handshake = handshake
-            return store(session)
+            return store(session, advancedTo: handshake)
         case .beacon, .query, .busy, .secure:
             break
         }
@@ -122,11 +120,12 @@ public struct HandshakeFollower {
         return try? Frame.decodeAll(plaintext)
     }
 
-    /// Stores `session` after its handshake moved on; when that completed it, splits the transport
-    /// keys and returns the session.
-    private mutating func store(_ session: Session) -> Session? {
+    /// Stores `session` with its handshake moved on to `handshake`; when that completed it, splits
+    /// the transport keys and returns the session.
+    private mutating func store(_ session: Session, advancedTo handshake: HandshakeState) -> Session? {
         var session = session
-        guard let handshake = session.handshake, handshake.isComplete, session.transport == nil else {
+        session.handshake = handshake
+        guard handshake.isComplete, session.transport == nil else {
             sessions[session.sessionID] = session
             return nil
         }
