@@ -10,7 +10,7 @@ import ProfileDropCore
 enum SimulationTrace {
     /// One happening of the run. Devices are named by their index in the scenario.
     enum Entry: Sendable {
-        /// `device` sent datagram `number`, `bytes` long, at `time`.
+        /// `device` sent datagram `number`, holding `bytes`, at `time`.
         case sent(device: Int, number: UInt64, bytes: [UInt8], at: Instant)
         /// A copy of datagram `number`, from `source` (nil: an address nobody holds), reached
         /// `recipient`; `altered` when the network changed its bytes on the way.
@@ -43,7 +43,7 @@ enum SimulationTrace {
 /// An invariant every simulation run must keep, as the checker that judges it names it when
 /// broken.
 enum SimulationInvariant: CaseIterable, Sendable {
-    /// No datagram carries a card's or a device name's text in the clear.
+    /// No datagram carries a card's text fields or photo bytes in the clear.
     case noPlaintext
     /// A delivered card was sent by a device of the run.
     case cardFromAPeer
@@ -78,7 +78,8 @@ enum SimulationInvariant: CaseIterable, Sendable {
     /// The close pair of a swarm run whose conditions allow it exchanges (the swarm's own check).
     case closePairExchanges
 
-    /// The checker that judges it.
+    /// The part of the checker that judges it. A switch without `default`, so that a new invariant
+    /// must name its part; each part's tests then want a trace that breaks it.
     var checker: SimulationChecker.Part {
         switch self {
         case .noPlaintext: .wire
