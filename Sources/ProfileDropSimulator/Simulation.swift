@@ -143,6 +143,7 @@ private struct SimulationEngine {
         }
     }
 
+    /// How a device fared, for the report.
     private struct DeviceState {
         var events: EventTranslator
         var close: CloseReason?
@@ -152,21 +153,10 @@ private struct SimulationEngine {
         /// The true distance (cm) between the device and the card's sender when the card arrived.
         var receivedAtDistance: Double?
         var cardMatches: Bool?
-        /// Cards the device verified (and acknowledged), with their senders, delivered or not.
-        var verified: [(card: ProfileCard, from: Int?)] = []
-        /// The number of the last datagram the device sent.
-        var lastSent: UInt64?
-        /// When the device decided to close as exchanged, and the number of its last datagram
-        /// then (its CLOSE): that datagram and every later one carry the decision.
-        var decision: (time: Instant, datagram: UInt64)?
-        /// Nodes that received an intact datagram carrying the decision.
-        var decisionReached: Set<Int> = []
     }
 
     /// More events than this at one instant means a device keeps asking to be woken "now".
     private static let maximumEventsPerInstant = 100_000
-    /// Violations listed per run; a broken invariant often repeats on every datagram.
-    private static let maximumListedViolations = 50
 
     let scenario: Scenario
     let seed: UInt64
@@ -174,7 +164,6 @@ private struct SimulationEngine {
     let scripts: [MotionScript]
     /// Devices whose script moves them: a still one is told its pose once, at the start.
     let movingDevices: [Int]
-    let scanner: PlaintextScanner
     /// The devices' names, for transcript lines: reading one from the scenario copies the whole
     /// device description, card included.
     let names: [String]
@@ -188,9 +177,8 @@ private struct SimulationEngine {
     /// The events of the device being drained, moved out of the room; kept for its capacity.
     private var takenEvents: [DeviceEvent] = []
     private var transcript: [String] = []
-    private var violations: [String] = []
-    private var unlistedViolations = 0
-    private var notes: [String] = []
+    /// Judges the run from what it records.
+    private var checker: SimulationChecker
 
     init(
         scenario: Scenario, seed: UInt64, options: SimulationOptions, scanner: PlaintextScanner,
@@ -201,7 +189,7 @@ private struct SimulationEngine {
         self.options = options
         scripts = scenario.devices.map(\.motionScript)
         movingDevices = scenario.devices.indices.filter { !scenario.devices[$0].motion.isEmpty }
-        self.scanner = scanner
+        checker = SimulationChecker(scenario: scenario, options: options, scanner: scanner)
         names = scenario.devices.map(\.name)
         var faults = NetworkFaultHook(
             nodeCount: scenario.devices.count, faults: scenario.faults,
@@ -238,8 +226,7 @@ private struct SimulationEngine {
         while !allClosed {
             // Asked only when the instant is full, so that the room finds the next event once per step.
             if eventsThisInstant == Self.maximumEventsPerInstant, room.nextEventTime == now {
-                violate(
-                    "t=\(now) livelock: more than \(Self.maximumEventsPerInstant) events at one instant")
+                checker.record(.livelock(events: Self.maximumEventsPerInstant, at: now))
                 break
             }
             guard let step = room.step(notAfter: limit) else {
@@ -253,11 +240,10 @@ private struct SimulationEngine {
             eventsThisInstant += 1
             switch step {
             case .delivered(let copy):
-                if let source = copy.source, let decision = devices[source].decision,
-                    copy.number >= decision.datagram, !copy.altered
-                {
-                    devices[source].decisionReached.insert(copy.recipient)
-                }
+                checker.record(
+                    .delivered(
+                        number: copy.number, source: copy.source, recipient: copy.recipient,
+                        altered: copy.altered))
                 drained(copy.recipient)
             case .lost:
                 break
@@ -294,14 +280,6 @@ private struct SimulationEngine {
         }
     }
 
-    private mutating func violate(_ text: String) {
-        if violations.count < Self.maximumListedViolations {
-            violations.append(text)
-        } else {
-            unlistedViolations += 1
-        }
-    }
-
     private mutating func record(_ index: Int, _ text: @autoclosure () -> String) {
         guard options.keepsTranscript else { return }
         let line = text()
@@ -310,8 +288,8 @@ private struct SimulationEngine {
 
     private func isClosed(_ index: Int) -> Bool { room.isClosed(index) }
 
-    /// Moves what device `index` sent and reported in the room's last step into the transcript
-    /// and the checks.
+    /// Moves what device `index` sent and reported in the room's last step into the transcript,
+    /// the report and the trace.
     private mutating func drained(_ index: Int) {
         for datagram in room.lastSent {
             let bytes = datagram.bytes
@@ -325,10 +303,7 @@ private struct SimulationEngine {
                 }
                 record(index, "=> \(target) \(bytes.count) B")
             }
-            if let leak = scanner.leak(in: bytes) {
-                violate("t=\(now) \(scenario.devices[index].name) sent \(leak) in the clear")
-            }
-            devices[index].lastSent = datagram.number
+            checker.record(.sent(device: index, number: datagram.number, bytes: bytes, at: now))
         }
         room.takeLastEvents(into: &takenEvents)
         // Reversed, so that popping from the end hands the events over in order, each moved rather
@@ -348,115 +323,44 @@ private struct SimulationEngine {
                 case .ignore: break
                 }
             case .cardVerified(let card, let peer):
-                devices[index].verified.append((card, peer))
+                checker.record(.cardVerified(device: index, card: card, from: peer))
             case .cardReceived(let card, let peer):
-                checkCard(card, from: peer, receivedBy: index)
+                received(card, from: peer, by: index)
             case .closed(let outcome):
-                guard devices[index].close == nil else {
-                    violate("t=\(now) \(scenario.devices[index].name) closed twice")
-                    continue
-                }
+                checker.record(
+                    .closed(device: index, outcome: outcome, nextDatagram: room.nextDatagramNumber, at: now))
+                guard devices[index].close == nil else { continue }
                 devices[index].close = outcome
                 devices[index].closedAt = now
-                if outcome == .exchanged {
-                    // The CLOSE that carries the decision went out in this same step, last.
-                    devices[index].decision = (now, devices[index].lastSent ?? room.nextDatagramNumber)
-                }
-                if outcome == .exchanged && devices[index].receivedCard == nil {
-                    violate(
-                        "t=\(now) \(scenario.devices[index].name) closed as exchanged without a card")
-                }
             }
         }
     }
 
-    private mutating func checkCard(_ card: ProfileCard, from peer: Int?, receivedBy index: Int) {
+    /// Records `card` delivered by device `index`, from `peer` when the device named it.
+    private mutating func received(_ card: ProfileCard, from peer: Int?, by index: Int) {
         let name = scenario.devices[index].name
         // An unidentified sender is taken to be whoever owns this exact card.
         let sender = peer ?? scenario.devices.firstIndex { $0.card == card && $0.name != name }
         devices[index].receivedCard = card
         devices[index].receivedFrom = sender
-        guard let sender, scenario.devices.indices.contains(sender) else {
-            devices[index].cardMatches = false
-            violate("t=\(now) \(name) received a card that no peer sent")
-            return
-        }
-        let matches = scenario.devices[sender].card == card
-        devices[index].cardMatches = matches
-        let senderName = scenario.devices[sender].name
-        if !matches {
-            violate(
-                "t=\(now) \(name) received a card from \(senderName) that differs from the one sent")
-        }
-        let receiverPose = scripts[index].pose(at: now)
-        let senderPose = scripts[sender].pose(at: now)
-        devices[index].receivedAtDistance = receiverPose.distance(to: senderPose)
-        if !options.allowsExchange(receiverPose, senderPose) {
-            let distance = receiverPose.distance(to: senderPose)
-            violate(
-                "t=\(now) \(name) received \(senderName)'s card out of range: \(Self.format(distance)) cm, "
-                    + "bearings \(Self.format(receiverPose.bearing(to: senderPose)))° and "
-                    + "\(Self.format(senderPose.bearing(to: receiverPose)))°")
-        }
-    }
-
-    /// The close rule (PROTOCOL.md section 6.7) for a device that closed as exchanged with `peer`:
-    /// - the peer verified our card: we hold its CARD_ACK, so it must have checked the card;
-    /// - the peer delivered it too, unless our decision never reached it because a partition that
-    ///   never heals cut them apart first (the two generals' problem). Such a cut must have begun
-    ///   at most one pose-freshness before the decision: a side decides only at a round that
-    ///   measured the peer, so it heard the peer that recently.
-    private mutating func checkAgreement(exchanged index: Int, peer: Int) {
-        let name = scenario.devices[index].name
-        let peerName = scenario.devices[peer].name
-        let card = scenario.devices[index].card
-        guard devices[peer].receivedCard != card else { return }
-        let failure = "\(name) closed as exchanged but \(peerName) never received \(name)'s card"
-        guard devices[peer].verified.contains(where: { $0.card == card && $0.from == index }) else {
-            violate("\(failure), nor verified it")
-            return
-        }
-        guard let decision = devices[index].decision else {
-            violate("\(failure), and \(name) never decided so itself")
-            return
-        }
-        guard let cut = scenario.faults.permanentCut(between: index, peer) else {
-            violate("\(failure), and no partition that never heals separated them")
-            return
-        }
-        if devices[index].decisionReached.contains(peer) {
-            violate("\(failure), though \(name)'s CLOSE(exchanged) reached \(peerName) before the cut")
-        } else if cut.start + options.poseFreshness < decision.time {
-            violate(
-                "\(failure): \(name) decided at t=\(decision.time), \(Instant.zero + (decision.time - cut.start)) "
-                    + "into a cut that never healed, without a fresh measurement of \(peerName)")
+        var poses: (receiver: Pose, sender: Pose)?
+        if let sender, scenario.devices.indices.contains(sender) {
+            let receiverPose = scripts[index].pose(at: now)
+            let senderPose = scripts[sender].pose(at: now)
+            poses = (receiverPose, senderPose)
+            devices[index].cardMatches = scenario.devices[sender].card == card
+            devices[index].receivedAtDistance = receiverPose.distance(to: senderPose)
         } else {
-            notes.append(
-                "\(name) decided the exchange at t=\(decision.time); \(peerName), cut off for good from "
-                    + "t=\(cut.start), never learnt it: it verified \(name)'s card but delivered nothing "
-                    + "(the two generals' problem, allowed by the close rule)")
+            devices[index].cardMatches = false
         }
+        checker.record(.cardReceived(device: index, card: card, sender: sender, poses: poses, at: now))
     }
 
     private mutating func finish(limit: Instant) -> SimulationReport {
         let bound = options.closeBound.map { Instant.zero + $0 } ?? limit
-        for (index, state) in devices.enumerated() where state.close == .exchanged {
-            guard let peer = state.receivedFrom else { continue }
-            checkAgreement(exchanged: index, peer: peer)
-        }
-        for (index, state) in devices.enumerated() {
-            let name = scenario.devices[index].name
-            if let closedAt = state.closedAt {
-                if closedAt > bound {
-                    violate("\(name) closed at t=\(closedAt), after the bound t=\(bound)")
-                }
-            } else if isClosed(index) {
-                violate("\(name) is closed but never reported how")
-            } else {
-                violate("\(name) did not close by t=\(now) (bound t=\(bound))")
-            }
-        }
-        if unlistedViolations > 0 { violations.append("and \(unlistedViolations) more violations") }
+        let findings = checker.finish(
+            SimulationTrace.End(
+                time: now, closeBound: bound, closedInRoom: devices.indices.map { room.isClosed($0) }))
         guard let faults = room.hook as? NetworkFaultHook else {
             preconditionFailure("the room lost its fault model")
         }
@@ -472,13 +376,8 @@ private struct SimulationEngine {
         }
         return SimulationReport(
             seed: seed, scenario: scenario, options: options, devices: outcomes, network: statistics,
-            virtualDuration: now - .zero, violations: violations, notes: notes, transcript: transcript)
-    }
-
-    static func format(_ value: Double) -> String {
-        let tenths = (value * 10).rounded()
-        return tenths.truncatingRemainder(dividingBy: 10) == 0
-            ? String(Int(tenths / 10)) : String(tenths / 10)
+            virtualDuration: now - .zero, violations: findings.lines, notes: findings.notes,
+            transcript: transcript)
     }
 }
 

@@ -31,16 +31,10 @@ public enum Swarm {
                 // A transcript is built only to be shown: the checks do not read it.
                 options: SimulationOptions(closeBound: plan.closeBound, keepsTranscript: showTranscripts),
                 makeDevice: makeDevice)
-            var runViolations = report.violations
-            runViolations += farExchanges(in: report)
+            let runViolations =
+                report.violations
+                + SwarmChecker.judge(report.devices, expectsExchange: plan.expectsExchange).map(\.text)
             let pairExchanged = report.devices[0].exchanged && report.devices[1].exchanged
-            if plan.expectsExchange && !pairExchanged {
-                let reasons = report.devices[0...1].map {
-                    "\($0.name) \($0.close?.transcriptName ?? "not closed")"
-                }
-                runViolations.append(
-                    "liveness: the close pair both consented but ended \(reasons.joined(separator: ", "))")
-            }
             let outcome = SwarmReport.RunOutcome(
                 runSeed: runSeed, pairExchanged: pairExchanged, expectedExchange: plan.expectsExchange,
                 exchangedDevices: report.exchangedCount, datagrams: report.network.totalSentDatagrams,
@@ -77,12 +71,7 @@ public enum Swarm {
     /// One violation per device that received a card from a peer standing farther than
     /// ``farDistance`` away, by the room's true poses, when the card arrived.
     public static func farExchanges(in report: SimulationReport) -> [String] {
-        report.devices.compactMap { outcome in
-            guard let distance = outcome.receivedAtDistance, distance > farDistance else { return nil }
-            let rounded = Double(Int((distance * 10).rounded())) / 10
-            return "far exchange: \(outcome.name) received \(outcome.receivedFrom ?? "?")'s card "
-                + "\(rounded) cm away (more than \(Int(farDistance)) cm)"
-        }
+        SwarmChecker.farExchanges(in: report.devices).map(\.text)
     }
 
     /// The command that replays the run with seed `runSeed` alone.

@@ -431,7 +431,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         /// An attacker of `behaviour` that heard the victims' first BEACONs, and what it forged in
         /// the second after.
         func forged(_ behaviour: CleartextBehaviour) -> (
-            targets: [CleartextAttacker.Target], forged: [CleartextAttacker.Forged]
+            targets: [CleartextAttacker.Target], forged: [ForgedDatagram]
         ) {
             var stage = AttackStage(users: .careless, victimsKnown: false)
             VictimPair(runSeed: 1).addVictims(to: &stage, phase: "forging")

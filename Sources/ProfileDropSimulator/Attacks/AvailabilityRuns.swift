@@ -229,11 +229,7 @@ enum Availability {
         let attackerMember = stage.addSpeaker(AttackerSpeaker(attacker: attacker))
         var meter = Meter(attacker: attackerMember)
         stage.run(until: runLimit) { stage in
-            for forged in attacker.pending {
-                stage.room.inject(
-                    forged.bytes, from: forged.source, to: forged.recipient, after: stage.room.latency)
-                meter.countAttack(bytes: forged.bytes.count, at: stage.room.now)
-            }
+            for forged in attacker.pending { stage.inject(forged, after: stage.room.latency, meter: &meter) }
             attacker.pending.removeAll(keepingCapacity: true)
             meter.observe(stage)
             return false

@@ -24,13 +24,6 @@ public struct RacedBeaconResult: Sendable {
 /// entry never falls silent. It holds no key, and sends at most its budget of datagrams in any
 /// second.
 final class BeaconRacer {
-    /// One forged BEACON for the driver to inject.
-    struct Forged {
-        let bytes: [UInt8]
-        /// The newcomer.
-        let recipient: Int
-    }
-
     /// Datagrams a second.
     let budget: Int
     /// Where its BEACONs come from, and the port they name.
@@ -54,11 +47,12 @@ final class BeaconRacer {
 
     /// The BEACONs to send for `packet`, which participant `source` multicast at `time`: the race,
     /// when it is a victim speaking for the first time after another victim's BEACON; a forwarded
-    /// copy, when it is a BEACON of a victim whose id was raced to a newcomer.
-    func heard(_ packet: Packet, from source: Int, at time: Instant) -> [Forged] {
+    /// copy, when it is a BEACON of a victim whose id was raced to a newcomer. Each goes from our
+    /// address to a newcomer.
+    func heard(_ packet: Packet, from source: Int, at time: Instant) -> [ForgedDatagram] {
         guard victims.contains(source) else { return [] }
         let beacon: Beacon? = if case .beacon(let beacon) = packet { beacon } else { nil }
-        var forgeries: [Forged] = []
+        var forgeries: [ForgedDatagram] = []
         if let index = heard.firstIndex(where: { $0.member == source }) {
             guard let beacon else { return [] }
             heard[index].beacon = beacon
@@ -79,7 +73,7 @@ final class BeaconRacer {
     }
 
     /// `beacon` from our address, naming our port; nil when this second's budget is spent.
-    private func forge(_ beacon: Beacon, to recipient: Int, at time: Instant) -> Forged? {
+    private func forge(_ beacon: Beacon, to recipient: Int, at time: Instant) -> ForgedDatagram? {
         guard thisSecond.spend(at: time, budget: budget) else {
             unsent += 1
             return nil
@@ -87,7 +81,7 @@ final class BeaconRacer {
         forged += 1
         var copy = beacon
         copy.port = address.port
-        return Forged(bytes: Packet.beacon(copy).encoded(), recipient: recipient)
+        return ForgedDatagram(bytes: Packet.beacon(copy).encoded(), source: address, recipient: recipient)
     }
 }
 
@@ -108,19 +102,15 @@ struct BeaconRace {
     }
 
     /// Sends the racer's answers to what the last step of `stage` sent, arriving two latencies after
-    /// it (the racer hears it a latency after it left, and its BEACON takes another); returns their
-    /// sizes.
-    mutating func afterStep(_ stage: inout AttackStage) -> [Int] {
-        var sizes: [Int] = []
+    /// it (the racer hears it a latency after it left, and its BEACON takes another), counting them
+    /// in `meter`.
+    mutating func afterStep(_ stage: inout AttackStage, meter: inout Availability.Meter) {
         for sent in stage.room.lastSent {
             guard let packet = try? Packet(datagram: sent.bytes) else { continue }
             switch (packet, sent.destination) {
             case (_, .multicast):
                 for forged in racer.heard(packet, from: sent.source, at: stage.room.now) {
-                    stage.room.inject(
-                        forged.bytes, from: racer.address, to: forged.recipient, after: stage.room.latency * 2
-                    )
-                    sizes.append(forged.bytes.count)
+                    stage.inject(forged, after: stage.room.latency * 2, meter: &meter)
                 }
             case (.invite(let invite), .unicast(racer.address)):
                 divertedInvites += 1
@@ -129,7 +119,6 @@ struct BeaconRace {
                 break
             }
         }
-        return sizes
     }
 }
 
@@ -209,7 +198,7 @@ extension Availability {
         var meter = Meter(attacker: -1)
         stage.run(until: runLimit) { stage in
             stepRacedNewcomer(pair, in: &stage)
-            for bytes in race.afterStep(&stage) { meter.countAttack(bytes: bytes, at: stage.room.now) }
+            race.afterStep(&stage, meter: &meter)
             meter.observe(stage)
             return false
         }
@@ -291,9 +280,12 @@ extension Attacks {
         var race = BeaconRace(
             racer: BeaconRacer(
                 budget: Availability.budget, address: address, victims: [stage.victims[0].member, newcomer]))
+        // What the race sends is counted as in the racer's availability run, but not read: this
+        // kind judges whom the newcomer paired with.
+        var meter = Availability.Meter(attacker: -1)
         stage.run(until: runLimit) { stage in
             Availability.stepRacedNewcomer(pair, in: &stage)
-            _ = race.afterStep(&stage)
+            race.afterStep(&stage, meter: &meter)
             return false
         }
         outcome.racesWon = impersonator.securedSessions

@@ -56,15 +56,15 @@ public struct ForgedBusyResult: Sendable {
 final class BusyForger {
     static let allReasons: [BusyReason] = [.inSession, .unavailable, .retry, .staleID]
 
-    /// One forged BUSY for the driver to inject.
-    struct Forged {
-        let bytes: [UInt8]
-        /// The invitee's address.
-        let source: PeerAddress
-        /// The initiator.
-        let recipient: Int
+    /// One forged BUSY: the datagram for the driver to inject, from the invitee's address to the
+    /// initiator, and what it says.
+    struct Forgery {
+        let datagram: ForgedDatagram
         let reason: BusyReason
         let sessionID: UInt64
+
+        /// The initiator.
+        var recipient: Int { datagram.recipient }
     }
 
     /// Datagrams a second.
@@ -97,7 +97,7 @@ final class BusyForger {
     /// The BUSY for `invite`, seen going from participant `initiator` to `invitee` at `time`; nil
     /// when this second's budget is spent.
     func answer(_ invite: HandshakePacket, from initiator: Int, to invitee: PeerAddress, at time: Instant)
-        -> Forged?
+        -> Forgery?
     {
         let reason: BusyReason
         if let known = invitations.first(where: { $0.sessionID == invite.sessionID }) {
@@ -115,9 +115,10 @@ final class BusyForger {
         let busy = Busy(
             sessionID: invite.sessionID, sender: invite.receiver, receiver: invite.sender, reason: reason,
             cookie: reason == .retry ? random.bytes(WireConstants.cookieLength) : [])
-        return Forged(
-            bytes: Packet.busy(busy).encoded(), source: invitee, recipient: initiator, reason: reason,
-            sessionID: invite.sessionID)
+        return Forgery(
+            datagram: ForgedDatagram(
+                bytes: Packet.busy(busy).encoded(), source: invitee, recipient: initiator),
+            reason: reason, sessionID: invite.sessionID)
     }
 }
 
@@ -159,10 +160,8 @@ extension Availability {
                     let forged = forger.answer(
                         invite, from: copy.source, to: copy.destination, at: stage.room.now)
                 else { continue }
-                let number = stage.room.inject(
-                    forged.bytes, from: forged.source, to: forged.recipient, after: delay)
+                let number = stage.inject(forged.datagram, after: delay, meter: &meter)
                 watch.inFlight.append((number, forged))
-                meter.countAttack(bytes: forged.bytes.count, at: stage.room.now)
             }
             meter.observe(stage)
             return false
@@ -221,7 +220,7 @@ extension Availability {
 /// Follows, step by step, what each forged BUSY did at the initiator it reached.
 struct BusyWatch {
     /// Forged BUSYs in flight: the datagram number of each and what it was.
-    var inFlight: [(number: UInt64, forged: BusyForger.Forged)] = []
+    var inFlight: [(number: UInt64, forged: BusyForger.Forgery)] = []
     private var counts = ForgedBusyResult()
 
     /// What was seen so far.
@@ -241,7 +240,7 @@ struct BusyWatch {
     private var awaitingBeacon: [Instant?]
     /// Per victim: the forged BUSY(1), (2) or (4) it holds for its invitation's ACCEPT, until the
     /// invitation goes on (CONFIRM) or the BUSY is believed.
-    private var held: [BusyForger.Forged?]
+    private var held: [BusyForger.Forgery?]
     /// Per invitation that took a forged BUSY(retry): the INVITEs sent in answer.
     private var retried: [(sessionID: UInt64, extra: Int)] = []
     /// The latest re-invitation the BUSY back-off explains, with a fresh half-open handshake of
@@ -324,7 +323,7 @@ struct BusyWatch {
     }
 
     private mutating func delivered(
-        _ forged: BusyForger.Forged, to index: Int, events: [DeviceEvent], copies: [UnicastTap.Copy],
+        _ forged: BusyForger.Forgery, to index: Int, events: [DeviceEvent], copies: [UnicastTap.Copy],
         stage: AttackStage
     ) {
         let rejection = events.lazy.compactMap { event -> ProtocolError? in

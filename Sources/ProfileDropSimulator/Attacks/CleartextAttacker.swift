@@ -28,7 +28,7 @@ enum CleartextBehaviour: Sendable, Equatable {
 /// of datagrams per second, forged datagrams from any source address it likes. It holds no key.
 ///
 /// A class, shared by its ``AttackerSpeaker`` in the room (which hears for it and wakes it) and the
-/// attack driver (which puts what it forged in flight with ``Room/inject(_:from:to:after:)``,
+/// attack driver (which puts what it forged in flight with ``AttackStage/inject(_:after:meter:)``,
 /// since a participant's own sends always carry its own address).
 final class CleartextAttacker {
     /// A victim as the attacker sees it: where it is and, once a BEACON showed it, its id.
@@ -47,13 +47,6 @@ final class CleartextAttacker {
         let at: Instant
     }
 
-    /// One forged datagram for the driver to inject.
-    struct Forged {
-        let bytes: [UInt8]
-        let source: PeerAddress
-        let recipient: Int
-    }
-
     let behaviour: CleartextBehaviour
     /// Datagrams a second.
     let budget: Int
@@ -66,7 +59,7 @@ final class CleartextAttacker {
     private var heard: [Recorded] = []
     private(set) var nextSendAt: Instant?
     /// Forged datagrams the driver has not injected yet.
-    var pending: [Forged] = []
+    var pending: [ForgedDatagram] = []
     /// Datagrams and bytes forged so far.
     private(set) var sentDatagrams = 0
     private(set) var sentBytes = 0
@@ -128,7 +121,7 @@ final class CleartextAttacker {
         nextSendAt = due
     }
 
-    private func forge(at time: Instant) -> Forged? {
+    private func forge(at time: Instant) -> ForgedDatagram? {
         let victim = targets[turn % targets.count]
         let other = targets[(turn + 1) % targets.count]
         turn += 1
@@ -138,7 +131,7 @@ final class CleartextAttacker {
             // victim's own IP address, its sequence number (where the layout has one) ahead.
             guard let heard = other.beacon, victim.id != nil else { return nil }
             let port = deadPort()
-            return Forged(
+            return ForgedDatagram(
                 bytes: forgedBeacon(from: heard, port: port, ahead: true),
                 source: PeerAddress(ipv4: other.address.ipv4, port: port), recipient: victim.member)
         case .squat:
@@ -146,12 +139,13 @@ final class CleartextAttacker {
             let invite = HandshakePacket(
                 sessionID: random.nextUInt64(), sender: DeviceID(rawValue: random.nextUInt64()), receiver: id,
                 noiseMessage: random.bytes(X25519.keyLength))
-            return Forged(bytes: Packet.invite(invite).encoded(), source: spoofed(), recipient: victim.member)
+            return ForgedDatagram(
+                bytes: Packet.invite(invite).encoded(), source: spoofed(), recipient: victim.member)
         case .phantoms:
             // A fresh id, from the port it names, as a real device's BEACON comes.
             guard let heard = targets.lazy.compactMap(\.beacon).first else { return nil }
             let port = deadPort()
-            return Forged(
+            return ForgedDatagram(
                 bytes: forgedBeacon(from: heard, id: DeviceID(rawValue: random.nextUInt64()), port: port),
                 source: spoofed(port: port), recipient: victim.member)
         case .keptPhantoms:
@@ -172,12 +166,12 @@ final class CleartextAttacker {
             let bytes = forgedBeacon(
                 from: heard, id: kept[index].id, port: kept[index].source.port, sequence: kept[index].sequence
             )
-            return Forged(bytes: bytes, source: kept[index].source, recipient: recipient.member)
+            return ForgedDatagram(bytes: bytes, source: kept[index].source, recipient: recipient.member)
         case .flood:
             let source = PeerAddress(
                 ipv4: Self.spoofedBase + 0x100 + UInt32(sentDatagrams / 256 % 4),
                 port: 40_000 + UInt16(sentDatagrams % 256))
-            return Forged(bytes: junk(for: victim), source: source, recipient: victim.member)
+            return ForgedDatagram(bytes: junk(for: victim), source: source, recipient: victim.member)
         case .displace:
             guard let heard = other.beacon, victim.id != nil,
                 case .beacon(var beacon)? = try? Packet(datagram: heard)
@@ -186,7 +180,7 @@ final class CleartextAttacker {
             beacon.busy = true
             beacon.position = PositionHint(
                 x: (beacon.position?.x ?? 0) &+ 1_000, y: beacon.position?.y ?? 0)
-            return Forged(
+            return ForgedDatagram(
                 bytes: Packet.beacon(beacon).encoded(), source: other.address, recipient: victim.member)
         case .replay:
             // Alternately an old run's BEACON from its real source, and one of this run's from our own
@@ -194,12 +188,12 @@ final class CleartextAttacker {
             if turn % 2 == 1, !previousRun.isEmpty {
                 let old = previousRun[Int(random.uniform(below: UInt64(previousRun.count)))]
                 guard old.source != victim.address else { return nil }
-                return Forged(bytes: old.bytes, source: old.source, recipient: victim.member)
+                return ForgedDatagram(bytes: old.bytes, source: old.source, recipient: victim.member)
             }
             let old = heard.filter { $0.at + Self.replayAge <= time && $0.source != victim.address }
             guard !old.isEmpty else { return nil }
             let pick = old[Int(random.uniform(below: UInt64(old.count)))]
-            return Forged(bytes: pick.bytes, source: ownAddress, recipient: victim.member)
+            return ForgedDatagram(bytes: pick.bytes, source: ownAddress, recipient: victim.member)
         }
     }
 

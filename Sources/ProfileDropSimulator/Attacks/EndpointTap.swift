@@ -91,20 +91,12 @@ class TapPolicy {
 /// frames under the same packet number. Everything it learns, and every change, goes through its
 /// ``TapPolicy``.
 struct TappedDevice: SansIODevice {
-    private struct Followed {
-        var info: TapSession
-        var handshake: HandshakeState?
-        var transport: NoiseTransport?
-        /// INVITE's Noise message, kept until we answer it.
-        var pendingInvite: HandshakePacket?
-    }
-
     private(set) var device: Device
     let policy: TapPolicy
     private let draws: DrawRecorder
-    private let staticKey: X25519.PrivateKey
-    private let parameters: [UInt8]
-    private var sessions: [UInt64: Followed] = [:]
+    private var follower: HandshakeFollower
+    /// What the policy is told of each session whose handshake completed.
+    private var secured: [UInt64: TapSession] = [:]
     /// Whether the adversary abandoned the device: it hears, sends and reports nothing more.
     private(set) var isRetired = false
 
@@ -117,8 +109,7 @@ struct TappedDevice: SansIODevice {
         draws = DrawRecorder(seedMaterial: seedMaterial, claimedID: claimedID)
         device = Device(configuration: configuration, random: draws, now: now, localAddress: localAddress)
         self.policy = policy
-        staticKey = configuration.staticKey
-        parameters = HandshakeRules.parameters(configuration.limits).encoded()
+        follower = HandshakeFollower(configuration: configuration)
     }
 
     /// Abandons the device: from now on it is silent and has no deadline.
@@ -188,106 +179,31 @@ struct TappedDevice: SansIODevice {
     // MARK: - Following the handshakes
 
     private mutating func follow(received packet: Packet, at time: Instant) {
-        switch packet {
-        case .invite(let invite):
-            if sessions[invite.sessionID] == nil {
-                sessions[invite.sessionID] = Followed(
-                    info: TapSession(sessionID: invite.sessionID, isInitiator: false, peer: invite.sender),
-                    pendingInvite: invite)
-            }
-        case .accept(let message), .confirm(let message):
-            guard var session = sessions[message.sessionID], var handshake = session.handshake,
-                !handshake.isComplete, !handshake.isMyTurnToWrite,
-                (try? handshake.readMessage(message.noiseMessage)) != nil
+        if case .secure(let secure) = packet {
+            guard let session = secured[secure.sessionID],
+                let frames = follower.frames(of: secure, outbound: false)
             else { return }
-            session.info.peerStaticKey = handshake.remoteStaticKey?.rawRepresentation
-            session.handshake = handshake
-            if handshake.isComplete { complete(&session, at: time) }
-            sessions[message.sessionID] = session
-        case .secure(let secure):
-            guard let session = sessions[secure.sessionID], let transport = session.transport,
-                let plaintext = try? transport.receiver.decrypt(
-                    nonce: secure.packetNumber, ad: secure.header, ciphertext: secure.ciphertext),
-                let frames = try? Frame.decodeAll(plaintext)
-            else { return }
-            policy.received(frames, in: session.info, device: deviceID, at: time)
-        case .beacon, .query, .busy:
-            break
+            policy.received(frames, in: session, device: deviceID, at: time)
+        } else if let completed = follower.received(packet) {
+            reportSecured(completed, at: time)
         }
     }
 
     private mutating func follow(sent packet: Packet) {
-        switch packet {
-        case .invite(let invite):
-            guard sessions[invite.sessionID] == nil,
-                var handshake = start(
-                    .initiator, invite.sessionID, initiator: invite.sender, responder: invite.receiver,
-                    message: invite.noiseMessage),
-                Self.write(&handshake, payload: [], expected: invite.noiseMessage)
-            else { return }
-            sessions[invite.sessionID] = Followed(
-                info: TapSession(sessionID: invite.sessionID, isInitiator: true, peer: invite.receiver),
-                handshake: handshake)
-        case .accept(let accept):
-            guard var session = sessions[accept.sessionID], session.handshake == nil,
-                let invite = session.pendingInvite,
-                var handshake = start(
-                    .responder, accept.sessionID, initiator: invite.sender, responder: invite.receiver,
-                    message: accept.noiseMessage),
-                (try? handshake.readMessage(invite.noiseMessage)) != nil,
-                Self.write(&handshake, payload: parameters, expected: accept.noiseMessage)
-            else { return }
-            session.handshake = handshake
-            session.pendingInvite = nil
-            sessions[accept.sessionID] = session
-        case .confirm(let confirm):
-            guard var session = sessions[confirm.sessionID], var handshake = session.handshake,
-                handshake.isMyTurnToWrite,
-                Self.write(&handshake, payload: parameters, expected: confirm.noiseMessage)
-            else { return }
-            session.handshake = handshake
-            complete(&session, at: device.now)
-            sessions[confirm.sessionID] = session
-        case .beacon, .query, .busy, .secure:
-            break
+        if let completed = follower.sent(packet, drawnKeys: draws.keyDraws) {
+            reportSecured(completed, at: device.now)
         }
     }
 
-    private func complete(_ session: inout Followed, at time: Instant) {
-        guard let handshake = session.handshake, session.transport == nil else { return }
-        let transport = handshake.split()
-        session.transport = transport
-        session.info.handshakeHash = transport.handshakeHash
-        session.info.peerStaticKey = handshake.remoteStaticKey?.rawRepresentation
-        session.info.securedAt = time
-        policy.secured(session.info, device: deviceID, at: time)
-    }
-
-    /// A handshake whose ephemeral key is the drawn key matching the one that starts `message`.
-    private func start(
-        _ role: NoiseRole, _ sessionID: UInt64, initiator: DeviceID, responder: DeviceID, message: [UInt8]
-    ) -> HandshakeState? {
-        guard message.count >= X25519.keyLength else { return nil }
-        let ephemeralPublic = Array(message.prefix(X25519.keyLength))
-        for draw in draws.keyDraws {
-            guard let candidate = try? X25519.PrivateKey(rawRepresentation: draw),
-                candidate.publicKey.rawRepresentation == ephemeralPublic
-            else { continue }
-            return HandshakeRules.handshake(
-                role: role, sessionID: sessionID, initiator: initiator, responder: responder,
-                staticKey: staticKey, ephemeralKey: candidate)
-        }
-        return nil
-    }
-
-    /// Writes our next message and checks it is the one the device sent.
-    private static func write(_ handshake: inout HandshakeState, payload: [UInt8], expected: [UInt8]) -> Bool
-    {
-        var unused = DeterministicRandom(seed: 0)  // the ephemeral key is fixed; nothing is drawn
-        guard let message = try? handshake.writeMessage(payload: payload, random: &unused) else {
-            return false
-        }
-        return message == expected
+    /// Tells the policy that `session`'s handshake completed at `time`.
+    private mutating func reportSecured(_ session: HandshakeFollower.Session, at time: Instant) {
+        guard let transport = session.transport else { return }
+        let info = TapSession(
+            sessionID: session.sessionID, isInitiator: session.isInitiator, peer: session.peer,
+            handshakeHash: transport.handshakeHash, peerStaticKey: session.peerStaticKey?.rawRepresentation,
+            securedAt: time)
+        secured[session.sessionID] = info
+        policy.secured(info, device: deviceID, at: time)
     }
 
     // MARK: - Rewriting
@@ -295,12 +211,11 @@ struct TappedDevice: SansIODevice {
     /// The SECURE packet as the policy wants it sent, or nil to drop it. A packet of a session the
     /// tap could not follow goes out unchanged.
     private func rewrite(_ secure: SecurePacket, original: [UInt8]) -> [UInt8]? {
-        guard let session = sessions[secure.sessionID], let transport = session.transport,
-            let plaintext = try? transport.sender.decrypt(
-                nonce: secure.packetNumber, ad: secure.header, ciphertext: secure.ciphertext),
-            let frames = try? Frame.decodeAll(plaintext)
+        guard let session = secured[secure.sessionID],
+            let transport = follower.session(secure.sessionID)?.transport,
+            let frames = follower.frames(of: secure, outbound: true)
         else { return original }
-        let sent = policy.sending(frames, in: session.info, device: deviceID, at: device.now)
+        let sent = policy.sending(frames, in: session, device: deviceID, at: device.now)
         if sent == frames { return original }
         if sent.isEmpty { return nil }
         let payload = Frame.encode(sent)

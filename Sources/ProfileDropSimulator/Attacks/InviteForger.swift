@@ -30,15 +30,6 @@ public struct ForgedInviteResult: Sendable {
 ///   the higher id accepts it beside its invitation, which goes on (until 2026-12-02 it abandoned
 ///   the invitation, and its ACCEPT reached the real invitee, which had no such session).
 final class InviteForger {
-    /// One forged INVITE for the driver to inject.
-    struct Forged {
-        let bytes: [UInt8]
-        /// The bystander's or the invitee's address.
-        let source: PeerAddress
-        /// The inviter.
-        let recipient: Int
-    }
-
     /// In whose name the forgeries come.
     enum Name {
         /// A bystander's, from its address.
@@ -63,9 +54,10 @@ final class InviteForger {
     }
 
     /// The forged INVITE for `invite`, seen leaving participant `inviter` for `destination` at
-    /// `time`; nil when this second's budget is spent.
+    /// `time`, from the bystander's or the invitee's address to the inviter; nil when this second's
+    /// budget is spent.
     func answer(_ invite: HandshakePacket, from inviter: Int, to destination: PeerAddress, at time: Instant)
-        -> Forged?
+        -> ForgedDatagram?
     {
         guard thisSecond.spend(at: time, budget: budget) else {
             unanswered += 1
@@ -80,7 +72,7 @@ final class InviteForger {
         let forgery = HandshakePacket(
             sessionID: random.nextUInt64(), sender: sender, receiver: invite.sender,
             noiseMessage: random.bytes(X25519.keyLength))
-        return Forged(bytes: Packet.invite(forgery).encoded(), source: source, recipient: inviter)
+        return ForgedDatagram(bytes: Packet.invite(forgery).encoded(), source: source, recipient: inviter)
     }
 }
 
@@ -211,9 +203,8 @@ extension Availability {
                     let forged = forger.answer(
                         invite, from: copy.source, to: copy.destination, at: stage.room.now)
                 else { continue }
-                stage.room.inject(forged.bytes, from: forged.source, to: forged.recipient, after: delay)
+                stage.inject(forged, after: delay, meter: &meter)
                 watch.hit(invite.sessionID, of: copy.source)
-                meter.countAttack(bytes: forged.bytes.count, at: stage.room.now)
             }
             meter.observe(stage)
             return false

@@ -26,16 +26,6 @@ public struct ReplayedSecureResult: Sendable {
 /// that did would only be the genuine packet on a faster path, and the victims would rightly act
 /// on it sooner.
 final class SecureReplayer {
-    /// One copy for the driver to inject.
-    struct Forged {
-        let bytes: [UInt8]
-        /// The address it claims to come from.
-        let source: PeerAddress
-        let recipient: Int
-        /// How long after the original arrived it arrives.
-        let delay: Duration
-    }
-
     private enum Mode: CaseIterable {
         case replay, tamper, reflect
     }
@@ -56,12 +46,12 @@ final class SecureReplayer {
     }
 
     /// What it sends for the SECURE datagram `bytes`, seen going from participant `sender` (at
-    /// `senderAddress`) to participant `recipient` (at `recipientAddress`) at `time`; nil when this
-    /// second's budget is spent.
+    /// `senderAddress`) to participant `recipient` (at `recipientAddress`) at `time`, and how long
+    /// after the original arrived it arrives; nil when this second's budget is spent.
     func answer(
         _ bytes: [UInt8], from sender: Int, at senderAddress: PeerAddress, to recipient: Int,
         at recipientAddress: PeerAddress, time: Instant
-    ) -> Forged? {
+    ) -> (copy: ForgedDatagram, delay: Duration)? {
         guard thisSecond.spend(at: time, budget: budget) else {
             result.unanswered += 1
             return nil
@@ -72,16 +62,16 @@ final class SecureReplayer {
         switch mode {
         case .replay:
             result.replayed += 1
-            return Forged(bytes: bytes, source: senderAddress, recipient: recipient, delay: delay)
+            return (ForgedDatagram(bytes: bytes, source: senderAddress, recipient: recipient), delay)
         case .tamper:
             result.tampered += 1
             var tampered = bytes
             let index = Int(random.uniform(below: UInt64(bytes.count)))
             tampered[index] ^= UInt8(1) << UInt8(random.uniform(below: 8))
-            return Forged(bytes: tampered, source: senderAddress, recipient: recipient, delay: delay)
+            return (ForgedDatagram(bytes: tampered, source: senderAddress, recipient: recipient), delay)
         case .reflect:
             result.reflected += 1
-            return Forged(bytes: bytes, source: recipientAddress, recipient: sender, delay: delay)
+            return (ForgedDatagram(bytes: bytes, source: recipientAddress, recipient: sender), delay)
         }
     }
 }
@@ -112,10 +102,7 @@ extension Availability {
                         copy.bytes, from: copy.source, at: stage.room.address(of: copy.source),
                         to: recipient, at: copy.destination, time: stage.room.now)
                 else { continue }
-                stage.room.inject(
-                    forged.bytes, from: forged.source, to: forged.recipient,
-                    after: stage.room.latency + forged.delay)
-                meter.countAttack(bytes: forged.bytes.count, at: stage.room.now)
+                stage.inject(forged.copy, after: stage.room.latency + forged.delay, meter: &meter)
             }
             meter.observe(stage)
             return false
