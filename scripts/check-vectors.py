@@ -502,6 +502,22 @@ def grapheme_count(text):
     return count
 
 
+# PROTOCOL.md 3.4: besides Cc and Cf, the default-ignorable code points that are not Cf
+# (Other_Default_Ignorable_Code_Point and Variation_Selector) and U+2800 BRAILLE PATTERN BLANK.
+INVISIBLE_RANGES = (
+    (0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180D), (0x180F, 0x180F),
+    (0x2065, 0x2065), (0x2800, 0x2800), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8), (0xE0000, 0xE0FFF),
+)
+
+
+def invisible(character):
+    if unicodedata.category(character) in ("Cc", "Cf"):
+        return True
+    point = ord(character)
+    return any(low <= point <= high for low, high in INVISIBLE_RANGES)
+
+
 def card_text(reader, kind):
     characters, max_bytes = TEXT_LIMITS[kind]
     raw = reader.take(reader.int(1))
@@ -511,8 +527,8 @@ def card_text(reader, kind):
         text = raw.decode("utf-8")  # strict: overlong forms, surrogates and values above U+10FFFF fail
     except UnicodeDecodeError as error:
         raise Drop("card-invalid", f"{kind} is not UTF-8") from error
-    if any(unicodedata.category(character) in ("Cc", "Cf") for character in text):
-        raise Drop("card-invalid", f"{kind} has a control or format character")
+    if any(invisible(character) for character in text):
+        raise Drop("card-invalid", f"{kind} has a control, format or invisible character")
     if grapheme_count(text) > characters:
         raise Drop("card-invalid", f"{kind} has too many characters")
     return text

@@ -834,6 +834,10 @@ enum ConformanceVectorGenerator {
             ("name with a C1 control character", named([0x42, 0xC2, 0x85])),
             ("name with a zero-width space (format character)", named(Array("B\u{200B}ori".utf8))),
             ("name with a right-to-left override", named(Array("\u{202E}Bori".utf8))),
+            ("name padded with the Hangul filler U+3164", named(Array("Max\u{3164}".utf8))),
+            ("name with the variation selector U+FE0F", named(Array("B\u{FE0F}ori".utf8))),
+            ("name with the braille blank U+2800", named(Array("Bori\u{2800}".utf8))),
+            ("name with the halfwidth Hangul filler U+FFA0", named(Array("\u{FFA0}Bori".utf8))),
             ("owner of 41 characters", named([0x42], owner: Array(repeating: 0x62, count: 41))),
             (
                 "six keywords",

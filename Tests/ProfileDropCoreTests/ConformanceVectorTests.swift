@@ -308,13 +308,16 @@ import Testing
                 responderShare: try vector.member("responder_share").bytes(), handshakeHash: h)
             #expect(bondKey == (try vector.member("bond_key").bytes()))
             let bond = KnownPeer(resolvingKey: [UInt8](repeating: 0, count: 32), bondKey: bondKey, name: "")
-            var random = ScriptedRandom([])
+            // A device draws its 32 random PROOF bytes whether or not it uses them (PROTOCOL.md 6.5):
+            // with a bond, they are drawn and not sent.
+            var random = ScriptedRandom([UInt8](repeating: 0xEE, count: 64))
             #expect(
                 Recognition.proof(bond: bond, handshakeHash: h, senderIsInitiator: true, random: &random)
                     == (try vector.member("initiator_proof").bytes()))
             #expect(
                 Recognition.proof(bond: bond, handshakeHash: h, senderIsInitiator: false, random: &random)
                     == (try vector.member("responder_proof").bytes()))
+            #expect(random.isExhausted)
         }
     }
 
