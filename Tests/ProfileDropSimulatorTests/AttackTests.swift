@@ -256,6 +256,23 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
         }
     }
 
+    /// The strict kinds of protocol 2.1's work (PROTOCOL.md 11.5, 11.6 item 10): today a session hog
+    /// holds the pair past twice its time, and a late decliner ends its victim's run, so both wait
+    /// outside the default run for the fix, and each of their runs is a breach.
+    @Test(arguments: [AttackKind.sessionHog, .lateDecliner])
+    func theStrictKindsShowTheHostageAttacksAndWaitForTheirFix(kind: AttackKind) {
+        #expect(Attacks.pendingFixKinds.contains(kind) && !Attacks.defaultKinds.contains(kind))
+        for n in 0..<3 {
+            let outcome = Attacks.runOne(runSeed: UInt64(1000 + n), kind: kind, users: .careless)
+            #expect(outcome.problems.isEmpty, "\(outcome.problems)")
+            #expect(!outcome.breaches.isEmpty, "\(outcome.screens)")
+            if kind == .lateDecliner {
+                // The decline after the code ended the victim's whole run.
+                #expect(outcome.screens.contains { $0.contains("declined by peer") }, "\(outcome.screens)")
+            }
+        }
+    }
+
     @Test func theIndependenceTestFindsADependenceAndOnlyThen() {
         // Every run that knew closed, every run that did not went on: as dependent as can be.
         let dependent = IndependenceTest([[30, 0], [0, 30]])

@@ -102,6 +102,15 @@ public enum AttackKind: String, CaseIterable, Sendable {
     /// gate waits (PROTOCOL.md 6.4).
     case inRangeWithholder = "in-range-withholder"
 
+    /// Availability, malicious peers, judged strictly: one for each of the pair, each inviting its
+    /// victim right after the victim's first BEACON (before the pair invites each other), then
+    /// stalling at a stage drawn per run: before IN_RANGE, before its decision, or ranging once
+    /// every few seconds.
+    case sessionHog = "session-hog"
+    /// Availability, malicious peers, judged strictly: one for each of the pair, inviting first,
+    /// passing the gate and the code, then declining.
+    case lateDecliner = "late-decliner"
+
     /// Whether the kind's malicious peer comes back under a fresh id after each session.
     var reinvites: Bool { self == .reinviter || self == .earlyDecliner || self == .farReturner }
 
@@ -243,7 +252,10 @@ public enum Attacks {
     /// for the invitee's ACCEPT (PROTOCOL.md 5, "Refusals"); the phantom keeper when the measurement
     /// noise came from a stream of its own, so that its no-attack baseline measures the same noise
     /// (PROTOCOL.md 6.4, 11.6 item 6).
-    static let pendingFixes: [(kind: AttackKind, fix: String)] = []
+    static let pendingFixes: [(kind: AttackKind, fix: String)] = [
+        (.sessionHog, "no session may hold a device hostage (protocol 2.1)"),
+        (.lateDecliner, "a decline ends only its session, before or after the code (protocol 2.1)"),
+    ]
 
     /// The kinds of ``pendingFixes``.
     public static let pendingFixKinds: [AttackKind] = pendingFixes.map(\.kind)

@@ -150,7 +150,7 @@ enum Availability {
         case .slowTransfer: "timeout: transfer"
         case .consentStall: "timeout: peer consent"
         case .slowloris, .withholdInRange: "out of range"
-        case .earlyDecline: "declined by peer"
+        case .earlyDecline, .lateDecline: "declined by peer"
         case .falseReceipt: "timeout: peer consent"
         }
     }
@@ -202,6 +202,7 @@ enum Availability {
         if kind == .secureReplayer { return secureReplayerRun(runSeed: runSeed) }
         if kind == .beaconRacer { return beaconRacerRun(runSeed: runSeed) }
         if kind == .closeCutter { return closeCutterRun(runSeed: runSeed) }
+        if kind == .sessionHog || kind == .lateDecliner { return hogRun(runSeed: runSeed, kind: kind) }
         if let behaviour = cleartext(kind) {
             return cleartextRun(runSeed: runSeed, kind: kind, behaviour: behaviour)
         }

@@ -38,6 +38,10 @@ enum MaliciousBehaviour: Sendable, Equatable {
     /// sends IN_RANGE: the victim waits for it to the end of its ranging window, and since
     /// 2026-12-02 up to one more window while its own gate is open (PROTOCOL.md 6.4).
     case withholdInRange
+    /// Ranges honestly from 7 cm in front, completes verification, and once it holds the code
+    /// sends CONSENT(decline) and CLOSE(declined): a decline after the code, which until protocol
+    /// 2.1 ended the victim's whole run (PROTOCOL.md 11.6, item 10).
+    case lateDecline
 
     /// Whether the offer is one byte above the victim's limit.
     var offersTooMuch: Bool { self == .oversize || self == .withholdCloseAck }
@@ -345,6 +349,12 @@ struct MaliciousPeer: DatagramSpeaker {
         ticks += 1
         tickAt = time + Self.tick
         switch behaviour {
+        case .lateDecline where code != nil && peerInRange:
+            // The code is known on both sides (the victim revealed): decline, then close.
+            send(facts() + [.consent(.decline, nil), .close(CloseFrame(code: .declined))])
+            endedAt = time
+            endedByClose = true
+            return
         case .earlyDecline:
             // Our facts, then the decline; the victim's CLOSE_ACK is not needed.
             send(facts() + [.close(CloseFrame(code: .declined))])
@@ -410,7 +420,7 @@ struct MaliciousPeer: DatagramSpeaker {
     /// Whether we send our decision: once the code is known and both are in range (never, for the
     /// consent stall).
     private var decided: Bool {
-        behaviour != .consentStall && ticks >= 4 && peerInRange && code != nil
+        behaviour != .consentStall && behaviour != .lateDecline && ticks >= 4 && peerInRange && code != nil
     }
 
     /// Our facts the victim does not yet hold, and our receipts, as an honest initiator sends them.
