@@ -256,16 +256,22 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
         }
     }
 
-    /// The strict kinds of protocol 2.1's work (PROTOCOL.md 11.5, 11.6 item 10): today a session hog
-    /// holds the pair past twice its time, and a late decliner ends its victim's run, so both wait
-    /// outside the default run for the fix, and each of their runs is a breach.
-    @Test(arguments: [AttackKind.sessionHog, .lateDecliner])
+    /// The strict kinds of protocol 2.1's work (PROTOCOL.md 5, 11.5, 11.6 item 10): today a session
+    /// hog holds the pair past twice its time, a late decliner ends its victim's run, and a BEACON
+    /// reflector makes idle devices send an unproven address many times its bytes, so all three
+    /// wait outside the default run for the fix, and each of their runs is a breach.
+    @Test(arguments: [AttackKind.sessionHog, .lateDecliner, .beaconReflector])
     func theStrictKindsShowTheHostageAttacksAndWaitForTheirFix(kind: AttackKind) {
         #expect(Attacks.pendingFixKinds.contains(kind) && !Attacks.defaultKinds.contains(kind))
         for n in 0..<3 {
             let outcome = Attacks.runOne(runSeed: UInt64(1000 + n), kind: kind, users: .careless)
             #expect(outcome.problems.isEmpty, "\(outcome.problems)")
             #expect(!outcome.breaches.isEmpty, "\(outcome.screens)")
+            if kind == .beaconReflector {
+                // Each phantom's BEACON draws an invitation's INVITEs to the reflection's target.
+                let measured = outcome.availability
+                #expect((measured?.bytesToNowhere ?? 0) > 4 * (measured?.attackerBytes ?? 0))
+            }
             if kind == .lateDecliner {
                 // The decline after the code ended the victim's whole run.
                 #expect(outcome.screens.contains { $0.contains("declined by peer") }, "\(outcome.screens)")

@@ -111,6 +111,10 @@ public enum AttackKind: String, CaseIterable, Sendable {
     /// passing the gate and the code, then declining.
     case lateDecliner = "late-decliner"
 
+    /// Availability, cleartext: BEACONs of eight fake ids from one address nobody holds, which the
+    /// victims then invite there; judged by the bytes they send to it against the attacker's.
+    case beaconReflector = "beacon-reflector"
+
     /// Whether the kind's malicious peer comes back under a fresh id after each session.
     var reinvites: Bool { self == .reinviter || self == .earlyDecliner || self == .farReturner }
 
@@ -255,6 +259,10 @@ public enum Attacks {
     static let pendingFixes: [(kind: AttackKind, fix: String)] = [
         (.sessionHog, "no session may hold a device hostage (protocol 2.1)"),
         (.lateDecliner, "a decline ends only its session, before or after the code (protocol 2.1)"),
+        (
+            .beaconReflector,
+            "no amplification: an address proves it receives before any INVITE (protocol 2.1)"
+        ),
     ]
 
     /// The kinds of ``pendingFixes``.

@@ -114,6 +114,7 @@ enum Availability {
         case .datagramFlood: .flood
         case .beaconReplay: .replay
         case .beaconDisplace: .displace
+        case .beaconReflector: .reflector
         default: nil
         }
     }
@@ -203,6 +204,7 @@ enum Availability {
         if kind == .beaconRacer { return beaconRacerRun(runSeed: runSeed) }
         if kind == .closeCutter { return closeCutterRun(runSeed: runSeed) }
         if kind == .sessionHog || kind == .lateDecliner { return hogRun(runSeed: runSeed, kind: kind) }
+        if kind == .beaconReflector { return reflectorRun(runSeed: runSeed) }
         if let behaviour = cleartext(kind) {
             return cleartextRun(runSeed: runSeed, kind: kind, behaviour: behaviour)
         }

@@ -22,6 +22,11 @@ enum CleartextBehaviour: Sendable, Equatable {
     /// numbers ahead of the latest heard, saying busy and 10 m away: the lies an attacker that can
     /// spoof a neighbour's address can put in its announcements.
     case displace
+    /// BEACONs of eight fake ids, all from one address nobody holds (the reflection's target), each
+    /// naming its source port and no position, repeated so that they stay in the victims' tables:
+    /// every victim that invites one sends its INVITEs to the target (PROTOCOL.md 5,
+    /// "Amplification").
+    case reflector
 }
 
 /// A cleartext attacker on the LAN: it hears every multicast datagram and sends, at a fixed budget
@@ -167,6 +172,23 @@ final class CleartextAttacker {
                 from: heard, id: kept[index].id, port: kept[index].source.port, sequence: kept[index].sequence
             )
             return ForgedDatagram(bytes: bytes, source: kept[index].source, recipient: recipient.member)
+        case .reflector:
+            if kept.isEmpty {
+                for _ in 0..<Self.reflectedPhantomCount {
+                    kept.append((DeviceID(rawValue: random.nextUInt64()), Self.reflectionTarget, 0))
+                }
+            }
+            // Every victim hears each BEACON (one datagram each), then the next phantom speaks.
+            let recipient = targets[keptSent % targets.count]
+            let index = keptSent / targets.count % kept.count
+            if keptSent % targets.count == 0 { kept[index].sequence &+= 1 }
+            keptSent += 1
+            let beacon = Beacon(
+                deviceID: kept[index].id, port: kept[index].source.port, busy: false,
+                sequence: kept[index].sequence)
+            return ForgedDatagram(
+                bytes: Packet.beacon(beacon).encoded(), source: kept[index].source,
+                recipient: recipient.member)
         case .flood:
             let source = PeerAddress(
                 ipv4: Self.spoofedBase + 0x100 + UInt32(sentDatagrams / 256 % 4),
@@ -196,6 +218,11 @@ final class CleartextAttacker {
             return ForgedDatagram(bytes: pick.bytes, source: ownAddress, recipient: victim.member)
         }
     }
+
+    /// The reflector's phantoms: as many as the kit used.
+    static let reflectedPhantomCount = 8
+    /// The address the reflector makes the victims send to: in ``spoofedBase``'s range.
+    static let reflectionTarget = PeerAddress(ipv4: spoofedBase + 0x3FF, port: 40_000)
 
     /// 10.0.200.0/22: addresses nobody in the room holds.
     static let spoofedBase: UInt32 = 0x0A00_C800

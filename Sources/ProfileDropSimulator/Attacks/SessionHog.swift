@@ -52,3 +52,58 @@ extension Availability {
         return finish(outcome, result: result, stage: stage)
     }
 }
+
+extension Availability {
+    /// The reflector's budget in datagrams a second: slow, as a reflection needs no more.
+    static let reflectorBudget = 2
+
+    /// The BEACON reflector (PROTOCOL.md 5, "Amplification"): two idle victims 3 m apart, never
+    /// pairing, hear the reflector's phantoms for their whole run. A breach is any byte beyond the
+    /// attacker's own that the victims send to the reflection's target, which never proved it
+    /// receives: the attacker's multicast, heard by N devices, may cost at most N times its bytes,
+    /// and the meter counts each victim's copy of a BEACON as one of the attacker's datagrams.
+    static func reflectorRun(runSeed: UInt64) -> AttackOutcome {
+        var outcome = AttackOutcome(runSeed: runSeed, kind: .beaconReflector, users: .careless)
+        var result = AvailabilityResult()
+        result.budget = reflectorBudget
+        var stage = AttackStage(users: .careless, victimsKnown: false)
+        for (index, name) in ["A", "B"].enumerated() {
+            stage.addVictim(
+                name: name, card: AttackCards.card(runSeed: runSeed, role: "victim-\(name)"),
+                identity: DeviceIdentity(
+                    secret: BLAKE2b.hash(
+                        Simulation.seedMaterial(runSeed, "attacks/reflector/identity/\(name)"),
+                        outputLength: 32)),
+                knownPeers: [], pose: Pose(x: Double(300 * index), y: 0, heading: 0),
+                seedMaterial: Simulation.seedMaterial(runSeed, "attacks/reflector/\(name)"))
+        }
+        let attacker = CleartextAttacker(
+            behaviour: .reflector, budget: reflectorBudget,
+            targets: stage.victims.map {
+                CleartextAttacker.Target(member: $0.member, address: stage.room.address(of: $0.member))
+            },
+            ownAddress: stage.nextAddress,
+            seedMaterial: Simulation.seedMaterial(runSeed, "attacks/reflector/attacker"), startAt: .zero)
+        let attackerMember = stage.addSpeaker(AttackerSpeaker(attacker: attacker))
+        var meter = Meter(attacker: attackerMember)
+        stage.run(until: runLimit) { stage in
+            for forged in attacker.pending { stage.inject(forged, after: stage.room.latency, meter: &meter) }
+            attacker.pending.removeAll(keepingCapacity: true)
+            meter.observe(stage)
+            return false
+        }
+        meter.fill(&result, stage: stage)
+        outcome.screens = stage.victims.map(describe)
+        let ratio =
+            result.attackerBytes > 0 ? Double(result.bytesToNowhere) / Double(result.attackerBytes) : 0
+        outcome.screens.append(
+            "reflector sent \(result.attackerBytes) bytes; the victims sent its target \(result.bytesToNowhere) "
+                + "(\(format(ratio))×)")
+        if result.bytesToNowhere > result.attackerBytes {
+            outcome.breaches.append(
+                "the victims sent an address that never proved it receives \(format(ratio))× the bytes "
+                    + "the attacker sent them")
+        }
+        return finish(outcome, result: result, stage: stage)
+    }
+}
