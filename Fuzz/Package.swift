@@ -35,6 +35,19 @@ let package = Package(
         ),
         .executableTarget(
             name: "FuzzCapture", dependencies: ["FuzzSupport", "FuzzDriver", "CaptureUnderTest"]),
+        // The file formats' checks (card files, known peers, key files, scenarios, swarm summaries,
+        // JSON), self-contained so that the CLI tests compile the same file to replay stored inputs.
+        .target(
+            name: "FileFuzz",
+            dependencies: [
+                .product(name: "ProfileDropCLI", package: "ProfileDrop"),
+                .product(name: "ProfileDropCardFile", package: "ProfileDrop"),
+                .product(name: "ProfileDropCore", package: "ProfileDrop"),
+                .product(name: "ProfileDropJSON", package: "ProfileDrop"),
+                .product(name: "ProfileDropSimulator", package: "ProfileDrop"),
+            ]
+        ),
+        .executableTarget(name: "FuzzFile", dependencies: ["FileFuzz", "FuzzSupport", "FuzzDriver"]),
         // Writes the seed corpora: generated valid inputs and UDP payloads from Captures/*.pcapng.
         .executableTarget(name: "FuzzSeeds", dependencies: ["FuzzSupport"]),
     ]
