@@ -13,7 +13,6 @@ let package = Package(
             dependencies: [
                 .product(name: "ProfileDropCore", package: "ProfileDrop"),
                 .product(name: "ProfileDropNoise", package: "ProfileDrop"),
-                .product(name: "ProfileDropSimulator", package: "ProfileDrop"),
             ]
         ),
         // The declaration of LLVMFuzzerRunDriver, defined by the libFuzzer runtime.

@@ -12,7 +12,8 @@
 #   - Core's line coverage counting only lines peer input can reach (Fuzz/coverage-exclusions.txt);
 #   - which ExchangeState handler and which frame type's receive path the corpora reach.
 # The HTML report (llvm-cov show) goes to Fuzz/.build/coverage/html/index.html, the summary to
-# Fuzz/.build/coverage/summary.txt. Exit 4: the targets did not build.
+# Fuzz/.build/coverage/summary.txt, every Core line the corpora miss (and that counts) to
+# Fuzz/.build/coverage/core-unreached.txt. Exit 4: the targets did not build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -92,7 +93,7 @@ for target in "${targets[@]}"; do
         > "$scratch/$target.json"
 done
 python3 "$root/scripts/coverage_summary.py" --root "$root" --exclusions "$root/Fuzz/coverage-exclusions.txt" \
-    --all "$scratch/all.json" --core "$scratch/core.txt" \
+    --all "$scratch/all.json" --core "$scratch/core.txt" --unreached "$scratch/core-unreached.txt" \
     $(for target in "${targets[@]}"; do echo "--target $target=$scratch/$target.json"; done) |
     tee "$scratch/summary.txt"
 

@@ -115,20 +115,50 @@ def parse_show(path):
     return files
 
 
-def read_exclusions(path):
-    """[(file, first, last, reason)] from lines `ProfileDropCore/File.swift:12-30  reason`."""
-    exclusions = []
+def read_exclusions(path, root):
+    """{short file name: set of excluded line numbers} from the exclusions file, whose lines are
+    `file FILE  reason`, `function FILE NAME  reason` (the body of `func NAME(`, to its closing
+    brace) or `pattern TEXT  reason` (every Core line containing TEXT); FILE as
+    `ProfileDropCore/Dir/File.swift`."""
+    excluded = {}
     if not Path(path).exists():
-        return exclusions
+        return excluded
+    sources = {}
+
+    def source(name):
+        if name not in sources:
+            sources[name] = (Path(root) / "Sources" / name).read_text().splitlines()
+        return sources[name]
+
     for raw in open(path):
-        raw = raw.strip()
-        if not raw or raw.startswith("#"):
+        raw = raw.rstrip("\n")
+        if not raw.strip() or raw.lstrip().startswith("#"):
             continue
-        location, _, reason = raw.partition(" ")
-        name, _, lines = location.rpartition(":")
-        first, _, last = lines.partition("-")
-        exclusions.append((name, int(first), int(last or first), reason.strip()))
-    return exclusions
+        kind, _, rest = raw.partition(" ")
+        if kind == "file":
+            name = rest.split()[0]
+            excluded.setdefault(name, set()).update(range(1, len(source(name)) + 1))
+        elif kind == "function":
+            name, function = rest.split()[:2]
+            lines = source(name)
+            for index, text in enumerate(lines, start=1):
+                if re.search(r"\bfunc " + re.escape(function) + r"\(", text):
+                    indent = len(text) - len(text.lstrip())
+                    end = next(
+                        (i for i in range(index, len(lines) + 1) if lines[i - 1] == " " * indent + "}"),
+                        index,
+                    )
+                    excluded.setdefault(name, set()).update(range(index, end + 1))
+        elif kind == "pattern":
+            text = rest.split("  ")[0].strip()
+            for path in sorted((Path(root) / "Sources/ProfileDropCore").rglob("*.swift")):
+                name = str(path.relative_to(Path(root) / "Sources"))
+                for index, line in enumerate(source(name), start=1):
+                    if text in line:
+                        excluded.setdefault(name, set()).add(index)
+        else:
+            raise SystemExit(f"coverage: unknown exclusion {raw!r}")
+    return excluded
 
 
 def reachable_core(show, exclusions):
@@ -137,16 +167,17 @@ def reachable_core(show, exclusions):
     for name, lines in show.items():
         if not name.startswith("ProfileDropCore/"):
             continue
+        skip = exclusions.get(name, set())
         for number, (value, _) in lines.items():
             if value is None:
                 continue
-            if any(name == e[0] and e[1] <= number <= e[2] for e in exclusions):
+            if number in skip:
                 excluded += 1
                 continue
             count += 1
             covered += value
             if value == 0:
-                misses[name] = misses.get(name, 0) + 1
+                misses.setdefault(name, []).append((number, lines[number][1]))
     return covered, count, excluded, misses
 
 
@@ -155,7 +186,7 @@ def excluded_covered(show, exclusions):
         value
         for name, lines in show.items()
         for number, (value, _) in lines.items()
-        if value and any(name == e[0] and e[1] <= number <= e[2] for e in exclusions)
+        if value and number in exclusions.get(name, set())
     )
 
 
@@ -219,6 +250,7 @@ def main():
     parser.add_argument("--exclusions", required=True)
     parser.add_argument("--all", required=True)
     parser.add_argument("--core", required=True, help="llvm-cov show text of ProfileDropCore")
+    parser.add_argument("--unreached", help="write every unreached, counted Core line here")
     parser.add_argument("--target", action="append", default=[], help="NAME=export.json")
     arguments = parser.parse_args()
 
@@ -253,7 +285,7 @@ def main():
                 print(f"  {short:<58} {percent(lc, ln)} of {ln:>4}  {percent(rc, rn)} of {rn:>4}")
 
     show = parse_show(arguments.core)
-    exclusions = read_exclusions(arguments.exclusions)
+    exclusions = read_exclusions(arguments.exclusions, arguments.root)
     covered, count, excluded, misses = reachable_core(show, exclusions)
     print()
     print(
@@ -263,8 +295,13 @@ def main():
         "llvm-cov show counts them)"
     )
     print("  files with the most unreached lines:")
-    for name, missed in sorted(misses.items(), key=lambda item: -item[1])[:12]:
-        print(f"    {missed:>4}  {name}")
+    for name, missed in sorted(misses.items(), key=lambda item: -len(item[1]))[:12]:
+        print(f"    {len(missed):>4}  {name}")
+    if arguments.unreached:
+        with open(arguments.unreached, "w") as out:
+            for name, missed in sorted(misses.items()):
+                for number, text in sorted(missed):
+                    out.write(f"{name}:{number}: {text.strip()}\n")
 
     print()
     print("ExchangeState handlers (reached: the body runs for some input)")

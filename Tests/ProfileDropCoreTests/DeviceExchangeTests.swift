@@ -770,8 +770,8 @@ extension VirtualRoom {
             run.peer.send(frames)
             var events: [DeviceEvent] = []
             for datagram in run.peer.outbox {
-                run.room.inject(datagram, from: run.peer.address, to: 0)
-                while run.room.step(notAfter: run.now) != nil { events += run.room.lastEvents }
+                run.drive { $0.handleDatagram(datagram, from: run.peer.address, at: $1) }
+                events += run.lastEvents
             }
             run.peer.outbox = []
             return events
