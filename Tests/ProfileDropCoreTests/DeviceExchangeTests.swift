@@ -769,8 +769,9 @@ extension VirtualRoom {
         func send(_ frames: [Frame]) -> [DeviceEvent] {
             run.peer.send(frames)
             var events: [DeviceEvent] = []
+            let address = run.peer.address
             for datagram in run.peer.outbox {
-                run.drive { $0.handleDatagram(datagram, from: run.peer.address, at: $1) }
+                run.drive { $0.handleDatagram(datagram, from: address, at: $1) }
                 events += run.lastEvents
             }
             run.peer.outbox = []
