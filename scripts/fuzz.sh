@@ -190,15 +190,17 @@ merge() {
     echo "fuzz: $target: corpus $before -> $(find "$corpus" -type f | wc -l) inputs"
 }
 
-# Rewrites the stored corpus Fuzz/Corpus/<target> as the smallest set of inputs (by libFuzzer's
-# -merge=1, which prefers short inputs) that reaches everything the corpus, the seeds, the stored
-# corpus and the stored cases reach, capped at -max_len=store_len bytes an input.
-declare -A store_len=([wire]=1400 [noise]=512 [device]=1024 [capture]=16384 [file]=4096)
+# Rewrites the stored corpus Fuzz/Corpus/<target> as a small set of inputs (libFuzzer's
+# -set_cover_merge=1: a greedy set cover, fewer inputs than -merge=1) that reaches every feature the
+# corpus, the seeds and the stored corpus reach, each input cut to store_len bytes. The seeds are
+# written afresh every run, so whole captures need not be stored again.
+declare -A store_len=([wire]=1400 [noise]=512 [device]=1024 [capture]=4096 [file]=1024)
 store() {
-    local target=$1 fresh="$root/Fuzz/.build/store/$target"
+    local target=$1
+    local fresh="$root/Fuzz/.build/store/$target"
     rm -rf "$fresh"
     mkdir -p "$fresh" "$root/Fuzz/Corpus/$target" "$root/Fuzz/.build/corpus/$target"
-    "$bin/${products[$target]}" -merge=1 -max_len="${store_len[$target]}" -timeout=10 -detect_leaks=0 \
+    "$bin/${products[$target]}" -set_cover_merge=1 -max_len="${store_len[$target]}" -timeout=10 -detect_leaks=0 \
         -rss_limit_mb=2048 "$fresh" "$root/Fuzz/Corpus/$target" "$root/Fuzz/.build/corpus/$target" \
         "$root/Fuzz/.build/seeds/$target" > "$root/Fuzz/.build/logs/$target.store.log" 2>&1 ||
         { echo "fuzz: storing $target failed; see Fuzz/.build/logs/$target.store.log" >&2; return 3; }
@@ -209,7 +211,7 @@ store() {
         [ -f "$file" ] && cp "$file" "$root/Fuzz/Corpus/$target/"
     done
     echo "fuzz: $target: stored $(find "$root/Fuzz/Corpus/$target" -type f | wc -l) inputs," \
-        "$(du -sk "$root/Fuzz/Corpus/$target" | cut -f1) KB, in Fuzz/Corpus/$target"
+        "$(find "$root/Fuzz/Corpus/$target" -type f -exec cat {} + | wc -c) bytes, in Fuzz/Corpus/$target"
 }
 
 [ $# -ge 1 ] || usage
