@@ -82,10 +82,10 @@ def totals(files):
 
 
 def short_name(filename):
-    for marker in ("/Sources/", "/Fuzz/Sources/CaptureUnderTest/"):
-        if marker in filename:
-            rest = filename.split(marker, 1)[1]
-            return rest if marker == "/Sources/" else "ProfileDropCapture/" + rest
+    if "/Fuzz/Sources/CaptureUnderTest/" in filename:
+        return "ProfileDropCapture/" + filename.split("/Fuzz/Sources/CaptureUnderTest/", 1)[1]
+    if "/Sources/" in filename:
+        return filename.split("/Sources/", 1)[1]
     return filename
 
 
@@ -117,8 +117,8 @@ def parse_show(path):
 
 def read_exclusions(path, root):
     """{short file name: set of excluded line numbers} from the exclusions file, whose lines are
-    `file FILE  reason`, `function FILE NAME  reason` (the body of `func NAME(`, to its closing
-    brace) or `pattern TEXT  reason` (every Core line containing TEXT); FILE as
+    `file FILE  reason`, `function FILE NAME  reason` (every `func NAME(` or `var NAME` of the
+    file, to its closing brace) or `pattern TEXT  reason` (every Core line containing TEXT); FILE as
     `ProfileDropCore/Dir/File.swift`."""
     excluded = {}
     if not Path(path).exists():
@@ -142,7 +142,7 @@ def read_exclusions(path, root):
             name, function = rest.split()[:2]
             lines = source(name)
             for index, text in enumerate(lines, start=1):
-                if re.search(r"\bfunc " + re.escape(function) + r"\(", text):
+                if re.search(r"\b(func " + re.escape(function) + r"\(|var " + re.escape(function) + r"\b)", text):
                     indent = len(text) - len(text.lstrip())
                     end = next(
                         (i for i in range(index, len(lines) + 1) if lines[i - 1] == " " * indent + "}"),

@@ -67,7 +67,9 @@ public struct DeviceFuzz {
     static func start(policy: ConsentPolicy) -> DeviceFuzz {
         var keyRandom = DeterministicRandom(seed: 0xD0D0)
         var timeouts = Timeouts()
-        timeouts.overall = .seconds(60)
+        // Short enough that the device's own limit can end a live session within an input (a few
+        // long waits between honest rounds), and that a device left alone finishes soon.
+        timeouts.overall = .seconds(12)
         let configuration = DeviceConfiguration(
             card: card("Bori", photoBytes: 2500), consent: policy,
             staticKey: X25519.PrivateKey(using: &keyRandom),
@@ -339,8 +341,14 @@ public struct DeviceFuzz {
             default: return DeviceID(rawValue: input.uint64())
             }
         }
-        let session = input.byte() < 160 ? peer.sessionID : input.uint64()
-        let packet: Packet
+        // A session byte from 240 answers the device's own latest invitation (to a peer it learned
+        // from a forged BEACON or QUERY): its session, from its invitee's id and address, so that
+        // the device's side as initiator (ACCEPT, BUSY of every reason, BUSY(retry) and its
+        // cookie) is reached too. Below 160 the peer's session; otherwise any.
+        let sessionByte = input.byte()
+        let answering = sessionByte >= 240 ? deviceInvitation : nil
+        let session = sessionByte < 160 ? peer.sessionID : answering?.sessionID ?? input.uint64()
+        var packet: Packet
         // SECURE is forged elsewhere, sealed under the live keys; every other type is picked here.
         let cleartextTypes = PacketType.allCases.filter { $0 != .secure }
         switch cleartextTypes[Int(input.byte()) % cleartextTypes.count] {
@@ -383,8 +391,25 @@ public struct DeviceFuzz {
                     sessionID: session, sender: id(&input), receiver: id(&input), reason: reason,
                     cookie: cookie))
         }
-        deliver(packet.encoded(), from: sourceAddress(&input))
+        var source = sourceAddress(&input)
+        if let answering {
+            source = answering.address
+            switch packet {
+            case .accept(var accept), .confirm(var accept):
+                (accept.sender, accept.receiver) = (answering.invitee, device.deviceID)
+                packet = packet.type == .accept ? .accept(accept) : .confirm(accept)
+            case .busy(var busy):
+                (busy.sender, busy.receiver) = (answering.invitee, device.deviceID)
+                packet = .busy(busy)
+            case .beacon, .query, .invite, .secure:
+                break
+            }
+        }
+        deliver(packet.encoded(), from: source)
     }
+
+    /// The device's latest INVITE: its session, whom it invited and where.
+    var deviceInvitation: (sessionID: UInt64, invitee: DeviceID, address: PeerAddress)?
 
     // MARK: - Time and delivery
 
@@ -511,6 +536,11 @@ public struct DeviceFuzz {
             case .multicast:
                 findings.check((try? Packet(datagram: datagram.bytes)) != nil, "undecodable multicast sent")
             case .unicast(let address):
+                if datagram.bytes.count > 3, datagram.bytes[3] == PacketType.invite.rawValue,
+                    case .invite(let invite)? = try? Packet(datagram: datagram.bytes)
+                {
+                    deviceInvitation = (invite.sessionID, invite.receiver, address)
+                }
                 // Datagrams to the peer reach it now, in the order sent (the peer checks that they
                 // decode); the rest vanish.
                 if address == peer.address {
