@@ -8,11 +8,13 @@ let package = Package(
         .library(name: "ProfileDropCore", targets: ["ProfileDropCore"]),
         .library(name: "ProfileDropNoise", targets: ["ProfileDropNoise"]),
         .library(name: "ProfileDropSimulator", targets: ["ProfileDropSimulator"]),
-        // For the file-format fuzz target in Fuzz/: the readers of card files, JSON, the known-peers
-        // store and key files.
+        // For the fuzz targets in Fuzz/: the readers of card files, JSON, the known-peers store, key
+        // files and captures.
         .library(name: "ProfileDropJSON", targets: ["ProfileDropJSON"]),
         .library(name: "ProfileDropCardFile", targets: ["ProfileDropCardFile"]),
         .library(name: "ProfileDropCLI", targets: ["ProfileDropCLI"]),
+        // For the capture fuzz target, and built anyway for the file target through the CLI.
+        .library(name: "ProfileDropCapture", targets: ["ProfileDropCapture"]),
     ],
     targets: [
         // libsodium, the only dependency outside the toolchain.

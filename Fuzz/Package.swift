@@ -23,17 +23,11 @@ let package = Package(
         .executableTarget(name: "FuzzWire", dependencies: ["FuzzSupport", "FuzzDriver"]),
         .executableTarget(name: "FuzzNoise", dependencies: ["FuzzSupport", "FuzzDriver"]),
         .executableTarget(name: "FuzzDevice", dependencies: ["FuzzSupport", "FuzzDriver"]),
-        // The capture module's own sources (Sources/CaptureUnderTest links to them): the main package
-        // does not export ProfileDropCapture as a product, which a package dependency would need.
-        .target(
-            name: "CaptureUnderTest",
-            dependencies: [
-                .product(name: "ProfileDropCore", package: "ProfileDrop"),
-                .product(name: "ProfileDropNoise", package: "ProfileDrop"),
-            ]
-        ),
         .executableTarget(
-            name: "FuzzCapture", dependencies: ["FuzzSupport", "FuzzDriver", "CaptureUnderTest"]),
+            name: "FuzzCapture",
+            dependencies: [
+                "FuzzSupport", "FuzzDriver", .product(name: "ProfileDropCapture", package: "ProfileDrop"),
+            ]),
         // The file formats' checks (card files, known peers, key files, scenarios, swarm summaries,
         // JSON), self-contained so that the CLI tests compile the same file to replay stored inputs.
         .target(

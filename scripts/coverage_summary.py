@@ -15,15 +15,14 @@ import re
 import sys
 from pathlib import Path
 
-# Report modules, in order, and how to recognise their files. The capture target compiles the
-# capture sources as the module CaptureUnderTest (a link to Sources/ProfileDropCapture).
+# Report modules, in order, and how to recognise their files.
 MODULES = [
     ("Core", ("/Sources/ProfileDropCore/",)),
     ("Noise", ("/Sources/ProfileDropNoise/",)),
     ("Crypto", ("/Sources/ProfileDropCrypto/",)),
     ("JSON", ("/Sources/ProfileDropJSON/",)),
     ("CardFile", ("/Sources/ProfileDropCardFile/",)),
-    ("Capture", ("/Sources/ProfileDropCapture/", "/Fuzz/Sources/CaptureUnderTest/")),
+    ("Capture", ("/Sources/ProfileDropCapture/",)),
     ("Simulator", ("/Sources/ProfileDropSimulator/",)),
     ("CLI", ("/Sources/ProfileDropCLI/",)),
 ]
@@ -82,8 +81,6 @@ def totals(files):
 
 
 def short_name(filename):
-    if "/Fuzz/Sources/CaptureUnderTest/" in filename:
-        return "ProfileDropCapture/" + filename.split("/Fuzz/Sources/CaptureUnderTest/", 1)[1]
     if "/Sources/" in filename:
         return filename.split("/Sources/", 1)[1]
     return filename
