@@ -196,6 +196,7 @@ merge() {
         -rss_limit_mb=2048 -merge_control_file="$root/Fuzz/.build/logs/$target.merge" "$corpus" "$@" \
         > "$root/Fuzz/.build/logs/$target.merge.log" 2>&1 ||
         { echo "fuzz: merging into $target failed; see Fuzz/.build/logs/$target.merge.log" >&2; return 3; }
+    rm -f "$root/Fuzz/.build/logs/$target.merge"
     echo "fuzz: $target: corpus $before -> $(find "$corpus" -type f | wc -l) inputs"
 }
 
