@@ -133,6 +133,7 @@ public enum FileFuzz {
 
     static func checkCard(_ text: [UInt8], photo: [UInt8], into violations: inout [String]) {
         let directory = workDirectory()
+        defer { remove(directory) }
         let cardPath = directory + "/card.json"
         write(text, to: cardPath)
         write(photo, to: directory + "/p.jpg")
@@ -175,6 +176,7 @@ public enum FileFuzz {
 
     static func checkKnownPeers(_ contents: [UInt8], into violations: inout [String]) {
         let directory = workDirectory()
+        defer { remove(directory) }
         let path = directory + "/known-peers"
         write(contents, to: path)
         let peers: [KnownPeer]
@@ -239,6 +241,7 @@ public enum FileFuzz {
 
     static func checkKeyFile(_ contents: [UInt8], into violations: inout [String]) {
         let directory = workDirectory()
+        defer { remove(directory) }
         let path = directory + "/static-key"
         write(contents, to: path)
         let key: X25519.PrivateKey?
@@ -268,6 +271,7 @@ public enum FileFuzz {
 
     static func checkScenario(_ text: [UInt8], into violations: inout [String]) {
         let directory = workDirectory()
+        defer { remove(directory) }
         let path = directory + "/scenario.json"
         write(text, to: path)
         let scenario: Scenario
@@ -404,24 +408,27 @@ public enum FileFuzz {
 
     // MARK: Files
 
-    /// One private directory per process, reused by every input; in memory where there is a tmpfs,
-    /// since the stores sync what they write and a disk would make that the whole cost of an input.
-    nonisolated(unsafe) private static var directory: String?
-
-    private static func workDirectory() -> String {
-        if let directory { return directory }
+    /// Where the inputs' files are written: in memory where there is a tmpfs, since the stores sync
+    /// what they write and on a disk the syncs were the whole cost of an input.
+    private static let base: String = {
         var isDirectory: ObjCBool = false
         let memory =
             FileManager.default.fileExists(atPath: "/dev/shm", isDirectory: &isDirectory)
             && isDirectory.boolValue
-        let made = (memory ? "/dev/shm/" : NSTemporaryDirectory()) + "profiledrop-file-fuzz-\(getpid())"
+        return (memory ? "/dev/shm/" : NSTemporaryDirectory()) + "profiledrop-file-fuzz"
+    }()
+
+    /// A fresh private directory for one input, which the caller removes: inputs checked at once
+    /// (the tests run in parallel) never share a file, and nothing is left behind.
+    private static func workDirectory() -> String {
+        let made = base + "/" + UUID().uuidString
         try? FileManager.default.createDirectory(
             atPath: made, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        directory = made
-        atexit {
-            if let directory = FileFuzz.directory { try? FileManager.default.removeItem(atPath: directory) }
-        }
         return made
+    }
+
+    private static func remove(_ directory: String) {
+        try? FileManager.default.removeItem(atPath: directory)
     }
 
     /// Replaces the file at `path` with `bytes`, mode 0600 (the stores refuse anything looser).
