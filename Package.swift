@@ -8,6 +8,13 @@ let package = Package(
         .library(name: "ProfileDropCore", targets: ["ProfileDropCore"]),
         .library(name: "ProfileDropNoise", targets: ["ProfileDropNoise"]),
         .library(name: "ProfileDropSimulator", targets: ["ProfileDropSimulator"]),
+        // For the fuzz targets in Fuzz/: the readers of card files, JSON, the known-peers store, key
+        // files and captures.
+        .library(name: "ProfileDropJSON", targets: ["ProfileDropJSON"]),
+        .library(name: "ProfileDropCardFile", targets: ["ProfileDropCardFile"]),
+        .library(name: "ProfileDropCLI", targets: ["ProfileDropCLI"]),
+        // For the capture fuzz target, and built anyway for the file target through the CLI.
+        .library(name: "ProfileDropCapture", targets: ["ProfileDropCapture"]),
     ],
     targets: [
         // libsodium, the only dependency outside the toolchain.
@@ -77,7 +84,10 @@ let package = Package(
                 "ProfileDropTestSupport", "ProfileDropSimulator",
             ],
             // Regression inputs are data; FuzzCases/Harness holds the fuzz targets' shared Swift code.
-            exclude: ["FuzzCases/wire", "FuzzCases/device", "FuzzCases/noise", "FuzzCases/capture"]
+            exclude: [
+                "FuzzCases/wire", "FuzzCases/device", "FuzzCases/noise", "FuzzCases/capture",
+                "FuzzCases/file",
+            ]
         ),
         .testTarget(
             name: "ProfileDropSimulatorTests",
@@ -103,6 +113,8 @@ let package = Package(
                 "ProfileDropCLI", "ProfileDropCardFile", "ProfileDropCore", "ProfileDropTestSupport",
                 // A real device on loopback sockets, as a misbehaving peer of `share`.
                 "ProfileDropCrypto", "ProfileDropTransport",
+                // The file fuzz target's checks (FileFuzzHarness), replaying its stored inputs.
+                "ProfileDropJSON", "ProfileDropSimulator",
             ]),
     ]
 )

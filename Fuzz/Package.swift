@@ -13,7 +13,6 @@ let package = Package(
             dependencies: [
                 .product(name: "ProfileDropCore", package: "ProfileDrop"),
                 .product(name: "ProfileDropNoise", package: "ProfileDrop"),
-                .product(name: "ProfileDropSimulator", package: "ProfileDrop"),
             ]
         ),
         // The declaration of LLVMFuzzerRunDriver, defined by the libFuzzer runtime.
@@ -24,17 +23,24 @@ let package = Package(
         .executableTarget(name: "FuzzWire", dependencies: ["FuzzSupport", "FuzzDriver"]),
         .executableTarget(name: "FuzzNoise", dependencies: ["FuzzSupport", "FuzzDriver"]),
         .executableTarget(name: "FuzzDevice", dependencies: ["FuzzSupport", "FuzzDriver"]),
-        // The capture module's own sources (Sources/CaptureUnderTest links to them): the main package
-        // does not export ProfileDropCapture as a product, which a package dependency would need.
-        .target(
-            name: "CaptureUnderTest",
+        .executableTarget(
+            name: "FuzzCapture",
             dependencies: [
+                "FuzzSupport", "FuzzDriver", .product(name: "ProfileDropCapture", package: "ProfileDrop"),
+            ]),
+        // The file formats' checks (card files, known peers, key files, scenarios, swarm summaries,
+        // JSON), self-contained so that the CLI tests compile the same file to replay stored inputs.
+        .target(
+            name: "FileFuzz",
+            dependencies: [
+                .product(name: "ProfileDropCLI", package: "ProfileDrop"),
+                .product(name: "ProfileDropCardFile", package: "ProfileDrop"),
                 .product(name: "ProfileDropCore", package: "ProfileDrop"),
-                .product(name: "ProfileDropNoise", package: "ProfileDrop"),
+                .product(name: "ProfileDropJSON", package: "ProfileDrop"),
+                .product(name: "ProfileDropSimulator", package: "ProfileDrop"),
             ]
         ),
-        .executableTarget(
-            name: "FuzzCapture", dependencies: ["FuzzSupport", "FuzzDriver", "CaptureUnderTest"]),
+        .executableTarget(name: "FuzzFile", dependencies: ["FileFuzz", "FuzzSupport", "FuzzDriver"]),
         // Writes the seed corpora: generated valid inputs and UDP payloads from Captures/*.pcapng.
         .executableTarget(name: "FuzzSeeds", dependencies: ["FuzzSupport"]),
     ]

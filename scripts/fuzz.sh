@@ -4,20 +4,37 @@
 #   scripts/fuzz.sh --list              the targets
 #   scripts/fuzz.sh TARGET [SECONDS]    build TARGET, seed its corpus, fuzz it (default 60 s)
 #   scripts/fuzz.sh --all SECONDS       build every target, then fuzz each for SECONDS
+#   scripts/fuzz.sh --merge TARGET DIR...
+#                                       add to TARGET's corpus the inputs of DIR... that reach
+#                                       something it does not (libFuzzer -merge=1): corpora of other
+#                                       runs, machines or CI caches
+#   scripts/fuzz.sh --store TARGET      minimise everything known for TARGET into Fuzz/Corpus/TARGET,
+#                                       the small corpus kept in the repository
 #
 # Every crash or broken invariant is minimised and stored as a regression input under
 # Tests/ProfileDropCoreTests/FuzzCases/<target>/ (replayed by `swift test`) and printed; the script
 # then exits 1. Exit 3: a target failed without a finding; exit 4: the targets did not build.
-# Corpora persist in Fuzz/.build/corpus/<target>. Environment: FUZZ_JOBS (parallel fuzzing jobs per
-# target, default 1), FUZZ_FLAGS (extra libFuzzer flags).
+# Corpora persist in Fuzz/.build/corpus/<target>; every run also reads the seeds and the stored
+# corpus Fuzz/Corpus/<target>. Environment: FUZZ_JOBS (parallel fuzzing jobs per target, default 1;
+# libFuzzer -fork, all jobs sharing the one corpus), FUZZ_FLAGS (extra libFuzzer flags),
+# FUZZ_SANITIZERS (fuzzer,address by default; fuzzer for speed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-targets=(wire noise device capture)
-declare -A products=([wire]=FuzzWire [noise]=FuzzNoise [device]=FuzzDevice [capture]=FuzzCapture)
-declare -A max_len=([wire]=1400 [noise]=4096 [device]=4096 [capture]=65536)
-scratch="$root/Fuzz/.build/fuzz"
+targets=(wire noise device capture file)
+declare -A products=([wire]=FuzzWire [noise]=FuzzNoise [device]=FuzzDevice [capture]=FuzzCapture
+    [file]=FuzzFile)
+declare -A max_len=([wire]=1400 [noise]=4096 [device]=4096 [capture]=65536 [file]=16384)
+# FUZZ_SANITIZERS=fuzzer leaves AddressSanitizer out: about three times the inputs per second for
+# the device target (FUZZING.md, "Speed"), for long campaigns; it builds in a scratch directory of
+# its own, so the default build stays as it is.
+sanitizers=${FUZZ_SANITIZERS:-fuzzer,address}
+case "$sanitizers" in
+fuzzer,address) scratch="$root/Fuzz/.build/fuzz" ;;
+fuzzer) scratch="$root/Fuzz/.build/fuzz-$sanitizers" ;;
+*) echo "fuzz: FUZZ_SANITIZERS is fuzzer,address (the default) or fuzzer" >&2; exit 2 ;;
+esac
 # LeakSanitizer is off: Swift packs enum tags into pointer spare bits, so it misreads reachable
 # objects (the device target's cached start states, for one) as leaks. Memory stays bounded by
 # -rss_limit_mb and -malloc_limit_mb instead.
@@ -26,7 +43,8 @@ export SWIFT_BACKTRACE=enable=no
 bin="$scratch/release"
 
 usage() {
-    echo "usage: scripts/fuzz.sh --list | TARGET [SECONDS] | --all SECONDS" >&2
+    echo "usage: scripts/fuzz.sh --list | TARGET [SECONDS] | --all SECONDS | --merge TARGET DIR... |" \
+        "--store TARGET" >&2
     exit 2
 }
 
@@ -55,7 +73,7 @@ build() {
     fi
     for product in FuzzSeeds "$@"; do
         swift build --package-path Fuzz --scratch-path "$scratch" -c release \
-            -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld --product "$product" || return 1
+            -Xswiftc -sanitize="$sanitizers" -Xswiftc -use-ld=lld --product "$product" || return 1
     done
 }
 
@@ -64,6 +82,32 @@ build() {
 seed() {
     rm -rf "$root/Fuzz/.build/seeds"
     "$bin/FuzzSeeds" "$root/Fuzz/.build/seeds" "$root"/Captures/*.pcapng
+    seed_files "$root/Fuzz/.build/seeds/file"
+}
+
+# Seeds of the file target: the first byte names the format (FileFuzz.Format), the second how the
+# rest is read (0: as it is). Card files carry their photo after a zero byte, named p.jpg.
+seed_files() {
+    local out=$1 file n=0
+    mkdir -p "$out"
+    for file in "$root"/Examples/*.json "$root"/Scenarios/*.json; do
+        n=$((n + 1))
+        { printf '\x00\x00'; cat "$file"; } > "$out/json-$n"
+        { printf '\x04\x00'; cat "$file"; } > "$out/scenario-$n"
+    done
+    for file in "$root"/Examples/*.json; do
+        n=$((n + 1))
+        { printf '\x01\x00'; sed 's/"[a-z]*\.png"/"p.jpg"/' "$file"; printf '\x00'; cat "$root/Examples/bori.png"; } \
+            > "$out/card-$n"
+    done
+    { printf '\x02\x00# profiledrop known peers\nv2 %s %s "Bori"\nv2 %s %s "Max \\u00e9"\n' \
+        "$(printf '1%.0s' {1..64})" "$(printf '2%.0s' {1..64})" \
+        "$(printf 'a%.0s' {1..64})" "$(printf 'B%.0s' {1..64})"; } > "$out/known-peers"
+    { printf '\x03\x00 %s\n' "$(printf '3c%.0s' {1..32})"; } > "$out/key-file"
+    { printf '\x05\x00'; printf '{"format": "profiledrop swarm summary 1", "seed": "7", "runs": 4, '
+        printf '"shard": "1/2", "shardRuns": 2, "exchanged": 2, "aborted": 0, "violations": 0, '
+        printf '"failing": []}\n'; } > "$out/swarm-summary"
+    for n in 0 1 2 3 4 5; do printf "\\x0$n\\x80" > "$out/generated-$n"; done
 }
 
 # A new finding, said so that it cannot be mistaken for a failing test and cannot be lost: in CI the
@@ -94,7 +138,7 @@ run() {
     local corpus="$root/Fuzz/.build/corpus/$target" artifacts="$root/Fuzz/.build/artifacts/$target"
     local cases="$root/Tests/ProfileDropCoreTests/FuzzCases/$target"
     local log="$root/Fuzz/.build/logs/$target.log"
-    mkdir -p "$corpus" "$artifacts" "$cases" "$(dirname "$log")"
+    mkdir -p "$corpus" "$artifacts" "$cases" "$root/Fuzz/Corpus/$target" "$(dirname "$log")"
     rm -f "$artifacts"/crash-* "$artifacts"/timeout-* "$artifacts"/oom-* "$artifacts"/leak-*
     local flags=(-max_total_time="$seconds" -max_len="${max_len[$target]}" -timeout=10
         -rss_limit_mb=2048 -malloc_limit_mb=512 -detect_leaks=0 -print_final_stats=1
@@ -105,7 +149,8 @@ run() {
     local status=0
     # shellcheck disable=SC2086
     "$bin/${products[$target]}" "${flags[@]}" ${FUZZ_FLAGS:-} \
-        "$corpus" "$root/Fuzz/.build/seeds/$target" "$cases" > "$log" 2>&1 || status=$?
+        "$corpus" "$root/Fuzz/.build/seeds/$target" "$root/Fuzz/Corpus/$target" "$cases" \
+        > "$log" 2>&1 || status=$?
     grep -E '^stat::|invariant broken' "$log" | sed "s/^/fuzz: $target: /" || true
     local found=0 artifact
     for artifact in "$artifacts"/crash-* "$artifacts"/timeout-* "$artifacts"/oom-*; do
@@ -138,8 +183,61 @@ run() {
     fi
 }
 
+# Adds to the target's corpus what the directories hold that it lacks. -merge=1 keeps an input only
+# when it reaches a feature the corpus does not; the control file lets an interrupted merge resume.
+merge() {
+    local target=$1
+    shift
+    local corpus="$root/Fuzz/.build/corpus/$target"
+    mkdir -p "$corpus" "$root/Fuzz/.build/logs"
+    local before
+    before=$(find "$corpus" -type f | wc -l)
+    "$bin/${products[$target]}" -merge=1 -max_len="${max_len[$target]}" -timeout=10 -detect_leaks=0 \
+        -rss_limit_mb=2048 -merge_control_file="$root/Fuzz/.build/logs/$target.merge" "$corpus" "$@" \
+        > "$root/Fuzz/.build/logs/$target.merge.log" 2>&1 ||
+        { echo "fuzz: merging into $target failed; see Fuzz/.build/logs/$target.merge.log" >&2; return 3; }
+    rm -f "$root/Fuzz/.build/logs/$target.merge"
+    echo "fuzz: $target: corpus $before -> $(find "$corpus" -type f | wc -l) inputs"
+}
+
+# Rewrites the stored corpus Fuzz/Corpus/<target> as a small set of inputs (libFuzzer's
+# -set_cover_merge=1: a greedy set cover, fewer inputs than -merge=1) that reaches every feature the
+# corpus, the seeds and the stored corpus reach, each input cut to store_len bytes. The seeds are
+# written afresh every run, so whole captures need not be stored again.
+declare -A store_len=([wire]=1400 [noise]=512 [device]=1024 [capture]=4096 [file]=1024)
+store() {
+    local target=$1
+    local fresh="$root/Fuzz/.build/store/$target"
+    rm -rf "$fresh"
+    mkdir -p "$fresh" "$root/Fuzz/Corpus/$target" "$root/Fuzz/.build/corpus/$target"
+    "$bin/${products[$target]}" -set_cover_merge=1 -max_len="${store_len[$target]}" -timeout=10 -detect_leaks=0 \
+        -rss_limit_mb=2048 "$fresh" "$root/Fuzz/Corpus/$target" "$root/Fuzz/.build/corpus/$target" \
+        "$root/Fuzz/.build/seeds/$target" > "$root/Fuzz/.build/logs/$target.store.log" 2>&1 ||
+        { echo "fuzz: storing $target failed; see Fuzz/.build/logs/$target.store.log" >&2; return 3; }
+    rm -rf "$root/Fuzz/Corpus/$target"
+    mkdir -p "$root/Fuzz/Corpus/$target"
+    local file
+    for file in "$fresh"/*; do
+        [ -f "$file" ] && cp "$file" "$root/Fuzz/Corpus/$target/"
+    done
+    echo "fuzz: $target: stored $(find "$root/Fuzz/Corpus/$target" -type f | wc -l) inputs," \
+        "$(find "$root/Fuzz/Corpus/$target" -type f -exec cat {} + | wc -c) bytes, in Fuzz/Corpus/$target"
+}
+
 [ $# -ge 1 ] || usage
 case "$1" in
+--merge | --store)
+    [ $# -ge 2 ] && [ -n "${products[$2]:-}" ] || usage
+    build "${products[$2]}" || { echo "fuzz: the fuzz target did not build" >&2; exit 4; }
+    seed
+    mkdir -p "$root/Fuzz/.build/logs"
+    if [ "$1" = --merge ]; then
+        [ $# -ge 3 ] || usage
+        merge "${@:2}"
+    else
+        store "$2"
+    fi
+    ;;
 --list)
     printf '%s\n' "${targets[@]}"
     ;;

@@ -769,9 +769,10 @@ extension VirtualRoom {
         func send(_ frames: [Frame]) -> [DeviceEvent] {
             run.peer.send(frames)
             var events: [DeviceEvent] = []
+            let address = run.peer.address
             for datagram in run.peer.outbox {
-                run.room.inject(datagram, from: run.peer.address, to: 0)
-                while run.room.step(notAfter: run.now) != nil { events += run.room.lastEvents }
+                run.drive { $0.handleDatagram(datagram, from: address, at: $1) }
+                events += run.lastEvents
             }
             run.peer.outbox = []
             return events

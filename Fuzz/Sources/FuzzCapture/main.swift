@@ -1,6 +1,6 @@
-import CaptureUnderTest
 import FuzzDriver
 import FuzzSupport
+import ProfileDropCapture
 import ProfileDropCore
 
 #if canImport(Glibc)

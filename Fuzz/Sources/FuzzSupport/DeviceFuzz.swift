@@ -1,10 +1,12 @@
 import ProfileDropCore
 import ProfileDropCrypto
-import ProfileDropSimulator
 
-/// The device fuzz target: the real ``Device`` against a ``ScriptedPeer`` in a ``Room`` in virtual
-/// time, driven by a fuzzer-chosen sequence of events: the peer's datagrams are injected, and the
-/// device's unicasts reach the peer's address through the room (its multicasts are dropped there).
+/// The device fuzz target: the real ``Device`` against a ``ScriptedPeer`` in virtual time, driven
+/// by a fuzzer-chosen sequence of events: the peer's datagrams are handed to the device, and the
+/// device's unicasts to the peer's address reach the peer at once, in the order sent (its
+/// multicasts reach nobody). The harness drives the device itself rather than through a simulated
+/// room: every input is a handful of calls, and a room's routing and bookkeeping cost more than
+/// the device's own work.
 ///
 /// An input starts from one of many honest prefixes (the device under test in discovery, in the
 /// handshake, ranging, consenting, transferring or closing, under each consent policy) and then
@@ -20,8 +22,13 @@ public struct DeviceFuzz {
     /// Actions per input.
     public static let maxActions = 96
 
-    /// The device (participant 0) and a sink at the peer's address (participant 1).
-    var room: Room
+    /// The device under test.
+    var device: Device
+    /// The virtual time every input happens at; the fuzzer moves it forward itself.
+    var now: Instant = .zero
+    /// What the device's last input made it send and report.
+    var lastSent: [OutgoingDatagram] = []
+    var lastEvents: [DeviceEvent] = []
     /// The device's configuration, kept here so that reading it does not copy the device.
     let configuration: DeviceConfiguration
     var peer: ScriptedPeer
@@ -30,34 +37,16 @@ public struct DeviceFuzz {
     var sentByDevice: [[UInt8]] = []
     var findings = FuzzFindings()
 
-    /// The room's clock; the fuzzer moves it forward itself, and every input happens at it.
-    var now: Instant {
-        get { room.now }
-        set { room.advanceClock(to: newValue) }
-    }
+    /// The device's next deadline.
+    var deadline: Instant? { device.nextDeadline }
 
-    /// The device's next deadline, read without copying the device out of the room.
-    var deadline: Instant? { room.device(0)?.nextDeadline }
-
-    /// The device under test (a copy: reading it costs a copy of its state).
-    var device: Device {
-        guard let device = room.device(0) as? Device else {
-            preconditionFailure("participant 0 is the device")
-        }
-        return device
-    }
-
-    /// The room's hook: the peer hears only what the device unicasts to it, as before the room.
-    struct UnicastOnly: DatagramHook {
-        mutating func route(_ copy: InFlightDatagram) -> DatagramVerdict { copy.multicast ? .drop : .deliver }
-    }
-
-    /// The peer's place in the room; what reaches it is handed to the ``ScriptedPeer``.
-    struct Sink: DatagramSpeaker {
-        var nextDeadline: Instant? { nil }
-        mutating func receive(_ bytes: [UInt8], from source: PeerAddress, at time: Instant) {}
-        mutating func handleTimeout(at time: Instant) {}
-        mutating func pollTransmit() -> OutgoingDatagram? { nil }
+    /// Runs one input of the device at `now` and takes what it sent and reported into
+    /// ``lastSent`` and ``lastEvents``.
+    mutating func drive(_ give: (inout Device, Instant) -> Void) {
+        lastSent.removeAll(keepingCapacity: true)
+        lastEvents.removeAll(keepingCapacity: true)
+        give(&device, now)
+        _ = device.takeOutput(datagrams: &lastSent, events: &lastEvents)
     }
 
     /// The policies the prefixes cover; the first input byte picks one.
@@ -78,7 +67,9 @@ public struct DeviceFuzz {
     static func start(policy: ConsentPolicy) -> DeviceFuzz {
         var keyRandom = DeterministicRandom(seed: 0xD0D0)
         var timeouts = Timeouts()
-        timeouts.overall = .seconds(60)
+        // Short enough that the device's own limit can end a live session within an input (a few
+        // long waits between honest rounds), and that a device left alone finishes soon.
+        timeouts.overall = .seconds(12)
         let configuration = DeviceConfiguration(
             card: card("Bori", photoBytes: 2500), consent: policy,
             staticKey: X25519.PrivateKey(using: &keyRandom),
@@ -87,12 +78,9 @@ public struct DeviceFuzz {
             configuration: configuration, random: DeterministicRandom(seed: 0xF022), now: .zero,
             localAddress: deviceAddress)
         let peer = ScriptedPeer(target: device.deviceID, card: card("Kong", photoBytes: 1500), seed: 0x9EE2)
-        var room = Room(latency: .zero, hook: UnicastOnly())
-        room.add(device, at: deviceAddress)
-        room.add(speaker: Sink(), at: peer.address)
         var fuzz = DeviceFuzz(
-            room: room, configuration: configuration, peer: peer, nextPeerTick: .zero + .milliseconds(40))
-        fuzz.room.updatePose(Pose(x: 0, y: 0, heading: 0), of: 0)
+            device: device, configuration: configuration, peer: peer, nextPeerTick: .zero + .milliseconds(40))
+        fuzz.drive { $0.updatePose(Pose(x: 0, y: 0, heading: 0), at: $1) }
         fuzz.collect()
         return fuzz
     }
@@ -184,11 +172,12 @@ public struct DeviceFuzz {
                 x: Double(Int16(bitPattern: input.uint16())) / 16,
                 y: Double(Int16(bitPattern: input.uint16())) / 16,
                 heading: Double(input.uint16() % 7200) / 10 - 360)
-            room.updatePose(pose, of: 0)
+            drive { $0.updatePose(pose, at: $1) }
             collect()
         case 17:
             let decisions: [ConsentDecision] = [.share, .receiveOnly, .decline]
-            room.decide(decisions[Int(input.byte()) % decisions.count], for: 0)
+            let decision = decisions[Int(input.byte()) % decisions.count]
+            drive { $0.decide(decision, at: $1) }
             collect()
         case 18:
             peer.pose = Pose(
@@ -347,13 +336,19 @@ public struct DeviceFuzz {
         func id(_ input: inout FuzzBytes) -> DeviceID {
             switch input.byte() % 4 {
             case 0: return peer.deviceID
-            case 1: return room.device(0)?.deviceID ?? peer.deviceID
+            case 1: return device.deviceID
             case 2: return DeviceID(rawValue: UInt64(input.byte()))
             default: return DeviceID(rawValue: input.uint64())
             }
         }
-        let session = input.byte() < 160 ? peer.sessionID : input.uint64()
-        let packet: Packet
+        // A session byte from 240 answers the device's own latest invitation (to a peer it learned
+        // from a forged BEACON or QUERY): its session, from its invitee's id and address, so that
+        // the device's side as initiator (ACCEPT, BUSY of every reason, BUSY(retry) and its
+        // cookie) is reached too. Below 160 the peer's session; otherwise any.
+        let sessionByte = input.byte()
+        let answering = sessionByte >= 240 ? deviceInvitation : nil
+        let session = sessionByte < 160 ? peer.sessionID : answering?.sessionID ?? input.uint64()
+        var packet: Packet
         // SECURE is forged elsewhere, sealed under the live keys; every other type is picked here.
         let cleartextTypes = PacketType.allCases.filter { $0 != .secure }
         switch cleartextTypes[Int(input.byte()) % cleartextTypes.count] {
@@ -396,8 +391,25 @@ public struct DeviceFuzz {
                     sessionID: session, sender: id(&input), receiver: id(&input), reason: reason,
                     cookie: cookie))
         }
-        deliver(packet.encoded(), from: sourceAddress(&input))
+        var source = sourceAddress(&input)
+        if let answering {
+            source = answering.address
+            switch packet {
+            case .accept(var accept), .confirm(var accept):
+                (accept.sender, accept.receiver) = (answering.invitee, device.deviceID)
+                packet = packet.type == .accept ? .accept(accept) : .confirm(accept)
+            case .busy(var busy):
+                (busy.sender, busy.receiver) = (answering.invitee, device.deviceID)
+                packet = .busy(busy)
+            case .beacon, .query, .invite, .secure:
+                break
+            }
+        }
+        deliver(packet.encoded(), from: source)
     }
+
+    /// The device's latest INVITE: its session, whom it invited and where.
+    var deviceInvitation: (sessionID: UInt64, invitee: DeviceID, address: PeerAddress)?
 
     // MARK: - Time and delivery
 
@@ -448,7 +460,7 @@ public struct DeviceFuzz {
     /// driver that sleeps until it would call again at once (and spin, if it never moves).
     mutating func timeout() {
         for _ in 0..<Self.maxTimeoutCallsPerInstant {
-            room.withDevice(0) { $0.handleTimeout(at: $1) }
+            drive { $0.handleTimeout(at: $1) }
             collect()
             guard let deadline = self.deadline, deadline <= now else { return }
         }
@@ -464,8 +476,7 @@ public struct DeviceFuzz {
         if source == peer.address { peerHistory.append(bytes) }
         if peerHistory.count > 512 { peerHistory.removeFirst(256) }
         let countersBefore = device.counters
-        room.inject(bytes, from: source, to: 0)
-        _ = room.step(notAfter: now)
+        drive { $0.handleDatagram(bytes, from: source, at: $1) }
         let counters = device.counters
         findings.check(
             counters.datagramsReceived == countersBefore.datagramsReceived + 1,
@@ -477,7 +488,7 @@ public struct DeviceFuzz {
         if source != peer.address {
             // A forged source never proves it receives at its address: at most one answer, no
             // larger than what came from it (PROTOCOL.md 5, "Amplification").
-            let answers = room.lastSent.filter { $0.destination == .unicast(source) }
+            let answers = lastSent.filter { $0.destination == .unicast(source) }
             findings.check(
                 answers.count <= 1 && answers.allSatisfy { $0.bytes.count <= bytes.count },
                 "\(answers.count) answers (\(answers.map(\.bytes.count)) bytes) to \(bytes.count) bytes "
@@ -503,16 +514,16 @@ public struct DeviceFuzz {
         }
     }
 
-    /// Checks what the device's last input made it send and report, hands its unicasts to the peer
-    /// through the room, and checks the device's bounds.
+    /// Checks what the device's last input made it send and report, hands its unicasts to the peer,
+    /// and checks the device's bounds.
     @discardableResult
     mutating func collect() -> [DeviceEvent] {
-        let events = room.lastEvents
+        let events = lastEvents
         if events.count > Self.maxOutputsPerInput {
             findings.fail("more than \(Self.maxOutputsPerInput) events from one input")
         }
         var sent = 0
-        for datagram in room.lastSent {
+        for datagram in lastSent {
             sent += 1
             if sent > Self.maxOutputsPerInput {
                 findings.fail("more than \(Self.maxOutputsPerInput) datagrams from one input")
@@ -525,17 +536,20 @@ public struct DeviceFuzz {
             case .multicast:
                 findings.check((try? Packet(datagram: datagram.bytes)) != nil, "undecodable multicast sent")
             case .unicast(let address):
-                // Datagrams to the peer are in flight to it; the rest vanish.
-                if address != peer.address {
+                if datagram.bytes.count > 3, datagram.bytes[3] == PacketType.invite.rawValue,
+                    case .invite(let invite)? = try? Packet(datagram: datagram.bytes)
+                {
+                    deviceInvitation = (invite.sessionID, invite.receiver, address)
+                }
+                // Datagrams to the peer reach it now, in the order sent (the peer checks that they
+                // decode); the rest vanish.
+                if address == peer.address {
+                    peer.receive(datagram.bytes, &findings)
+                } else {
                     findings.check((try? Packet(datagram: datagram.bytes)) != nil, "undecodable unicast sent")
                 }
             }
         }
-        // Copies take no time, so they all arrive now, in the order sent.
-        while room.inFlight > 0, let step = room.step(notAfter: now) {
-            if case .delivered(let copy) = step, copy.recipient == 1 { peer.receive(copy.bytes, &findings) }
-        }
-        let device = self.device
         let counters = device.counters
         findings.check(
             counters.datagramsReceived == counters.datagramsAccepted + counters.datagramsRejected,
