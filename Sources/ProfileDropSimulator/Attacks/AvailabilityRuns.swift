@@ -231,12 +231,7 @@ enum Availability {
             previousRun: behaviour == .replay ? previousRunBeacons(pair) : [], startAt: .zero)
         let attackerMember = stage.addSpeaker(AttackerSpeaker(attacker: attacker))
         var meter = Meter(attacker: attackerMember)
-        stage.run(until: runLimit) { stage in
-            for forged in attacker.pending { stage.inject(forged, after: stage.room.latency, meter: &meter) }
-            attacker.pending.removeAll(keepingCapacity: true)
-            meter.observe(stage)
-            return false
-        }
+        run(&stage, with: attacker, meter: &meter)
         measurePair(&result, stage: stage, meter: meter)
         outcome.screens = stage.victims.map(describe)
         if result.baseline != nil,
@@ -246,6 +241,17 @@ enum Availability {
             outcome.breaches.append(breach)
         }
         return finish(outcome, result: result, stage: stage)
+    }
+
+    /// Runs `stage` to ``runLimit`` with a cleartext attacker in it: what it forged goes in flight
+    /// after each step, and `meter` reads every step.
+    static func run(_ stage: inout AttackStage, with attacker: CleartextAttacker, meter: inout Meter) {
+        stage.run(until: runLimit) { stage in
+            for forged in attacker.pending { stage.inject(forged, after: stage.room.latency, meter: &meter) }
+            attacker.pending.removeAll(keepingCapacity: true)
+            meter.observe(stage)
+            return false
+        }
     }
 
     /// The victims' BEACONs in a run before this one (fresh devices, the same addresses).

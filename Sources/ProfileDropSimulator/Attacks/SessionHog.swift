@@ -86,12 +86,7 @@ extension Availability {
             seedMaterial: Simulation.seedMaterial(runSeed, "attacks/reflector/attacker"), startAt: .zero)
         let attackerMember = stage.addSpeaker(AttackerSpeaker(attacker: attacker))
         var meter = Meter(attacker: attackerMember)
-        stage.run(until: runLimit) { stage in
-            for forged in attacker.pending { stage.inject(forged, after: stage.room.latency, meter: &meter) }
-            attacker.pending.removeAll(keepingCapacity: true)
-            meter.observe(stage)
-            return false
-        }
+        run(&stage, with: attacker, meter: &meter)
         meter.fill(&result, stage: stage)
         outcome.screens = stage.victims.map(describe)
         let ratio =
