@@ -1,3 +1,4 @@
+import ProfileDrop
 import Foundation
 import ProfileDropCore
 import ProfileDropCrypto

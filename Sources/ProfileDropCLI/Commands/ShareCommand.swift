@@ -1,3 +1,4 @@
+import ProfileDrop
 import ProfileDropCardFile
 import ProfileDropCore
 import ProfileDropCrypto

@@ -1,3 +1,4 @@
+import ProfileDrop
 import Foundation
 import ProfileDropCapture
 import ProfileDropCore
