@@ -33,6 +33,27 @@ public struct PairingSnapshot: Sendable, Equatable {
     /// How the run ended, in its last snapshot.
     public var outcome: PairingOutcome?
 
+    /// A snapshot with the given state, for a program's own tests and previews.
+    public init(
+        event: Event, stage: Stage, device: String, peer: String? = nil, code: String? = nil,
+        isKnownPeer: Bool? = nil, knownPeerName: String? = nil, distanceCm: Double? = nil,
+        bearingDeg: Double? = nil, progress: Progress = Progress(sent: 0, sendTotal: 0, received: 0, receiveTotal: 0),
+        question: ConsentQuestion? = nil, outcome: PairingOutcome? = nil
+    ) {
+        self.event = event
+        self.stage = stage
+        self.device = device
+        self.peer = peer
+        self.code = code
+        self.isKnownPeer = isKnownPeer
+        self.knownPeerName = knownPeerName
+        self.distanceCm = distanceCm
+        self.bearingDeg = bearingDeg
+        self.progress = progress
+        self.question = question
+        self.outcome = outcome
+    }
+
     /// The user-facing stages, in order.
     public enum Stage: String, Sendable, Equatable, CaseIterable {
         /// Looking for a peer.
