@@ -109,7 +109,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ProfileDropTests",
-            dependencies: ["ProfileDrop", "ProfileDropCardFile", "ProfileDropTestSupport"]),
+            dependencies: ["ProfileDrop", "ProfileDropCore", "ProfileDropCardFile", "ProfileDropTestSupport"]),
         .testTarget(
             name: "ProfileDropCLITests",
             dependencies: [

@@ -405,7 +405,7 @@ final class PairingEngine: @unchecked Sendable {
             case .peerRemembered(let peer):
                 send(
                     builder.remembered(
-                        peer, fingerprint: KnownPeersStore.fingerprint(peer), stored: remember(peer),
+                        peer, fingerprint: KnownPeersStore.fingerprint(peer), storeError: remember(peer),
                         device.snapshot))
                 return
             case .sessionEnded(_, let reason):
@@ -433,19 +433,19 @@ final class PairingEngine: @unchecked Sendable {
             return Int(min(Timeouts().consent, left).components.seconds)
         }
 
-        /// Keeps a peer the exchange completed with; false when the store could not take it (the
+        /// Keeps a peer the exchange completed with; why the store could not take it, or nil (the
         /// exchange happened all the same).
-        private func remember(_ peer: KnownPeer) -> Bool {
+        private func remember(_ peer: KnownPeer) -> String? {
             switch engine.configuration.knownPeers {
             case .memory(let list):
                 list.remember(peer)
-                return true
+                return nil
             case .file(let path):
                 do {
                     try KnownPeersStore.remember(peer, at: path)
-                    return true
+                    return nil
                 } catch {
-                    return false
+                    return "\(error)"
                 }
             }
         }

@@ -32,13 +32,20 @@ public struct PairingSnapshot: Sendable, Equatable {
     public var question: ConsentQuestion?
     /// How the run ended, in its last snapshot.
     public var outcome: PairingOutcome?
+    /// Devices heard so far in the run (not part of the JSON line).
+    public var peersSeen: Int
+    /// Why the known-peers store could not take the peer, with
+    /// ``Event/peerRemembered(name:fingerprint:stored:)`` when `stored` is false (not part of the
+    /// JSON line).
+    public var storeError: String?
 
     /// A snapshot with the given state, for a program's own tests and previews.
     public init(
         event: Event, stage: Stage, device: String, peer: String? = nil, code: String? = nil,
         isKnownPeer: Bool? = nil, knownPeerName: String? = nil, distanceCm: Double? = nil,
         bearingDeg: Double? = nil, progress: Progress = Progress(sent: 0, sendTotal: 0, received: 0, receiveTotal: 0),
-        question: ConsentQuestion? = nil, outcome: PairingOutcome? = nil
+        question: ConsentQuestion? = nil, outcome: PairingOutcome? = nil, peersSeen: Int = 0,
+        storeError: String? = nil
     ) {
         self.event = event
         self.stage = stage
@@ -52,6 +59,8 @@ public struct PairingSnapshot: Sendable, Equatable {
         self.progress = progress
         self.question = question
         self.outcome = outcome
+        self.peersSeen = peersSeen
+        self.storeError = storeError
     }
 
     /// The user-facing stages, in order.
@@ -292,6 +301,19 @@ public struct ConsentQuestion: Sendable, Equatable {
     public var timeoutSeconds: Int
     /// Whether this device has a card to offer (else it can only receive or decline).
     public var offersCard: Bool
+
+    /// A question with the given contents, for a program's own tests and previews.
+    public init(
+        peer: String, code: String, knownPeerName: String?, interruptedBefore: Int, timeoutSeconds: Int,
+        offersCard: Bool
+    ) {
+        self.peer = peer
+        self.code = code
+        self.knownPeerName = knownPeerName
+        self.interruptedBefore = interruptedBefore
+        self.timeoutSeconds = timeoutSeconds
+        self.offersCard = offersCard
+    }
 }
 
 /// An answer to a ``ConsentQuestion``.
@@ -346,4 +368,22 @@ public struct PairingOutcome: Sendable, Equatable {
     public var captureError: PairingError?
     /// Traffic counters in one line: datagrams received, accepted, dropped by reason, sent, resent.
     public var traffic: String
+
+    /// An outcome with the given contents, for a program's own tests and previews.
+    public init(
+        reason: Reason, detail: String?, hint: String? = nil, closeReason: CloseReason? = nil,
+        card: ProfileCard? = nil, cardAcknowledged: Bool = false, unanswered: Bool = false,
+        savedPath: String? = nil, captureError: PairingError? = nil, traffic: String = ""
+    ) {
+        self.reason = reason
+        self.detail = detail
+        self.hint = hint
+        self.closeReason = closeReason
+        self.card = card
+        self.cardAcknowledged = cardAcknowledged
+        self.unanswered = unanswered
+        self.savedPath = savedPath
+        self.captureError = captureError
+        self.traffic = traffic
+    }
 }

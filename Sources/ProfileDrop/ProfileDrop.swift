@@ -16,4 +16,7 @@ public typealias CloseReason = ProfileDropCore.CloseReason
 public enum ProfileDropAPI {
     /// The release this source tree is, or is heading for.
     public static let version = "0.3.0"
+    /// The version of the wire protocol this library speaks (PROTOCOL.md); a peer that speaks
+    /// another is reported as ``PairingSnapshot/Event/incompatiblePeer(peer:version:)``.
+    public static let protocolVersion = Int(WireConstants.version)
 }

@@ -125,9 +125,12 @@ struct SnapshotBuilder {
 
     /// A peer kept (or not: `stored`) as a known peer.
     mutating func remembered(
-        _ peer: KnownPeer, fingerprint: String, stored: Bool, _ current: DeviceSnapshot
+        _ peer: KnownPeer, fingerprint: String, storeError: String?, _ current: DeviceSnapshot
     ) -> PairingSnapshot? {
-        emit(.peerRemembered(name: peer.name, fingerprint: fingerprint, stored: stored), current)
+        var snapshot = emit(
+            .peerRemembered(name: peer.name, fingerprint: fingerprint, stored: storeError == nil), current)
+        snapshot?.storeError = storeError
+        return snapshot
     }
 
     /// The program moved the device.
@@ -159,7 +162,7 @@ struct SnapshotBuilder {
             progress: .init(
                 sent: snapshot.sentChunks, sendTotal: snapshot.totalSendChunks, received: snapshot.receivedChunks,
                 receiveTotal: snapshot.totalReceiveChunks),
-            question: question, outcome: nil)
+            question: question, outcome: nil, peersSeen: snapshot.peersSeen)
     }
 
     /// One decimal is what is shown; more would only be noise.

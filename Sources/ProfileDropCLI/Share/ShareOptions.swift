@@ -1,5 +1,4 @@
 import ProfileDrop
-import ProfileDropCore
 
 /// How the simulated device moves during `share`.
 enum MotionMode: Equatable {
