@@ -57,8 +57,9 @@ let package = Package(
         .target(
             name: "ProfileDropCLI",
             dependencies: [
-                "ProfileDrop", "ProfileDropCrypto", "ProfileDropNoise", "ProfileDropCore", "ProfileDropSimulator",
-                "ProfileDropTransport", "ProfileDropCapture", "ProfileDropJSON", "ProfileDropCardFile",
+                "ProfileDrop", "ProfileDropCrypto", "ProfileDropNoise", "ProfileDropCore",
+                "ProfileDropSimulator", "ProfileDropTransport", "ProfileDropCapture", "ProfileDropJSON",
+                "ProfileDropCardFile",
             ],
             // `profiledrop version` reports the git commit this plugin writes before each build.
             plugins: ["GitCommit"]
@@ -113,7 +114,8 @@ let package = Package(
         .testTarget(
             name: "ProfileDropCLITests",
             dependencies: [
-                "ProfileDropCLI", "ProfileDrop", "ProfileDropCardFile", "ProfileDropCore", "ProfileDropTestSupport",
+                "ProfileDropCLI", "ProfileDrop", "ProfileDropCardFile", "ProfileDropCore",
+                "ProfileDropTestSupport",
                 // A real device on loopback sockets, as a misbehaving peer of `share`.
                 "ProfileDropCrypto", "ProfileDropTransport",
             ]),

@@ -25,7 +25,8 @@ public struct PairingConfiguration: Sendable {
     /// A configuration sharing `card` (nil: receive only); every other setting has `share`'s
     /// default, except the identity and known peers, which live in memory unless given.
     public init(
-        card: ProfileCard?, identity: Identity = .generated, knownPeers: KnownPeers = .memory(KnownPeerList()),
+        card: ProfileCard?, identity: Identity = .generated,
+        knownPeers: KnownPeers = .memory(KnownPeerList()),
         network: Network = Network(), motion: Motion = .approach, consent: ConsentPolicy = .ask,
         timeout: Duration = .seconds(120), capture: Capture? = nil
     ) {
@@ -89,7 +90,9 @@ public struct PairingConfiguration: Sendable {
         public var sendLoss: Double
 
         /// Every usable interface, port 47544, IPv6 where possible, no loss.
-        public init(interfaces: [String] = [], port: UInt16 = 47_544, ipv6: Bool = true, sendLoss: Double = 0) {
+        public init(
+            interfaces: [String] = [], port: UInt16 = 47_544, ipv6: Bool = true, sendLoss: Double = 0
+        ) {
             self.interfaces = interfaces
             self.port = port
             self.ipv6 = ipv6

@@ -57,7 +57,8 @@ final class PairingEngine: @unchecked Sendable {
             }
         case .secret(let bytes):
             guard bytes.count == X25519.keyLength else {
-                throw PairingError(.configuration, "an identity secret is \(X25519.keyLength) bytes, got \(bytes.count)")
+                throw PairingError(
+                    .configuration, "an identity secret is \(X25519.keyLength) bytes, got \(bytes.count)")
             }
             secret = bytes
         case .generated:
@@ -205,21 +206,24 @@ final class PairingEngine: @unchecked Sendable {
     private func run() throws {
         let impairment = SendImpairment(loss: configuration.network.sendLoss, seed: 1)
         guard let capture = configuration.capture else {
-            let loop = Loop(engine: self, device: ImpairedDevice(firstDevice, impairment: impairment), state: \.inner)
+            let loop = Loop(
+                engine: self, device: ImpairedDevice(firstDevice, impairment: impairment), state: \.inner)
             try loop.run { nil }
             return
         }
         let recorder = CaptureRecorder(
             options: CaptureOptions(
                 keylog: capture.keylog,
-                multicastGroup: PeerAddress(ipv4: DiscoveryEndpoint().ipv4Group.value, port: configuration.network.port),
+                multicastGroup: PeerAddress(
+                    ipv4: DiscoveryEndpoint().ipv4Group.value, port: configuration.network.port),
                 epochNanoseconds: epochOfClock()))
         let device = CapturingDevice(
             configuration: deviceConfiguration, random: SystemRandom(), now: clock.now,
             localAddress: host.localAddress, name: "share", recorder: recorder,
             // The run's key is on no disk: replay can only find it in the capture.
             staticKey: capture.keylog ? .embedded(runKey.rawRepresentation) : .external)
-        let loop = Loop(engine: self, device: ImpairedDevice(device, impairment: impairment), state: \.inner.device)
+        let loop = Loop(
+            engine: self, device: ImpairedDevice(device, impairment: impairment), state: \.inner.device)
         // Written however the run ends, so that a failing pairing can be replayed; with its keylog it
         // holds secrets, so only its owner reads it.
         try loop.run {
@@ -284,7 +288,8 @@ final class PairingEngine: @unchecked Sendable {
             while true {
                 var wake = now + .milliseconds(250)
                 if movement.isMoving || isSampled { wake = min(wake, now + PairingRun.motionTick) }
-                wake = min(wake, closedAt.map { $0 + PairingRun.exitLinger } ?? deadline + PairingRun.deadlineGrace)
+                wake = min(
+                    wake, closedAt.map { $0 + PairingRun.exitLinger } ?? deadline + PairingRun.deadlineGrace)
                 let woken = try driver.turn(wakingBy: wake, alsoWatching: engine.wakeRead) { event, device in
                     self.handle(event, device[keyPath: self.state])
                 }
@@ -305,7 +310,9 @@ final class PairingEngine: @unchecked Sendable {
                 }
                 if let stop, !driver.device.isClosed {
                     try endEarly()
-                    finish(reason: stop.reason, detail: stop.detail, closeReason: nil, captureError: captureError())
+                    finish(
+                        reason: stop.reason, detail: stop.detail, closeReason: nil,
+                        captureError: captureError())
                     return
                 }
                 let current = now
@@ -320,7 +327,8 @@ final class PairingEngine: @unchecked Sendable {
                 try flush()
                 if driver.device.isClosed {
                     if closedAt == nil { closedAt = current }
-                    if driver.device.nextDeadline == nil || current >= (closedAt ?? current) + PairingRun.exitLinger
+                    if driver.device.nextDeadline == nil
+                        || current >= (closedAt ?? current) + PairingRun.exitLinger
                         || current >= deadline + PairingRun.deadlineGrace || stop != nil
                     {
                         break
@@ -361,17 +369,20 @@ final class PairingEngine: @unchecked Sendable {
         }
 
         private func finish(
-            reason: PairingOutcome.Reason, detail: String?, closeReason: CloseReason?, captureError: PairingError?
+            reason: PairingOutcome.Reason, detail: String?, closeReason: CloseReason?,
+            captureError: PairingError?
         ) {
             var outcome = PairingOutcome(
                 reason: reason, detail: detail, hint: nil, closeReason: closeReason, card: nil,
                 cardAcknowledged: cardAcknowledged, unanswered: unanswered, savedPath: nil,
-                captureError: captureError, traffic: Self.trafficLine(core.counters, host: engine.host.statistics))
+                captureError: captureError,
+                traffic: Self.trafficLine(core.counters, host: engine.host.statistics))
             // The card is the outcome only of an exchange; an interrupted run reports none.
             if closeReason == .exchanged { outcome.card = receivedCard }
             var last = builder.closed(outcome, core.snapshot)
             if let closeReason, reason != .nothingExchanged {
-                let hint = SnapshotBuilder.hint(for: closeReason, snapshot: last, peersSeen: core.snapshot.peersSeen)
+                let hint = SnapshotBuilder.hint(
+                    for: closeReason, snapshot: last, peersSeen: core.snapshot.peersSeen)
                 last.outcome?.hint = hint
             }
             engine.channel.send(last)
@@ -464,7 +475,8 @@ final class PairingEngine: @unchecked Sendable {
                 let count = counters.rejected(code)
                 return count > 0 ? "\(code.name) \(count)" : nil
             }
-            return "datagrams: received \(counters.datagramsReceived), accepted \(counters.datagramsAccepted), "
+            return
+                "datagrams: received \(counters.datagramsReceived), accepted \(counters.datagramsAccepted), "
                 + "dropped \(counters.datagramsRejected)"
                 + (dropped.isEmpty ? "" : " (" + dropped.joined(separator: ", ") + ")")
                 + ", sent \(counters.datagramsSent); resent: handshake \(counters.handshakeRetransmissions), "

@@ -43,7 +43,8 @@ public struct PairingSnapshot: Sendable, Equatable {
     public init(
         event: Event, stage: Stage, device: String, peer: String? = nil, code: String? = nil,
         isKnownPeer: Bool? = nil, knownPeerName: String? = nil, distanceCm: Double? = nil,
-        bearingDeg: Double? = nil, progress: Progress = Progress(sent: 0, sendTotal: 0, received: 0, receiveTotal: 0),
+        bearingDeg: Double? = nil,
+        progress: Progress = Progress(sent: 0, sendTotal: 0, received: 0, receiveTotal: 0),
         question: ConsentQuestion? = nil, outcome: PairingOutcome? = nil, peersSeen: Int = 0,
         storeError: String? = nil
     ) {
@@ -237,7 +238,9 @@ public struct PairingSnapshot: Sendable, Equatable {
         case .decision(let answer):
             return [("decision", .string(answer.rawValue))]
         case .peerRemembered(let name, let fingerprint, let stored):
-            return [("name", .string(name)), ("fingerprint", .string(fingerprint)), ("stored", .bool(stored))]
+            return [
+                ("name", .string(name)), ("fingerprint", .string(fingerprint)), ("stored", .bool(stored)),
+            ]
         case .sessionEnded(let reason, let detail):
             return [("reason", .string(reason)), ("detail", .string(detail))]
         case .advertising, .peerBusy, .ranging, .inRange, .exchanging, .cardReceived, .acknowledged, .pose,
@@ -258,7 +261,8 @@ public struct PairingSnapshot: Sendable, Equatable {
                 "progress",
                 .object([
                     ("sent", .integer(progress.sent)), ("send_total", .integer(progress.sendTotal)),
-                    ("received", .integer(progress.received)), ("receive_total", .integer(progress.receiveTotal)),
+                    ("received", .integer(progress.received)),
+                    ("receive_total", .integer(progress.receiveTotal)),
                 ])
             ),
         ]

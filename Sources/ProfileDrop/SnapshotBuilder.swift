@@ -66,7 +66,8 @@ struct SnapshotBuilder {
         case .pairingInterrupted(let peer, let code, let reason):
             return emit(
                 .pairingInterrupted(
-                    peer: peer.description, code: code, reason: Self.reasonCode(reason), detail: reason.description),
+                    peer: peer.description, code: code, reason: Self.reasonCode(reason),
+                    detail: reason.description),
                 current)
         case .knownPeerMismatch(let name):
             return emit(.knownPeerMismatch(name: name), current)
@@ -105,7 +106,8 @@ struct SnapshotBuilder {
     }
 
     /// The question, after the verification it follows.
-    mutating func asked(timeoutSeconds: Int, offersCard: Bool, _ current: DeviceSnapshot) -> PairingSnapshot? {
+    mutating func asked(timeoutSeconds: Int, offersCard: Bool, _ current: DeviceSnapshot) -> PairingSnapshot?
+    {
         guard let verification else { return nil }
         question = ConsentQuestion(
             peer: verification.peer.description, code: verification.code,
@@ -145,7 +147,8 @@ struct SnapshotBuilder {
         return snapshot
     }
 
-    private mutating func emit(_ event: PairingSnapshot.Event, _ current: DeviceSnapshot) -> PairingSnapshot? {
+    private mutating func emit(_ event: PairingSnapshot.Event, _ current: DeviceSnapshot) -> PairingSnapshot?
+    {
         let snapshot = make(event, remember(current))
         let members = JSONValue.object(snapshot.jsonMembers)
         guard members != lastMembers else { return nil }
@@ -157,10 +160,13 @@ struct SnapshotBuilder {
         PairingSnapshot(
             event: event, stage: stage, device: snapshot.deviceID.description,
             peer: snapshot.peer?.description, code: verification?.code,
-            isKnownPeer: verification.map { $0.knownPeer != nil }, knownPeerName: verification?.knownPeer?.name,
-            distanceCm: snapshot.distanceCm.map(Self.oneDecimal), bearingDeg: snapshot.bearingDeg.map(Self.oneDecimal),
+            isKnownPeer: verification.map { $0.knownPeer != nil },
+            knownPeerName: verification?.knownPeer?.name,
+            distanceCm: snapshot.distanceCm.map(Self.oneDecimal),
+            bearingDeg: snapshot.bearingDeg.map(Self.oneDecimal),
             progress: .init(
-                sent: snapshot.sentChunks, sendTotal: snapshot.totalSendChunks, received: snapshot.receivedChunks,
+                sent: snapshot.sentChunks, sendTotal: snapshot.totalSendChunks,
+                received: snapshot.receivedChunks,
                 receiveTotal: snapshot.totalReceiveChunks),
             question: question, outcome: nil, peersSeen: snapshot.peersSeen)
     }

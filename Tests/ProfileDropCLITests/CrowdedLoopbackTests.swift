@@ -1,6 +1,6 @@
-import ProfileDrop
 import Foundation
 import Glibc
+import ProfileDrop
 import Testing
 
 @testable import ProfileDropCLI

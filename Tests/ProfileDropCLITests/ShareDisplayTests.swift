@@ -24,7 +24,8 @@ import Testing
         var snapshot = snapshot(
             .closed, stage: .closed, peer: peer,
             outcome: PairingOutcome(
-                reason: reason, detail: detail, hint: hint, closeReason: nil, card: nil, cardAcknowledged: false,
+                reason: reason, detail: detail, hint: hint, closeReason: nil, card: nil,
+                cardAcknowledged: false,
                 unanswered: false, savedPath: saved, captureError: nil, traffic: ""))
         snapshot.distanceCm = distance?.0
         snapshot.bearingDeg = distance?.1

@@ -1,5 +1,5 @@
-import ProfileDrop
 import Foundation
+import ProfileDrop
 import ProfileDropCrypto
 import ProfileDropTestSupport
 import Testing

@@ -26,7 +26,8 @@ import Testing
     }
 
     /// Every snapshot of `run`, answering each question with `answer`.
-    static func collect(_ run: PairingRun, answer: ConsentAnswer? = .share) async throws -> [PairingSnapshot] {
+    static func collect(_ run: PairingRun, answer: ConsentAnswer? = .share) async throws -> [PairingSnapshot]
+    {
         var snapshots: [PairingSnapshot] = []
         for try await snapshot in run {
             snapshots.append(snapshot)
@@ -40,7 +41,8 @@ import Testing
         let maxPeers = KnownPeerList()
         let boriPeers = KnownPeerList()
         let max = try PairingRun(Self.configuration(try Self.card("max"), port: port, knownPeers: maxPeers))
-        let bori = try PairingRun(Self.configuration(try Self.card("bori"), port: port, knownPeers: boriPeers))
+        let bori = try PairingRun(
+            Self.configuration(try Self.card("bori"), port: port, knownPeers: boriPeers))
         async let maxSnapshots = Self.collect(max)
         async let boriSnapshots = Self.collect(bori)
         let (fromMax, fromBori) = try await (maxSnapshots, boriSnapshots)
@@ -139,7 +141,8 @@ import Testing
             try PairingRun(short)
         }
 
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pd-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "pd-\(UUID().uuidString)")
         #expect(
             FileManager.default.createFile(
                 atPath: directory.appendingPathExtension("key").path, contents: Data("not a key\n".utf8),
@@ -165,7 +168,8 @@ import Testing
     }
 
     @Test func savingAReceivedCardNeverOverwrites() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pd-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "pd-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         try CardFiles.checkDirectory(directory.path)
         let card = try Self.card("bori")

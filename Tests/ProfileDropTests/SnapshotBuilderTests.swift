@@ -11,7 +11,8 @@ import Testing
 
     static func state(peer: DeviceID? = nil, distance: Double? = nil, peersSeen: Int = 0) -> DeviceSnapshot {
         DeviceSnapshot(
-            stage: .discovering, deviceID: device, peer: peer, distanceCm: distance, bearingDeg: distance.map { _ in 4 },
+            stage: .discovering, deviceID: device, peer: peer, distanceCm: distance,
+            bearingDeg: distance.map { _ in 4 },
             sentChunks: 0, totalSendChunks: 0, receivedChunks: 0, totalReceiveChunks: 0, peersSeen: peersSeen,
             closeReason: nil)
     }
@@ -34,7 +35,8 @@ import Testing
         let shown = snapshots.compactMap { $0 }
         #expect(
             shown.map(\.event.name) == [
-                "advertising", "peer_found", "connecting", "secured", "in_range", "exchanging", "acknowledged",
+                "advertising", "peer_found", "connecting", "secured", "in_range", "exchanging",
+                "acknowledged",
             ])
         #expect(shown.map(\.stage.number) == [1, 2, 2, 3, 5, 6, 7])
         // Every event about a peer names it, whatever the core's snapshot still lacks.
@@ -46,17 +48,27 @@ import Testing
     @Test func aSnapshotThatRepeatsTheLastIsNotMade() {
         var builder = SnapshotBuilder()
         _ = builder.started(Self.state())
-        #expect(builder.event(.ranging(distanceCm: 12.04, bearingDeg: 4), Self.state(peer: Self.peer, distance: 12.04)) != nil)
+        #expect(
+            builder.event(
+                .ranging(distanceCm: 12.04, bearingDeg: 4), Self.state(peer: Self.peer, distance: 12.04))
+                != nil)
         // Below the one decimal shown, a measurement is no change.
-        #expect(builder.event(.ranging(distanceCm: 12.01, bearingDeg: 4), Self.state(peer: Self.peer, distance: 12.01)) == nil)
-        #expect(builder.event(.ranging(distanceCm: 11.5, bearingDeg: 4), Self.state(peer: Self.peer, distance: 11.5))?.distanceCm == 11.5)
+        #expect(
+            builder.event(
+                .ranging(distanceCm: 12.01, bearingDeg: 4), Self.state(peer: Self.peer, distance: 12.01))
+                == nil)
+        #expect(
+            builder.event(
+                .ranging(distanceCm: 11.5, bearingDeg: 4), Self.state(peer: Self.peer, distance: 11.5))?
+                .distanceCm == 11.5)
     }
 
     @Test func theQuestionCarriesTheVerification() throws {
         var builder = SnapshotBuilder()
         _ = builder.started(Self.state())
         let known = KnownPeer(
-            resolvingKey: Array(repeating: 1, count: 32), bondKey: Array(repeating: 2, count: 32), name: "Kong (jae)")
+            resolvingKey: Array(repeating: 1, count: 32), bondKey: Array(repeating: 2, count: 32),
+            name: "Kong (jae)")
         _ = builder.event(
             .verified(Verification(peer: Self.peer, code: "123456", knownPeer: known, interruptedBefore: 1)),
             Self.state(peer: Self.peer))
@@ -66,7 +78,8 @@ import Testing
         #expect(
             asked.question
                 == ConsentQuestion(
-                    peer: Self.peer.description, code: "123456", knownPeerName: "Kong (jae)", interruptedBefore: 1,
+                    peer: Self.peer.description, code: "123456", knownPeerName: "Kong (jae)",
+                    interruptedBefore: 1,
                     timeoutSeconds: 60, offersCard: true))
         #expect(asked.code == "123456" && asked.isKnownPeer == true)
         let answer = builder.answered(.share, Self.state(peer: Self.peer))
@@ -76,7 +89,8 @@ import Testing
     }
 
     @Test func hintsSayWhereTheDevicesWereOrWhereToLook() {
-        var snapshot = PairingSnapshot(event: .closed, stage: .closed, device: "d", distanceCm: 13.5, bearingDeg: 4)
+        var snapshot = PairingSnapshot(
+            event: .closed, stage: .closed, device: "d", distanceCm: 13.5, bearingDeg: 4)
         #expect(
             SnapshotBuilder.hint(for: .outOfRange, snapshot: snapshot, peersSeen: 1)
                 == "last seen at 13.5 cm, 4°: hold the devices 5–10 cm apart, facing each other")

@@ -201,7 +201,8 @@ struct ShareOptions {
         if let port = arguments.value(ShareCommand.Options.port) { self.port = port }
         if let loss = arguments.value(ShareCommand.Options.impairLoss) { sendLoss = loss }
         staticKeyPath = try arguments.value(ShareCommand.Options.keyFile) ?? defaultKeyFile()
-        knownPeersPath = arguments.value(ShareCommand.Options.knownPeers) ?? knownPeersFile(besideKeyFile: staticKeyPath)
+        knownPeersPath =
+            arguments.value(ShareCommand.Options.knownPeers) ?? knownPeersFile(besideKeyFile: staticKeyPath)
         let seconds = arguments.value(ShareCommand.Options.timeout, default: 120)
         timeout = .seconds(seconds)
         saveDirectory = arguments.value(ShareCommand.Options.save)
@@ -231,7 +232,9 @@ struct ShareOptions {
 
 /// The known-peers file `share` uses without `--known-peers`: beside the key file.
 private func knownPeersFile(besideKeyFile keyFile: String) -> String {
-    guard case .file(let path) = PairingConfiguration.KnownPeers.besideKeyFile(keyFile) else { return keyFile }
+    guard case .file(let path) = PairingConfiguration.KnownPeers.besideKeyFile(keyFile) else {
+        return keyFile
+    }
     return path
 }
 

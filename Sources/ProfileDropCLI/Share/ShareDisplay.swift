@@ -21,7 +21,8 @@ struct ShareDisplay {
     /// `--yes-known` only about a device that is not a known peer.
     let consent: PairingConfiguration.ConsentPolicy
 
-    init(mode: ShareOptions.OutputMode, console: Console, consent: PairingConfiguration.ConsentPolicy = .ask) {
+    init(mode: ShareOptions.OutputMode, console: Console, consent: PairingConfiguration.ConsentPolicy = .ask)
+    {
         self.mode = mode
         self.console = console
         self.consent = consent
@@ -103,7 +104,8 @@ struct ShareDisplay {
             }
             guard mode != .json else { break }
             if stored {
-                printLine("remembered \(Self.quoted(name)) as a known peer (\(fingerprint))", snapshot: snapshot)
+                printLine(
+                    "remembered \(Self.quoted(name)) as a known peer (\(fingerprint))", snapshot: snapshot)
             }
             return
         case .sessionEnded(_, let detail):
@@ -131,7 +133,8 @@ struct ShareDisplay {
         switch mode {
         case .json:
             console.output(
-                Self.jsonLine([("event", .string("input_error")), ("detail", .string(detail))], timestamp: timestamp()))
+                Self.jsonLine(
+                    [("event", .string("input_error")), ("detail", .string(detail))], timestamp: timestamp()))
         case .terminal, .lines:
             console.error("profiledrop share: input ignored: \(detail)")
         }
@@ -142,7 +145,9 @@ struct ShareDisplay {
     mutating func finish(_ snapshot: PairingSnapshot) {
         guard let outcome = snapshot.outcome else { return }
         waitingForPeer = false
-        if outcome.unanswered && mode != .json { printLine("no answer in time: declined", snapshot: snapshot) }
+        if outcome.unanswered && mode != .json {
+            printLine("no answer in time: declined", snapshot: snapshot)
+        }
         let detail = outcome.detail ?? "quit"
         let shown = detail + (outcome.hint.map { " — " + $0 } ?? "")
         switch mode {
@@ -246,7 +251,9 @@ struct ShareDisplay {
                 text += " · code \(Self.spaced(code))"
                 if let known = snapshot.knownPeerName { text += " · known peer \(Self.quoted(known))" }
                 if snapshot.question != nil { text += " · your answer?" }
-                if waitingForPeer || (!asksUser(knownPeer: snapshot.isKnownPeer ?? false) && stage == .inRange) {
+                if waitingForPeer
+                    || (!asksUser(knownPeer: snapshot.isKnownPeer ?? false) && stage == .inRange)
+                {
                     text += " · waiting for the peer"
                 }
             }

@@ -39,7 +39,8 @@ final class ShareSession {
         let configuration = options.configuration
         let pairing = try Self.commandError { () throws(PairingError) in try PairingRun(configuration) }
         display.started(
-            device: pairing.deviceID, interfaces: pairing.interfaceNames, listening: pairing.listeningDescription)
+            device: pairing.deviceID, interfaces: pairing.interfaceNames,
+            listening: pairing.listeningDescription)
 
         let inbox = Inbox()
         let consumer = Task {
@@ -87,7 +88,8 @@ final class ShareSession {
                 }
             case .inputEnded:
                 // The end of input: no answer will come, and an unanswered request declines by itself.
-                if options.output != .terminal, let line = lineSplitter.finish(), answer(line, pairing) == .quit,
+                if options.output != .terminal, let line = lineSplitter.finish(),
+                    answer(line, pairing) == .quit,
                     !stopped
                 {
                     stopped = true
@@ -158,7 +160,8 @@ final class ShareSession {
     private static func commandError<T>(_ body: () throws(PairingError) -> T) throws -> T {
         do {
             return try body()
-        } catch where error.kind == .configuration {
+        } catch {
+            guard error.kind == .configuration else { throw error }
             throw UsageError(error.message)
         }
     }
@@ -188,7 +191,8 @@ final class ShareSession {
             condition.lock()
             defer { condition.unlock() }
             if items.isEmpty {
-                let seconds = Double(timeout.components.attoseconds) / 1e18 + Double(timeout.components.seconds)
+                let seconds =
+                    Double(timeout.components.attoseconds) / 1e18 + Double(timeout.components.seconds)
                 _ = condition.wait(until: Date(timeIntervalSinceNow: seconds))
             }
             return items.isEmpty ? nil : items.removeFirst()

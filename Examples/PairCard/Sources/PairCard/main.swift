@@ -9,7 +9,8 @@ var settings: [String: String] = [:]
 while let flag = arguments.popFirst(), let value = arguments.popFirst() { settings[flag] = value }
 
 do {
-    let card = try settings["--card"].map { path throws(PairingError) in try CardFiles.load(contentsOf: path) }
+    var card: ProfileCard?
+    if let path = settings["--card"] { card = try CardFiles.load(contentsOf: path) }
     let network = PairingConfiguration.Network(
         interfaces: settings["--interface"].map { [$0] } ?? [],
         port: settings["--port"].flatMap(UInt16.init) ?? 47_544)
