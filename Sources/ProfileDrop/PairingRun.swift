@@ -82,9 +82,11 @@ public final class PairingRun: AsyncSequence, Sendable {
         _ = engine.post(.stop(reason, detail: detail))
     }
 
-    /// The iterator of the run's snapshots.
+    /// The iterator of the run's snapshots. Dropping it before the last snapshot (leaving the
+    /// `for` loop early) stops the run as cancellation does.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let engine: PairingEngine
+        let lifetime: IteratorLifetime
 
         /// The next snapshot, or nil after the last. Cancelling the task stops the run and keeps
         /// returning its snapshots up to the closed one.
@@ -103,8 +105,17 @@ public final class PairingRun: AsyncSequence, Sendable {
     /// Starts the run (the first time) and returns the iterator of its snapshots.
     public func makeAsyncIterator() -> AsyncIterator {
         engine.start()
-        return AsyncIterator(engine: engine)
+        return AsyncIterator(engine: engine, lifetime: IteratorLifetime(engine))
     }
+}
+
+/// Stops the run when its iterator is dropped: nobody would see the rest of it.
+final class IteratorLifetime: Sendable {
+    private let engine: PairingEngine
+
+    init(_ engine: PairingEngine) { self.engine = engine }
+
+    deinit { _ = engine.post(.stop(.interrupted, detail: "interrupted")) }
 }
 
 /// The snapshots on their way from the run's thread to the iterating task.

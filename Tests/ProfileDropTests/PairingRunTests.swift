@@ -122,6 +122,48 @@ import Testing
         #expect(ContinuousClock.now - start < .seconds(15))
     }
 
+    /// Poses the program gives: one device held still, the other brought into range by an
+    /// `AsyncStream` the test feeds once both are secured.
+    @Test func posesFromTheProgramBringTheDevicesIntoRange() async throws {
+        let port = freeUDPPort()
+        let (poses, feed) = AsyncStream<Pose>.makeStream()
+        var still = Self.configuration(try Self.card("max"), port: port, consent: .always)
+        still.motion = .fixed(Pose(x: 0, y: 0, heading: 0))
+        var moving = Self.configuration(try Self.card("bori"), port: port, consent: .always)
+        moving.motion = .stream(Pose(x: 40, y: 0, heading: 180), poses)
+        let held = try PairingRun(still)
+        let brought = try PairingRun(moving)
+        async let fromHeld = Self.collect(held, answer: nil)
+        var fromBrought: [PairingSnapshot] = []
+        for try await snapshot in brought {
+            fromBrought.append(snapshot)
+            if snapshot.event == .ranging, (snapshot.distanceCm ?? 0) > 20 {
+                feed.yield(Pose(x: 7, y: 0, heading: 180))
+            }
+        }
+        feed.finish()
+        let heldSnapshots = try await fromHeld
+        #expect(fromBrought.last?.outcome?.reason == .exchanged)
+        #expect(heldSnapshots.last?.outcome?.card?.name == "Bori")
+        // It was measured out of range before the stream moved it in.
+        #expect(fromBrought.contains { ($0.distanceCm ?? 0) > 20 })
+        #expect(fromBrought.contains { $0.stage == .inRange })
+    }
+
+    @Test func leavingTheLoopEarlyStopsTheRun() async throws {
+        let port = freeUDPPort()
+        let quitter = try PairingRun(Self.configuration(try Self.card("max"), port: port))
+        let bori = try PairingRun(Self.configuration(try Self.card("bori"), port: port))
+        let quitting = Task {
+            for try await snapshot in quitter where snapshot.event == .consent { break }
+        }
+        let start = ContinuousClock.now
+        let fromBori = try await Self.collect(bori, answer: nil)
+        try await quitting.value
+        #expect(fromBori.last?.outcome?.closeReason == .declined(by: .peer))
+        #expect(ContinuousClock.now - start < .seconds(15))
+    }
+
     @Test func anAnswerWithNoQuestionPendingIsRefused() throws {
         let run = try PairingRun(Self.configuration(nil, port: freeUDPPort()))
         #expect(!run.share())
