@@ -45,6 +45,13 @@ final class PairingEngine: @unchecked Sendable {
 
     init(_ configuration: PairingConfiguration) throws(PairingError) {
         self.configuration = configuration
+        // Checked before the key file may be created: the capture's file is not found unwritable
+        // once the run it records is over.
+        if let capture = configuration.capture,
+            let problem = OutputFile.writableProblem(capture.path, option: "--capture")
+        {
+            throw PairingError(.configuration, problem)
+        }
         let secret: [UInt8]
         switch configuration.identity {
         case .keyFile(let path):
@@ -85,11 +92,6 @@ final class PairingEngine: @unchecked Sendable {
             }
         case .memory(let list):
             knownPeers = list.peers
-        }
-        if let capture = configuration.capture,
-            let problem = OutputFile.writableProblem(capture.path, option: "--capture")
-        {
-            throw PairingError(.configuration, problem)
         }
         var interfaces: [NetworkInterface]
         do {
