@@ -10,13 +10,11 @@ import Testing
 
     /// Builds the example once for the suite; the path of its executable.
     static let executable: Result<URL, ExampleBuildError> = {
-        let swift = ProcessInfo.processInfo.environment["SWIFT_EXEC_FOR_EXAMPLES"] ?? "/usr/bin/env"
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: swift)
-        process.arguments =
-            (swift == "/usr/bin/env" ? ["swift"] : []) + [
-                "build", "--package-path", examplePackage.path, "--scratch-path", scratch.path,
-            ]
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "swift", "build", "--package-path", examplePackage.path, "--scratch-path", scratch.path,
+        ]
         let log = Pipe()
         process.standardOutput = log
         process.standardError = log
