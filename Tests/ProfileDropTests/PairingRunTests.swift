@@ -150,6 +150,21 @@ import Testing
         #expect(fromBrought.contains { $0.stage == .inRange })
     }
 
+    /// A pose the run samples from the program: far for the first second, then held right.
+    @Test func aSampledPoseBringsTheDeviceIntoRange() async throws {
+        let port = freeUDPPort()
+        var still = Self.configuration(try Self.card("max"), port: port, consent: .always)
+        still.motion = .fixed(Pose(x: 0, y: 0, heading: 0))
+        var sampled = Self.configuration(try Self.card("bori"), port: port, consent: .always)
+        sampled.motion = .sampled { elapsed in
+            elapsed < .seconds(1) ? Pose(x: 40, y: 0, heading: 180) : Pose(x: 7, y: 0, heading: 180)
+        }
+        async let fromStill = Self.collect(try PairingRun(still), answer: nil)
+        let fromSampled = try await Self.collect(try PairingRun(sampled), answer: nil)
+        #expect(fromSampled.last?.outcome?.reason == .exchanged)
+        #expect(try await fromStill.last?.outcome?.card?.name == "Bori")
+    }
+
     @Test func leavingTheLoopEarlyStopsTheRun() async throws {
         let port = freeUDPPort()
         let quitter = try PairingRun(Self.configuration(try Self.card("max"), port: port))
