@@ -5,6 +5,8 @@ let package = Package(
     name: "ProfileDrop",
     products: [
         .executable(name: "profiledrop", targets: ["profiledrop"]),
+        // Pairing from any Swift program: configuration, a run as snapshots, answers, cancellation.
+        .library(name: "ProfileDrop", targets: ["ProfileDrop"]),
         .library(name: "ProfileDropCore", targets: ["ProfileDropCore"]),
         .library(name: "ProfileDropNoise", targets: ["ProfileDropNoise"]),
         .library(name: "ProfileDropSimulator", targets: ["ProfileDropSimulator"]),
@@ -50,12 +52,21 @@ let package = Package(
         .target(
             name: "ProfileDropCapture",
             dependencies: ["ProfileDropCore", "ProfileDropCrypto", "ProfileDropJSON", "ProfileDropNoise"]),
+        // The embeddable API: a device on real sockets as an AsyncSequence of snapshots, with the
+        // identity and known-peers files and the card saver it needs. `share` is its first client.
+        .target(
+            name: "ProfileDrop",
+            dependencies: [
+                "ProfileDropCore", "ProfileDropCrypto", "ProfileDropJSON", "ProfileDropTransport",
+                "ProfileDropCapture", "ProfileDropCardFile",
+            ]),
         // Command implementations behind the `profiledrop` executable.
         .target(
             name: "ProfileDropCLI",
             dependencies: [
-                "ProfileDropCrypto", "ProfileDropNoise", "ProfileDropCore", "ProfileDropSimulator",
-                "ProfileDropTransport", "ProfileDropCapture", "ProfileDropJSON", "ProfileDropCardFile",
+                "ProfileDrop", "ProfileDropCrypto", "ProfileDropNoise", "ProfileDropCore",
+                "ProfileDropSimulator", "ProfileDropTransport", "ProfileDropCapture", "ProfileDropJSON",
+                "ProfileDropCardFile",
             ],
             // `profiledrop version` reports the git commit this plugin writes before each build.
             plugins: ["GitCommit"]
@@ -108,9 +119,13 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "ProfileDropTests",
+            dependencies: ["ProfileDrop", "ProfileDropCore", "ProfileDropCardFile", "ProfileDropTestSupport"]),
+        .testTarget(
             name: "ProfileDropCLITests",
             dependencies: [
-                "ProfileDropCLI", "ProfileDropCardFile", "ProfileDropCore", "ProfileDropTestSupport",
+                "ProfileDropCLI", "ProfileDrop", "ProfileDropCardFile", "ProfileDropCore",
+                "ProfileDropTestSupport",
                 // A real device on loopback sockets, as a misbehaving peer of `share`.
                 "ProfileDropCrypto", "ProfileDropTransport",
                 // The file fuzz target's checks (FileFuzzHarness), replaying its stored inputs.

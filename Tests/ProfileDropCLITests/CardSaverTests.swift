@@ -1,4 +1,5 @@
 import Foundation
+import ProfileDrop
 import Testing
 
 @testable import ProfileDropCLI

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import ProfileDrop
 import Testing
 
 @testable import ProfileDropCLI

@@ -1,3 +1,4 @@
+import ProfileDrop
 import ProfileDropCore
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import ProfileDrop
 import ProfileDropCore
 import ProfileDropCrypto
 import Synchronization

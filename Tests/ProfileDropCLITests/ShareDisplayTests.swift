@@ -1,25 +1,40 @@
 import Foundation
+import ProfileDrop
 import Testing
 
 @testable import ProfileDropCLI
-@testable import ProfileDropCore
 
-/// What `share` writes, fed events directly: the `--json` line schema and its order.
+/// What `share` writes, fed the library's snapshots directly: the `--json` line schema and the
+/// lines people read. (How the core's events become snapshots: ProfileDropTests' SnapshotBuilderTests.)
 @Suite struct ShareDisplayTests {
-    static let device = DeviceID(rawValue: 0x0102_0304_0506_0708)
-    static let peer = DeviceID(rawValue: 0x1112_1314_1516_1718)
-    static let other = DeviceID(rawValue: 0x2122_2324_2526_2728)
+    static let device = "0102030405060708"
+    static let peer = "1112131415161718"
 
-    static func snapshot(peer: DeviceID? = nil) -> DeviceSnapshot {
-        DeviceSnapshot(
-            stage: .discovering, deviceID: device, peer: peer, distanceCm: nil, bearingDeg: nil,
-            sentChunks: 0,
-            totalSendChunks: 0, receivedChunks: 0, totalReceiveChunks: 0, peersSeen: 0, closeReason: nil)
+    static func snapshot(
+        _ event: PairingSnapshot.Event, stage: PairingSnapshot.Stage = .advertising, peer: String? = nil,
+        outcome: PairingOutcome? = nil
+    ) -> PairingSnapshot {
+        PairingSnapshot(event: event, stage: stage, device: device, peer: peer, outcome: outcome)
+    }
+
+    static func closed(
+        _ reason: PairingOutcome.Reason, detail: String?, hint: String? = nil, saved: String? = nil,
+        distance: (Double, Double)? = nil
+    ) -> PairingSnapshot {
+        var snapshot = snapshot(
+            .closed, stage: .closed, peer: peer,
+            outcome: PairingOutcome(
+                reason: reason, detail: detail, hint: hint, closeReason: nil, card: nil,
+                cardAcknowledged: false,
+                unanswered: false, savedPath: saved, captureError: nil, traffic: ""))
+        snapshot.distanceCm = distance?.0
+        snapshot.bearingDeg = distance?.1
+        return snapshot
     }
 
     static func jsonDisplay() -> (ShareDisplay, CapturingConsole) {
         let console = CapturingConsole()
-        var display = ShareDisplay(mode: .json, console: console, consent: .share)
+        var display = ShareDisplay(mode: .json, console: console, consent: .always)
         display.timestamp = { "2026-11-30T12:00:00.000Z" }
         return (display, console)
     }
@@ -32,13 +47,15 @@ import Testing
 
     @Test func everyLineStartsWithTheSchemaVersionAndATimestamp() throws {
         var (display, console) = Self.jsonDisplay()
-        display.started(interfaces: ["lo"], listening: "port 1", snapshot: Self.snapshot())
-        display.show(.peerFound(Self.peer), snapshot: Self.snapshot())
-        display.finish(reason: .exchanged, snapshot: Self.snapshot(peer: Self.peer), card: nil)
+        display.started(device: Self.device, interfaces: ["lo"], listening: "port 1")
+        display.show(Self.snapshot(.advertising))
+        display.show(Self.snapshot(.peerFound(peer: Self.peer), stage: .peerFound, peer: Self.peer))
+        display.finish(Self.closed(.exchanged, detail: "exchanged"))
         for line in console.outputLines {
             #expect(line.hasPrefix(#"{"v":1,"ts":"2026-11-30T12:00:00.000Z","event":""#), "\(line)")
         }
         #expect(console.outputLines.count == 3)
+        #expect(try Self.objects(console)[1]["peer"] as? String == Self.peer)
     }
 
     @Test func theWallClockTimestampIsRFC3339WithMilliseconds() {
@@ -47,53 +64,36 @@ import Testing
             stamp.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$"#, options: .regularExpression) != nil)
     }
 
-    @Test func oneLinePerStateChangeInOrder() throws {
-        var (display, console) = Self.jsonDisplay()
-        display.started(interfaces: ["lo"], listening: "port 1", snapshot: Self.snapshot())
-        // The core's own first advertising event repeats what the start announced.
-        display.show(.advertising, snapshot: Self.snapshot())
-        display.show(.peerFound(Self.peer), snapshot: Self.snapshot())
-        display.show(.connecting(peer: Self.peer, initiator: true), snapshot: Self.snapshot())
-        display.show(.secured(peer: Self.peer), snapshot: Self.snapshot())
-        // Another device found during the session is no step back for this one.
-        display.show(.peerFound(Self.other), snapshot: Self.snapshot(peer: Self.peer))
-        display.show(.inRange, snapshot: Self.snapshot(peer: Self.peer))
-        display.show(.exchanging(sent: 0, total: 2), snapshot: Self.snapshot(peer: Self.peer))
-        display.show(.acknowledged, snapshot: Self.snapshot(peer: Self.peer))
-        // Late progress after the acknowledgement tells nothing new.
-        display.show(.exchanging(sent: 2, total: 2), snapshot: Self.snapshot(peer: Self.peer))
-        display.finish(reason: .exchanged, snapshot: Self.snapshot(peer: Self.peer), card: nil)
-        let events = try Self.objects(console).map { $0["event"] as? String ?? "?" }
-        #expect(
-            events == [
-                "advertising", "peer_found", "connecting", "secured", "in_range", "exchanging",
-                "acknowledged",
-                "closed",
-            ])
-        // Every event about a peer names it, whatever the snapshot still lacks.
-        for object in try Self.objects(console) where object["event"] as? String != "advertising" {
-            #expect(object["peer"] as? String == Self.peer.description, "\(object)")
-        }
-    }
-
     @Test func aSignalEndsWithAnInterruptedLine() throws {
         var (display, console) = Self.jsonDisplay()
-        display.finish(reason: nil, snapshot: Self.snapshot(), card: nil, signal: "SIGINT")
+        display.finish(Self.closed(.interrupted, detail: "interrupted (SIGINT)"))
         let last = try #require(try Self.objects(console).last)
         #expect(last["event"] as? String == "closed")
         #expect(last["reason"] as? String == "interrupted")
         #expect(last["detail"] as? String == "interrupted (SIGINT)")
     }
 
+    @Test func quittingHasNoDetail() throws {
+        var (display, console) = Self.jsonDisplay()
+        display.finish(Self.closed(.quit, detail: nil))
+        let last = try #require(try Self.objects(console).last)
+        #expect(last["reason"] as? String == "quit")
+        #expect(last["detail"] == nil)
+
+        let plain = CapturingConsole()
+        var lines = ShareDisplay(mode: .lines, console: plain)
+        lines.finish(Self.closed(.quit, detail: nil))
+        #expect(plain.outputLines.last == "closed: quit")
+    }
+
     @Test func theSavedPathIsReported() throws {
         var (display, console) = Self.jsonDisplay()
-        display.finish(
-            reason: .exchanged, snapshot: Self.snapshot(), card: nil, saved: "/tmp/cards/Bori.json")
+        display.finish(Self.closed(.exchanged, detail: "exchanged", saved: "/tmp/cards/Bori.json"))
         #expect(try Self.objects(console).last?["saved"] as? String == "/tmp/cards/Bori.json")
 
         let plain = CapturingConsole()
-        var lines = ShareDisplay(mode: .lines, console: plain, consent: .share)
-        lines.finish(reason: .exchanged, snapshot: Self.snapshot(), card: nil, saved: "/tmp/cards/Bori.json")
+        var lines = ShareDisplay(mode: .lines, console: plain, consent: .always)
+        lines.finish(Self.closed(.exchanged, detail: "exchanged", saved: "/tmp/cards/Bori.json"))
         #expect(plain.outputLines.last == "saved: /tmp/cards/Bori.json")
     }
 
@@ -106,62 +106,63 @@ import Testing
         #expect(StatusLine.cut("short", to: 40) == "short")
     }
 
-    @Test func outOfRangeSaysWhereTheDevicesWereAndWhereToHoldThem() throws {
+    @Test func theHintFollowsTheDetail() throws {
         let console = CapturingConsole()
-        var display = ShareDisplay(mode: .lines, console: console, consent: .share)
-        var snapshot = Self.snapshot(peer: Self.peer)
-        snapshot.distanceCm = 13.54
-        snapshot.bearingDeg = 4
-        display.finish(reason: .outOfRange, snapshot: snapshot, card: nil)
-        #expect(
-            console.outputLines.last
-                == "closed: out of range — last seen at 13.5 cm, 4°: hold the devices 5–10 cm apart, facing each other"
-        )
+        var display = ShareDisplay(mode: .lines, console: console, consent: .always)
+        let hint = "last seen at 13.5 cm, 4°: hold the devices 5–10 cm apart, facing each other"
+        display.finish(Self.closed(.outOfRange, detail: "out of range", hint: hint, distance: (13.5, 4)))
+        #expect(console.outputLines.last == "closed: out of range — " + hint)
 
         var (json, jsonConsole) = Self.jsonDisplay()
-        json.finish(reason: .outOfRange, snapshot: snapshot, card: nil)
+        json.finish(Self.closed(.outOfRange, detail: "out of range", hint: hint, distance: (13.5, 4)))
         let last = try #require(try Self.objects(jsonConsole).last)
         #expect(last["detail"] as? String == "out of range")
-        #expect((last["hint"] as? String)?.hasPrefix("last seen at 13.5 cm") == true)
-    }
-
-    @Test func noPeerSeenPointsAtThePortAndTheFirewall() {
-        let console = CapturingConsole()
-        var display = ShareDisplay(mode: .lines, console: console, consent: .share)
-        display.finish(reason: .timeout(.noExchange), snapshot: Self.snapshot(), card: nil)
-        let last = console.outputLines.last ?? ""
-        #expect(last.hasPrefix("closed: timeout: no exchange — no peer was seen: the same --port on both?"))
-        #expect(last.contains("Troubleshooting discovery"))
+        #expect(last["hint"] as? String == hint)
+        #expect(last["distance_cm"] as? Double == 13.5)
     }
 
     @Test func afterAnsweringTheUserSeesThatThePeerIsAwaited() {
         let console = CapturingConsole()
-        var display = ShareDisplay(mode: .lines, console: console, consent: .askUser)
-        display.decided(.share, snapshot: Self.snapshot(peer: Self.peer))
+        var display = ShareDisplay(mode: .lines, console: console, consent: .ask)
+        display.show(Self.snapshot(.decision(.share), stage: .inRange, peer: Self.peer))
         #expect(console.outputLines.last == "you answered: share; waiting for the peer to accept")
     }
 
     /// With `--yes-known` the code of a known peer is printed, as it is with `--yes` (nobody is
     /// asked); a new device's code comes with the question instead.
     @Test func sharingWithKnownPeersOnlyPrintsTheCodeOfAKnownPeer() {
-        let known = KnownPeer(
-            resolvingKey: Array(repeating: 1, count: 32), bondKey: Array(repeating: 2, count: 32),
-            name: "Kong (jae)")
-        for (peer, printed) in [(known as KnownPeer?, true), (nil, false)] {
+        for (name, printed) in [("Kong (jae)" as String?, true), (nil, false)] {
             let console = CapturingConsole()
-            var display = ShareDisplay(mode: .lines, console: console, consent: .shareWithKnownPeers)
-            let verification = Verification(
-                peer: Self.peer, code: "123456", knownPeer: peer, interruptedBefore: 0)
-            display.show(.verified(verification), snapshot: Self.snapshot(peer: Self.peer))
+            var display = ShareDisplay(mode: .lines, console: console, consent: .knownPeers)
+            var snapshot = Self.snapshot(.verified(interruptedBefore: 0), stage: .secured, peer: Self.peer)
+            snapshot.code = "123456"
+            snapshot.isKnownPeer = name != nil
+            snapshot.knownPeerName = name
+            display.show(snapshot)
             let line = console.outputLines.first { $0.hasPrefix("verified: code 123 456") }
             #expect((line != nil) == printed)
             if printed { #expect(line?.hasSuffix("known peer “Kong (jae)”") == true) }
         }
     }
 
+    @Test func aQuestionIsAPromptWithTheCode() {
+        let console = CapturingConsole()
+        var display = ShareDisplay(mode: .lines, console: console, consent: .ask)
+        var snapshot = Self.snapshot(.consent, stage: .inRange, peer: Self.peer)
+        snapshot.code = "123456"
+        snapshot.question = ConsentQuestion(
+            peer: Self.peer, code: "123456", knownPeerName: nil, interruptedBefore: 0, timeoutSeconds: 60,
+            offersCard: false)
+        display.show(snapshot)
+        #expect(
+            console.outputLines.last
+                == "pair with a NEW device? code 123 456 — check that the other screen shows the same code. "
+                + "[r]eceive their card, [d]ecline (60 s)")
+    }
+
     @Test func nothingMovedIsNotReportedAsExchanged() throws {
         var (display, console) = Self.jsonDisplay()
-        display.finish(reason: .exchanged, snapshot: Self.snapshot(), card: nil, nothingMoved: true)
+        display.finish(Self.closed(.nothingExchanged, detail: "nothing exchanged: both sides only receive"))
         let last = try #require(try Self.objects(console).last)
         #expect(last["reason"] as? String == "nothing_exchanged")
         #expect(last["detail"] as? String == "nothing exchanged: both sides only receive")

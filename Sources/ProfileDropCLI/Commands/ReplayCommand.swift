@@ -1,3 +1,4 @@
+import ProfileDrop
 import ProfileDropCapture
 import ProfileDropCore
 import ProfileDropCrypto

@@ -1,7 +1,4 @@
-import ProfileDropCardFile
-import ProfileDropCore
-import ProfileDropCrypto
-import ProfileDropTransport
+import ProfileDrop
 
 /// `profiledrop share --profile FILE`: pair with a peer on the LAN and swap profile cards.
 enum ShareCommand: Subcommand {
@@ -135,11 +132,13 @@ enum ShareCommand: Subcommand {
 /// The parsed and validated options of `share`.
 struct ShareOptions {
     var card: ProfileCard?
-    var consent: ConsentPolicy
+    var consent: PairingConfiguration.ConsentPolicy
     var motion: MotionMode
-    var interfaces: [NetworkInterface]
-    var endpoint = DiscoveryEndpoint()
-    var impairment = SendImpairment()
+    /// The interfaces named with `--interface` (none: every usable one); the library checks them.
+    var interfaces: [String]
+    var port: UInt16 = PairingConfiguration.Network().port
+    /// Testing: the fraction of outgoing datagrams dropped (`--impair-loss`).
+    var sendLoss: Double = 0
     /// The file of the device's long-term identity secret.
     var staticKeyPath: String
     /// The known-peers file: read at start, written when an exchange completes.
@@ -171,16 +170,17 @@ struct ShareOptions {
                     "--receive-only and --profile cannot be combined: --receive-only sends no card")
             }
             do {
-                card = try CardFile.load(contentsOf: path)
+                card = try CardFiles.load(contentsOf: path)
             } catch {
-                throw UsageError("\(error)")
+                throw UsageError(error.message)
             }
         } else if !receiveOnly {
             throw UsageError("--profile FILE is required (or --receive-only)")
         }
-        // --receive-only offers no card; the user is asked all the same, unless --yes. With
-        // --yes-known a known peer gets the share decision, which without a card means receive-only.
-        consent = yes ? (receiveOnly ? .receiveOnly : .share) : yesKnown ? .shareWithKnownPeers : .askUser
+        // --receive-only offers no card; the user is asked all the same, unless --yes (which then
+        // receives). With --yes-known a known peer gets the share decision, which without a card
+        // means receive-only.
+        consent = yes ? .always : yesKnown ? .knownPeers : .ask
 
         let start = arguments.value(ShareCommand.Options.pose)
         if let script = arguments.value(ShareCommand.Options.motion) {
@@ -197,20 +197,12 @@ struct ShareOptions {
             motion = .approach
         }
 
-        do {
-            interfaces = try NetworkInterface.select(
-                names: arguments.allValues(ShareCommand.Options.interface), from: NetworkInterface.all())
-        } catch let error as TransportError {
-            throw UsageError(error.diagnostic)
-        }
-        if let port = arguments.value(ShareCommand.Options.port) { endpoint.port = port }
-        if let loss = arguments.value(ShareCommand.Options.impairLoss) {
-            impairment = SendImpairment(loss: loss, seed: 1)
-        }
-        staticKeyPath = try arguments.value(ShareCommand.Options.keyFile) ?? StaticKeyStore.defaultPath()
+        interfaces = arguments.allValues(ShareCommand.Options.interface)
+        if let port = arguments.value(ShareCommand.Options.port) { self.port = port }
+        if let loss = arguments.value(ShareCommand.Options.impairLoss) { sendLoss = loss }
+        staticKeyPath = try arguments.value(ShareCommand.Options.keyFile) ?? defaultKeyFile()
         knownPeersPath =
-            arguments.value(ShareCommand.Options.knownPeers)
-            ?? KnownPeersStore.defaultPath(keyFilePath: staticKeyPath)
+            arguments.value(ShareCommand.Options.knownPeers) ?? knownPeersFile(besideKeyFile: staticKeyPath)
         let seconds = arguments.value(ShareCommand.Options.timeout, default: 120)
         timeout = .seconds(seconds)
         saveDirectory = arguments.value(ShareCommand.Options.save)
@@ -220,5 +212,38 @@ struct ShareOptions {
         if keylog && capturePath == nil { throw UsageError("--keylog goes with --capture FILE") }
         output =
             arguments.has(ShareCommand.Options.json) ? .json : RawTerminal.isInteractive ? .terminal : .lines
+    }
+
+    /// The run these options ask for, in the library's terms.
+    var configuration: PairingConfiguration {
+        let pose: PairingConfiguration.Motion
+        switch motion {
+        case .approach: pose = .approach
+        case .still(let start), .interactive(let start): pose = .fixed(start)
+        case .scripted(let script): pose = .scripted(script)
+        }
+        return PairingConfiguration(
+            card: card, identity: .keyFile(staticKeyPath), knownPeers: .file(knownPeersPath),
+            network: .init(interfaces: interfaces, port: port, sendLoss: sendLoss), motion: pose,
+            consent: consent, timeout: timeout,
+            capture: capturePath.map { PairingConfiguration.Capture(path: $0, keylog: keylog) })
+    }
+}
+
+/// The known-peers file `share` uses without `--known-peers`: beside the key file.
+private func knownPeersFile(besideKeyFile keyFile: String) -> String {
+    guard case .file(let path) = PairingConfiguration.KnownPeers.besideKeyFile(keyFile) else {
+        return keyFile
+    }
+    return path
+}
+
+/// The key file `share` uses without `--key-file`.
+private func defaultKeyFile() throws -> String {
+    do {
+        guard case .keyFile(let path) = try PairingConfiguration.Identity.defaultKeyFile() else { return "" }
+        return path
+    } catch {
+        throw UsageError(error.message)
     }
 }

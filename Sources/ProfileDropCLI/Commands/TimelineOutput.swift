@@ -1,4 +1,5 @@
 import Foundation
+import ProfileDrop
 import ProfileDropCapture
 import ProfileDropCore
 import ProfileDropSimulator

@@ -1,10 +1,10 @@
-import ProfileDropCore
+import ProfileDrop
 import ProfileDropJSON
 
 /// What one line of standard input asks of `share` when standard input is not a terminal.
 enum ConsentInput: Equatable {
     /// An answer to the pending consent request.
-    case decision(ConsentDecision)
+    case decision(ConsentAnswer)
     /// `q`: quit (lines mode only).
     case quit
     /// A blank line: nothing.
@@ -13,7 +13,7 @@ enum ConsentInput: Equatable {
     case invalid(String)
 
     /// The words `--json` input uses for each decision, also used in its `decision` events.
-    static func word(for decision: ConsentDecision) -> String {
+    static func word(for decision: ConsentAnswer) -> String {
         switch decision {
         case .share: "share"
         case .receiveOnly: "receive-only"
@@ -41,7 +41,7 @@ enum ConsentInput: Equatable {
             return .invalid("\"decision\" must be one string: share, receive-only or decline")
         }
         guard
-            let decision = [ConsentDecision.share, .receiveOnly, .decline].first(where: {
+            let decision = [ConsentAnswer.share, .receiveOnly, .decline].first(where: {
                 Self.word(for: $0) == word
             })
         else {

@@ -1,4 +1,4 @@
-import ProfileDropCore
+import ProfileDrop
 
 /// How the simulated device moves during `share`.
 enum MotionMode: Equatable {
@@ -52,5 +52,16 @@ enum PoseSyntax {
             }
         }
         return script
+    }
+}
+
+extension DeviceMotion {
+    /// The motion `mode` asks for, before any session.
+    init(_ mode: MotionMode) {
+        switch mode {
+        case .approach: self.init(start: Pose(x: 0, y: 0, heading: 0), script: nil)
+        case .still(let start), .interactive(let start): self.init(start: start, script: nil)
+        case .scripted(let script): self.init(start: script.initialPose, script: script)
+        }
     }
 }

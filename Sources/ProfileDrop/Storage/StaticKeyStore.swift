@@ -8,9 +8,9 @@ import ProfileDropJSON
 #endif
 
 /// Errors reading or creating the device's static key file. Each describes itself in one line.
-public struct StaticKeyStoreError: InputError {
+package struct StaticKeyStoreError: Error, CustomStringConvertible {
     /// The one-line explanation, naming the file.
-    public var description: String
+    package var description: String
 }
 
 /// The device's long-term Noise static key: generated on first use and kept in a file of mode 0600.
@@ -20,14 +20,14 @@ public struct StaticKeyStoreError: InputError {
 /// as 64 lowercase hex digits and a newline. A key file is the user's own, sometimes written by hand,
 /// so reading is lenient where the key stays unambiguous: either case, and white space around the
 /// digits. What is read is the key; writing it gives the canonical form.
-public enum StaticKeyStore {
+package enum StaticKeyStore {
     /// The file name inside the configuration directory.
-    public static let fileName = "static-key"
+    package static let fileName = "static-key"
     /// A key file is 64 hex digits and a line end; anything much larger is not one.
-    static let maximumFileBytes = 256
+    package static let maximumFileBytes = 256
 
     /// The default path, from the environment.
-    public static func defaultPath() throws -> String {
+    package static func defaultPath() throws -> String {
         if let config = environment("XDG_CONFIG_HOME"), !config.isEmpty {
             return config + "/profiledrop/" + fileName
         }
@@ -40,7 +40,7 @@ public enum StaticKeyStore {
 
     /// Loads the key at `path`, creating it (and its directory, mode 0700) when it does not exist.
     /// - Returns: the key, and whether it was created by this call.
-    public static func loadOrCreate(at path: String) throws -> (key: X25519.PrivateKey, created: Bool) {
+    package static func loadOrCreate(at path: String) throws -> (key: X25519.PrivateKey, created: Bool) {
         if let existing = try load(at: path) { return (existing, false) }
         // Failing to create or write is a runtime error (exit 6), not a bad file.
         try OutputFile.createDirectories(for: path)
@@ -57,7 +57,7 @@ public enum StaticKeyStore {
     }
 
     /// Loads the key at `path`, or returns nil when there is no such file.
-    public static func load(at path: String) throws -> X25519.PrivateKey? {
+    package static func load(at path: String) throws -> X25519.PrivateKey? {
         var info = stat()
         if stat(path, &info) != 0 {
             if errno == ENOENT {
@@ -105,30 +105,30 @@ public enum StaticKeyStore {
     }
 
     /// The key file's contents for `key`: 64 lowercase hex digits and a newline.
-    static func fileContents(_ key: X25519.PrivateKey) -> [UInt8] {
+    package static func fileContents(_ key: X25519.PrivateKey) -> [UInt8] {
         Array((hex(key.rawRepresentation) + "\n").utf8)
     }
 
     /// The key in `contents`: 64 hex digits in either case, with white space around them; nil for
     /// anything else.
-    static func key(fromFileContents contents: [UInt8]) -> X25519.PrivateKey? {
+    package static func key(fromFileContents contents: [UInt8]) -> X25519.PrivateKey? {
         let text = String(decoding: contents, as: UTF8.self).trimmingWhitespace()
         guard let bytes = Hex.decode(text), bytes.count == X25519.keyLength else { return nil }
         return try? X25519.PrivateKey(rawRepresentation: bytes)
     }
 }
 
-func environment(_ name: String) -> String? {
+package func environment(_ name: String) -> String? {
     guard let value = getenv(name) else { return nil }
     return String(cString: value)
 }
 
-func systemError() -> String { String(cString: strerror(errno)) }
+package func systemError() -> String { String(cString: strerror(errno)) }
 
-func hex(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }
+package func hex(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }
 
 extension String {
-    func trimmingWhitespace() -> String {
+    package func trimmingWhitespace() -> String {
         // "\r\n" is one Character, so compare by property rather than against single scalars.
         let isSpace: (Character) -> Bool = { $0.isWhitespace }
         guard let start = firstIndex(where: { !isSpace($0) }), let end = lastIndex(where: { !isSpace($0) })

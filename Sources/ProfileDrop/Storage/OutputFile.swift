@@ -13,61 +13,43 @@ import Foundation
 /// The path may name a regular file, nothing yet, or a symbolic link to a regular file, which is
 /// followed: the link stays, its target is replaced. Anything else (a directory, a FIFO, a device,
 /// a link to nothing) is refused rather than replaced by a file.
-enum OutputFile {
+package enum OutputFile {
     /// A write that failed: the path and why, in one line.
-    struct Failure: Error, CustomStringConvertible {
-        let path: String
-        let reason: String
-        var description: String { "cannot write \(path): \(reason)" }
+    package struct Failure: Error, CustomStringConvertible {
+        package let path: String
+        package let reason: String
+        package var description: String { "cannot write \(path): \(reason)" }
     }
 
-    /// Checks, before any work is done, that a file can be written at `path` for `option`: a
-    /// regular file that can be written (or a link to one), or a new name in a directory that
-    /// exists and can be written. Anything else is a usage error naming the option.
-    static func checkWritable(_ path: String, option: String) throws(UsageError) {
-        guard !path.isEmpty else { throw UsageError("\(option) needs a file name") }
+    /// What stands in the way of writing a file at `path` for `option`, checked before any work is
+    /// done: nil for a regular file that can be written (or a link to one), or a new name in a
+    /// directory that exists and can be written; otherwise the problem in one line, naming the option.
+    package static func writableProblem(_ path: String, option: String) -> String? {
+        guard !path.isEmpty else { return "\(option) needs a file name" }
         let target: String
         do {
             target = try Self.target(of: path)
         } catch {
-            throw UsageError("\(option) \(error.description)")
+            return "\(option) \(error.description)"
         }
         let files = FileManager.default
         var isDirectory: ObjCBool = false
         if files.fileExists(atPath: target) {
-            guard files.isWritableFile(atPath: target) else {
-                throw UsageError("\(option) cannot write \(path)")
-            }
-            return
+            guard files.isWritableFile(atPath: target) else { return "\(option) cannot write \(path)" }
+            return nil
         }
         let parent = URL(fileURLWithPath: target).deletingLastPathComponent().path
         guard files.fileExists(atPath: parent, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw UsageError("\(option) \(path): no directory \(parent)")
+            return "\(option) \(path): no directory \(parent)"
         }
         guard files.isWritableFile(atPath: parent) else {
-            throw UsageError("\(option) cannot write \(path): the directory is not writable")
+            return "\(option) cannot write \(path): the directory is not writable"
         }
-    }
-
-    /// Checks that no two of `outputs` name the same file, and that none names one of `inputs`
-    /// (each with what to call it in the message): the later write would silently replace the
-    /// earlier file, or the file the command reads. Paths are compared by the file they name, links
-    /// followed, or by their absolute form when nothing is there yet.
-    static func checkDistinct(
-        _ outputs: [(option: String, path: String)], from inputs: [(what: String, path: String)]
-    ) throws(UsageError) {
-        var seen: [(name: String, identity: String)] = inputs.map { ($0.what, identity(of: $0.path)) }
-        for output in outputs {
-            let identity = identity(of: output.path)
-            if let earlier = seen.first(where: { $0.identity == identity }) {
-                throw UsageError("\(output.option) \(output.path) names the same file as \(earlier.name)")
-            }
-            seen.append((output.option, identity))
-        }
+        return nil
     }
 
     /// What a path names: its device and inode when something is there, else its absolute form.
-    private static func identity(of path: String) -> String {
+    package static func identity(of path: String) -> String {
         var info = stat()
         if stat(path, &info) == 0 { return "inode \(info.st_dev):\(info.st_ino)" }
         return "path " + URL(fileURLWithPath: path).standardizedFileURL.path
@@ -75,7 +57,7 @@ enum OutputFile {
 
     /// The path to write for `path`: `path` itself, or the regular file its symbolic link names.
     /// - Throws: ``Failure`` for a path that names something other than a regular file.
-    static func target(of path: String) throws(Failure) -> String {
+    package static func target(of path: String) throws(Failure) -> String {
         var info = stat()
         guard lstat(path, &info) == 0 else {
             if errno == ENOENT { return path }
@@ -102,7 +84,7 @@ enum OutputFile {
 
     /// Writes `contents` to `path` (see ``target(of:)``), replacing the file there. A `secret` file
     /// is made 0600; any other gets the umask's permissions.
-    static func replace(_ path: String, with contents: [UInt8], secret: Bool) throws(Failure) {
+    package static func replace(_ path: String, with contents: [UInt8], secret: Bool) throws(Failure) {
         let target = try target(of: path)
         let temporary = try writeTemporary(beside: target, contents: contents, secret: secret)
         guard rename(temporary, target) == 0 else {
@@ -117,7 +99,7 @@ enum OutputFile {
     /// included). A `secret` file is made 0600; any other gets the umask's permissions.
     /// - Returns: false, writing nothing, when `path` exists (another process may have just made
     ///   it); true once the file is in place whole.
-    static func create(_ path: String, with contents: [UInt8], secret: Bool) throws(Failure) -> Bool {
+    package static func create(_ path: String, with contents: [UInt8], secret: Bool) throws(Failure) -> Bool {
         let temporary = try writeTemporary(beside: path, contents: contents, secret: secret)
         defer { unlink(temporary) }
         guard link(temporary, path) == 0 else {
@@ -162,7 +144,7 @@ enum OutputFile {
 
     /// Creates the directories above `path` that do not exist, with mode 0700 (they may hold
     /// secrets).
-    static func createDirectories(for path: String) throws(Failure) {
+    package static func createDirectories(for path: String) throws(Failure) {
         var current = path.hasPrefix("/") ? "" : "."
         for component in directoryPrefix(of: path).utf8.split(separator: UInt8(ascii: "/")) {
             current += "/" + String(decoding: component, as: UTF8.self)
@@ -198,7 +180,7 @@ enum OutputFile {
 
     /// `path` up to and including its last `/`; empty for a bare file name. Found in bytes: as a
     /// character, a `/` followed by a combining mark is not a `/`.
-    static func directoryPrefix(of path: String) -> String {
+    package static func directoryPrefix(of path: String) -> String {
         guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "" }
         return String(decoding: path.utf8[...slash], as: UTF8.self)
     }

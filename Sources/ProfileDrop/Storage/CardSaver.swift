@@ -7,15 +7,15 @@ import ProfileDropCore
 
 /// Writes a received card for `--save DIR`: `<name>.json` in the users' own format and, when the
 /// card has one, `<name>.jpg` or `<name>.png` beside it.
-enum CardSaver {
-    struct SaveError: Error, CustomStringConvertible {
-        var description: String
+package enum CardSaver {
+    package struct SaveError: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// The card's file stem: the dog's name with everything but letters, digits, `-` and `_`
     /// replaced, since the name comes from the peer and must never become a path, and without
     /// leading or trailing `-` and `_`.
-    static func stem(for card: ProfileCard) -> String {
+    package static func stem(for card: ProfileCard) -> String {
         let safe = card.name.unicodeScalars.map { scalar -> Character in
             scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "-" || scalar == "_"
                 ? Character(scalar) : "_"
@@ -25,27 +25,25 @@ enum CardSaver {
         return text.isEmpty ? "card" : String(text.prefix(40))
     }
 
-    /// Checks, before anything is exchanged, that `directory` can take a card: it exists as a
-    /// directory we may write into, or it can be created. A card that arrives must never be lost
-    /// to a bad `--save`, with the peer told it was exchanged.
-    /// - Throws: ``UsageError`` naming the problem, in one line.
-    static func checkDirectory(_ directory: String) throws {
+    /// What stands in the way of saving cards into `directory`, checked before anything is
+    /// exchanged: nil when it exists as a directory we may write into, or could be created (it is
+    /// created now, as it would be on arrival); otherwise the problem in one line. A card that
+    /// arrives must never be lost to a bad directory, with the peer told it was exchanged.
+    package static func directoryProblem(_ directory: String) -> String? {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else {
-                throw UsageError("--save: '\(directory)' is not a directory")
-            }
+            guard isDirectory.boolValue else { return "--save: '\(directory)' is not a directory" }
             guard access(directory, W_OK | X_OK) == 0 else {
-                throw UsageError("--save: cannot write into '\(directory)' (permission denied)")
+                return "--save: cannot write into '\(directory)' (permission denied)"
             }
-            return
+            return nil
         }
-        // Created now, as it would be on arrival: what cannot be created fails before any exchange.
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
-            throw UsageError("--save: cannot create '\(directory)': \(error.localizedDescription)")
+            return "--save: cannot create '\(directory)': \(error.localizedDescription)"
         }
+        return nil
     }
 
     /// Writes the files under the first free stem, `stem`, then `stem-2`, `stem-3`…, so that a
@@ -54,7 +52,7 @@ enum CardSaver {
     /// processes saving into one directory at once each take their own, and a full disk leaves no
     /// part of a file.
     @discardableResult
-    static func save(_ card: ProfileCard, in directory: String) throws -> String {
+    package static func save(_ card: ProfileCard, in directory: String) throws -> String {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
