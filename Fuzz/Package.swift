@@ -33,7 +33,7 @@ let package = Package(
         .target(
             name: "FileFuzz",
             dependencies: [
-                .product(name: "ProfileDropCLI", package: "ProfileDrop"),
+                .product(name: "ProfileDrop", package: "ProfileDrop"),
                 .product(name: "ProfileDropCardFile", package: "ProfileDrop"),
                 .product(name: "ProfileDropCore", package: "ProfileDrop"),
                 .product(name: "ProfileDropJSON", package: "ProfileDrop"),

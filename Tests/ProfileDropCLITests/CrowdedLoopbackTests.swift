@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import ProfileDrop
+@_spi(Storage) import ProfileDrop
 import Testing
 
 @testable import ProfileDropCLI

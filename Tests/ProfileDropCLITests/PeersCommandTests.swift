@@ -1,5 +1,5 @@
 import Foundation
-import ProfileDrop
+@_spi(Storage) import ProfileDrop
 import ProfileDropCore
 import ProfileDropCrypto
 import ProfileDropJSON

@@ -1,5 +1,5 @@
 import Foundation
-import ProfileDropCLI
+@_spi(Storage) import ProfileDrop
 import ProfileDropCardFile
 import ProfileDropCore
 import ProfileDropCrypto

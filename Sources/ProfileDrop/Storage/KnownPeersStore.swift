@@ -10,9 +10,9 @@ import ProfileDropJSON
 
 /// Errors reading or writing the known-peers file, or choosing a peer in it. Each describes itself
 /// in one line, naming the file (and the line, for a malformed one).
-package struct KnownPeersStoreError: Error, CustomStringConvertible {
+@_spi(Storage) public struct KnownPeersStoreError: Error, CustomStringConvertible {
     /// The one-line explanation.
-    package var description: String
+    @_spi(Storage) public var description: String
 }
 
 /// The peers this device exchanged with before, with its user's consent: like ssh's `known_hosts`,
@@ -29,7 +29,7 @@ package struct KnownPeersStoreError: Error, CustomStringConvertible {
 /// hex, LF line endings, a comment header), so reading is strict, except that it also accepts
 /// upper-case hex and CRLF line endings; every error names `PATH:LINE`. A peer is shown by its
 /// ``fingerprint(_:)``, never by its bond key.
-package enum KnownPeersStore {
+@_spi(Storage) public enum KnownPeersStore {
     /// The file name, in the directory of the static key file.
     package static let fileName = "known-peers"
     /// The longest name, in UTF-8 bytes: room for `NAME (OWNER)` at the card's byte ceilings.
@@ -40,7 +40,7 @@ package enum KnownPeersStore {
 
     /// The known-peers file beside the static key file at `keyFilePath`, by default
     /// `$XDG_CONFIG_HOME/profiledrop/known-peers`.
-    package static func defaultPath(keyFilePath: String) -> String {
+    @_spi(Storage) public static func defaultPath(keyFilePath: String) -> String {
         OutputFile.directoryPrefix(of: keyFilePath) + fileName
     }
 
@@ -49,13 +49,13 @@ package enum KnownPeersStore {
     /// The peers in the file at `path`, in file order; an empty list when there is no such file.
     /// - Throws: ``KnownPeersStoreError`` when the file cannot be read, is readable by group or
     ///   others, or holds a malformed line.
-    package static func load(at path: String) throws -> [KnownPeer] {
+    @_spi(Storage) public static func load(at path: String) throws -> [KnownPeer] {
         guard let contents = try readPrivateFile(path) else { return [] }
         return try peers(fromFileContents: contents, path: path)
     }
 
     /// The peers in `contents`, the text of the file at `path` (named in errors).
-    package static func peers(fromFileContents contents: [UInt8], path: String) throws -> [KnownPeer] {
+    @_spi(Storage) public static func peers(fromFileContents contents: [UInt8], path: String) throws -> [KnownPeer] {
         var lines = contents.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         if lines.last?.isEmpty == true { lines.removeLast() }  // the final newline ends a line
         var peers: [KnownPeer] = []
@@ -129,7 +129,7 @@ package enum KnownPeersStore {
     }
 
     /// What is wrong with `name`, or nil when it may be stored.
-    package static func nameProblem(_ name: String) -> String? {
+    @_spi(Storage) public static func nameProblem(_ name: String) -> String? {
         // Names are printed as they are: a control character could rewrite the user's terminal.
         if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
             return "has a control character"
@@ -152,7 +152,7 @@ package enum KnownPeersStore {
     /// same directory, synced, then renamed over it. Missing directories are created with mode 0700.
     /// - Throws: ``KnownPeersStoreError`` for a peer the file cannot hold (a key that is not 32
     ///   bytes, a name ``load(at:)`` would refuse, a resolving key given twice) or a failed write.
-    package static func save(_ peers: [KnownPeer], at path: String) throws {
+    @_spi(Storage) public static func save(_ peers: [KnownPeer], at path: String) throws {
         try check(peers, path: path)
         // Failing to create or write is a runtime error (exit 6), not a bad file. Through a new
         // 0600 file and a rename: a reader sees the old list or the new one.
@@ -165,7 +165,7 @@ package enum KnownPeersStore {
     /// - Throws: ``KnownPeersStoreError`` when a peer with its resolving key is known under another
     ///   bond: a resolving key is held by every device its owner bonded with, so a new bond under a
     ///   known one is an impostor's (PROTOCOL.md 6.5), and the known peer is kept.
-    package static func remember(_ peer: KnownPeer, at path: String) throws {
+    @_spi(Storage) public static func remember(_ peer: KnownPeer, at path: String) throws {
         try check([peer], path: path)
         let path = try writableTarget(path)
         try OutputFile.createDirectories(for: path)
@@ -193,7 +193,7 @@ package enum KnownPeersStore {
     /// - Throws: ``KnownPeersStoreError`` when nothing matches, or when the selector matches more
     ///   than one peer in any of these ways; the error says which numbers to pick from.
     @discardableResult
-    package static func forget(_ selector: String, at path: String) throws -> [KnownPeer] {
+    @_spi(Storage) public static func forget(_ selector: String, at path: String) throws -> [KnownPeer] {
         let path = try writableTarget(path)
         return try withDirectoryLocked(for: path) {
             var peers = try load(at: path)
@@ -219,7 +219,7 @@ package enum KnownPeersStore {
     }
 
     /// Indices of the peers `selector` picks as a number, a fingerprint or a name, in list order.
-    package static func indices(matching selector: String, in peers: [KnownPeer]) -> [Int] {
+    @_spi(Storage) public static func indices(matching selector: String, in peers: [KnownPeer]) -> [Int] {
         var matches: Set<Int> = []
         if selector.allSatisfy({ $0.isASCII && $0.isNumber }), let number = Int(selector),
             peers.indices.contains(number - 1)
@@ -238,14 +238,14 @@ package enum KnownPeersStore {
 
     /// How a peer is shown: the first 8 bytes of BLAKE2b-256 of its resolving key, as 16 lower-case
     /// hex digits in groups of four (`xxxx-xxxx-xxxx-xxxx`).
-    package static func fingerprint(_ peer: KnownPeer) -> String {
+    @_spi(Storage) public static func fingerprint(_ peer: KnownPeer) -> String {
         let digits = Array(Hex.encode(BLAKE2b.hash(peer.resolvingKey, outputLength: 32).prefix(8)))
         return stride(from: 0, to: digits.count, by: 4).map { String(digits[$0..<$0 + 4]) }
             .joined(separator: "-")
     }
 
     /// The file's text for `peers`: a comment header, then one line per peer.
-    package static func fileContents(_ peers: [KnownPeer]) -> [UInt8] {
+    @_spi(Storage) public static func fileContents(_ peers: [KnownPeer]) -> [UInt8] {
         var text = "# profiledrop known peers. Holds secret bond keys: keep it mode 0600.\n"
         text += "# v2 <resolving key, 64 hex> <bond key, 64 hex> <name, JSON string>\n"
         for peer in peers {

@@ -8,9 +8,9 @@ import ProfileDropJSON
 #endif
 
 /// Errors reading or creating the device's static key file. Each describes itself in one line.
-package struct StaticKeyStoreError: Error, CustomStringConvertible {
+@_spi(Storage) public struct StaticKeyStoreError: Error, CustomStringConvertible {
     /// The one-line explanation, naming the file.
-    package var description: String
+    @_spi(Storage) public var description: String
 }
 
 /// The device's long-term Noise static key: generated on first use and kept in a file of mode 0600.
@@ -20,14 +20,14 @@ package struct StaticKeyStoreError: Error, CustomStringConvertible {
 /// as 64 lowercase hex digits and a newline. A key file is the user's own, sometimes written by hand,
 /// so reading is lenient where the key stays unambiguous: either case, and white space around the
 /// digits. What is read is the key; writing it gives the canonical form.
-package enum StaticKeyStore {
+@_spi(Storage) public enum StaticKeyStore {
     /// The file name inside the configuration directory.
     package static let fileName = "static-key"
     /// A key file is 64 hex digits and a line end; anything much larger is not one.
     package static let maximumFileBytes = 256
 
     /// The default path, from the environment.
-    package static func defaultPath() throws -> String {
+    @_spi(Storage) public static func defaultPath() throws -> String {
         if let config = environment("XDG_CONFIG_HOME"), !config.isEmpty {
             return config + "/profiledrop/" + fileName
         }
@@ -40,7 +40,7 @@ package enum StaticKeyStore {
 
     /// Loads the key at `path`, creating it (and its directory, mode 0700) when it does not exist.
     /// - Returns: the key, and whether it was created by this call.
-    package static func loadOrCreate(at path: String) throws -> (key: X25519.PrivateKey, created: Bool) {
+    @_spi(Storage) public static func loadOrCreate(at path: String) throws -> (key: X25519.PrivateKey, created: Bool) {
         if let existing = try load(at: path) { return (existing, false) }
         // Failing to create or write is a runtime error (exit 6), not a bad file.
         try OutputFile.createDirectories(for: path)
@@ -57,7 +57,7 @@ package enum StaticKeyStore {
     }
 
     /// Loads the key at `path`, or returns nil when there is no such file.
-    package static func load(at path: String) throws -> X25519.PrivateKey? {
+    @_spi(Storage) public static func load(at path: String) throws -> X25519.PrivateKey? {
         var info = stat()
         if stat(path, &info) != 0 {
             if errno == ENOENT {
@@ -105,13 +105,13 @@ package enum StaticKeyStore {
     }
 
     /// The key file's contents for `key`: 64 lowercase hex digits and a newline.
-    package static func fileContents(_ key: X25519.PrivateKey) -> [UInt8] {
+    @_spi(Storage) public static func fileContents(_ key: X25519.PrivateKey) -> [UInt8] {
         Array((hex(key.rawRepresentation) + "\n").utf8)
     }
 
     /// The key in `contents`: 64 hex digits in either case, with white space around them; nil for
     /// anything else.
-    package static func key(fromFileContents contents: [UInt8]) -> X25519.PrivateKey? {
+    @_spi(Storage) public static func key(fromFileContents contents: [UInt8]) -> X25519.PrivateKey? {
         let text = String(decoding: contents, as: UTF8.self).trimmingWhitespace()
         guard let bytes = Hex.decode(text), bytes.count == X25519.keyLength else { return nil }
         return try? X25519.PrivateKey(rawRepresentation: bytes)

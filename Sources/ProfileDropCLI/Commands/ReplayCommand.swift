@@ -1,4 +1,4 @@
-import ProfileDrop
+@_spi(Storage) import ProfileDrop
 import ProfileDropCapture
 import ProfileDropCore
 import ProfileDropCrypto

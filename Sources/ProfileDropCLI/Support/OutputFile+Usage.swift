@@ -1,4 +1,4 @@
-import ProfileDrop
+@_spi(Storage) import ProfileDrop
 
 /// The command-line form of the library's file checks: each problem is a usage error (exit 2).
 extension OutputFile {
