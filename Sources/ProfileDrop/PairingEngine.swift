@@ -39,6 +39,9 @@ final class PairingEngine: @unchecked Sendable {
     private var started = false
     /// Whether a question waits for an answer: set by the loop, cleared by the answer that takes it.
     private var questionPending = false
+    /// A stop was posted: no answer is taken after it, so that nothing the user agreed to before
+    /// stopping can still go out (a stop declines a pending request).
+    private var stopping = false
     /// The wake-up pipe: a byte written for each command, so that the loop's wait ends at once.
     private let wakeRead: Int32
     private let wakeWrite: Int32
@@ -163,9 +166,15 @@ final class PairingEngine: @unchecked Sendable {
     /// Hands `command` to the loop. An answer with no question pending is refused (false).
     func post(_ command: Command) -> Bool {
         let taken: Bool = lock.withLock {
-            if case .answer = command {
-                guard questionPending else { return false }
+            switch command {
+            case .answer:
+                guard questionPending, !stopping else { return false }
                 questionPending = false
+            case .stop:
+                stopping = true
+                questionPending = false
+            case .move:
+                break
             }
             inbox.append(command)
             return true
@@ -299,6 +308,8 @@ final class PairingEngine: @unchecked Sendable {
                     for command in engine.takeCommands() {
                         switch command {
                         case .answer(let answer):
+                            // Taken before a stop in the same batch: the stop declines instead.
+                            guard stop == nil else { continue }
                             driver.device.decide(Self.decision(answer), at: now)
                             send(builder.answered(answer, core.snapshot))
                         case .move(let pose):
@@ -426,9 +437,10 @@ final class PairingEngine: @unchecked Sendable {
                 engine.setQuestionPending(false)
                 lastSessionFailure = reason
             case .closed(let reason):
-                if questionAsked && reason == .timeout(.consent) {
-                    unanswered = true
+                if questionAsked {
+                    // No question stays on screen once the device closed, however it closed.
                     builder.unanswered()
+                    if reason == .timeout(.consent) { unanswered = true }
                 }
                 questionAsked = false
                 engine.setQuestionPending(false)

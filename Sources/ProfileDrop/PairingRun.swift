@@ -139,7 +139,8 @@ final class SnapshotChannel: @unchecked Sendable {
 
     func finish(_ error: PairingError? = nil) {
         let waiting: CheckedContinuation<Result<PairingSnapshot?, PairingError>, Never>? = lock.withLock {
-            end = error.map { .failure($0) } ?? .success(nil)
+            // An error handed to a waiting task now is reported once: after it the sequence is over.
+            end = waiter == nil ? (error.map { .failure($0) } ?? .success(nil)) : .success(nil)
             defer { waiter = nil }
             return waiter
         }
@@ -155,6 +156,9 @@ final class SnapshotChannel: @unchecked Sendable {
                     self.end = .success(nil)
                     return end
                 }
+                // One task iterates a run; a second iterator at the same time ends at once rather
+                // than take the first one's place and leave it waiting for ever.
+                guard waiter == nil else { return .success(nil) }
                 waiter = continuation
                 return nil
             }

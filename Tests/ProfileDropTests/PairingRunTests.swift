@@ -122,6 +122,32 @@ import Testing
         #expect(ContinuousClock.now - start < .seconds(15))
     }
 
+    /// An answer posted after a stop is refused: the stop declines the pending request, so nothing
+    /// agreed to after it can still go out, and the peer, which shares with anyone, gets no card.
+    @Test func anAnswerAfterAStopIsRefusedAndTheStopDeclines() async throws {
+        let port = freeUDPPort()
+        let max = try PairingRun(Self.configuration(try Self.card("max"), port: port))
+        let bori = try PairingRun(Self.configuration(try Self.card("bori"), port: port, consent: .always))
+        let maxTask = Task { () throws -> (snapshots: [PairingSnapshot], taken: Bool?) in
+            var snapshots: [PairingSnapshot] = []
+            var taken: Bool?
+            for try await snapshot in max {
+                snapshots.append(snapshot)
+                if snapshot.event == .consent, taken == nil {
+                    max.stop()
+                    taken = max.share()
+                }
+            }
+            return (snapshots, taken)
+        }
+        let fromBori = try await Self.collect(bori, answer: nil)
+        let (fromMax, taken) = try await maxTask.value
+        #expect(taken == false)
+        #expect(fromMax.last?.outcome?.reason == .interrupted)
+        #expect(fromBori.last?.outcome?.closeReason == .declined(by: .peer))
+        #expect(fromBori.last?.outcome?.card == nil)
+    }
+
     /// Poses the program gives: one device held still, the other brought into range by an
     /// `AsyncStream` the test feeds once both are secured.
     @Test func posesFromTheProgramBringTheDevicesIntoRange() async throws {
