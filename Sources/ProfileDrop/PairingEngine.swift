@@ -237,13 +237,20 @@ final class PairingEngine: @unchecked Sendable {
             engine: self, device: ImpairedDevice(device, impairment: impairment), state: \.inner.device)
         // Written however the run ends, so that a failing pairing can be replayed; with its keylog it
         // holds secrets, so only its owner reads it.
-        try loop.run {
+        func write() -> PairingError? {
             do {
                 try OutputFile.replace(capture.path, with: recorder.fileBytes(), secret: capture.keylog)
                 return nil
             } catch {
                 return PairingError(.file, "--capture \(error)")
             }
+        }
+        do {
+            try loop.run(captureError: write)
+        } catch {
+            // A socket that failed mid-run: the capture of exactly that run is kept all the same.
+            _ = write()
+            throw error
         }
     }
 
