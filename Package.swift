@@ -10,6 +10,8 @@ let package = Package(
         .library(name: "ProfileDropCore", targets: ["ProfileDropCore"]),
         .library(name: "ProfileDropNoise", targets: ["ProfileDropNoise"]),
         .library(name: "ProfileDropSimulator", targets: ["ProfileDropSimulator"]),
+        // The adversaries of `simulate --attacks`, on the simulator's room; not part of the simulator.
+        .library(name: "ProfileDropAdversaries", targets: ["ProfileDropAdversaries"]),
         // For the fuzz targets in Fuzz/: the readers of card files, JSON, the known-peers store, key
         // files and captures.
         .library(name: "ProfileDropJSON", targets: ["ProfileDropJSON"]),
@@ -45,6 +47,13 @@ let package = Package(
                 "ProfileDropCore", "ProfileDropCrypto", "ProfileDropNoise", "ProfileDropJSON",
                 "ProfileDropCardFile",
             ]),
+        // Adversaries against honest victims in the simulator's room: each kind, its run and its breach
+        // rule, and the runner behind `simulate --attacks`.
+        .target(
+            name: "ProfileDropAdversaries",
+            dependencies: [
+                "ProfileDropCore", "ProfileDropCrypto", "ProfileDropNoise", "ProfileDropSimulator",
+            ]),
         // Real UDP sockets (IPv4/IPv6 multicast discovery, unicast exchange) and the loop that drives
         // a device on them.
         .target(name: "ProfileDropTransport", dependencies: ["ProfileDropCore", "ProfileDropCrypto"]),
@@ -65,8 +74,9 @@ let package = Package(
             name: "ProfileDropCLI",
             dependencies: [
                 "ProfileDrop", "ProfileDropCrypto", "ProfileDropNoise", "ProfileDropCore",
-                "ProfileDropSimulator", "ProfileDropTransport", "ProfileDropCapture", "ProfileDropJSON",
-                "ProfileDropCardFile",
+                "ProfileDropSimulator", "ProfileDropAdversaries", "ProfileDropTransport",
+                "ProfileDropCapture",
+                "ProfileDropJSON", "ProfileDropCardFile",
             ],
             // `profiledrop version` reports the git commit this plugin writes before each build.
             plugins: ["GitCommit"]
@@ -108,6 +118,11 @@ let package = Package(
             ],
             // Stored swarm seeds (scripts/swarm.sh writes them) are data, replayed by SwarmTests.
             exclude: ["SwarmCases"]),
+        .testTarget(
+            name: "ProfileDropAdversariesTests",
+            dependencies: [
+                "ProfileDropAdversaries", "ProfileDropSimulator", "ProfileDropCore", "ProfileDropCLI",
+            ]),
         .testTarget(
             name: "ProfileDropTransportTests",
             dependencies: ["ProfileDropTransport", "ProfileDropCore", "ProfileDropCrypto"]),

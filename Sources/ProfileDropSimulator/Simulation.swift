@@ -110,12 +110,12 @@ public enum Simulation {
     }
 
     /// The address node `index` holds on the simulated LAN.
-    static func address(ofNode index: Int) -> PeerAddress {
+    package static func address(ofNode index: Int) -> PeerAddress {
         PeerAddress(ipv4: DeviceContext.ipv4(ofNode: index), port: DeviceContext.simulatedPort)
     }
 
     /// The seed's bytes followed by `label`: the material for one independent random stream.
-    static func seedMaterial(_ seed: UInt64, _ label: String) -> [UInt8] {
+    package static func seedMaterial(_ seed: UInt64, _ label: String) -> [UInt8] {
         var material: [UInt8] = []
         for shift in stride(from: 56, through: 0, by: -8) {
             material.append(UInt8(truncatingIfNeeded: seed >> shift))

@@ -3,6 +3,7 @@ import ProfileDrop
 import ProfileDropCapture
 import ProfileDropCore
 import ProfileDropJSON
+import ProfileDropAdversaries
 import ProfileDropSimulator
 
 /// `profiledrop simulate`: devices in a room on a faulty network, in virtual time, from one seed.

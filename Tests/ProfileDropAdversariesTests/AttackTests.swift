@@ -2,6 +2,7 @@ import Testing
 
 @testable import ProfileDropCLI
 @testable import ProfileDropCore
+@testable import ProfileDropAdversaries
 @testable import ProfileDropSimulator
 
 /// The `n`th seed whose run faces `kind` with `users`.

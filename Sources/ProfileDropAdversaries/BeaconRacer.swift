@@ -1,5 +1,6 @@
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropSimulator
 
 /// What the BEACON racer did, and where the newcomer's invitations went.
 public struct RacedBeaconResult: Sendable {

@@ -1,5 +1,6 @@
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropSimulator
 
 /// The identity prober: a stranger on the LAN that tries to recognise the same victim device in two
 /// of its runs (same long-term identity secret, fresh device seed and Noise static key each run).

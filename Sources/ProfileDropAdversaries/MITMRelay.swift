@@ -1,5 +1,6 @@
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropSimulator
 
 /// The two victims of a run: who they are for the whole run (a long-term identity from a fixed
 /// per-run secret, not from any device's seed) and where they stand, 7 cm apart facing each other.

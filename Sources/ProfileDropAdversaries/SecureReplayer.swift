@@ -1,5 +1,6 @@
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropSimulator
 
 /// What the SECURE replayer sent, and what the victims did with it.
 public struct ReplayedSecureResult: Sendable {

@@ -1,4 +1,5 @@
 import ProfileDropCore
+import ProfileDropSimulator
 
 /// A datagram an attacker off the path forged, as every forger hands it to its driver: the address
 /// it claims to come from and the room member it is aimed at. The driver puts it in flight with

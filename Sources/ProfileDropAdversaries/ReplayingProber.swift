@@ -1,5 +1,6 @@
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropSimulator
 
 /// The replaying prober (PROTOCOL.md 6.5, 11.3): a stranger that meets device M once, keeps the
 /// IDENT, PROOF and (when M's user shared) BOND that M sent it, and replays them in its own name to

@@ -1,5 +1,6 @@
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropSimulator
 
 /// What the busy forger did and what the victims did with its BUSYs, against what PROTOCOL.md
 /// (5; 11.4, BUSY; 11.6 item 3) says they do.

@@ -1,4 +1,5 @@
 import ProfileDropCore
+import ProfileDropSimulator
 
 /// What an observer on an open network (an open Wi-Fi network, a mirrored switch port) has of the
 /// victims' unicast: a copy of every datagram a victim sends to an address, as it leaves. It is

@@ -1,6 +1,7 @@
 @_spi(Replay) import ProfileDropCore
 import ProfileDropCrypto
 import ProfileDropNoise
+import ProfileDropSimulator
 
 /// A seeded random source that also keeps the 32-byte draws of the current input: an adversary's
 /// own device draws its ephemeral Noise keys from it, and the adversary, which owns the device,

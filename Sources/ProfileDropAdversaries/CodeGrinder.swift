@@ -1,5 +1,6 @@
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropSimulator
 
 /// The code grinder: a man in the middle (as ``MITMRelay``, without relaying IDENT) that also tries
 /// to make both victims' codes equal.

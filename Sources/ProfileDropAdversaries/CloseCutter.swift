@@ -1,5 +1,6 @@
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropSimulator
 
 /// How a close cutter's run ended.
 public enum CutEnding: String, Sendable, CaseIterable {

@@ -1,5 +1,6 @@
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropSimulator
 
 /// Which adversary an attack run faces.
 public enum AttackKind: String, CaseIterable, Sendable {

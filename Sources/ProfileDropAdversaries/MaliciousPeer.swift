@@ -1,6 +1,7 @@
 @_spi(Replay) import ProfileDropCore
 import ProfileDropCrypto
 import ProfileDropNoise
+import ProfileDropSimulator
 
 /// How a ``MaliciousPeer`` misbehaves once it holds an authenticated session with its victim.
 enum MaliciousBehaviour: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropSimulator
 
 /// What a cleartext attacker forges.
 enum CleartextBehaviour: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropSimulator
 
 /// What the invite forger did, and what its INVITEs did to the invitations they were aimed at.
 public struct ForgedInviteResult: Sendable {

@@ -1,5 +1,6 @@
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropSimulator
 
 /// What an availability run measured: how much the attacker spent, how long the honest pair took
 /// against the same room without it, whether deadlines held, the victims' state, and what their

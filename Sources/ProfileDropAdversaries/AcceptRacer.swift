@@ -1,5 +1,6 @@
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropSimulator
 
 /// An observer on an open network that answers each victim's INVITE with its own valid ACCEPT
 /// from the invitee's address, before the invitee's own (PROTOCOL.md 11.4, ACCEPT).

@@ -1,5 +1,6 @@
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropSimulator
 
 /// A device that victim B once shared with (its user agreed, so the device holds B's resolving key
 /// from B's BOND) and that then meets victim A, B's known peer, as a new device: its BOND names B's

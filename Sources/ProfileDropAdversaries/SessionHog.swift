@@ -1,5 +1,6 @@
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropSimulator
 
 extension Availability {
     /// The stages at which a session hog stalls, drawn per run.

@@ -1,5 +1,6 @@
 import ProfileDropCore
 import ProfileDropCrypto
+import ProfileDropSimulator
 
 /// How the victims' users answer a consent request.
 public enum AttackUsers: String, CaseIterable, Sendable {
