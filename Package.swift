@@ -19,6 +19,8 @@ let package = Package(
         .library(name: "ProfileDropCLI", targets: ["ProfileDropCLI"]),
         // For the capture fuzz target, and built anyway for the file target through the CLI.
         .library(name: "ProfileDropCapture", targets: ["ProfileDropCapture"]),
+        // The file fuzz target's checks, which the CLI tests also run over the stored inputs.
+        .library(name: "FileFuzz", targets: ["FileFuzz"]),
     ],
     targets: [
         // libsodium, the only dependency outside the toolchain.
@@ -85,6 +87,18 @@ let package = Package(
         .plugin(name: "GitCommit", capability: .buildTool()),
         .executableTarget(name: "profiledrop", dependencies: ["ProfileDropCLI"]),
 
+        // The `file` fuzz target's input interpretation and checks (card files, known peers, key files,
+        // scenarios, swarm summaries, JSON). Its sources live with the other fuzz targets; the Fuzz
+        // package links it as a product, and the CLI tests replay the stored inputs through it.
+        .target(
+            name: "FileFuzz",
+            dependencies: [
+                "ProfileDrop", "ProfileDropCardFile", "ProfileDropCore", "ProfileDropCrypto",
+                "ProfileDropJSON",
+                "ProfileDropSimulator",
+            ],
+            path: "Fuzz/Sources/FileFuzz"),
+
         // Helpers shared by the test targets (seeded byte mutations, caught errors); no dependencies.
         .target(name: "ProfileDropTestSupport", path: "Tests/ProfileDropTestSupport"),
         .testTarget(name: "ProfileDropCryptoTests", dependencies: ["ProfileDropCrypto"]),
@@ -143,8 +157,9 @@ let package = Package(
                 "ProfileDropTestSupport",
                 // A real device on loopback sockets, as a misbehaving peer of `share`.
                 "ProfileDropCrypto", "ProfileDropTransport",
-                // The file fuzz target's checks (FileFuzzHarness), replaying its stored inputs.
                 "ProfileDropJSON", "ProfileDropSimulator",
+                // The file fuzz target's checks, replaying its stored inputs.
+                "FileFuzz",
             ]),
     ]
 )

@@ -28,19 +28,11 @@ let package = Package(
             dependencies: [
                 "FuzzSupport", "FuzzDriver", .product(name: "ProfileDropCapture", package: "ProfileDrop"),
             ]),
-        // The file formats' checks (card files, known peers, key files, scenarios, swarm summaries,
-        // JSON), self-contained so that the CLI tests compile the same file to replay stored inputs.
-        .target(
-            name: "FileFuzz",
-            dependencies: [
-                .product(name: "ProfileDrop", package: "ProfileDrop"),
-                .product(name: "ProfileDropCardFile", package: "ProfileDrop"),
-                .product(name: "ProfileDropCore", package: "ProfileDrop"),
-                .product(name: "ProfileDropJSON", package: "ProfileDrop"),
-                .product(name: "ProfileDropSimulator", package: "ProfileDrop"),
-            ]
-        ),
-        .executableTarget(name: "FuzzFile", dependencies: ["FileFuzz", "FuzzSupport", "FuzzDriver"]),
+        // The file formats' checks are the main package's `FileFuzz` library, which its CLI tests also
+        // run over the stored inputs.
+        .executableTarget(
+            name: "FuzzFile",
+            dependencies: [.product(name: "FileFuzz", package: "ProfileDrop"), "FuzzSupport", "FuzzDriver"]),
         // Writes the seed corpora: generated valid inputs and UDP payloads from Captures/*.pcapng.
         .executableTarget(name: "FuzzSeeds", dependencies: ["FuzzSupport"]),
     ]

@@ -82,32 +82,83 @@ final class AcceptRacer: AdversaryBrain {
     }
 }
 
-extension Attacks {
-    /// The accept racer's run: strangers who invite each other, an observer racing every INVITE
-    /// with its own ACCEPT.
-    static func acceptRacer(runSeed: UInt64, users: AttackUsers) -> AttackOutcome {
-        var outcome = AttackOutcome(runSeed: runSeed, kind: .acceptRacer, users: users)
+extension AttackKind {
+    /// An observer of the victims' unicast that answers each INVITE with its own ACCEPT from the
+    /// invitee's address, before the invitee's.
+    public static let acceptRacer = AcceptRacerAttack.kind
+}
+
+/// What the ACCEPT racer won, and what it took.
+struct AcceptRaceResult: Sendable {
+    /// What it took and what the victims were shown.
+    var assessment = Assessment()
+    /// Handshakes its devices completed with a victim (races won).
+    var racesWon = 0
+    /// Handshakes the victims completed, with anyone.
+    var victimSessions = 0
+    /// ACCEPTs the victims sent each other (genuine answers, second in the race).
+    var genuineAccepts = 0
+    /// Sessions a victim reported as responder: a genuine half-open handshake that completed, where
+    /// it should have ended silently.
+    var genuineReported = 0
+}
+
+/// The ACCEPT racer: a breach is what it takes from careful or unattended users
+/// (``Attacks/assessedBreaches(_:users:)``).
+enum AcceptRacerAttack: AdversaryKind {
+    static let name = "accept-racer"
+    static let budget = AttackBudget.devicesOfItsOwn(victims: .pair)
+    static let pendingFix: String? = nil
+
+    /// Strangers who invite each other, an observer racing every INVITE with its own ACCEPT.
+    static func run(runSeed: UInt64, users: AttackUsers) -> AttackTrial<AcceptRaceResult> {
+        var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: users)
+        var result = AcceptRaceResult()
         let pair = VictimPair(runSeed: runSeed)
         var stage = AttackStage(users: users, victimsKnown: false)
         pair.addVictims(to: &stage, phase: "attack")
         let racer = AcceptRacer(runSeed: runSeed, stage: &stage)
-        stage.run(until: runLimit) { stage in
+        stage.run(until: Attacks.runLimit) { stage in
             racer.afterStep(&stage)
             return false
         }
-        outcome.racesWon = racer.securedSessions.count
-        outcome.genuineAccepts = racer.genuineAccepts.count
+        result.racesWon = racer.securedSessions.count
+        result.genuineAccepts = racer.genuineAccepts.count
         for victim in stage.victims {
-            outcome.victimSessions += victim.secured.count
+            result.victimSessions += victim.secured.count
             // A half-open handshake is reported only once its CONFIRM verifies, and our devices
             // never invite: a victim's session as responder is a genuine one that completed.
             let log = stage.room.eventLog[victim.member]
-            outcome.genuineReported +=
+            result.genuineReported +=
                 log.filter {
                     if case .connecting(_, initiator: false) = $0 { true } else { false }
                 }.count
         }
-        assess(&outcome, stage: stage, adversary: racer, bondKey: nil)
-        return outcome
+        result.assessment = Attacks.assess(&outcome, stage: stage, adversary: racer, bondKey: nil)
+        return AttackTrial(outcome: outcome, result: result, victims: stage.victims)
+    }
+
+    static func breaches(_ trial: AttackTrial<AcceptRaceResult>) -> [AttackBreach] {
+        Attacks.assessedBreaches(trial.result.assessment, users: trial.outcome.users)
+    }
+
+    static func notes(_ runs: [AttackRun<AcceptRaceResult>], users: AttackUsers) -> [String] {
+        func sum(_ value: (AcceptRaceResult) -> Int) -> Int { runs.reduce(0) { $0 + value($1.result) } }
+        var notes = [
+            "ACCEPT races won \(sum(\.racesWon)); victims' handshakes \(sum(\.victimSessions)), "
+                + "genuine ACCEPTs second \(sum(\.genuineAccepts)), "
+                + "genuine half-open handshakes reported \(sum(\.genuineReported))"
+        ]
+        if Attacks.given(runs.map(\.outcome), users: users) {
+            notes.append("cards and identities given by careless users")
+        }
+        return notes
+    }
+
+    static func summary(_ run: AttackRun<AcceptRaceResult>) -> [String] {
+        [
+            Attacks.codesSummary(run.outcome),
+            "\(run.result.racesWon) ACCEPT races won, \(run.result.victimSessions) victims' handshakes",
+        ]
     }
 }

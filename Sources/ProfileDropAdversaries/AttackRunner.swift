@@ -2,139 +2,6 @@ import ProfileDropCore
 import ProfileDropCrypto
 import ProfileDropSimulator
 
-/// Which adversary an attack run faces.
-public enum AttackKind: String, CaseIterable, Sendable {
-    /// A man in the middle between two strangers, with two real core devices of its own.
-    case mitmRelay = "mitm-relay"
-    /// The same man in the middle between two victims that are known peers of each other (an
-    /// honest exchange first); it relays their IDENTs, then comes back as a stranger.
-    case mitmKnownPeers = "mitm-known-peers"
-    /// A man in the middle that aborts and retries B's pairing until B's code equals A's.
-    case codeGrinder = "code-grinder"
-    /// A stranger that invites the same victim in two of its runs and tries to link them.
-    case identityProber = "identity-prober"
-    /// An observer of the victims' unicast that answers each INVITE with its own ACCEPT from the
-    /// invitee's address, before the invitee's.
-    case acceptRacer = "accept-racer"
-    /// A stranger that keeps the IDENT, PROOF and BOND one device sent it and replays them to
-    /// another, to learn whether the second knows the first (PROTOCOL.md 6.5).
-    case replayingProber = "replaying-prober"
-    /// A device that victim B once shared with, meeting victim A (B's known peer) as a new device
-    /// whose BOND names B's resolving key.
-    case identityThief = "identity-thief"
-    /// The BEACON racer with a live address: a device of its own that claims A's id, where a
-    /// newcomer heard that id first.
-    case beaconRaceMITM = "beacon-race-mitm"
-    /// Availability, cleartext: forged BEACONs with a victim's id and a dead port.
-    case beaconHijack = "beacon-hijack"
-    /// Availability, cleartext: INVITEs of random bytes at each victim, from spoofed sources.
-    case inviteSquatter = "invite-squatter"
-    /// Availability, cleartext: BEACONs of fresh fake ids pointing at a dead port.
-    case phantomFlood = "phantom-flood"
-    /// Availability, cleartext: BEACONs of four fake ids kept alive, each from its own spoofed
-    /// address, so that they become established peers.
-    case phantomKeeper = "phantom-keeper"
-    /// Availability, cleartext: mixed junk from 256 ports on each of four spoofed addresses.
-    case datagramFlood = "datagram-flood"
-    /// Availability, cleartext: BEACONs recorded in a previous run or earlier in this one.
-    case beaconReplay = "beacon-replay"
-    /// Availability, cleartext: BEACONs of each victim's id from its own address, sequence ahead,
-    /// saying busy and far away.
-    case beaconDisplace = "beacon-displace"
-    /// Availability, cleartext: an observer of the victims' unicast that answers each INVITE with a
-    /// BUSY from the invitee's address before the real ACCEPT, its reasons in turn (1, 2, retry, 4).
-    case busyForger = "busy-forger"
-    /// Availability, cleartext: an observer of the victims' unicast that answers each INVITE with an
-    /// INVITE to the inviter in the name of a bystander it has long heard, while the invitee, which
-    /// joined late, is not yet established there (its invitation tentative).
-    case inviteForger = "invite-forger"
-    /// Availability, cleartext: an observer of the victims' unicast that answers each INVITE with an
-    /// INVITE to the inviter in the invitee's own name, from the invitee's address: a crossing
-    /// INVITE, which the tie-break acts on.
-    case crossingForger = "crossing-forger"
-    /// Availability, cleartext: an observer of the victims' unicast that sends their SECURE packets
-    /// back at them, from the address each came from, 1 ms to 3 s after the original: replayed
-    /// unchanged, with one bit flipped, or reflected to the sender.
-    case secureReplayer = "secure-replayer"
-    /// Availability, cleartext: an attacker off the path that answers a newcomer's first datagram
-    /// with the other victim's BEACON from its own dead address, before the real one arrives, and
-    /// keeps forwarding that victim's BEACONs from there.
-    case beaconRacer = "beacon-racer"
-    /// Availability, on the path: drops everything one victim sends the other, for good, from a
-    /// moment drawn 0 to 4 s after their first SECURE packet; it sends nothing. A cut PROTOCOL.md
-    /// 6.7 cannot prevent (in that victim's confirmation hold) leaves the outcomes uneven.
-    case closeCutter = "close-cutter"
-    /// Availability, malicious peer: offers a card above the victim's limit.
-    case oversizeOffer = "oversize-offer"
-    /// Availability, malicious peer: sends a chunk outside its offer.
-    case badChunkIndex = "bad-chunk-index"
-    /// Availability, malicious peer: sends a card that does not match its offer's digest.
-    case badDigest = "bad-digest"
-    /// Availability, malicious peer: acknowledges the victim's card without receiving it.
-    case fakeAck = "fake-ack"
-    /// Availability, malicious peer: receives the victim's card and never acknowledges it.
-    case neverAck = "never-ack"
-    /// Availability, malicious peer: acknowledges every chunk of the victim's card in CARD_SACK
-    /// before receiving it, and never sends CARD_ACK.
-    case falseSack = "false-sack"
-    /// Availability, malicious peer: sends its card one chunk every few seconds.
-    case slowTransfer = "slow-transfer"
-    /// Availability, malicious peer: completes verification and never decides.
-    case consentStall = "consent-stall"
-    /// Availability, malicious peer: one RANGING every few seconds, nothing else.
-    case slowloris
-    /// Availability, malicious peer: offers a card above the limit, then never acknowledges the
-    /// victim's CLOSE and keeps talking, drawing a CLOSE for each of its packets.
-    case closeAckWithholder = "close-ack-withholder"
-    /// Availability, malicious peer: offers a card above the limit, and invites again under a
-    /// fresh device id as soon as each session ends.
-    case reinviter = "re-inviter"
-    /// Availability, malicious peer: claims in every RECEIPT to hold all the victim's facts from the
-    /// start, so that the victim repeats none of them.
-    case falseReceipt = "false-receipt"
-    /// Availability, malicious peer: sends CLOSE(declined) as soon as the handshake completes, and
-    /// invites again under a fresh device id as soon as each session ends.
-    case earlyDecliner = "early-decliner"
-    /// Availability, malicious peer: a slowloris (its sessions end out of range, which blames no
-    /// host) that invites again under a fresh device id as soon as each session ends.
-    case farReturner = "far-returner"
-    /// Availability, malicious peer: ranges honestly, so that the victim's gate opens, and never
-    /// sends IN_RANGE, which holds the victim for its ranging window and the extra window an open
-    /// gate waits (PROTOCOL.md 6.4).
-    case inRangeWithholder = "in-range-withholder"
-
-    /// Availability, malicious peers, judged strictly: one for each of the pair, each inviting its
-    /// victim right after the victim's first BEACON (before the pair invites each other), then
-    /// stalling at a stage drawn per run: before IN_RANGE, before its decision, or ranging once
-    /// every few seconds.
-    case sessionHog = "session-hog"
-    /// Availability, malicious peers, judged strictly: one for each of the pair, inviting first,
-    /// passing the gate and the code, then declining.
-    case lateDecliner = "late-decliner"
-
-    /// Availability, cleartext: BEACONs of eight fake ids from one address nobody holds, which the
-    /// victims then invite there; judged by the bytes they send to it against the attacker's.
-    case beaconReflector = "beacon-reflector"
-
-    /// Whether the kind's malicious peer comes back under a fresh id after each session.
-    var reinvites: Bool { self == .reinviter || self == .earlyDecliner || self == .farReturner }
-
-    /// Whether the kind attacks availability (its runs are measured against the same room without
-    /// the attacker) rather than what the victims give away.
-    public var isAvailability: Bool {
-        switch self {
-        case .mitmRelay, .mitmKnownPeers, .codeGrinder, .identityProber, .replayingProber, .acceptRacer,
-            .identityThief, .beaconRaceMITM:
-            false
-        default: true
-        }
-    }
-
-    /// The user types a kind runs with: the confidentiality kinds with both, the availability kinds
-    /// with careless users (they share at once, so that an exchange can complete and be timed).
-    public var users: [AttackUsers] { isAvailability ? [.careless] : AttackUsers.allCases }
-}
-
 /// What one attack run did: what the adversary got, what the users saw, and the breaches.
 public struct AttackOutcome: Sendable {
     /// The run's seed: `profiledrop simulate --attacks --runs 1 --seed <runSeed>` replays it.
@@ -155,49 +22,6 @@ public struct AttackOutcome: Sendable {
     public var mismatches = 0
     /// Requests the users declined or left to time out.
     public var declines = 0
-    /// Times a victim was shown an adversary's device as its known peer.
-    public var adversaryShownKnown = 0
-    /// Prober: links between the victim's runs, other than through what a user gave.
-    public var links: [String] = []
-    /// Prober: links through what a careless user gave by sharing (card, digest, BOND).
-    public var givenLinks: [String] = []
-    /// Prober: whether the victim's resolving key reached the prober.
-    public var identityGiven = false
-    /// Prober: whether its device shared (else it declined).
-    public var proberShared = false
-    /// Replaying prober: the class of B's reaction when it knew M, then when it did not.
-    public var replayClasses: [String] = []
-    /// Grinder: sessions with B decided on B's code, devices brought, and whether a code matched.
-    public var grindAttempts = 0
-    /// Grinder: devices brought towards B.
-    public var grindDevices = 0
-    /// Grinder: whether some attempt matched A's code.
-    public var grindMatched = false
-    /// Known peers: sessions into which the adversary put the other victim's IDENT.
-    public var relayedIdents = 0
-    /// Known peers: sessions into which it put the other victim's genuine PROOF.
-    public var relayedProofs = 0
-    /// Known-peer mismatch warnings, per victim (A, then B).
-    public var mismatchesPerVictim: [Int] = []
-    /// Sessions the victims closed as `identity-proof-failed`.
-    public var proofFailures = 0
-    /// Man in the middle: copies between the victims that the adversary kept from arriving.
-    public var intercepted = 0
-    /// Accept racer: handshakes its devices completed with a victim (races won).
-    public var racesWon = 0
-    /// Accept racer: handshakes the victims completed, with anyone.
-    public var victimSessions = 0
-    /// Accept racer: ACCEPTs the victims sent each other (genuine answers, second in the race).
-    public var genuineAccepts = 0
-    /// Accept racer: sessions a victim reported as responder: a genuine half-open handshake that
-    /// completed, where it should have ended silently.
-    public var genuineReported = 0
-    /// BEACON racer (live): invitations the newcomer sent to the racer's address.
-    public var divertedInvitations = 0
-    /// Identity thief: sessions in which its BOND named the stolen resolving key.
-    public var stolenBonds = 0
-    /// The honest meeting that makes the victims known peers did not complete (no attack ran).
-    public var setupFailed = false
     /// What kept the run from testing anything (a failed setup): not a breach, but a failure.
     public var problems: [String] = []
     /// One line per victim: what its screen showed.
@@ -205,7 +29,12 @@ public struct AttackOutcome: Sendable {
     /// Availability kinds: what was measured.
     public var availability: AvailabilityResult?
     /// Broken security properties.
-    public var breaches: [String] = []
+    public var breaches: [AttackBreach] = []
+    /// The kind's own figures (its ``AdversaryKind/Result``), once judged.
+    var detail: (any Sendable)?
+
+    /// The figures of kind `kind`, nil for a run of another kind.
+    func result<Kind: AdversaryKind>(of kind: Kind.Type) -> Kind.Result? { detail as? Kind.Result }
 }
 
 /// The outcome of `profiledrop simulate --attacks`.
@@ -252,27 +81,20 @@ public struct AttackReport: Sendable {
 /// ``Availability``.
 public enum Attacks {
     /// Kinds that still breach on the core they were written against, each with the fix it waits
-    /// for: kept in the runner (`--kinds all` or `--kinds NAME` runs them) but out of the default run,
-    /// so that CI stays green. None waits now. The busy forger left when a refusal came to be held
-    /// for the invitee's ACCEPT (PROTOCOL.md 5, "Refusals"); the phantom keeper when the measurement
-    /// noise came from a stream of its own, so that its no-attack baseline measures the same noise
-    /// (PROTOCOL.md 6.4, 11.6 item 6).
-    static let pendingFixes: [(kind: AttackKind, fix: String)] = [
-        (.sessionHog, "no session may hold a device hostage (protocol 2.1)"),
-        (.lateDecliner, "a decline ends only its session, before or after the code (protocol 2.1)"),
-        (
-            .beaconReflector,
-            "no amplification: an address proves it receives before any INVITE (protocol 2.1)"
-        ),
-    ]
+    /// for (its ``AdversaryKind/pendingFix``): kept in the runner (`--kinds all` or `--kinds NAME`
+    /// runs them) but out of the default run, so that CI stays green. The busy forger left when a
+    /// refusal came to be held for the invitee's ACCEPT (PROTOCOL.md 5, "Refusals"); the phantom
+    /// keeper when the measurement noise came from a stream of its own, so that its no-attack
+    /// baseline measures the same noise (PROTOCOL.md 6.4, 11.6 item 6).
+    static let pendingFixes: [(kind: AttackKind, fix: String)] = AttackKind.allCases.compactMap { kind in
+        kind.adversary.pendingFix.map { (kind, $0) }
+    }
 
     /// The kinds of ``pendingFixes``.
     public static let pendingFixKinds: [AttackKind] = pendingFixes.map(\.kind)
 
     /// The fix a pending kind waits for, nil for a kind that is not pending.
-    static func pendingFix(_ kind: AttackKind) -> String? {
-        pendingFixes.first { $0.kind == kind }?.fix
-    }
+    static func pendingFix(_ kind: AttackKind) -> String? { kind.adversary.pendingFix }
 
     /// The kinds a plain `--attacks` runs: every kind but the pending ones.
     public static let defaultKinds: [AttackKind] = AttackKind.allCases.filter {
@@ -401,138 +223,58 @@ public enum Attacks {
 
     /// Runs the run of seed `runSeed` facing `kind` with `users`, whatever cell the seed falls in.
     static func runOne(runSeed: UInt64, kind: AttackKind, users: AttackUsers) -> AttackOutcome {
-        switch kind {
-        case .mitmRelay: return manInTheMiddle(runSeed: runSeed, users: users, known: false)
-        case .mitmKnownPeers: return manInTheMiddle(runSeed: runSeed, users: users, known: true)
-        case .codeGrinder: return grinder(runSeed: runSeed, users: users)
-        case .identityProber: return prober(runSeed: runSeed, users: users)
-        case .replayingProber: return replayingProber(runSeed: runSeed, users: users)
-        case .acceptRacer: return acceptRacer(runSeed: runSeed, users: users)
-        case .identityThief: return identityThief(runSeed: runSeed, users: users)
-        case .beaconRaceMITM: return beaconRaceMITM(runSeed: runSeed, users: users)
-        default: return Availability.run(runSeed: runSeed, kind: kind)
-        }
+        kind.adversary.outcome(runSeed: runSeed, users: users)
     }
 
     static var runLimit: Instant { Instant.zero + AttackStage.timeouts.overall + .seconds(10) }
 
-    private static func manInTheMiddle(runSeed: UInt64, users: AttackUsers, known: Bool) -> AttackOutcome {
-        var outcome = AttackOutcome(
-            runSeed: runSeed, kind: known ? .mitmKnownPeers : .mitmRelay, users: users)
-        let pair = VictimPair(runSeed: runSeed)
-        var knownPeers: [[KnownPeer]] = [[], []]
-        if known {
-            // Unattended victims met at their terminals first: that meeting's users compared codes.
-            guard let met = pair.meet(users: users == .unattended ? .careful : users) else {
-                outcome.setupFailed = true
-                outcome.problems.append(
-                    "setup: the victims' honest exchange did not complete, so no attack ran")
-                return outcome
-            }
-            knownPeers = met
-        }
-        var stage = AttackStage(users: users, victimsKnown: known)
-        pair.addVictims(to: &stage, phase: "attack", knownPeers: knownPeers)
-        let adversary = MITMRelay(relaysIdentities: known)
-        adversary.addDevices(to: &stage, runSeed: runSeed, phase: "attack")
-        stage.run(until: runLimit) { _ in false }
-        outcome.relayedIdents = adversary.identRelayedSessions.count
-        outcome.relayedProofs = adversary.proofRelayedSessions.count
-        assess(&outcome, stage: stage, adversary: adversary, bondKey: knownPeers[0].first?.bondKey)
-        return outcome
-    }
-
-    private static func grinder(runSeed: UInt64, users: AttackUsers) -> AttackOutcome {
-        var outcome = AttackOutcome(runSeed: runSeed, kind: .codeGrinder, users: users)
-        let pair = VictimPair(runSeed: runSeed)
-        var stage = AttackStage(users: users, victimsKnown: false)
-        pair.addVictims(to: &stage, phase: "attack")
-        let adversary = CodeGrinder(runSeed: runSeed, maxAttempts: grinderAttempts)
-        adversary.addDevices(to: &stage)
-        stage.run(until: runLimit) { adversary.afterStep(&$0) }
-        outcome.grindAttempts = adversary.decidedAttempts
-        outcome.grindDevices = adversary.devicesBrought
-        outcome.grindMatched = adversary.matched
-        assess(&outcome, stage: stage, adversary: adversary, bondKey: nil)
-        return outcome
-    }
-
-    private static func prober(runSeed: UInt64, users: AttackUsers) -> AttackOutcome {
-        var outcome = AttackOutcome(runSeed: runSeed, kind: .identityProber, users: users)
-        let runs = ProberRuns(runSeed: runSeed, users: users)
-        outcome.proberShared = runs.proberShares
-        outcome.identityGiven = runs.identityGiven
-        outcome.identities = runs.identityGiven ? 1 : 0
-        outcome.cards = runs.cardsGiven
-        outcome.links = runs.links.filter { !$0.given }.map(\.description)
-        outcome.givenLinks = runs.links.filter(\.given).map(\.description)
-        for (run, screen) in runs.screens.enumerated() {
-            outcome.interrupted += screen.interrupted
-            outcome.mismatches += screen.mismatches
-            outcome.declines += screen.declines
-            outcome.screens.append("run \(run + 1): " + describe(screen))
-        }
-        outcome.screens.append(
-            "prober \(runs.proberShares ? "shared" : "declined"); learned "
-                + runs.learned.map { values in
-                    var labels: [String] = []
-                    for value in values where !labels.contains(value.label) { labels.append(value.label) }
-                    return "\(values.count) values (\(labels.joined(separator: ", ")))"
-                }.joined(separator: " then ")
-                + "; links: "
-                + (runs.links.isEmpty ? "none" : runs.links.map(\.description).joined(separator: "; ")))
-        for link in outcome.links {
-            outcome.breaches.append("the prober linked the victim's two runs: \(link)")
-        }
-        if users.withholdFromStrangers && runs.identityGiven {
-            outcome.breaches.append(
-                "the victim's resolving key reached the prober although its user did not agree")
-        }
-        if users.withholdFromStrangers && runs.cardsGiven > 0 {
-            outcome.breaches.append("the victim's card reached the prober although its user did not agree")
-        }
-        return outcome
-    }
-
-    /// Fills in what a man in the middle got and what the victims saw, and the breaches.
+    /// Fills in what a man in the middle got and what the victims saw, and returns what its breach
+    /// rule (``assessedBreaches(_:users:)``) judges.
     static func assess(
         _ outcome: inout AttackOutcome, stage: AttackStage, adversary: AdversaryBrain, bondKey: [UInt8]?
-    ) {
-        var taken: [String] = []
+    ) -> Assessment {
+        var assessment = Assessment()
         for victim in stage.victims {
             if stage.adversaryCards.contains(victim.card) {
                 outcome.cards += 1
-                taken.append("\(victim.name)'s card")
+                assessment.taken.append(.card(victim: victim.name))
             }
             if adversary.holds(victim.identity.resolvingKey) {
                 outcome.identities += 1
-                taken.append("\(victim.name)'s resolving key")
+                assessment.taken.append(.resolvingKey(victim: victim.name))
             }
             outcome.interrupted += victim.interrupted
             outcome.mismatches += victim.mismatches
-            outcome.mismatchesPerVictim.append(victim.mismatches)
-            outcome.proofFailures += victim.proofFailures
+            assessment.mismatchesPerVictim.append(victim.mismatches)
+            assessment.proofFailures += victim.proofFailures
             outcome.declines += victim.declines
-            outcome.adversaryShownKnown += victim.adversaryShownKnown
+            assessment.adversaryShownKnown += victim.adversaryShownKnown
             outcome.screens.append(describe(victim))
-            if victim.adversaryShownKnown > 0 {
-                outcome.breaches.append("\(victim.name) was shown the adversary as its known peer")
-            }
+            if victim.adversaryShownKnown > 0 { assessment.shownKnownTo.append(victim.name) }
         }
         if let bondKey, adversary.holds(bondKey) {
             outcome.identities += 1
-            taken.append("the victims' bond key")
+            assessment.taken.append(.bondKey)
         }
-        outcome.intercepted = (stage.room.hook as? PathHook)?.intercepted ?? 0
+        assessment.intercepted = (stage.room.hook as? PathHook)?.intercepted ?? 0
         if let first = stage.victims[0].latestCode, let second = stage.victims[1].latestCode {
             outcome.codesEqual = first == second
         }
-        if outcome.users.withholdFromStrangers {
-            let users = outcome.users == .careful ? "the users compare codes" : "nobody agreed to share"
-            for item in taken {
-                outcome.breaches.append("\(item) reached the adversary although \(users)")
-            }
-        }
+        return assessment
+    }
+
+    /// The breach rule of a man in the middle (and of every adversary judged by what it got): a
+    /// victim shown its device as a known peer; with careful or unattended `users`, any secret it
+    /// took.
+    static func assessedBreaches(_ assessment: Assessment, users: AttackUsers) -> [AttackBreach] {
+        assessment.shownKnownTo.map { .adversaryShownAsKnown(victim: $0) }
+            + (users.withholdFromStrangers ? assessment.taken.map { .secretTaken($0, users: users) } : [])
+    }
+
+    /// The summary part every adversary facing a pair has: whether the codes were equal.
+    static func codesSummary(_ outcome: AttackOutcome) -> String {
+        guard let codesEqual = outcome.codesEqual else { return "codes not both shown" }
+        return codesEqual ? "codes equal" : "codes differ"
     }
 
     static func describe(_ screen: VictimScreen) -> String {
@@ -555,18 +297,24 @@ public enum Attacks {
         ]
         for (kind, users) in cells(of: kinds) {
             let cell = outcomes.filter { $0.kind == kind && $0.users == users }
-            let prober = kind == .identityProber
-            let twoVictims = !prober && kind != .identityThief
             let equal = cell.filter { $0.codesEqual == true }.count
             let different = cell.filter { $0.codesEqual == false }.count
+            var links = "-"
+            var codes = "-"
+            switch kind.adversary.budget {
+            case .devicesOfItsOwn(victims: .pair): codes = "\(equal)/\(different)"
+            case .devicesOfItsOwn(victims: .one): break
+            case .devicesOfItsOwn(victims: .oneInTwoRuns):
+                links = "\(cell.filter { $0.breaches.contains(where: \.isLink) }.count)"
+            case .datagramsPerSecond, .sessionsOfItsOwn, .nothingSent:
+                preconditionFailure("\(kind) is an availability kind, in the availability table")
+            }
             rows.append([
                 kind.rawValue, users.rawValue, "\(cell.count)", "\(cell.reduce(0) { $0 + $1.cards })",
-                "\(cell.reduce(0) { $0 + $1.identities })",
-                prober ? "\(cell.filter { !$0.links.isEmpty }.count)" : "-",
-                twoVictims ? "\(equal)/\(different)" : "-",
+                "\(cell.reduce(0) { $0 + $1.identities })", links, codes,
                 "\(cell.reduce(0) { $0 + $1.interrupted })", "\(cell.reduce(0) { $0 + $1.mismatches })",
                 "\(cell.reduce(0) { $0 + $1.declines })", "\(cell.reduce(0) { $0 + $1.breaches.count })",
-                notes(kind: kind, users: users, cell),
+                kind.adversary.notes(of: cell, users: users).joined(separator: "; "),
             ])
         }
         return layOut(rows)
@@ -584,92 +332,41 @@ public enum Attacks {
             }.joined(separator: "  ").trimmingTrailingSpaces()
         }
     }
-
-    private static func notes(kind: AttackKind, users: AttackUsers, _ cell: [AttackOutcome]) -> String {
-        var notes: [String] = []
-        let given = users == .careless && cell.contains { $0.cards + $0.identities > 0 }
-        switch kind {
-        case .mitmRelay:
-            notes.append("victims' datagrams intercepted \(cell.reduce(0) { $0 + $1.intercepted })")
-            if given { notes.append("cards and identities given by careless users") }
-        case .mitmKnownPeers:
-            notes.append("IDENT relayed in \(cell.reduce(0) { $0 + $1.relayedIdents }) sessions")
-            notes.append("genuine PROOF relayed in \(cell.reduce(0) { $0 + $1.relayedProofs })")
-            notes.append("identity-proof-failed \(cell.reduce(0) { $0 + $1.proofFailures })")
-            notes.append("adversary shown as known \(cell.reduce(0) { $0 + $1.adversaryShownKnown })")
-            let failed = cell.filter(\.setupFailed).count
-            if failed > 0 { notes.append("honest meeting failed in \(failed) runs") }
-            if given { notes.append("given to a stranger by careless users") }
-        case .codeGrinder:
-            let attempts = cell.reduce(0) { $0 + $1.grindAttempts }
-            let most = cell.map(\.grindAttempts).max() ?? 0
-            notes.append("grind attempts \(attempts) (at most \(most) in a run)")
-            notes.append("matches \(cell.filter(\.grindMatched).count)")
-            if given { notes.append("careless users agreed before any comparison") }
-        case .acceptRacer:
-            let won = cell.reduce(0) { $0 + $1.racesWon }
-            notes.append(
-                "ACCEPT races won \(won); victims' handshakes \(cell.reduce(0) { $0 + $1.victimSessions }), "
-                    + "genuine ACCEPTs second \(cell.reduce(0) { $0 + $1.genuineAccepts }), "
-                    + "genuine half-open handshakes reported \(cell.reduce(0) { $0 + $1.genuineReported })")
-            if given { notes.append("cards and identities given by careless users") }
-        case .beaconRaceMITM:
-            notes.append(
-                "invitations to the racer's address \(cell.reduce(0) { $0 + $1.divertedInvitations }); "
-                    + "handshakes the racer completed \(cell.reduce(0) { $0 + $1.racesWon }), "
-                    + "victims' handshakes \(cell.reduce(0) { $0 + $1.victimSessions })")
-            if given { notes.append("cards and identities given by careless users") }
-        case .identityThief:
-            notes.append("BOND named B's key in \(cell.reduce(0) { $0 + $1.stolenBonds }) sessions")
-            notes.append("adversary shown as known \(cell.reduce(0) { $0 + $1.adversaryShownKnown })")
-            let failed = cell.filter(\.setupFailed).count
-            if failed > 0 { notes.append("honest meeting failed in \(failed) runs") }
-            if given { notes.append("careless users shared with a new device") }
-        case .replayingProber:
-            let test = replayIndependence(cell)
-            notes.append(
-                "reaction differed with the secret in \(cell.filter { !$0.breaches.isEmpty }.count); "
-                    + "chi-squared \((test.statistic * 100).rounded() / 100)"
-                    + " (df \(test.degreesOfFreedom), \(test.rejectsIndependence ? "dependent" : "independent") at 0.01)"
-            )
-        case .identityProber:
-            notes.append("prober shared in \(cell.filter(\.proberShared).count)")
-            let identities = cell.filter(\.identityGiven).count
-            if identities > 0 { notes.append("identity given by careless user in \(identities)") }
-            let cards = cell.filter { !$0.givenLinks.isEmpty }.count
-            if cards > 0 { notes.append("linked through what careless users gave in \(cards)") }
-        default:
-            break
-        }
-        return notes.joined(separator: "; ")
-    }
 }
 
 extension AttackOutcome {
     /// One line: what the adversary got and what the users saw.
     public var summary: String {
-        if let availability { return Availability.summary(availability, kind: kind) }
-        var parts = ["adversary got \(cards) cards, \(identities) identities"]
-        if kind == .identityProber {
-            parts.append(links.isEmpty ? "no link" : "\(links.count) links")
-            if !givenLinks.isEmpty { parts.append("\(givenLinks.count) links through what the user gave") }
-            if identityGiven { parts.append("identity given by careless user") }
-        } else if let codesEqual {
-            parts.append(codesEqual ? "codes equal" : "codes differ")
-        } else {
-            parts.append("codes not both shown")
-        }
-        if kind == .codeGrinder { parts.append("\(grindAttempts) grind attempts") }
-        if kind == .acceptRacer {
-            parts.append("\(racesWon) ACCEPT races won, \(victimSessions) victims' handshakes")
-        }
-        if kind == .beaconRaceMITM {
-            parts.append(
-                "\(divertedInvitations) invitations to the racer's address, \(racesWon) handshakes with it, "
-                    + "\(victimSessions) victims' handshakes")
-        }
-        parts.append("\(interrupted) interrupted, \(mismatches) mismatch warnings, \(declines) declines")
-        return parts.joined(separator: "; ")
+        let kindParts = kind.adversary.summary(of: self)
+        if let availability { return Availability.summary(availability, kindParts: kindParts) }
+        return
+            (["adversary got \(cards) cards, \(identities) identities"] + kindParts
+            + ["\(interrupted) interrupted, \(mismatches) mismatch warnings, \(declines) declines"])
+            .joined(separator: "; ")
+    }
+}
+
+/// What a man in the middle (or any adversary judged by what it got from a pair) took and what the
+/// victims were shown: the figures ``Attacks/assessedBreaches(_:users:)`` judges.
+struct Assessment: Sendable {
+    /// The secrets the adversary took, in victim order.
+    var taken: [TakenSecret] = []
+    /// The victims shown an adversary's device as their known peer.
+    var shownKnownTo: [String] = []
+    /// Times a victim was shown an adversary's device as its known peer.
+    var adversaryShownKnown = 0
+    /// Known-peer mismatch warnings, per victim (A, then B).
+    var mismatchesPerVictim: [Int] = []
+    /// Sessions the victims closed as `identity-proof-failed`.
+    var proofFailures = 0
+    /// Copies between the victims that the adversary kept from arriving (on the path only).
+    var intercepted = 0
+}
+
+extension AttackBreach {
+    /// Whether the breach is a link the identity prober found between the victim's runs.
+    var isLink: Bool {
+        if case .runsLinked = self { true } else { false }
     }
 }
 
@@ -704,23 +401,19 @@ extension Attacks {
 
     private static func availabilityNotes(kind: AttackKind, _ cell: [AttackOutcome]) -> String {
         let results = cell.compactMap(\.availability)
+        let kindNotes = kind.adversary.notes(of: cell, users: .careless)
         var notes: [String] = []
-        func counted(_ labels: [String]) -> String {
-            var order: [String] = []
-            for label in labels where !order.contains(label) { order.append(label) }
-            return order.map { label in "\(label) \(labels.filter { $0 == label }.count)" }.joined(
-                separator: ", ")
-        }
-        if let behaviour = Availability.malicious(kind) {
-            let ends = results.map { $0.attackSessionEnd ?? "not ended" }
-            notes.append(
-                "malicious session: \(counted(ends)) (expected \(Availability.expectedCause(behaviour)))")
+        // A malicious peer's own notes (how its sessions ended) lead; other kinds' follow the
+        // figures every availability run has.
+        switch kind.adversary.budget {
+        case .sessionsOfItsOwn: notes += kindNotes
+        case .devicesOfItsOwn, .datagramsPerSecond, .nothingSent: break
         }
         let closes = results.flatMap(\.closes)
-        if !closes.isEmpty { notes.append("closed: \(counted(closes))") }
+        if !closes.isEmpty { notes.append("closed: \(Availability.counted(closes))") }
         let interrupted = cell.reduce(0) { $0 + $1.interrupted }
         if interrupted > 0 { notes.append("interrupted pairings shown \(interrupted)") }
-        if Availability.isCleartext(kind) {
+        if kind.isCleartext {
             let budgets = results.compactMap(\.budget)
             let slower = results.filter { ($0.budget ?? Availability.budget) < Availability.budget }
             if let low = budgets.min(), let high = budgets.max() {
@@ -737,16 +430,10 @@ extension Attacks {
                 )
             }
         }
-        let forgeries = results.compactMap(\.forgedBusy)
-        if !forgeries.isEmpty { notes += Availability.forgedBusyNotes(forgeries) }
-        let invites = results.compactMap(\.forgedInvites)
-        if !invites.isEmpty { notes += Availability.forgedInviteNotes(invites) }
-        let replays = results.compactMap(\.replayedSecure)
-        if !replays.isEmpty { notes += Availability.replayedSecureNotes(replays) }
-        let races = results.compactMap(\.racedBeacons)
-        if !races.isEmpty { notes += Availability.racedBeaconNotes(races) }
-        let cuts = results.compactMap(\.cutClose)
-        if !cuts.isEmpty { notes += Availability.cutCloseNotes(cuts) }
+        switch kind.adversary.budget {
+        case .sessionsOfItsOwn: break
+        case .devicesOfItsOwn, .datagramsPerSecond, .nothingSent: notes += kindNotes
+        }
         let problems = cell.filter { !$0.problems.isEmpty }.count
         if problems > 0 { notes.append("\(problems) runs tested nothing (listed below)") }
         if let fix = pendingFix(kind) { notes.append("pending fix: \(fix)") }
@@ -755,8 +442,9 @@ extension Attacks {
 }
 
 extension Availability {
-    /// One line: the exchange time against the no-attack time, and how things ended.
-    static func summary(_ result: AvailabilityResult, kind: AttackKind) -> String {
+    /// One line: the exchange time against the no-attack time, the kind's own parts, and how
+    /// things ended.
+    static func summary(_ result: AvailabilityResult, kindParts: [String]) -> String {
         var parts: [String] = []
         if let ratio = result.ratio {
             parts.append(
@@ -767,20 +455,20 @@ extension Availability {
         }
         if let budget = result.budget { parts.append("budget \(budget) datagrams/s") }
         parts.append("attacker peak \(result.peakRate) datagrams/s")
-        if let end = result.attackSessionEnd { parts.append("malicious session ended: \(end)") }
-        if let forgery = result.forgedBusy { parts += forgedBusyNotes([forgery]) }
-        if let forgery = result.forgedInvites { parts += forgedInviteNotes([forgery]) }
-        if let replays = result.replayedSecure { parts += replayedSecureNotes([replays]) }
-        if let races = result.racedBeacons { parts += racedBeaconNotes([races]) }
-        if let cut = result.cutClose {
-            parts.append("\(cut.silenced) silenced \(seconds(cut.cutAfter)) after the first SECURE packet")
-            parts += cutCloseNotes([cut])
-        }
+        parts += kindParts
         parts.append("closed: \(result.closes.joined(separator: ", "))")
         parts.append(
             "\(result.overruns) overruns, peers ≤\(result.peakPeers), buffer ≤\(result.peakBufferChunks) chunks"
         )
         return parts.joined(separator: "; ")
+    }
+
+    /// Each distinct label of `labels` with how often it occurs, in the order each first occurs.
+    static func counted(_ labels: [String]) -> String {
+        var order: [String] = []
+        for label in labels where !order.contains(label) { order.append(label) }
+        return order.map { label in "\(label) \(labels.filter { $0 == label }.count)" }.joined(
+            separator: ", ")
     }
 }
 

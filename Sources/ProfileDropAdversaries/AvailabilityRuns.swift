@@ -29,35 +29,15 @@ public struct AvailabilityResult: Sendable {
     public var peakPeers = 0
     /// The most chunks of a peer's card any victim had a buffer for at once.
     public var peakBufferChunks = 0
-    /// How the victim ended the malicious peer's session (malicious peers only), as its user saw
-    /// it; nil when no such session ended.
-    public var attackSessionEnd: String?
-    /// When the victim ended that session.
-    public var attackSessionEndedAt: Instant?
     /// How each honest device closed, as its user saw it.
     public var closes: [String] = []
     /// Bytes the victims sent to addresses nobody holds (spoofed sources) and the attacker's bytes.
     public var bytesToNowhere = 0
     /// The attacker's bytes.
     public var attackerBytes = 0
-    /// Malicious peers: whether it came late, its session live at the victim's overall deadline
-    /// unless the victim ended it first.
-    public var late = false
     /// Whether the rule asked for an exchange (under attack, or after the malicious session with
     /// time left before the victim's deadline).
     public var exchangeRequired = false
-    /// Malicious peers: how many of its sessions the victim ended.
-    public var attackSessions = 0
-    /// The busy forger: what its BUSYs did.
-    public var forgedBusy: ForgedBusyResult?
-    /// The invite forger: what its INVITEs did.
-    public var forgedInvites: ForgedInviteResult?
-    /// The SECURE replayer's copies and the victims' rejections, for that kind.
-    public var replayedSecure: ReplayedSecureResult?
-    /// The BEACON racer's BEACONs and the invitations they diverted, for that kind.
-    public var racedBeacons: RacedBeaconResult?
-    /// The close cutter's cut and how the exchange ended, for that kind.
-    public var cutClose: CutCloseResult?
 }
 
 /// The availability kinds of `simulate --attacks`: cleartext attackers with a budget in datagrams
@@ -105,74 +85,35 @@ enum Availability {
     /// Every run stops here: past every honest device's deadline and its slack.
     static var runLimit: Instant { Instant.zero + overall + deadlineSlack + .seconds(5) }
 
-    /// The cleartext behaviour of `kind`, if it is a cleartext attacker.
-    static func cleartext(_ kind: AttackKind) -> CleartextBehaviour? {
-        switch kind {
-        case .beaconHijack: .hijack
-        case .inviteSquatter: .squat
-        case .phantomFlood: .phantoms
-        case .phantomKeeper: .keptPhantoms
-        case .datagramFlood: .flood
-        case .beaconReplay: .replay
-        case .beaconDisplace: .displace
-        case .beaconReflector: .reflector
-        default: nil
-        }
-    }
-
-    /// The malicious behaviour of `kind`, if it is a malicious peer.
-    static func malicious(_ kind: AttackKind) -> MaliciousBehaviour? {
-        switch kind {
-        case .oversizeOffer: .oversize
-        case .badChunkIndex: .badIndex
-        case .badDigest: .badDigest
-        case .fakeAck: .fakeAck
-        case .neverAck: .neverAck
-        case .falseSack: .falseSack
-        case .slowTransfer: .slowTransfer
-        case .consentStall: .consentStall
-        case .slowloris, .farReturner: .slowloris
-        case .closeAckWithholder: .withholdCloseAck
-        case .reinviter: .oversize
-        case .earlyDecliner: .earlyDecline
-        case .falseReceipt: .falseReceipt
-        case .inRangeWithholder: .withholdInRange
-        default: nil
-        }
-    }
-
     /// How the victim must end the malicious session: the real cause, as its user sees it.
-    static func expectedCause(_ behaviour: MaliciousBehaviour) -> String {
+    static func expectedCause(_ behaviour: MaliciousBehaviour) -> SessionEnd {
         switch behaviour {
-        case .oversize, .withholdCloseAck: "error: card-too-large"
-        case .badIndex: "error: malformed"
-        case .badDigest: "error: card-digest-mismatch"
-        case .fakeAck: "exchanged"
-        case .neverAck, .falseSack: "timeout: transfer stalled"
-        case .slowTransfer: "timeout: transfer"
-        case .consentStall: "timeout: peer consent"
-        case .slowloris, .withholdInRange: "out of range"
-        case .earlyDecline, .lateDecline: "declined by peer"
-        case .falseReceipt: "timeout: peer consent"
+        case .oversize, .withholdCloseAck: .error(.cardTooLarge)
+        case .badIndex: .error(.malformed)
+        case .badDigest: .error(.cardDigestMismatch)
+        case .fakeAck: .exchanged
+        case .neverAck, .falseSack: .timeout(.transferStalled)
+        case .slowTransfer: .timeout(.transfer)
+        case .consentStall: .timeout(.peerConsent)
+        case .slowloris, .withholdInRange: .outOfRange
+        case .earlyDecline, .lateDecline: .declined(by: .peer)
+        case .falseReceipt: .timeout(.peerConsent)
         }
     }
 
     /// What a victim may send a peer that withholds every CLOSE_ACK and keeps talking (PROTOCOL.md
     /// 11.4, CLOSE_ACK): a CLOSE for each of its packets at most, plus the closing schedule's own
     /// retransmissions, and nothing after its closing limit (12.6 s).
-    static func closeWithholdingBreaches(_ withholder: MaliciousPeer) -> [String] {
-        guard let closedAt = withholder.victimClosedAt else {
-            return ["the victim never sent the CLOSE_ACK withholder a CLOSE"]
+    static func closeWithholdingBreaches(_ withholding: CloseWithholding) -> [AttackBreach] {
+        guard let closedAt = withholding.victimClosedAt else { return [.noCloseToWithholder] }
+        var breaches: [AttackBreach] = []
+        if withholding.received > withholding.sent + closeScheduleRetransmissions {
+            breaches.append(.tooManyCloses(received: withholding.received, sent: withholding.sent))
         }
-        var breaches: [String] = []
-        let (sent, received, last) = withholder.afterClose
-        if received > sent + closeScheduleRetransmissions {
-            breaches.append(
-                "V sent the CLOSE_ACK withholder \(received) datagrams after closing, for its \(sent)")
-        }
-        if let last, last > closedAt + Timeouts().closingLimit + .milliseconds(200) {
-            breaches.append(
-                "V still sent CLOSE \(last - closedAt) after closing, past its 12.6 s closing limit")
+        if let last = withholding.lastReceivedAt,
+            last > closedAt + Timeouts().closingLimit + .milliseconds(200)
+        {
+            breaches.append(.closeAfterLimit(last - closedAt))
         }
         return breaches
     }
@@ -189,34 +130,12 @@ enum Availability {
         }
     }
 
-    /// Whether `kind` is a cleartext attacker with a budget: one that forges on its timer, or the
-    /// busy forger, which answers what it sees.
-    static func isCleartext(_ kind: AttackKind) -> Bool {
-        cleartext(kind) != nil || kind == .busyForger || kind == .inviteForger || kind == .crossingForger
-            || kind == .secureReplayer || kind == .beaconRacer
-    }
-
-    /// Runs the availability run of seed `runSeed` facing `kind`.
-    static func run(runSeed: UInt64, kind: AttackKind) -> AttackOutcome {
-        if kind == .busyForger { return busyForgerRun(runSeed: runSeed) }
-        if kind == .inviteForger { return inviteForgerRun(runSeed: runSeed) }
-        if kind == .crossingForger { return crossingForgerRun(runSeed: runSeed) }
-        if kind == .secureReplayer { return secureReplayerRun(runSeed: runSeed) }
-        if kind == .beaconRacer { return beaconRacerRun(runSeed: runSeed) }
-        if kind == .closeCutter { return closeCutterRun(runSeed: runSeed) }
-        if kind == .sessionHog || kind == .lateDecliner { return hogRun(runSeed: runSeed, kind: kind) }
-        if kind == .beaconReflector { return reflectorRun(runSeed: runSeed) }
-        if let behaviour = cleartext(kind) {
-            return cleartextRun(runSeed: runSeed, kind: kind, behaviour: behaviour)
-        }
-        guard let behaviour = malicious(kind) else { preconditionFailure("\(kind) is no availability kind") }
-        return maliciousRun(runSeed: runSeed, kind: kind, behaviour: behaviour)
-    }
-
     // MARK: - Cleartext attackers
 
-    private static func cleartextRun(runSeed: UInt64, kind: AttackKind, behaviour: CleartextBehaviour)
-        -> AttackOutcome
+    /// The run of a cleartext attacker that forges on its timer with `behaviour`: the pair, timed
+    /// against the same room without it.
+    static func cleartextRun(runSeed: UInt64, kind: AttackKind, behaviour: CleartextBehaviour)
+        -> AttackTrial<NoKindFigures>
     {
         let pair = VictimPair(runSeed: runSeed)
         var (outcome, result, stage) = startPairRun(pair, runSeed: runSeed, kind: kind)
@@ -235,13 +154,7 @@ enum Availability {
         run(&stage, with: attacker, meter: &meter)
         measurePair(&result, stage: stage, meter: meter)
         outcome.screens = stage.victims.map(describe)
-        if result.baseline != nil,
-            let breach = exchangeBreach(
-                result, stage: stage, who: "the pair", when: "under \(budget) datagrams/s")
-        {
-            outcome.breaches.append(breach)
-        }
-        return finish(outcome, result: result, stage: stage)
+        return trial(outcome, result: result, stage: stage, figures: NoKindFigures())
     }
 
     /// Runs `stage` to ``runLimit`` with a cleartext attacker in it: what it forged goes in flight
@@ -273,141 +186,6 @@ enum Availability {
     }
 
     // MARK: - Malicious peers
-
-    private static func maliciousRun(runSeed: UInt64, kind: AttackKind, behaviour: MaliciousBehaviour)
-        -> AttackOutcome
-    {
-        var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: .careless)
-        var result = AvailabilityResult()
-        let identities = ["V", "H"].map {
-            DeviceIdentity(
-                secret: BLAKE2b.hash(
-                    Simulation.seedMaterial(runSeed, "attacks/identity/\($0)"), outputLength: 32))
-        }
-        func add(_ index: Int, to stage: inout AttackStage) {
-            let name = ["V", "H"][index]
-            stage.addVictim(
-                name: name, card: AttackCards.card(runSeed: runSeed, role: "victim-\(name)"),
-                identity: identities[index], knownPeers: [], pose: VictimPair.poses[index],
-                seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/victim/\(name)"))
-        }
-        var calm = AttackStage(users: .careless, victimsKnown: false)
-        add(0, to: &calm)
-        add(1, to: &calm)
-        calm.run(until: runLimit) { _ in false }
-        result.baseline = exchangeTime(calm.victims, from: .zero)
-        if result.baseline == nil {
-            outcome.problems.append(
-                "setup: the victim and the honest device did not exchange without the attacker")
-        }
-
-        let (late, invitation) = plan(runSeed: runSeed)
-        let honestLatest = invitation + .seconds(5)
-        var stage = AttackStage(users: .careless, victimsKnown: false)
-        add(0, to: &stage)
-        let victim = stage.victims[0].member
-        guard let victimID = stage.room.device(victim)?.deviceID else {
-            preconditionFailure("the victim is a device")
-        }
-        let peer = MaliciousPeer(
-            behaviour: behaviour, target: victimID, targetAddress: stage.room.address(of: victim),
-            card: AttackCards.card(runSeed: runSeed, role: "malicious"),
-            seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/\(kind.rawValue)"),
-            inviteAt: invitation)
-        let attackerID = peer.deviceID
-        let attackerMember: Int
-        if kind.reinvites {
-            attackerMember = stage.addSpeaker(
-                ReinvitingPeer(
-                    behaviour: behaviour, target: victimID, targetAddress: stage.room.address(of: victim),
-                    card: AttackCards.card(runSeed: runSeed, role: "malicious"),
-                    seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/\(kind.rawValue)"),
-                    inviteAt: invitation))
-        } else {
-            attackerMember = stage.addSpeaker(peer)
-        }
-        // The fake acknowledger's victim ends its run with that exchange: nobody else to meet.
-        var honestAdded = behaviour == .fakeAck
-        var meter = Meter(attacker: attackerMember)
-        stage.run(until: honestLatest + overall + deadlineSlack + .seconds(2)) { stage in
-            if !honestAdded,
-                stage.victims[0].secured.contains(where: { $0.peer == attackerID })
-                    || stage.room.now >= honestLatest
-            {
-                honestAdded = true
-                add(1, to: &stage)
-            }
-            meter.observe(stage)
-            return false
-        }
-        meter.fill(&result, stage: stage)
-        result.late = late
-        outcome.screens =
-            ["malicious peer invites at \(invitation)" + (late ? " (late)" : "")]
-            + stage.victims.map(describe)
-        let victimScreen = stage.victims[0]
-        // The attacker's sessions: under its id, or (for the re-inviter and the early decliner,
-        // which come back under fresh ids) under any id but the honest device's.
-        let honestID = stage.victims.count > 1 ? stage.room.device(stage.victims[1].member)?.deviceID : nil
-        func attacker(_ peer: DeviceID?) -> Bool {
-            kind.reinvites ? peer != nil && peer != honestID : peer == attackerID
-        }
-        let end = victimScreen.ended.first { attacker($0.peer) }
-        result.attackSessionEnd = end.map { label($0.reason) }
-        result.attackSessionEndedAt = end?.at
-        let expected = expectedCause(behaviour)
-        let deadline = victimScreen.startedAt + overall
-        if end != nil {
-            // A session still live at the deadline ends however the deadline ends it (judged as an
-            // overrun if late). A peer that comes back has every session judged.
-            for other in victimScreen.ended where attacker(other.peer) && other.at < deadline {
-                guard label(other.reason) != expected else { continue }
-                if other.reason == .outOfRange, behaviour != .slowloris,
-                    !victimScreen.verifiedPeers.contains(where: attacker)
-                {
-                    // Honest ranging noise kept the victim's gate shut for the whole window, as it
-                    // does about one meeting in a thousand: the attack, which begins after the
-                    // code, never ran. Not a breach, and nothing tested.
-                    outcome.problems.append(
-                        "V's gate never opened with the malicious peer (out of range at \(other.at)): "
-                            + "its attack, after the code, never ran")
-                    break
-                }
-                outcome.breaches.append(
-                    "V ended a malicious session at \(other.at) with \(label(other.reason)), not \(expected)")
-                break
-            }
-            result.attackSessions = victimScreen.ended.filter { attacker($0.peer) }.count
-        } else if victimScreen.secured.contains(where: { attacker($0.peer) }) {
-            outcome.breaches.append("V never ended the malicious session")
-        } else {
-            outcome.problems.append("the malicious peer got no session with V")
-        }
-        if behaviour == .withholdCloseAck,
-            let withholder = stage.room.speaker(attackerMember) as? MaliciousPeer
-        {
-            outcome.breaches += closeWithholdingBreaches(withholder)
-        }
-        var required = false
-        if let end, let baseline = result.baseline, end.at < deadline, label(end.reason) == expected {
-            if behaviour == .fakeAck {
-                result.underAttack = end.at - invitation
-                required = true
-            } else {
-                result.underAttack = exchangeTime(stage.victims, from: end.at)
-                // Judged only when the victim has time left for it before its deadline.
-                required = end.at + baseline * maxRatio <= deadline
-            }
-        }
-        result.exchangeRequired = required && result.baseline != nil
-        let who = behaviour == .fakeAck ? "V and the fake acknowledger" : "V and H"
-        if required,
-            let breach = exchangeBreach(result, stage: stage, who: who, when: "after the malicious session")
-        {
-            outcome.breaches.append(breach)
-        }
-        return finish(outcome, result: result, stage: stage)
-    }
 
     /// When the malicious peer of run `runSeed` invites its victim: half the runs early
     /// (``inviteAt``); the other half late, 5 to 25 s before the victim's overall deadline, so that
@@ -464,51 +242,59 @@ enum Availability {
     /// The breach of an exchange the rule requires, if any: `who` did not exchange, or took more than
     /// ``maxRatio`` times the pair's no-attack time, `when` (the attack's condition).
     static func exchangeBreach(
-        _ result: AvailabilityResult, stage: AttackStage, who: String, when condition: String
-    ) -> String? {
+        _ result: AvailabilityResult, victims: [VictimScreen], who: String, when condition: String
+    ) -> AttackBreach? {
         guard result.underAttack != nil else {
-            let closes = stage.victims.map { "\($0.name) \($0.closed.map(label) ?? "not closed")" }
-            return "\(who) did not exchange \(condition) (\(closes.joined(separator: ", ")))"
+            let closes = victims.map { "\($0.name) \($0.closed.map(label) ?? "not closed")" }
+            return .noExchange(who: who, condition: condition, closes: closes)
         }
         guard let ratio = result.ratio, ratio > maxRatio else { return nil }
-        return
-            "\(who) took \(format(ratio))× the pair's no-attack time (\(seconds(result.underAttack)) against "
-            + "\(seconds(result.baseline))) \(condition)"
+        return .slowExchange(
+            who: who, condition: condition, ratio: ratio, underAttack: result.underAttack,
+            baseline: result.baseline)
     }
 
-    /// The run's outcome with the breaches every availability run shares (deadlines and memory), the
-    /// interrupted pairings its victims were shown, and what was measured.
-    static func finish(_ outcome: AttackOutcome, result: AvailabilityResult, stage: AttackStage)
-        -> AttackOutcome
+    /// The pair's exchange rule of a run against the pair: when the pair exchanged without the
+    /// attacker, it must exchange under attack within ``maxRatio`` times that time.
+    static func pairExchangeBreaches<Figures>(_ trial: AttackTrial<Figures>, when condition: String)
+        -> [AttackBreach]
     {
+        guard let result = trial.outcome.availability, result.baseline != nil,
+            let breach = exchangeBreach(result, victims: trial.victims, who: "the pair", when: condition)
+        else { return [] }
+        return [breach]
+    }
+
+    /// A measured availability run: the outcome with the interrupted pairings its victims were shown
+    /// and what was measured, the kind's own `figures`, and the victims' screens, for the breach
+    /// rules.
+    static func trial<Figures>(
+        _ outcome: AttackOutcome, result: AvailabilityResult, stage: AttackStage, figures: Figures
+    ) -> AttackTrial<Figures> {
         var outcome = outcome
-        judge(&outcome, result: result, stage: stage)
         outcome.interrupted = stage.victims.reduce(0) { $0 + $1.interrupted }
         outcome.availability = result
-        return outcome
+        return AttackTrial(outcome: outcome, result: figures, victims: stage.victims)
     }
 
-    /// The breaches every availability run shares: deadlines and memory.
-    private static func judge(_ outcome: inout AttackOutcome, result: AvailabilityResult, stage: AttackStage)
-    {
-        for victim in stage.victims {
+    /// The breaches every availability run shares, after the kind's own: deadlines and memory.
+    static func judge(_ outcome: inout AttackOutcome, victims: [VictimScreen]) {
+        for victim in victims {
             let deadline = victim.startedAt + overall + deadlineSlack
             guard let closedAt = victim.closedAt else {
-                outcome.breaches.append("\(victim.name) was not closed by its deadline \(deadline)")
+                outcome.breaches.append(.notClosed(victim: victim.name, deadline: deadline))
                 continue
             }
             if closedAt > deadline {
-                outcome.breaches.append(
-                    "\(victim.name) closed at \(closedAt), after its deadline \(deadline)")
+                outcome.breaches.append(.closedLate(victim: victim.name, at: closedAt, deadline: deadline))
             }
         }
+        guard let result = outcome.availability else { return }
         if result.peakPeers > limits.maxPeers {
-            outcome.breaches.append(
-                "a victim's discovery table held \(result.peakPeers) peers (bound \(limits.maxPeers))")
+            outcome.breaches.append(.tooManyPeers(peers: result.peakPeers, bound: limits.maxPeers))
         }
         if result.peakBufferChunks > maxBufferChunks {
-            outcome.breaches.append(
-                "a victim held a buffer of \(result.peakBufferChunks) chunks (bound \(maxBufferChunks))")
+            outcome.breaches.append(.bufferTooLarge(chunks: result.peakBufferChunks, bound: maxBufferChunks))
         }
     }
 

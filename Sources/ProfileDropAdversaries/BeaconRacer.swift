@@ -12,6 +12,8 @@ public struct RacedBeaconResult: Sendable {
     public var diverted = 0
     /// INVITE datagrams the newcomer sent there, retransmissions included.
     public var divertedInvites = 0
+    /// The racer's address, named in the BEACONs it raced.
+    public var racerAddress: PeerAddress?
 }
 
 /// An attacker on the LAN, off the path, that races BEACONs (PROTOCOL.md 11.4, BEACON): it hears
@@ -168,7 +170,7 @@ extension Availability {
     /// A 1.5 to 3 s later, so that B, which moved, is the first to see A within reach and invite
     /// it. The pair's time from B's start against the same room without the racer, as every
     /// cleartext attacker, and where B's invitations went.
-    static func beaconRacerRun(runSeed: UInt64) -> AttackOutcome {
+    static func beaconRacerRun(runSeed: UInt64) -> AttackTrial<RacedBeaconResult> {
         let kind = AttackKind.beaconRacer
         let pair = VictimPair(runSeed: runSeed)
         let join = newcomerJoin(runSeed: pair.runSeed)
@@ -204,19 +206,14 @@ extension Availability {
             return false
         }
         measurePair(&result, stage: stage, meter: meter, from: join)
-        result.racedBeacons = race.result
+        var raced = race.result
+        raced.racerAddress = racerAddress
         outcome.screens =
             ["B on at \(join), 1 m away; in front of A at \(meet)"] + stage.victims.map(describe)
-        if race.result.forged == 0 {
+        if raced.forged == 0 {
             outcome.problems.append("the racer sent no BEACON to the newcomer")
         }
-        if result.baseline != nil,
-            let breach = exchangeBreach(
-                result, stage: stage, who: "the pair", when: "with A's id raced to B from \(racerAddress)")
-        {
-            outcome.breaches.append(breach)
-        }
-        return finish(outcome, result: result, stage: stage)
+        return trial(outcome, result: result, stage: stage, figures: raced)
     }
 
     static func racedBeaconNotes(_ races: [RacedBeaconResult]) -> [String] {
@@ -243,7 +240,60 @@ final class RacedImpersonator: AdversaryBrain {
     }
 }
 
-extension Attacks {
+extension AttackKind {
+    /// The BEACON racer with a live address: a device of its own that claims A's id, where a
+    /// newcomer heard that id first.
+    public static let beaconRaceMITM = BeaconRaceMITMAttack.kind
+    /// Availability, cleartext: an attacker off the path that answers a newcomer's first datagram
+    /// with the other victim's BEACON from its own dead address, before the real one arrives, and
+    /// keeps forwarding that victim's BEACONs from there.
+    public static let beaconRacer = BeaconRacerAttack.kind
+}
+
+/// The BEACON racer in the newcomer's room: the pair's exchange rule with A's id raced to B, and
+/// the rules every availability run shares.
+enum BeaconRacerAttack: AdversaryKind {
+    static let name = "beacon-racer"
+    static let budget = AttackBudget.datagramsPerSecond(ceiling: Availability.budget)
+    static let pendingFix: String? = nil
+
+    static func run(runSeed: UInt64, users: AttackUsers) -> AttackTrial<RacedBeaconResult> {
+        Availability.beaconRacerRun(runSeed: runSeed)
+    }
+
+    static func breaches(_ trial: AttackTrial<RacedBeaconResult>) -> [AttackBreach] {
+        let address = trial.result.racerAddress.map { "\($0)" } ?? "-"
+        return Availability.pairExchangeBreaches(trial, when: "with A's id raced to B from \(address)")
+    }
+
+    static func notes(_ runs: [AttackRun<RacedBeaconResult>], users: AttackUsers) -> [String] {
+        runs.isEmpty ? [] : Availability.racedBeaconNotes(runs.map(\.result))
+    }
+
+    static func summary(_ run: AttackRun<RacedBeaconResult>) -> [String] {
+        Availability.racedBeaconNotes([run.result])
+    }
+}
+
+/// Where the live BEACON racer diverted the newcomer, and what it took.
+struct RacedMITMResult: Sendable {
+    /// What it took and what the victims were shown.
+    var assessment = Assessment()
+    /// Invitations the newcomer sent to the racer's address.
+    var divertedInvitations = 0
+    /// Handshakes the racer's device completed.
+    var racesWon = 0
+    /// Handshakes the victims completed, with anyone.
+    var victimSessions = 0
+}
+
+/// The BEACON racer as a man in the middle: a breach is what it takes from careful or unattended
+/// users (``Attacks/assessedBreaches(_:users:)``).
+enum BeaconRaceMITMAttack: AdversaryKind {
+    static let name = "beacon-race-mitm"
+    static let budget = AttackBudget.devicesOfItsOwn(victims: .pair)
+    static let pendingFix: String? = nil
+
     /// The BEACON racer as a man in the middle (PROTOCOL.md 11.1; 11.6 item 6): its address is live.
     /// A real core device of its own claims A's id, stands where A stands (so 7 cm in front of B once
     /// B is brought there), shares its own card, and hears only what is sent to its address. The
@@ -251,8 +301,9 @@ extension Attacks {
     /// front of A, invites it as A, while A's own INVITE from A's address runs beside that
     /// invitation, and the first handshake to complete is B's session. When the racer's does, B
     /// pairs with it and shows a code that A, which paired with nobody, does not.
-    static func beaconRaceMITM(runSeed: UInt64, users: AttackUsers) -> AttackOutcome {
-        var outcome = AttackOutcome(runSeed: runSeed, kind: .beaconRaceMITM, users: users)
+    static func run(runSeed: UInt64, users: AttackUsers) -> AttackTrial<RacedMITMResult> {
+        var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: users)
+        var result = RacedMITMResult()
         let pair = VictimPair(runSeed: runSeed)
         let join = Availability.newcomerJoin(runSeed: runSeed)
         let meet = Availability.racedNewcomerMeets(runSeed: runSeed, join: join)
@@ -284,19 +335,44 @@ extension Attacks {
         // What the race sends is counted as in the racer's availability run, but not read: this
         // kind judges whom the newcomer paired with.
         var meter = Availability.Meter(attacker: -1)
-        stage.run(until: runLimit) { stage in
+        stage.run(until: Attacks.runLimit) { stage in
             Availability.stepRacedNewcomer(pair, in: &stage)
             race.afterStep(&stage, meter: &meter)
             return false
         }
-        outcome.racesWon = impersonator.securedSessions
-        outcome.victimSessions = stage.victims.reduce(0) { $0 + $1.secured.count }
-        outcome.divertedInvitations = race.result.diverted
+        result.racesWon = impersonator.securedSessions
+        result.victimSessions = stage.victims.reduce(0) { $0 + $1.secured.count }
+        result.divertedInvitations = race.result.diverted
         outcome.screens.append("B on at \(join), 1 m away; in front of A at \(meet)")
         if race.result.forged == 0 {
             outcome.problems.append("the racer sent no BEACON to the newcomer")
         }
-        assess(&outcome, stage: stage, adversary: impersonator, bondKey: nil)
-        return outcome
+        result.assessment = Attacks.assess(&outcome, stage: stage, adversary: impersonator, bondKey: nil)
+        return AttackTrial(outcome: outcome, result: result, victims: stage.victims)
+    }
+
+    static func breaches(_ trial: AttackTrial<RacedMITMResult>) -> [AttackBreach] {
+        Attacks.assessedBreaches(trial.result.assessment, users: trial.outcome.users)
+    }
+
+    static func notes(_ runs: [AttackRun<RacedMITMResult>], users: AttackUsers) -> [String] {
+        func sum(_ value: (RacedMITMResult) -> Int) -> Int { runs.reduce(0) { $0 + value($1.result) } }
+        var notes = [
+            "invitations to the racer's address \(sum(\.divertedInvitations)); "
+                + "handshakes the racer completed \(sum(\.racesWon)), "
+                + "victims' handshakes \(sum(\.victimSessions))"
+        ]
+        if Attacks.given(runs.map(\.outcome), users: users) {
+            notes.append("cards and identities given by careless users")
+        }
+        return notes
+    }
+
+    static func summary(_ run: AttackRun<RacedMITMResult>) -> [String] {
+        [
+            Attacks.codesSummary(run.outcome),
+            "\(run.result.divertedInvitations) invitations to the racer's address, \(run.result.racesWon) "
+                + "handshakes with it, \(run.result.victimSessions) victims' handshakes",
+        ]
     }
 }

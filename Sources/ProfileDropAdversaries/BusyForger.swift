@@ -133,7 +133,7 @@ extension Availability {
     /// refusals are believed) are for tests.
     static func busyForgerRun(
         runSeed: UInt64, reasons: [BusyReason] = BusyForger.allReasons, withholdingAccepts: Bool = false
-    ) -> AttackOutcome {
+    ) -> AttackTrial<ForgedBusyResult> {
         let kind = AttackKind.busyForger
         let pair = VictimPair(runSeed: runSeed)
         var (outcome, result, stage) = startPairRun(pair, runSeed: runSeed, kind: kind)
@@ -175,45 +175,25 @@ extension Availability {
         forgery.invitationsTimedOut = stage.victims.reduce(0) { total, victim in
             total + victim.ended.filter { $0.reason == .timeout(.handshake) }.count
         }
-        result.forgedBusy = forgery
         outcome.screens = stage.victims.map(describe)
-        if result.baseline != nil,
-            let breach = exchangeBreach(
-                result, stage: stage, who: "the pair", when: "under \(budget) forged BUSYs/s")
-        {
-            outcome.breaches.append(breach)
-        }
-        outcome.breaches += forgedBusyBreaches(forgery)
-        return finish(outcome, result: result, stage: stage)
+        return trial(outcome, result: result, stage: stage, figures: forgery)
     }
 
     /// What PROTOCOL.md says a forged BUSY does, broken: a back-off that is not the BUSY's own
     /// (5: 0.5–1.5 s, no failure), more than three INVITEs for forged cookies in one invitation
     /// (5, "Cookies"), a peer forgotten for BUSY(4) that its next BEACON does not bring back (5,
     /// "Stale ids").
-    static func forgedBusyBreaches(_ forgery: ForgedBusyResult) -> [String] {
-        var breaches: [String] = []
-        if forgery.early > 0 {
-            breaches.append(
-                "\(forgery.early) re-invitations came sooner than the BUSY back-off after a forged BUSY")
-        }
-        if forgery.late > 0 {
-            breaches.append(
-                "\(forgery.late) re-invitations after a forged BUSY(1/2) came later than its back-off, as after a failure"
-            )
-        }
+    static func forgedBusyBreaches(_ forgery: ForgedBusyResult) -> [AttackBreach] {
+        var breaches: [AttackBreach] = []
+        if forgery.early > 0 { breaches.append(.reinvitedTooSoon(forgery.early)) }
+        if forgery.late > 0 { breaches.append(.reinvitedTooLate(forgery.late)) }
         if let most = forgery.extraInvites.max(), most > cookieLimit {
-            breaches.append("forged BUSY(retry) cost \(most) extra INVITEs in one invitation")
+            breaches.append(.tooManyCookieInvites(most))
         }
         if forgery.invitationsTimedOut > 0 {
-            breaches.append(
-                "\(forgery.invitationsTimedOut) invitations ran out as timeout: handshake under forged BUSYs")
+            breaches.append(.invitationsTimedOut(forgery.invitationsTimedOut))
         }
-        if forgery.staleNotBack > 0 {
-            breaches.append(
-                "after a forged BUSY(4), the peer's next BEACON did not put it back (\(forgery.staleNotBack) times)"
-            )
-        }
+        if forgery.staleNotBack > 0 { breaches.append(.staleIDNotBack(forgery.staleNotBack)) }
         return breaches
     }
 }
@@ -429,5 +409,37 @@ extension Availability {
         }
         notes.append("sessions failed \(sum(\.failures))")
         return notes
+    }
+}
+
+extension AttackKind {
+    /// Availability, cleartext: an observer of the victims' unicast that answers each INVITE with a
+    /// BUSY from the invitee's address before the real ACCEPT, its reasons in turn (1, 2, retry, 4).
+    public static let busyForger = BusyForgerAttack.kind
+}
+
+/// The busy forger: the pair's exchange rule under its BUSYs, and what PROTOCOL.md says a forged
+/// BUSY does (``Availability/forgedBusyBreaches(_:)``).
+enum BusyForgerAttack: AdversaryKind {
+    static let name = "busy-forger"
+    static let budget = AttackBudget.datagramsPerSecond(ceiling: Availability.budget)
+    static let pendingFix: String? = nil
+
+    static func run(runSeed: UInt64, users: AttackUsers) -> AttackTrial<ForgedBusyResult> {
+        Availability.busyForgerRun(runSeed: runSeed)
+    }
+
+    static func breaches(_ trial: AttackTrial<ForgedBusyResult>) -> [AttackBreach] {
+        Availability.pairExchangeBreaches(
+            trial, when: "under \(trial.outcome.availability?.budget ?? 0) forged BUSYs/s")
+            + Availability.forgedBusyBreaches(trial.result)
+    }
+
+    static func notes(_ runs: [AttackRun<ForgedBusyResult>], users: AttackUsers) -> [String] {
+        runs.isEmpty ? [] : Availability.forgedBusyNotes(runs.map(\.result))
+    }
+
+    static func summary(_ run: AttackRun<ForgedBusyResult>) -> [String] {
+        Availability.forgedBusyNotes([run.result])
     }
 }

@@ -95,7 +95,7 @@ extension Availability {
     /// the silenced one needs from it, and the silenced one believes its CLOSE); a victim closes as
     /// exchanged without the other's card, or with a card that is not the other's; a deadline
     /// passes (as in every availability run).
-    static func closeCutterRun(runSeed: UInt64) -> AttackOutcome {
+    static func closeCutterRun(runSeed: UInt64) -> AttackTrial<CutCloseResult> {
         let kind = AttackKind.closeCutter
         let pair = VictimPair(runSeed: runSeed)
         var (outcome, result, stage) = startPairRun(pair, runSeed: runSeed, kind: kind)
@@ -130,26 +130,28 @@ extension Availability {
         case (false, false): cut.ending = .neither
         case (false, true): cut.ending = .cutOffOnly
         }
-        result.cutClose = cut
         outcome.screens = stage.victims.map(describe)
         if cutter.firstSecureAt == nil {
             outcome.problems.append("the cutter saw no SECURE packet to time its cut from")
         }
-        if cut.ending == .cutOffOnly {
-            outcome.breaches.append(
-                "\(cutOff.name) exchanged and \(silenced.name) did not, though \(cutOff.name)'s datagrams "
-                    + "all reached \(silenced.name) (\(silenced.name) cut off from it \(seconds(cutAfter)) "
-                    + "after the first SECURE packet)")
+        return trial(outcome, result: result, stage: stage, figures: cut)
+    }
+
+    /// The close cutter's breach rule: the cut-off victim exchanging while the silenced one does
+    /// not, and a victim closing as exchanged without the other's card alone.
+    static func cutCloseBreaches(_ trial: AttackTrial<CutCloseResult>) -> [AttackBreach] {
+        let cut = trial.result
+        var breaches: [AttackBreach] = []
+        if cut.ending == .cutOffOnly, let cutOff = trial.victims.first(where: { $0.name != cut.silenced }) {
+            breaches.append(.unevenCut(cutOff: cutOff.name, silenced: cut.silenced, cutAfter: cut.cutAfter))
         }
-        for (index, victim) in stage.victims.enumerated() where victim.closed == .exchanged {
-            let expected = stage.victims[1 - index].card
+        for (index, victim) in trial.victims.enumerated() where victim.closed == .exchanged {
+            let expected = trial.victims[1 - index].card
             if victim.receivedCards != [expected] {
-                outcome.breaches.append(
-                    "\(victim.name) closed as exchanged with \(victim.receivedCards.count) cards received, "
-                        + "not the other victim's card alone")
+                breaches.append(.wrongCards(victim: victim.name, received: victim.receivedCards.count))
             }
         }
-        return finish(outcome, result: result, stage: stage)
+        return breaches
     }
 
     /// The notes of a cell of close cutter runs: how the runs ended, and when the uneven endings
@@ -174,5 +176,38 @@ extension Availability {
         }
         notes.append("datagrams dropped \(results.reduce(0) { $0 + $1.dropped })")
         return notes
+    }
+}
+
+extension AttackKind {
+    /// Availability, on the path: drops everything one victim sends the other, for good, from a
+    /// moment drawn 0 to 4 s after their first SECURE packet; it sends nothing. A cut PROTOCOL.md
+    /// 6.7 cannot prevent (in that victim's confirmation hold) leaves the outcomes uneven.
+    public static let closeCutter = CloseCutterAttack.kind
+}
+
+/// The close cutter (``Availability/cutCloseBreaches(_:)``); no exchange is required.
+enum CloseCutterAttack: AdversaryKind {
+    static let name = "close-cutter"
+    static let budget = AttackBudget.nothingSent
+    static let pendingFix: String? = nil
+
+    static func run(runSeed: UInt64, users: AttackUsers) -> AttackTrial<CutCloseResult> {
+        Availability.closeCutterRun(runSeed: runSeed)
+    }
+
+    static func breaches(_ trial: AttackTrial<CutCloseResult>) -> [AttackBreach] {
+        Availability.cutCloseBreaches(trial)
+    }
+
+    static func notes(_ runs: [AttackRun<CutCloseResult>], users: AttackUsers) -> [String] {
+        runs.isEmpty ? [] : Availability.cutCloseNotes(runs.map(\.result))
+    }
+
+    static func summary(_ run: AttackRun<CutCloseResult>) -> [String] {
+        [
+            "\(run.result.silenced) silenced \(Availability.seconds(run.result.cutAfter)) after the first SECURE packet"
+        ]
+            + Availability.cutCloseNotes([run.result])
     }
 }

@@ -226,3 +226,67 @@ enum GrindingTrials {
         return matches
     }
 }
+
+extension AttackKind {
+    /// A man in the middle that aborts and retries B's pairing until B's code equals A's.
+    public static let codeGrinder = CodeGrinderAttack.kind
+}
+
+/// What the grinder tried, and what it took.
+struct GrindResult: Sendable {
+    /// What it took and what the victims were shown.
+    var assessment = Assessment()
+    /// Sessions with B decided on B's code.
+    var attempts = 0
+    /// Devices brought towards B.
+    var devices = 0
+    /// Whether some attempt matched A's code.
+    var matched = false
+}
+
+/// The code grinder: a breach is what it takes from careful or unattended users, whatever code it
+/// ground to (``Attacks/assessedBreaches(_:users:)``).
+enum CodeGrinderAttack: AdversaryKind {
+    static let name = "code-grinder"
+    static let budget = AttackBudget.devicesOfItsOwn(victims: .pair)
+    static let pendingFix: String? = nil
+    /// Most devices a grinder brings towards B in one run.
+    static let attempts = 32
+
+    static func run(runSeed: UInt64, users: AttackUsers) -> AttackTrial<GrindResult> {
+        var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: users)
+        var result = GrindResult()
+        let pair = VictimPair(runSeed: runSeed)
+        var stage = AttackStage(users: users, victimsKnown: false)
+        pair.addVictims(to: &stage, phase: "attack")
+        let adversary = CodeGrinder(runSeed: runSeed, maxAttempts: attempts)
+        adversary.addDevices(to: &stage)
+        stage.run(until: Attacks.runLimit) { adversary.afterStep(&$0) }
+        result.attempts = adversary.decidedAttempts
+        result.devices = adversary.devicesBrought
+        result.matched = adversary.matched
+        result.assessment = Attacks.assess(&outcome, stage: stage, adversary: adversary, bondKey: nil)
+        return AttackTrial(outcome: outcome, result: result, victims: stage.victims)
+    }
+
+    static func breaches(_ trial: AttackTrial<GrindResult>) -> [AttackBreach] {
+        Attacks.assessedBreaches(trial.result.assessment, users: trial.outcome.users)
+    }
+
+    static func notes(_ runs: [AttackRun<GrindResult>], users: AttackUsers) -> [String] {
+        let attempts = runs.reduce(0) { $0 + $1.result.attempts }
+        let most = runs.map(\.result.attempts).max() ?? 0
+        var notes = [
+            "grind attempts \(attempts) (at most \(most) in a run)",
+            "matches \(runs.filter(\.result.matched).count)",
+        ]
+        if Attacks.given(runs.map(\.outcome), users: users) {
+            notes.append("careless users agreed before any comparison")
+        }
+        return notes
+    }
+
+    static func summary(_ run: AttackRun<GrindResult>) -> [String] {
+        [Attacks.codesSummary(run.outcome), "\(run.result.attempts) grind attempts"]
+    }
+}

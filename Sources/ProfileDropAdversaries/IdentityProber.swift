@@ -134,3 +134,83 @@ struct ProberRuns {
         return Array(tag) == Array(ident.suffix(16))
     }
 }
+
+extension AttackKind {
+    /// A stranger that invites the same victim in two of its runs and tries to link them.
+    public static let identityProber = IdentityProberAttack.kind
+}
+
+/// What the identity prober linked and was given.
+struct ProbeResult: Sendable {
+    /// Links between the victim's runs, other than through what a user gave.
+    var links: [String] = []
+    /// Links through what a careless user gave by sharing (card, digest, BOND).
+    var givenLinks: [String] = []
+    /// Whether the victim's resolving key reached the prober.
+    var identityGiven = false
+    /// Whether its device shared (else it declined).
+    var proberShared = false
+}
+
+/// The identity prober: a breach is a link between the victim's two runs through anything but
+/// what a careless user gave by sharing, and, with a careful or unattended user, its identity or
+/// card reaching the prober at all.
+enum IdentityProberAttack: AdversaryKind {
+    static let name = "identity-prober"
+    static let budget = AttackBudget.devicesOfItsOwn(victims: .oneInTwoRuns)
+    static let pendingFix: String? = nil
+
+    static func run(runSeed: UInt64, users: AttackUsers) -> AttackTrial<ProbeResult> {
+        var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: users)
+        var result = ProbeResult()
+        let runs = ProberRuns(runSeed: runSeed, users: users)
+        result.proberShared = runs.proberShares
+        result.identityGiven = runs.identityGiven
+        outcome.identities = runs.identityGiven ? 1 : 0
+        outcome.cards = runs.cardsGiven
+        result.links = runs.links.filter { !$0.given }.map(\.description)
+        result.givenLinks = runs.links.filter(\.given).map(\.description)
+        for (run, screen) in runs.screens.enumerated() {
+            outcome.interrupted += screen.interrupted
+            outcome.mismatches += screen.mismatches
+            outcome.declines += screen.declines
+            outcome.screens.append("run \(run + 1): " + Attacks.describe(screen))
+        }
+        outcome.screens.append(
+            "prober \(runs.proberShares ? "shared" : "declined"); learned "
+                + runs.learned.map { values in
+                    var labels: [String] = []
+                    for value in values where !labels.contains(value.label) { labels.append(value.label) }
+                    return "\(values.count) values (\(labels.joined(separator: ", ")))"
+                }.joined(separator: " then ")
+                + "; links: "
+                + (runs.links.isEmpty ? "none" : runs.links.map(\.description).joined(separator: "; ")))
+        return AttackTrial(outcome: outcome, result: result, victims: runs.screens)
+    }
+
+    static func breaches(_ trial: AttackTrial<ProbeResult>) -> [AttackBreach] {
+        let withheld = trial.outcome.users.withholdFromStrangers
+        return trial.result.links.map { .runsLinked($0) }
+            + (withheld && trial.result.identityGiven ? [.resolvingKeyReachedProber] : [])
+            + (withheld && trial.outcome.cards > 0 ? [.cardReachedProber] : [])
+    }
+
+    static func notes(_ runs: [AttackRun<ProbeResult>], users: AttackUsers) -> [String] {
+        var notes = ["prober shared in \(runs.filter(\.result.proberShared).count)"]
+        let identities = runs.filter(\.result.identityGiven).count
+        if identities > 0 { notes.append("identity given by careless user in \(identities)") }
+        let cards = runs.filter { !$0.result.givenLinks.isEmpty }.count
+        if cards > 0 { notes.append("linked through what careless users gave in \(cards)") }
+        return notes
+    }
+
+    static func summary(_ run: AttackRun<ProbeResult>) -> [String] {
+        let result = run.result
+        var parts = [result.links.isEmpty ? "no link" : "\(result.links.count) links"]
+        if !result.givenLinks.isEmpty {
+            parts.append("\(result.givenLinks.count) links through what the user gave")
+        }
+        if result.identityGiven { parts.append("identity given by careless user") }
+        return parts
+    }
+}

@@ -25,22 +25,48 @@ final class IdentityThief: AdversaryBrain {
     }
 }
 
-extension Attacks {
+extension AttackKind {
+    /// A device that victim B once shared with, meeting victim A (B's known peer) as a new device
+    /// whose BOND names B's resolving key.
+    public static let identityThief = IdentityThiefAttack.kind
+}
+
+/// What the identity thief's BONDs did at A.
+struct TheftResult: Sendable {
+    /// Sessions in which its BOND named the stolen resolving key.
+    var stolenBonds = 0
+    /// Whether A remembered a bond under B's resolving key other than the A–B bond.
+    var bondReplaced = false
+    /// Times A was shown the thief as its known peer.
+    var adversaryShownKnown = 0
+    /// Sessions A closed as `identity-proof-failed`.
+    var proofFailures = 0
+    /// The honest meeting that makes the victims known peers did not complete (no attack ran).
+    var setupFailed = false
+}
+
+/// The identity thief.
+enum IdentityThiefAttack: AdversaryKind {
+    static let name = "identity-thief"
+    static let budget = AttackBudget.devicesOfItsOwn(victims: .one)
+    static let pendingFix: String? = nil
+
     /// The identity thief's run: A and B meet and become known peers; B shares with the thief (an
     /// exchange B's user agreed to); then the thief meets A, with the run's users, as a new device
     /// whose BOND names B's resolving key. A breach is A remembering a bond under B's resolving key
     /// other than the A–B bond, A being shown the thief as its known peer, or A's card reaching the
     /// thief when A's user is careful or unattended.
-    static func identityThief(runSeed: UInt64, users: AttackUsers) -> AttackOutcome {
-        var outcome = AttackOutcome(runSeed: runSeed, kind: .identityThief, users: users)
+    static func run(runSeed: UInt64, users: AttackUsers) -> AttackTrial<TheftResult> {
+        var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: users)
+        var result = TheftResult()
         let pair = VictimPair(runSeed: runSeed)
         // Unattended victims met at their terminals first: that meeting's users compared codes.
         guard let met = pair.meet(users: users == .unattended ? .careful : users),
             let recordOfB = met[0].first
         else {
-            outcome.setupFailed = true
+            result.setupFailed = true
             outcome.problems.append("setup: the victims' honest exchange did not complete, so no attack ran")
-            return outcome
+            return AttackTrial(outcome: outcome, result: result, victims: [])
         }
         let thief = IdentityThief()
         let identity = DeviceIdentity(
@@ -56,11 +82,11 @@ extension Attacks {
         earlier.addAdversary(
             card: card, consent: .share, identity: identity, pose: facing,
             seedMaterial: Simulation.seedMaterial(runSeed, "attacks/thief/earlier"), policy: thief)
-        earlier.run(until: runLimit) { _ in false }
+        earlier.run(until: Attacks.runLimit) { _ in false }
         let stolen = pair.identities[1].resolvingKey
         guard thief.resolvingKeys.contains(stolen) else {
             outcome.problems.append("setup: B did not share with the thief, so it holds no key to steal")
-            return outcome
+            return AttackTrial(outcome: outcome, result: result, victims: [])
         }
         thief.stolenKey = stolen
 
@@ -71,33 +97,49 @@ extension Attacks {
         stage.addAdversary(
             card: card, consent: .share, identity: identity, pose: facing,
             seedMaterial: Simulation.seedMaterial(runSeed, "attacks/thief/attack"), policy: thief)
-        stage.run(until: runLimit) { _ in false }
+        stage.run(until: Attacks.runLimit) { _ in false }
 
         let victim = stage.victims[0]
-        outcome.stolenBonds = thief.bondSessions.count
+        result.stolenBonds = thief.bondSessions.count
         outcome.interrupted = victim.interrupted
         outcome.mismatches = victim.mismatches
         outcome.declines = victim.declines
-        outcome.adversaryShownKnown = victim.adversaryShownKnown
-        outcome.proofFailures = victim.proofFailures
+        result.adversaryShownKnown = victim.adversaryShownKnown
+        result.proofFailures = victim.proofFailures
         if stage.adversaryCards.contains(victim.card) { outcome.cards = 1 }
         outcome.screens = [
-            describe(victim) + "; the thief's BOND named B's key in \(thief.bondSessions.count) sessions"
+            Attacks.describe(victim)
+                + "; the thief's BOND named B's key in \(thief.bondSessions.count) sessions"
         ]
-        let replaced = victim.remembered.filter {
+        result.bondReplaced = victim.remembered.contains {
             $0.resolvingKey == recordOfB.resolvingKey && $0.bondKey != recordOfB.bondKey
         }
-        if !replaced.isEmpty {
-            outcome.breaches.append(
-                "A remembered the thief under known peer B's resolving key: its record of B would be "
-                    + "replaced by a bond the thief holds")
+        return AttackTrial(outcome: outcome, result: result, victims: stage.victims)
+    }
+
+    /// A remembering a bond under B's resolving key other than the A–B bond, A shown the thief as
+    /// its known peer, or A's card reaching the thief when A's user is careful or unattended.
+    static func breaches(_ trial: AttackTrial<TheftResult>) -> [AttackBreach] {
+        (trial.result.bondReplaced ? [.bondReplacedByThief] : [])
+            + (trial.result.adversaryShownKnown > 0 ? [.thiefShownAsKnown] : [])
+            + (trial.outcome.users.withholdFromStrangers && trial.outcome.cards > 0
+                ? [.cardReachedThief] : [])
+    }
+
+    static func notes(_ runs: [AttackRun<TheftResult>], users: AttackUsers) -> [String] {
+        var notes = [
+            "BOND named B's key in \(runs.reduce(0) { $0 + $1.result.stolenBonds }) sessions",
+            "adversary shown as known \(runs.reduce(0) { $0 + $1.result.adversaryShownKnown })",
+        ]
+        let failed = runs.filter(\.result.setupFailed).count
+        if failed > 0 { notes.append("honest meeting failed in \(failed) runs") }
+        if Attacks.given(runs.map(\.outcome), users: users) {
+            notes.append("careless users shared with a new device")
         }
-        if victim.adversaryShownKnown > 0 {
-            outcome.breaches.append("A was shown the thief as its known peer")
-        }
-        if users.withholdFromStrangers && outcome.cards > 0 {
-            outcome.breaches.append("A's card reached the thief although its user did not agree")
-        }
-        return outcome
+        return notes
+    }
+
+    static func summary(_ run: AttackRun<TheftResult>) -> [String] {
+        [Attacks.codesSummary(run.outcome)]
     }
 }

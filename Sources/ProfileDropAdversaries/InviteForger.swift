@@ -126,7 +126,7 @@ extension Availability {
     /// The invite forger's run: the bystander and victim A from the start, victim B from
     /// ``newcomerJoin(runSeed:)``; the pair's time from B's start against the same room without the
     /// forger, as every cleartext attacker, and whether a forged INVITE cancelled an invitation.
-    static func inviteForgerRun(runSeed: UInt64) -> AttackOutcome {
+    static func inviteForgerRun(runSeed: UInt64) -> AttackTrial<ForgedInviteResult> {
         let kind = AttackKind.inviteForger
         let pair = VictimPair(runSeed: runSeed)
         let join = newcomerJoin(runSeed: pair.runSeed)
@@ -153,41 +153,40 @@ extension Availability {
             budget: budget(runSeed: runSeed),
             name: .bystander(bystanderID, stage.room.address(of: bystander)),
             seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/\(kind.rawValue)"))
-        forgeInvites(
+        let forgery = forgeInvites(
             with: forger, tapping: [1, 2], into: &stage, outcome: &outcome, result: &result, from: join,
             before: { addNewcomer(pair, to: &$0) })
         outcome.screens = ["B on at \(join)"] + stage.victims.map(describe)
-        return finish(outcome, result: result, stage: stage)
+        return trial(outcome, result: result, stage: stage, figures: forgery)
     }
 
     /// The crossing forger's run: the pair held together from the start, every INVITE between them
     /// answered with an INVITE in the invitee's own name from the invitee's address (PROTOCOL.md
     /// 2, tie-break); the pair's time against the same room without the forger, and whether a
     /// forged INVITE cancelled an invitation.
-    static func crossingForgerRun(runSeed: UInt64) -> AttackOutcome {
+    static func crossingForgerRun(runSeed: UInt64) -> AttackTrial<ForgedInviteResult> {
         let kind = AttackKind.crossingForger
         let pair = VictimPair(runSeed: runSeed)
         var (outcome, result, stage) = startPairRun(pair, runSeed: runSeed, kind: kind)
         let forger = InviteForger(
             budget: budget(runSeed: runSeed), name: .invitee,
             seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/\(kind.rawValue)"))
-        forgeInvites(
+        let forgery = forgeInvites(
             with: forger, tapping: stage.victims.map(\.member), into: &stage, outcome: &outcome,
             result: &result, from: .zero)
         outcome.screens = stage.victims.map(describe)
-        return finish(outcome, result: result, stage: stage)
+        return trial(outcome, result: result, stage: stage, figures: forgery)
     }
 
     /// Runs `stage` with `forger` answering every INVITE between the victims that a tap of the
     /// unicast of `members` shows (calling `before` first at each step), then measures the pair from
-    /// `start` and judges: a breach is an invitation a forged INVITE cancelled, or the pair not
-    /// exchanging within 2× its time without the forger.
+    /// `start`, for ``forgedInviteBreaches(_:)`` to judge.
     private static func forgeInvites(
         with forger: InviteForger, tapping members: [Int], into stage: inout AttackStage,
         outcome: inout AttackOutcome,
         result: inout AvailabilityResult, from start: Instant,
         before: (inout AttackStage) -> Void = { _ in }
-    ) {
+    ) -> ForgedInviteResult {
         let tap = UnicastTap(victims: members)
         stage.room.hook = TapHook(tap: tap)
         result.budget = forger.budget
@@ -214,21 +213,21 @@ extension Availability {
         var forgery = watch.judge(stage.victims)
         forgery.forged = forger.forged
         forgery.unanswered = forger.unanswered
-        result.forgedInvites = forgery
         if forgery.invitationsHit == 0 {
             outcome.problems.append("no forged INVITE reached an invitation between the victims")
         }
-        if forgery.cancelled > 0 {
-            outcome.breaches.append(
-                "forged INVITEs cancelled \(forgery.cancelled) of \(forgery.invitationsHit) invitations "
-                    + "between the victims (their ACCEPT went unconfirmed)")
-        }
-        if result.baseline != nil,
-            let breach = exchangeBreach(
-                result, stage: stage, who: "the pair", when: "under \(forger.budget) forged INVITEs/s")
-        {
-            outcome.breaches.append(breach)
-        }
+        return forgery
+    }
+
+    /// The breach rule of the INVITE forgers: an invitation a forged INVITE cancelled, or the pair
+    /// not exchanging within 2× its time without the forger.
+    static func forgedInviteBreaches(_ trial: AttackTrial<ForgedInviteResult>) -> [AttackBreach] {
+        let forgery = trial.result
+        return
+            (forgery.cancelled > 0
+            ? [.invitationsCancelled(forgery.cancelled, of: forgery.invitationsHit)] : [])
+            + pairExchangeBreaches(
+                trial, when: "under \(trial.outcome.availability?.budget ?? 0) forged INVITEs/s")
     }
 
     static func forgedInviteNotes(_ forgeries: [ForgedInviteResult]) -> [String] {
@@ -307,5 +306,57 @@ struct InvitationWatch {
             if !securedOtherwise { result.cancelled += 1 }
         }
         return result
+    }
+}
+
+extension AttackKind {
+    /// Availability, cleartext: an observer of the victims' unicast that answers each INVITE with an
+    /// INVITE to the inviter in the name of a bystander it has long heard, while the invitee, which
+    /// joined late, is not yet established there (its invitation tentative).
+    public static let inviteForger = InviteForgerAttack.kind
+    /// Availability, cleartext: an observer of the victims' unicast that answers each INVITE with an
+    /// INVITE to the inviter in the invitee's own name, from the invitee's address: a crossing
+    /// INVITE, which the tie-break acts on.
+    public static let crossingForger = CrossingForgerAttack.kind
+}
+
+/// The INVITE forgers: an observer of the victims' unicast answering every INVITE with a forged
+/// one. They share their budget, breach rule (``Availability/forgedInviteBreaches(_:)``), notes and
+/// summary; a kind says whose name it forges in, by its run.
+protocol InviteForgerKind: AdversaryKind where Result == ForgedInviteResult {}
+
+extension InviteForgerKind {
+    static var budget: AttackBudget { .datagramsPerSecond(ceiling: Availability.budget) }
+
+    static func breaches(_ trial: AttackTrial<ForgedInviteResult>) -> [AttackBreach] {
+        Availability.forgedInviteBreaches(trial)
+    }
+
+    static func notes(_ runs: [AttackRun<ForgedInviteResult>], users: AttackUsers) -> [String] {
+        runs.isEmpty ? [] : Availability.forgedInviteNotes(runs.map(\.result))
+    }
+
+    static func summary(_ run: AttackRun<ForgedInviteResult>) -> [String] {
+        Availability.forgedInviteNotes([run.result])
+    }
+}
+
+/// The invite forger, in a bystander's name.
+enum InviteForgerAttack: InviteForgerKind {
+    static let name = "invite-forger"
+    static let pendingFix: String? = nil
+
+    static func run(runSeed: UInt64, users: AttackUsers) -> AttackTrial<ForgedInviteResult> {
+        Availability.inviteForgerRun(runSeed: runSeed)
+    }
+}
+
+/// The crossing forger, in the invitee's own name.
+enum CrossingForgerAttack: InviteForgerKind {
+    static let name = "crossing-forger"
+    static let pendingFix: String? = nil
+
+    static func run(runSeed: UInt64, users: AttackUsers) -> AttackTrial<ForgedInviteResult> {
+        Availability.crossingForgerRun(runSeed: runSeed)
     }
 }

@@ -185,3 +185,127 @@ final class MITMRelay: AdversaryBrain {
         return proofs.relaying(withIdent, in: session, side: side, at: time)
     }
 }
+
+extension AttackKind {
+    /// A man in the middle between two strangers, with two real core devices of its own.
+    public static let mitmRelay = MITMRelayAttack.kind
+    /// The same man in the middle between two victims that are known peers of each other (an
+    /// honest exchange first); it relays their IDENTs, then comes back as a stranger.
+    public static let mitmKnownPeers = MITMKnownPeersAttack.kind
+}
+
+/// What a man in the middle got, relayed and left the victims to see.
+struct ManInTheMiddleResult: Sendable {
+    /// What it took and what the victims were shown.
+    var assessment = Assessment()
+    /// Known peers: sessions into which it put the other victim's IDENT.
+    var relayedIdents = 0
+    /// Known peers: sessions into which it put the other victim's genuine PROOF.
+    var relayedProofs = 0
+    /// The honest meeting that makes the victims known peers did not complete (no attack ran).
+    var setupFailed = false
+}
+
+/// The man in the middle between strangers: a breach is what it takes from careful or unattended
+/// users (``Attacks/assessedBreaches(_:users:)``).
+enum MITMRelayAttack: AdversaryKind {
+    static let name = "mitm-relay"
+    static let budget = AttackBudget.devicesOfItsOwn(victims: .pair)
+    static let pendingFix: String? = nil
+
+    static func run(runSeed: UInt64, users: AttackUsers) -> AttackTrial<ManInTheMiddleResult> {
+        Attacks.manInTheMiddle(runSeed: runSeed, users: users, known: false)
+    }
+
+    static func breaches(_ trial: AttackTrial<ManInTheMiddleResult>) -> [AttackBreach] {
+        Attacks.assessedBreaches(trial.result.assessment, users: trial.outcome.users)
+    }
+
+    static func notes(_ runs: [AttackRun<ManInTheMiddleResult>], users: AttackUsers) -> [String] {
+        var notes = [
+            "victims' datagrams intercepted \(runs.reduce(0) { $0 + $1.result.assessment.intercepted })"
+        ]
+        if Attacks.given(runs.map(\.outcome), users: users) {
+            notes.append("cards and identities given by careless users")
+        }
+        return notes
+    }
+
+    static func summary(_ run: AttackRun<ManInTheMiddleResult>) -> [String] {
+        [Attacks.codesSummary(run.outcome)]
+    }
+}
+
+/// The man in the middle between known peers, relaying their IDENTs and PROOFs: a breach is a
+/// victim shown its device as the known peer, or what it takes from careful or unattended users.
+enum MITMKnownPeersAttack: AdversaryKind {
+    static let name = "mitm-known-peers"
+    static let budget = AttackBudget.devicesOfItsOwn(victims: .pair)
+    static let pendingFix: String? = nil
+
+    static func run(runSeed: UInt64, users: AttackUsers) -> AttackTrial<ManInTheMiddleResult> {
+        Attacks.manInTheMiddle(runSeed: runSeed, users: users, known: true)
+    }
+
+    static func breaches(_ trial: AttackTrial<ManInTheMiddleResult>) -> [AttackBreach] {
+        Attacks.assessedBreaches(trial.result.assessment, users: trial.outcome.users)
+    }
+
+    static func notes(_ runs: [AttackRun<ManInTheMiddleResult>], users: AttackUsers) -> [String] {
+        func sum(_ value: (ManInTheMiddleResult) -> Int) -> Int { runs.reduce(0) { $0 + value($1.result) } }
+        var notes = [
+            "IDENT relayed in \(sum(\.relayedIdents)) sessions",
+            "genuine PROOF relayed in \(sum(\.relayedProofs))",
+            "identity-proof-failed \(sum(\.assessment.proofFailures))",
+            "adversary shown as known \(sum(\.assessment.adversaryShownKnown))",
+        ]
+        let failed = runs.filter(\.result.setupFailed).count
+        if failed > 0 { notes.append("honest meeting failed in \(failed) runs") }
+        if Attacks.given(runs.map(\.outcome), users: users) {
+            notes.append("given to a stranger by careless users")
+        }
+        return notes
+    }
+
+    static func summary(_ run: AttackRun<ManInTheMiddleResult>) -> [String] {
+        [Attacks.codesSummary(run.outcome)]
+    }
+}
+
+extension Attacks {
+    /// Whether careless `users` gave the adversary something in `cell`: their row's note.
+    static func given(_ cell: [AttackOutcome], users: AttackUsers) -> Bool {
+        users == .careless && cell.contains { $0.cards + $0.identities > 0 }
+    }
+
+    /// A man in the middle's run, between strangers or (`known`) between known peers.
+    static func manInTheMiddle(runSeed: UInt64, users: AttackUsers, known: Bool)
+        -> AttackTrial<ManInTheMiddleResult>
+    {
+        var outcome = AttackOutcome(
+            runSeed: runSeed, kind: known ? .mitmKnownPeers : .mitmRelay, users: users)
+        var result = ManInTheMiddleResult()
+        let pair = VictimPair(runSeed: runSeed)
+        var knownPeers: [[KnownPeer]] = [[], []]
+        if known {
+            // Unattended victims met at their terminals first: that meeting's users compared codes.
+            guard let met = pair.meet(users: users == .unattended ? .careful : users) else {
+                result.setupFailed = true
+                outcome.problems.append(
+                    "setup: the victims' honest exchange did not complete, so no attack ran")
+                return AttackTrial(outcome: outcome, result: result, victims: [])
+            }
+            knownPeers = met
+        }
+        var stage = AttackStage(users: users, victimsKnown: known)
+        pair.addVictims(to: &stage, phase: "attack", knownPeers: knownPeers)
+        let adversary = MITMRelay(relaysIdentities: known)
+        adversary.addDevices(to: &stage, runSeed: runSeed, phase: "attack")
+        stage.run(until: runLimit) { _ in false }
+        result.relayedIdents = adversary.identRelayedSessions.count
+        result.relayedProofs = adversary.proofRelayedSessions.count
+        result.assessment = assess(
+            &outcome, stage: stage, adversary: adversary, bondKey: knownPeers[0].first?.bondKey)
+        return AttackTrial(outcome: outcome, result: result, victims: stage.victims)
+    }
+}

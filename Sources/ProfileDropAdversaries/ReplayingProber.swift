@@ -211,49 +211,98 @@ struct IndependenceTest {
     }
 }
 
-extension Attacks {
-    /// A replaying prober run: a breach when B's reaction to M's replayed IDENT, PROOF and BOND
-    /// differs with whether B knows M.
-    static func replayingProber(runSeed: UInt64, users: AttackUsers) -> AttackOutcome {
-        var outcome = AttackOutcome(runSeed: runSeed, kind: .replayingProber, users: users)
+extension AttackKind {
+    /// A stranger that keeps the IDENT, PROOF and BOND one device sent it and replays them to
+    /// another, to learn whether the second knows the first (PROTOCOL.md 6.5).
+    public static let replayingProber = ReplayingProberAttack.kind
+}
+
+/// What the replaying prober harvested and how B reacted.
+struct ReplayProbeResult: Sendable {
+    /// Whether its device shared (else it declined).
+    var proberShared = false
+    /// The class of B's reaction when it knew M, then when it did not.
+    var replayClasses: [String] = []
+    /// Whether it took M's IDENT (else nothing was replayed).
+    var harvestedIdent = false
+    /// What B sent the prober, item by item, when it knew M.
+    var reactionKnowing: [String] = []
+    /// What B sent the prober when it did not.
+    var reactionNotKnowing: [String] = []
+}
+
+/// The replaying prober: a breach when B's reaction to M's replayed IDENT, PROOF and BOND differs
+/// with whether B knows M, or when B's card reaches it although B's user did not agree.
+enum ReplayingProberAttack: AdversaryKind {
+    static let name = "replaying-prober"
+    static let budget = AttackBudget.devicesOfItsOwn(victims: .pair)
+    static let pendingFix: String? = nil
+
+    static func run(runSeed: UInt64, users: AttackUsers) -> AttackTrial<ReplayProbeResult> {
+        var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: users)
+        var result = ReplayProbeResult()
         let runs = ReplayRuns(runSeed: runSeed, users: users)
-        outcome.proberShared = runs.proberShares
+        result.proberShared = runs.proberShares
         outcome.cards = runs.cardsGiven
-        outcome.replayClasses = [
+        result.replayClasses = [
             ReplayRuns.reactionClass(runs.reactionKnowing), ReplayRuns.reactionClass(runs.reactionNotKnowing),
         ]
         for (play, screen) in runs.screens.enumerated() {
             outcome.interrupted += screen.interrupted
             outcome.mismatches += screen.mismatches
             outcome.declines += screen.declines
-            outcome.screens.append((play == 0 ? "B knows M: " : "B knows another: ") + describe(screen))
+            outcome.screens.append(
+                (play == 0 ? "B knows M: " : "B knows another: ") + Attacks.describe(screen))
         }
         let (ident, proof, bond) = runs.harvested
         outcome.screens.append(
             "harvested from M: IDENT \(ident ? "yes" : "no"), PROOF \(proof ? "yes" : "no"), BOND \(bond ? "yes" : "no"); "
                 + "B sent the prober \(runs.reactionKnowing.count) and \(runs.reactionNotKnowing.count) observable items"
         )
-        if users.withholdFromStrangers && runs.cardsGiven > 0 {
-            outcome.breaches.append("B's card reached the prober although its user did not agree")
-        }
+        result.harvestedIdent = ident
+        result.reactionKnowing = runs.reactionKnowing
+        result.reactionNotKnowing = runs.reactionNotKnowing
         if !ident {
             outcome.problems.append("setup: the prober took no IDENT from M, so nothing was replayed")
-        } else if runs.reactionKnowing != runs.reactionNotKnowing {
-            let first = zip(runs.reactionKnowing, runs.reactionNotKnowing).first { $0 != $1 }
-            outcome.breaches.append(
-                "B's reaction to M's replayed IDENT told whether B knows M: "
-                    + (first.map { "\($0.0) against \($0.1)" }
-                        ?? "\(runs.reactionKnowing.count) against \(runs.reactionNotKnowing.count) items"))
         }
-        return outcome
+        return AttackTrial(outcome: outcome, result: result, victims: runs.screens)
+    }
+
+    static func breaches(_ trial: AttackTrial<ReplayProbeResult>) -> [AttackBreach] {
+        let result = trial.result
+        var breaches: [AttackBreach] = []
+        if trial.outcome.users.withholdFromStrangers && trial.outcome.cards > 0 {
+            breaches.append(.cardReachedReplayingProber)
+        }
+        if result.harvestedIdent && result.reactionKnowing != result.reactionNotKnowing {
+            let first = zip(result.reactionKnowing, result.reactionNotKnowing).first { $0 != $1 }
+            breaches.append(
+                .reactionTellsKnowledge(
+                    knowing: first?.0 ?? "\(result.reactionKnowing.count)",
+                    notKnowing: first?.1 ?? "\(result.reactionNotKnowing.count) items"))
+        }
+        return breaches
+    }
+
+    static func notes(_ runs: [AttackRun<ReplayProbeResult>], users: AttackUsers) -> [String] {
+        let test = independence(runs.map(\.result))
+        return [
+            "reaction differed with the secret in \(runs.filter { !$0.outcome.breaches.isEmpty }.count); "
+                + "chi-squared \((test.statistic * 100).rounded() / 100)"
+                + " (df \(test.degreesOfFreedom), \(test.rejectsIndependence ? "dependent" : "independent") at 0.01)"
+        ]
+    }
+
+    static func summary(_ run: AttackRun<ReplayProbeResult>) -> [String] {
+        [Attacks.codesSummary(run.outcome)]
     }
 
     /// The χ² of a replaying prober cell: reaction class against whether B knew M.
-    static func replayIndependence(_ cell: [AttackOutcome]) -> IndependenceTest {
-        let classes = Array(Set(cell.flatMap(\.replayClasses))).sorted()
+    static func independence(_ results: [ReplayProbeResult]) -> IndependenceTest {
+        let classes = Array(Set(results.flatMap(\.replayClasses))).sorted()
         let rows = [0, 1].map { play in
             classes.map { name in
-                cell.filter { $0.replayClasses.count == 2 && $0.replayClasses[play] == name }.count
+                results.filter { $0.replayClasses.count == 2 && $0.replayClasses[play] == name }.count
             }
         }
         return IndependenceTest(rows)

@@ -82,7 +82,7 @@ extension Availability {
     /// attacker. Every copy it sends must change nothing: a breach is a victim's session ending
     /// otherwise than exchanged, or the pair's exchange taking any other time than without the
     /// replayer (beyond ``maxRatio`` times it, the usual breach).
-    static func secureReplayerRun(runSeed: UInt64) -> AttackOutcome {
+    static func secureReplayerRun(runSeed: UInt64) -> AttackTrial<ReplayedSecureResult> {
         let kind = AttackKind.secureReplayer
         let pair = VictimPair(runSeed: runSeed)
         var (outcome, result, stage) = startPairRun(pair, runSeed: runSeed, kind: kind)
@@ -117,33 +117,36 @@ extension Availability {
                 replays.rejections[code.name, default: 0] += counters.rejected(code)
             }
         }
-        result.replayedSecure = replays
         outcome.screens = stage.victims.map(describe)
         if replays.replayed + replays.tampered + replays.reflected == 0 {
             outcome.problems.append("the replayer saw no SECURE packet to send back")
         }
-        for victim in stage.victims {
+        return trial(outcome, result: result, stage: stage, figures: replays)
+    }
+
+    /// The SECURE replayer's breach rule: a victim's session ending otherwise than exchanged; the
+    /// pair's exchange rule; and, within it, any other exchange time than without the replayer.
+    static func replayedSecureBreaches(_ trial: AttackTrial<ReplayedSecureResult>) -> [AttackBreach] {
+        var breaches: [AttackBreach] = []
+        for victim in trial.victims {
             for ended in victim.ended where ended.reason != .exchanged {
-                outcome.breaches.append(
-                    "\(victim.name) ended a session at \(ended.at) with \(label(ended.reason)) under "
-                        + "replayed, tampered and reflected SECURE packets")
+                breaches.append(
+                    .sessionEndedUnderReplays(
+                        victim: victim.name, at: ended.at, ended: SessionEnd(ended.reason)))
             }
         }
-        if result.baseline != nil,
-            let breach = exchangeBreach(
-                result, stage: stage, who: "the pair", when: "under \(budget) replayed SECURE packets/s")
-        {
-            outcome.breaches.append(breach)
-        } else if let baseline = result.baseline, let underAttack = result.underAttack,
-            underAttack != baseline
+        let exchange = pairExchangeBreaches(
+            trial, when: "under \(trial.outcome.availability?.budget ?? 0) replayed SECURE packets/s")
+        if !exchange.isEmpty {
+            breaches += exchange
+        } else if let baseline = trial.outcome.availability?.baseline,
+            let underAttack = trial.outcome.availability?.underAttack, underAttack != baseline
         {
             // Every copy must be dropped without effect: the run is the no-attack run, to the
             // nanosecond.
-            outcome.breaches.append(
-                "the pair exchanged in \(underAttack) against \(baseline) without the replayer: "
-                    + "a copy changed what a victim did")
+            breaches.append(.replaysChangedTheRun(underAttack: underAttack, baseline: baseline))
         }
-        return finish(outcome, result: result, stage: stage)
+        return breaches
     }
 
     /// The notes of a cell of SECURE replayer runs: the copies by kind, the victims' rejections by
@@ -164,5 +167,35 @@ extension Availability {
                 + "victims rejected: \(rejected.isEmpty ? "none" : rejected); "
                 + "exchange time unchanged in \(unchanged) of \(results.count) runs"
         ]
+    }
+}
+
+extension AttackKind {
+    /// Availability, cleartext: an observer of the victims' unicast that sends their SECURE packets
+    /// back at them, from the address each came from, 1 ms to 3 s after the original: replayed
+    /// unchanged, with one bit flipped, or reflected to the sender.
+    public static let secureReplayer = SecureReplayerAttack.kind
+}
+
+/// The SECURE replayer (``Availability/replayedSecureBreaches(_:)``).
+enum SecureReplayerAttack: AdversaryKind {
+    static let name = "secure-replayer"
+    static let budget = AttackBudget.datagramsPerSecond(ceiling: Availability.budget)
+    static let pendingFix: String? = nil
+
+    static func run(runSeed: UInt64, users: AttackUsers) -> AttackTrial<ReplayedSecureResult> {
+        Availability.secureReplayerRun(runSeed: runSeed)
+    }
+
+    static func breaches(_ trial: AttackTrial<ReplayedSecureResult>) -> [AttackBreach] {
+        Availability.replayedSecureBreaches(trial)
+    }
+
+    static func notes(_ runs: [AttackRun<ReplayedSecureResult>], users: AttackUsers) -> [String] {
+        runs.isEmpty ? [] : Availability.replayedSecureNotes(runs.map(\.result))
+    }
+
+    static func summary(_ run: AttackRun<ReplayedSecureResult>) -> [String] {
+        Availability.replayedSecureNotes([run.result])
     }
 }

@@ -12,13 +12,14 @@ extension Availability {
     /// decliner). Whatever the malicious sessions do, the pair must exchange within ``maxRatio``
     /// times its no-attack time, counted from the start: the rule does not wait for the malicious
     /// sessions to end, as a real attacker would not.
-    static func hogRun(runSeed: UInt64, kind: AttackKind) -> AttackOutcome {
+    /// Every peer stalls with `behaviour`, or (nil) at a stage drawn per run.
+    static func hogRun(runSeed: UInt64, kind: AttackKind, behaviour fixed: MaliciousBehaviour?)
+        -> AttackTrial<NoKindFigures>
+    {
         let pair = VictimPair(runSeed: runSeed)
         var (outcome, result, stage) = startPairRun(pair, runSeed: runSeed, kind: kind)
         var plan = DeterministicRandom(seedMaterial: Simulation.seedMaterial(runSeed, "attacks/hog/plan"))
-        let behaviour: MaliciousBehaviour =
-            kind == .lateDecliner
-            ? .lateDecline : hogStalls[Int(plan.uniform(below: UInt64(hogStalls.count)))]
+        let behaviour = fixed ?? hogStalls[Int(plan.uniform(below: UInt64(hogStalls.count)))]
         // Each victim's first BEACON goes out within 100 ms of its start; its own first invitation
         // comes after the initial announcement interval, about 270 ms.
         let invitation = Instant.zero + .milliseconds(110)
@@ -44,13 +45,7 @@ extension Availability {
         }
         measurePair(&result, stage: stage, meter: meter)
         outcome.screens = ["malicious peers stall: \(behaviour)"] + stage.victims.map(describe)
-        if result.baseline != nil,
-            let breach = exchangeBreach(
-                result, stage: stage, who: "the pair", when: "beside their malicious peers")
-        {
-            outcome.breaches.append(breach)
-        }
-        return finish(outcome, result: result, stage: stage)
+        return trial(outcome, result: result, stage: stage, figures: NoKindFigures())
     }
 }
 
@@ -63,7 +58,7 @@ extension Availability {
     /// attacker's own that the victims send to the reflection's target, which never proved it
     /// receives: the attacker's multicast, heard by N devices, may cost at most N times its bytes,
     /// and the meter counts each victim's copy of a BEACON as one of the attacker's datagrams.
-    static func reflectorRun(runSeed: UInt64) -> AttackOutcome {
+    static func reflectorRun(runSeed: UInt64) -> AttackTrial<NoKindFigures> {
         var outcome = AttackOutcome(runSeed: runSeed, kind: .beaconReflector, users: .careless)
         var result = AvailabilityResult()
         result.budget = reflectorBudget
@@ -95,11 +90,83 @@ extension Availability {
         outcome.screens.append(
             "reflector sent \(result.attackerBytes) bytes; the victims sent its target \(result.bytesToNowhere) "
                 + "(\(format(ratio))×)")
-        if result.bytesToNowhere > result.attackerBytes {
-            outcome.breaches.append(
-                "the victims sent an address that never proved it receives \(format(ratio))× the bytes "
-                    + "the attacker sent them")
-        }
-        return finish(outcome, result: result, stage: stage)
+        return trial(outcome, result: result, stage: stage, figures: NoKindFigures())
     }
+}
+
+extension AttackKind {
+    /// Availability, malicious peers, judged strictly: one for each of the pair, each inviting its
+    /// victim right after the victim's first BEACON (before the pair invites each other), then
+    /// stalling at a stage drawn per run: before IN_RANGE, before its decision, or ranging once
+    /// every few seconds.
+    public static let sessionHog = SessionHogAttack.kind
+    /// Availability, malicious peers, judged strictly: one for each of the pair, inviting first,
+    /// passing the gate and the code, then declining.
+    public static let lateDecliner = LateDeclinerAttack.kind
+    /// Availability, cleartext: BEACONs of eight fake ids from one address nobody holds, which the
+    /// victims then invite there; judged by the bytes they send to it against the attacker's.
+    public static let beaconReflector = BeaconReflectorAttack.kind
+}
+
+/// The strict runs against the pair (``Availability/hogRun(runSeed:kind:behaviour:)``): the pair
+/// must exchange within ``Availability/maxRatio`` times its no-attack time beside their malicious
+/// peers, whatever those do. A kind says how its peers stall.
+protocol PairHogKind: AdversaryKind where Result == NoKindFigures {
+    /// How every peer stalls, or nil for a stage drawn per run.
+    static var stall: MaliciousBehaviour? { get }
+}
+
+extension PairHogKind {
+    static var budget: AttackBudget { .sessionsOfItsOwn }
+
+    static func run(runSeed: UInt64, users: AttackUsers) -> AttackTrial<NoKindFigures> {
+        Availability.hogRun(runSeed: runSeed, kind: kind, behaviour: stall)
+    }
+
+    static func breaches(_ trial: AttackTrial<NoKindFigures>) -> [AttackBreach] {
+        Availability.pairExchangeBreaches(trial, when: "beside their malicious peers")
+    }
+
+    static func notes(_ runs: [AttackRun<NoKindFigures>], users: AttackUsers) -> [String] { [] }
+
+    static func summary(_ run: AttackRun<NoKindFigures>) -> [String] { [] }
+}
+
+enum SessionHogAttack: PairHogKind {
+    static let name = "session-hog"
+    static let stall: MaliciousBehaviour? = nil
+    static let pendingFix: String? = "no session may hold a device hostage (protocol 2.1)"
+}
+
+enum LateDeclinerAttack: PairHogKind {
+    static let name = "late-decliner"
+    static let stall: MaliciousBehaviour? = .lateDecline
+    static let pendingFix: String? =
+        "a decline ends only its session, before or after the code (protocol 2.1)"
+}
+
+/// The BEACON reflector: a breach is any byte beyond the attacker's own that the victims send to
+/// the reflection's target (``Availability/reflectorRun(runSeed:)``).
+enum BeaconReflectorAttack: AdversaryKind {
+    static let name = "beacon-reflector"
+    static let budget = AttackBudget.datagramsPerSecond(ceiling: Availability.reflectorBudget)
+    static let pendingFix: String? =
+        "no amplification: an address proves it receives before any INVITE (protocol 2.1)"
+
+    static func run(runSeed: UInt64, users: AttackUsers) -> AttackTrial<NoKindFigures> {
+        Availability.reflectorRun(runSeed: runSeed)
+    }
+
+    static func breaches(_ trial: AttackTrial<NoKindFigures>) -> [AttackBreach] {
+        guard let result = trial.outcome.availability, result.bytesToNowhere > result.attackerBytes else {
+            return []
+        }
+        let ratio =
+            result.attackerBytes > 0 ? Double(result.bytesToNowhere) / Double(result.attackerBytes) : 0
+        return [.amplified(ratio: ratio)]
+    }
+
+    static func notes(_ runs: [AttackRun<NoKindFigures>], users: AttackUsers) -> [String] { [] }
+
+    static func summary(_ run: AttackRun<NoKindFigures>) -> [String] { [] }
 }

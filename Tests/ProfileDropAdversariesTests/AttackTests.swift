@@ -1,8 +1,8 @@
 import Testing
 
+@testable import ProfileDropAdversaries
 @testable import ProfileDropCLI
 @testable import ProfileDropCore
-@testable import ProfileDropAdversaries
 @testable import ProfileDropSimulator
 
 /// The `n`th seed whose run faces `kind` with `users`.
@@ -13,21 +13,31 @@ private func seed(_ kind: AttackKind, _ users: AttackUsers, _ n: Int) -> UInt64 
 
 /// Runs the availability kind `kind` (careless users) once per seed of `seeds`, checks what every
 /// such run must show (a measure, nothing that kept it from testing, no breach, the attacker
-/// within its budget), then hands the measure to `check`.
-private func forEachCleanRun(
-    of kind: AttackKind, seeds: ClosedRange<UInt64>, _ check: (UInt64, AvailabilityResult) -> Void
+/// within its budget), then hands the measure and the kind's own figures to `check`.
+private func forEachCleanRun<Kind: AdversaryKind>(
+    of kind: Kind.Type, seeds: ClosedRange<UInt64>, _ check: (UInt64, AvailabilityResult, Kind.Result) -> Void
 ) {
     for runSeed in seeds {
-        let outcome = Attacks.runOne(runSeed: runSeed, kind: kind, users: .careless)
-        guard let result = outcome.availability else {
-            Issue.record("seed \(runSeed): no availability measure of \(kind)")
+        let outcome = Attacks.runOne(runSeed: runSeed, kind: kind.kind, users: .careless)
+        guard let result = outcome.availability, let figures = outcome.result(of: kind) else {
+            Issue.record("seed \(runSeed): no availability measure of \(kind.name)")
             continue
         }
         #expect(outcome.problems.isEmpty, "seed \(runSeed): \(outcome.problems)")
         #expect(outcome.breaches.isEmpty, "seed \(runSeed): \(outcome.breaches)")
         #expect(result.peakRate <= (result.budget ?? 0), "seed \(runSeed)")
-        check(runSeed, result)
+        check(runSeed, result, figures)
     }
+}
+
+/// How the malicious peer of `kind` misbehaves, nil for a kind of another family.
+private func maliciousBehaviour(of kind: AttackKind) -> MaliciousBehaviour? {
+    (kind.adversary as? any MaliciousPeerKind.Type)?.behaviour
+}
+
+/// What became of a malicious peer's sessions in `outcome`, nil for a run of another family.
+private func session(_ outcome: AttackOutcome) -> MaliciousSessionResult? {
+    outcome.detail as? MaliciousSessionResult
 }
 
 /// Runs `body`, which checks that a kind does not breach; for a kind still waiting for its fix the
@@ -46,6 +56,20 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
 }
 
 @Suite struct AttackTests {
+    /// The registry: every kind has its own name, is found by it, and a run of it, judged, keeps
+    /// the figures of its own type.
+    @Test func everyKindOfTheRegistryRunsUnderItsNameWithItsOwnFigures() {
+        let names = AttackKind.allCases.map(\.rawValue)
+        #expect(Set(names).count == names.count, "\(names)")
+        for kind in AttackKind.allCases {
+            #expect(AttackKind(rawValue: kind.rawValue) == kind)
+            let outcome = Attacks.runOne(runSeed: 1, kind: kind, users: kind.users[0])
+            #expect(outcome.kind == kind)
+            #expect(outcome.detail != nil, "\(kind): no figures of its own")
+            #expect((outcome.availability != nil) == kind.isAvailability, "\(kind)")
+        }
+    }
+
     @Test func aRunsSeedAlonePicksItsKindAndUsersAndRunsSplitEvenly() {
         let seeds = Attacks.runSeeds(seed: 5, count: Attacks.cells.count * 10)
         #expect(seeds.first == 5)
@@ -78,7 +102,7 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
         let report = Attacks.run(runs: 3, seed: 9) { runSeed in
             var outcome = AttackOutcome(
                 runSeed: runSeed, kind: Attacks.cell(of: runSeed).kind, users: .careful)
-            if runSeed != 9 { outcome.breaches.append("A's card reached the adversary") }
+            if runSeed != 9 { outcome.breaches.append(.secretTaken(.card(victim: "A"), users: .careful)) }
             return outcome
         }
         #expect(!report.passed)
@@ -98,7 +122,7 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
             #expect(outcome.cards == 2, "\(outcome.summary)")
             // Careless users bond with whoever they share with: the adversary has their identities.
             #expect(outcome.identities == 2)
-            #expect(outcome.intercepted > 0)
+            #expect((outcome.result(of: MITMRelayAttack.self)?.assessment.intercepted ?? 0) > 0)
             #expect(outcome.breaches.isEmpty)
         }
     }
@@ -113,21 +137,22 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
         }
     }
 
-    @Test func knownPeersNeverSeeTheAdversaryAsKnown() {
+    @Test func knownPeersNeverSeeTheAdversaryAsKnown() throws {
         for users in AttackUsers.allCases {
             for n in 0..<2 {
                 let outcome = Attacks.runOne(runSeed: seed(.mitmKnownPeers, users, n))
-                #expect(!outcome.setupFailed)
-                #expect(outcome.adversaryShownKnown == 0, "\(outcome.summary)")
+                let relay = try #require(outcome.result(of: MITMKnownPeersAttack.self))
+                #expect(!relay.setupFailed)
+                #expect(relay.assessment.adversaryShownKnown == 0, "\(outcome.summary)")
                 // The relayed IDENT names the known peer. The adversary relays the genuine PROOF the
                 // other victim made with the pair's bond key, and it fails: it is bound to the
                 // session it was made in. Each victim's screen shows the warning, and each meets
                 // the relay as a stranger: no session ends for it, so the relay cannot tell a
                 // recognised IDENT from an unknown one (PROTOCOL.md 6.5).
-                #expect(outcome.relayedIdents == 2)
-                #expect(outcome.relayedProofs >= 1, "\(outcome.summary)")
-                #expect(outcome.proofFailures == 0, "\(outcome.summary)")
-                #expect(outcome.mismatchesPerVictim == [1, 1], "\(outcome.summary)")
+                #expect(relay.relayedIdents == 2)
+                #expect(relay.relayedProofs >= 1, "\(outcome.summary)")
+                #expect(relay.assessment.proofFailures == 0, "\(outcome.summary)")
+                #expect(relay.assessment.mismatchesPerVictim == [1, 1], "\(outcome.summary)")
                 #expect(outcome.breaches.isEmpty)
                 if users.withholdFromStrangers {
                     #expect(outcome.cards == 0 && outcome.identities == 0)
@@ -181,15 +206,16 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
         #expect(GrindingTrials.lastInputChosen(trials: 300, digits: 1, candidates: 300, seed: 1) == 300)
     }
 
-    @Test func theGrinderInTheRoomGetsNoCardAndEveryAttemptIsShown() {
+    @Test func theGrinderInTheRoomGetsNoCardAndEveryAttemptIsShown() throws {
         for n in 0..<3 {
             let outcome = Attacks.runOne(runSeed: seed(.codeGrinder, .careful, n))
+            let grind = try #require(outcome.result(of: CodeGrinderAttack.self))
             #expect(outcome.cards == 0 && outcome.identities == 0, "\(outcome.summary)")
-            #expect(!outcome.grindMatched)
-            #expect(outcome.grindAttempts >= 3)
+            #expect(!grind.matched)
+            #expect(grind.attempts >= 3)
             // Every aborted attempt was shown to B as interrupted (A's own unanswered request counts
             // too).
-            #expect(outcome.interrupted >= outcome.grindAttempts)
+            #expect(outcome.interrupted >= grind.attempts)
             #expect(outcome.breaches.isEmpty)
         }
         let careless = Attacks.runOne(runSeed: seed(.codeGrinder, .careless, 0))
@@ -203,36 +229,39 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
     /// is never shown as known. Careful and unattended
     /// users never share with it, so it sends no BOND at all. Before the BOND check, every careless
     /// run remembered the thief under B's key (`--kinds identity-thief --runs 30 --seed 1`: 10 of 10).
-    @Test func anIdentityThiefsBondIsRefusedAndTheKnownPeerKept() {
+    @Test func anIdentityThiefsBondIsRefusedAndTheKnownPeerKept() throws {
         for n in 0..<3 {
             let careless = Attacks.runOne(runSeed: seed(.identityThief, .careless, n))
             #expect(careless.problems.isEmpty && careless.breaches.isEmpty, "\(careless.breaches)")
-            #expect(careless.stolenBonds > 0)
-            #expect(careless.mismatches == careless.stolenBonds, "\(careless.screens)")
-            #expect(careless.adversaryShownKnown == 0)
+            let theft = try #require(careless.result(of: IdentityThiefAttack.self))
+            #expect(theft.stolenBonds > 0)
+            #expect(careless.mismatches == theft.stolenBonds, "\(careless.screens)")
+            #expect(theft.adversaryShownKnown == 0)
             for users in [AttackUsers.careful, .unattended] {
                 let outcome = Attacks.runOne(runSeed: seed(.identityThief, users, n))
                 #expect(outcome.problems.isEmpty && outcome.breaches.isEmpty, "\(users): \(outcome.breaches)")
-                #expect(outcome.stolenBonds == 0 && outcome.cards == 0, "\(users)")
+                #expect(outcome.result(of: IdentityThiefAttack.self)?.stolenBonds == 0, "\(users)")
+                #expect(outcome.cards == 0, "\(users)")
             }
         }
     }
 
-    @Test func theIdentityProberFindsNoLink() {
+    @Test func theIdentityProberFindsNoLink() throws {
         var identityGiven = 0
         for users in AttackUsers.allCases {
             for n in 0..<4 {
                 let outcome = Attacks.runOne(runSeed: seed(.identityProber, users, n))
-                #expect(outcome.links.isEmpty, "\(outcome.links)")
+                let probe = try #require(outcome.result(of: IdentityProberAttack.self))
+                #expect(probe.links.isEmpty, "\(probe.links)")
                 #expect(outcome.breaches.isEmpty)
                 if users.withholdFromStrangers {
-                    #expect(outcome.cards == 0 && outcome.identities == 0 && outcome.givenLinks.isEmpty)
+                    #expect(outcome.cards == 0 && outcome.identities == 0 && probe.givenLinks.isEmpty)
                 }
-                if outcome.identityGiven {
+                if probe.identityGiven {
                     identityGiven += 1
                     // What a careless user gave does link: the prober resolves the next IDENT.
                     #expect(
-                        outcome.givenLinks.contains {
+                        probe.givenLinks.contains {
                             $0.hasPrefix("IDENT (run 2) resolved by resolving key")
                         })
                 }
@@ -253,7 +282,8 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
             #expect(outcome.breaches.isEmpty, "\(outcome.breaches)")
             // The play in which B knows M warns B's user, once.
             #expect(outcome.mismatches == 1, "\(outcome.screens)")
-            #expect(outcome.replayClasses.count == 2 && outcome.replayClasses[0] == outcome.replayClasses[1])
+            let classes = outcome.result(of: ReplayingProberAttack.self)?.replayClasses ?? []
+            #expect(classes.count == 2 && classes.first == classes.last)
         }
     }
 
@@ -310,13 +340,15 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
     /// the invitee's own ACCEPT came second and its half-open handshake ended without a word; the
     /// codes never match, so careful and unattended users give it nothing.
     @Test(arguments: [AttackUsers.careful, .unattended])
-    func anAcceptRacerHoldsEveryHandshakeButCarefulAndUnattendedUsersGiveItNothing(users: AttackUsers) {
+    func anAcceptRacerHoldsEveryHandshakeButCarefulAndUnattendedUsersGiveItNothing(users: AttackUsers) throws
+    {
         for n in 0..<3 {
             let outcome = Attacks.runOne(runSeed: seed(.acceptRacer, users, n))
-            #expect(outcome.racesWon > 0, "\(outcome.summary)")
-            #expect(outcome.victimSessions == outcome.racesWon)
-            #expect(outcome.genuineAccepts > 0)
-            #expect(outcome.genuineReported == 0)
+            let race = try #require(outcome.result(of: AcceptRacerAttack.self))
+            #expect(race.racesWon > 0, "\(outcome.summary)")
+            #expect(race.victimSessions == race.racesWon)
+            #expect(race.genuineAccepts > 0)
+            #expect(race.genuineReported == 0)
             #expect(outcome.codesEqual != true)
             #expect(outcome.cards == 0 && outcome.identities == 0)
             #expect(outcome.declines > 0)
@@ -330,11 +362,12 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
     /// partner, which paired with nobody, does not show, so careful and unattended users give it
     /// nothing, while a careless user gives it the card, as `--yes` warns.
     @Test(arguments: AttackUsers.allCases)
-    func aBeaconRacerWithALiveAddressIsAManInTheMiddleTheCodeStops(users: AttackUsers) {
+    func aBeaconRacerWithALiveAddressIsAManInTheMiddleTheCodeStops(users: AttackUsers) throws {
         for n in 0..<3 {
             let outcome = Attacks.runOne(runSeed: seed(.beaconRaceMITM, users, n))
+            let race = try #require(outcome.result(of: BeaconRaceMITMAttack.self))
             #expect(outcome.problems.isEmpty, "\(outcome.problems)")
-            #expect(outcome.divertedInvitations > 0 && outcome.racesWon > 0, "\(outcome.summary)")
+            #expect(race.divertedInvitations > 0 && race.racesWon > 0, "\(outcome.summary)")
             #expect(outcome.codesEqual != true)
             #expect(outcome.breaches.isEmpty, "\(outcome.breaches)")
             if users.withholdFromStrangers {
@@ -355,7 +388,8 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
             guard let equal = outcome.codesEqual else { continue }
             compared += 1
             #expect(!equal, "\(outcome.summary)")
-            #expect(outcome.racesWon == 2 && outcome.victimSessions == 2)
+            let race = outcome.result(of: AcceptRacerAttack.self)
+            #expect(race?.racesWon == 2 && race?.victimSessions == 2)
         }
         #expect(compared == 2)
     }
@@ -363,8 +397,9 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
     @Test func aCarelessUserGivesTheAcceptRacerItsCard() {
         for n in 0..<2 {
             let outcome = Attacks.runOne(runSeed: seed(.acceptRacer, .careless, n))
-            #expect(outcome.cards > 0 && outcome.cards == outcome.racesWon, "\(outcome.summary)")
-            #expect(outcome.victimSessions == outcome.racesWon && outcome.genuineReported == 0)
+            let race = outcome.result(of: AcceptRacerAttack.self)
+            #expect(outcome.cards > 0 && outcome.cards == race?.racesWon, "\(outcome.summary)")
+            #expect(race?.victimSessions == race?.racesWon && race?.genuineReported == 0)
             #expect(outcome.breaches.isEmpty)
         }
     }
@@ -425,7 +460,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
                 == "profiledrop simulate --attacks --kinds slowloris --runs 1 --seed 7")
         let report = Attacks.run(runs: 2, seed: 3, kinds: [.slowloris]) { runSeed in
             var outcome = AttackOutcome(runSeed: runSeed, kind: .slowloris, users: .careless)
-            outcome.breaches.append("made up")
+            outcome.breaches.append(.sessionNeverEnded)
             return outcome
         }
         #expect(report.lines.last == "attacks: 2 runs, 1 kinds, 2 breaches")
@@ -560,7 +595,8 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         // for every reason.
         for runSeed: UInt64 in 1...16 {
             let outcome = Attacks.runOne(runSeed: runSeed, kind: .busyForger, users: .careless)
-            guard let result = outcome.availability, let forgery = result.forgedBusy else {
+            guard let result = outcome.availability, let forgery = outcome.result(of: BusyForgerAttack.self)
+            else {
                 Issue.record("no measure of the busy forger")
                 continue
             }
@@ -594,11 +630,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
     /// invitation: `simulate --attacks --kinds invite-forger --runs 40 --seed 1` on that code counted
     /// 45 invitations cancelled, in every one of the 40 runs.
     @Test func theInviteForgersInvitesCancelNoInvitation() {
-        forEachCleanRun(of: .inviteForger, seeds: 1...8) { runSeed, result in
-            guard let forgery = result.forgedInvites else {
-                Issue.record("no measure of the invite forger")
-                return
-            }
+        forEachCleanRun(of: InviteForgerAttack.self, seeds: 1...8) { runSeed, _, forgery in
             #expect(forgery.invitationsHit > 0)
             #expect(forgery.cancelled == 0, "seed \(runSeed)")
         }
@@ -612,11 +644,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
     /// counted an invitation cancelled in 92 of the 200 runs.
     @Test func forgedCrossingInvitesCancelNoInvitation() {
         var hit = 0
-        forEachCleanRun(of: .crossingForger, seeds: 1...12) { runSeed, result in
-            guard let forgery = result.forgedInvites else {
-                Issue.record("no measure of the crossing forger")
-                return
-            }
+        forEachCleanRun(of: CrossingForgerAttack.self, seeds: 1...12) { runSeed, result, forgery in
             hit += forgery.invitationsHit
             #expect(forgery.cancelled == 0, "seed \(runSeed)")
             #expect(result.closes.allSatisfy { $0.hasSuffix("exchanged") }, "\(result.closes)")
@@ -631,9 +659,9 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
     /// until its invitation timed out: `--kinds beacon-racer --runs 200 --seed 1` took a median
     /// 2.87× the pair's time, and every run breached.
     @Test func theBeaconRacerCostsThePairNoInvitationTimeout() {
-        forEachCleanRun(of: .beaconRacer, seeds: 1...8) { runSeed, result in
+        forEachCleanRun(of: BeaconRacerAttack.self, seeds: 1...8) { runSeed, result, race in
             // The race was won: the newcomer invited the racer's address.
-            #expect(result.racedBeacons?.diverted == 1, "seed \(runSeed)")
+            #expect(race.diverted == 1, "seed \(runSeed)")
             #expect(result.closes.allSatisfy { $0.hasSuffix("exchanged") }, "\(result.closes)")
         }
     }
@@ -643,11 +671,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
     /// without effect: the run is the no-attack run, to the nanosecond.
     @Test func secureCopiesReplayedTamperedOrReflectedChangeNothing() {
         var rejections: [String: Int] = [:]
-        forEachCleanRun(of: .secureReplayer, seeds: 1...6) { runSeed, result in
-            guard let replays = result.replayedSecure else {
-                Issue.record("no measure of the SECURE replayer")
-                return
-            }
+        forEachCleanRun(of: SecureReplayerAttack.self, seeds: 1...6) { runSeed, _, replays in
             #expect(replays.unchanged, "seed \(runSeed)")
             #expect(replays.replayed > 0 && replays.tampered > 0 && replays.reflected > 0)
             rejections.merge(replays.rejections, uniquingKeysWith: +)
@@ -666,11 +690,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
     /// cut off never exchanges alone, and nobody exchanges without the other's card.
     @Test func aCutPathLeavesOnlyTheEndingsTheCloseRuleAllows() {
         var results: [CutCloseResult] = []
-        forEachCleanRun(of: .closeCutter, seeds: 1...60) { runSeed, result in
-            guard let cut = result.cutClose else {
-                Issue.record("seed \(runSeed): no measure of the close cutter")
-                return
-            }
+        forEachCleanRun(of: CloseCutterAttack.self, seeds: 1...60) { runSeed, _, cut in
             #expect(cut.ending != .cutOffOnly, "seed \(runSeed)")
             if cut.ending == .silencedOnly {
                 #expect(cut.cutOffEnd == "timeout: peer silent", "seed \(runSeed)")
@@ -725,11 +745,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
     @Test func believedRefusalsDoWhatProtocolSaysAndNoMore() {
         var total = ForgedBusyResult()
         for runSeed: UInt64 in [1, 2, 3, 4, 5, 6] {
-            let outcome = Availability.busyForgerRun(runSeed: runSeed, withholdingAccepts: true)
-            guard let forgery = outcome.availability?.forgedBusy else {
-                Issue.record("no measure of the busy forger")
-                continue
-            }
+            let forgery = Availability.busyForgerRun(runSeed: runSeed, withholdingAccepts: true).result
             #expect(forgery.overruled == [0, 0, 0, 0], "seed \(runSeed)")
             #expect(forgery.refusalsShown == forgery.believed[0] + forgery.believed[1], "seed \(runSeed)")
             #expect(forgery.early == 0 && forgery.late == 0, "seed \(runSeed)")
@@ -751,8 +767,9 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
     /// first INVITE with its ACCEPT, which the cookies only delay by the INVITEs they cost.
     @Test func forgedCookiesAloneCostAtMostThreeInvitesAndThePairExchanges() {
         for runSeed: UInt64 in [1, 2, 3] {
-            let outcome = Availability.busyForgerRun(runSeed: runSeed, reasons: [.retry])
-            let forgery = outcome.availability?.forgedBusy
+            let outcome = BusyForgerAttack.judged(
+                Availability.busyForgerRun(runSeed: runSeed, reasons: [.retry]))
+            let forgery = outcome.result(of: BusyForgerAttack.self)
             #expect((forgery?.extraInvites.max() ?? 99) <= Availability.cookieLimit)
             #expect(forgery?.invitationsTimedOut == 0)
             #expect(outcome.breaches.isEmpty, "\(outcome.breaches)")
@@ -766,7 +783,8 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         for runSeed: UInt64 in [1, 2, 3, 4] {
             let outcome = Attacks.runOne(runSeed: runSeed, kind: .busyForger, users: .careless)
             unlessPending(.busyForger) {
-                #expect(outcome.availability?.forgedBusy?.invitationsTimedOut == 0, "seed \(runSeed)")
+                #expect(
+                    outcome.result(of: BusyForgerAttack.self)?.invitationsTimedOut == 0, "seed \(runSeed)")
                 #expect(outcome.breaches.isEmpty, "seed \(runSeed): \(outcome.breaches)")
             }
         }
@@ -796,12 +814,16 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
             .slowloris, .closeAckWithholder, .falseReceipt, .inRangeWithholder,
         ]
         for kind in kinds {
-            guard let behaviour = Availability.malicious(kind) else { continue }
+            guard let behaviour = maliciousBehaviour(of: kind) else {
+                Issue.record("\(kind) has no malicious peer")
+                continue
+            }
             for runSeed in maliciousSeeds(late: false, count: 2) {
                 let outcome = Attacks.runOne(runSeed: runSeed, kind: kind, users: .careless)
                 let result = outcome.availability
                 // Early in the run these hold today: the cause, then the honest exchange in time.
-                #expect(result?.attackSessionEnd == Availability.expectedCause(behaviour), "\(kind)")
+                #expect(
+                    session(outcome)?.attackSessionEnd == Availability.expectedCause(behaviour), "\(kind)")
                 #expect(result?.exchangeRequired == true, "\(kind)")
                 #expect((result?.ratio ?? 99) <= Availability.maxRatio, "\(kind): \(outcome.summary)")
                 #expect(result?.closes == ["V exchanged", "H exchanged"], "\(kind)")
@@ -819,7 +841,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         for runSeed in maliciousSeeds(late: false, count: 3) {
             let outcome = Attacks.runOne(runSeed: runSeed, kind: .inRangeWithholder, users: .careless)
             let (_, invitation) = Availability.plan(runSeed: runSeed)
-            guard let endedAt = outcome.availability?.attackSessionEndedAt else {
+            guard let endedAt = session(outcome)?.attackSessionEndedAt else {
                 Issue.record("seed \(runSeed): the malicious session never ended")
                 continue
             }
@@ -831,10 +853,10 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
     }
 
     @Test func aMaliciousSessionLiveAtTheDeadlineDoesNotKeepTheVictimOpen() {
-        for kind in AttackKind.allCases where Availability.malicious(kind) != nil {
+        for kind in AttackKind.allCases where maliciousBehaviour(of: kind) != nil {
             for runSeed in maliciousSeeds(late: true, count: 2) {
                 let outcome = Attacks.runOne(runSeed: runSeed, kind: kind, users: .careless)
-                #expect(outcome.availability?.late == true)
+                #expect(session(outcome)?.late == true)
                 #expect(outcome.availability?.overruns == 0, "\(kind): \(outcome.summary)")
                 #expect(outcome.breaches.isEmpty, "\(kind): \(outcome.breaches)")
             }
@@ -844,7 +866,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
     @Test func aPeerThatComesBackDoesNotKeepTheVictimFromTheHonestDevice() {
         for runSeed in maliciousSeeds(late: false, count: 2) {
             let outcome = Attacks.runOne(runSeed: runSeed, kind: .reinviter, users: .careless)
-            #expect(outcome.availability?.attackSessionEnd == "error: card-too-large")
+            #expect(session(outcome)?.attackSessionEnd == .error(.cardTooLarge))
             #expect((outcome.availability?.peakRate ?? 99) <= Availability.budget)
             #expect(outcome.breaches.isEmpty, "\(outcome.summary) \(outcome.breaches)")
         }
@@ -858,7 +880,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         for runSeed in maliciousSeeds(late: false, count: 2) {
             let outcome = Attacks.runOne(runSeed: runSeed, kind: .farReturner, users: .careless)
             let result = outcome.availability
-            #expect(result?.attackSessionEnd == "out of range")
+            #expect(session(outcome)?.attackSessionEnd == .outOfRange)
             #expect(result?.closes == ["V exchanged", "H exchanged"], "\(outcome.summary)")
             #expect(outcome.breaches.isEmpty, "\(outcome.summary) \(outcome.breaches)")
         }
@@ -870,8 +892,10 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         for runSeed in maliciousSeeds(late: false, count: 2) {
             let outcome = Attacks.runOne(runSeed: runSeed, kind: .earlyDecliner, users: .careless)
             let result = outcome.availability
-            #expect(result?.attackSessionEnd == "declined by peer")
-            #expect((result?.attackSessions ?? 0) > 1, "the decliner never came back: \(outcome.summary)")
+            #expect(session(outcome)?.attackSessionEnd == .declined(by: .peer))
+            #expect(
+                (session(outcome)?.attackSessions ?? 0) > 1,
+                "the decliner never came back: \(outcome.summary)")
             #expect(result?.closes == ["V exchanged", "H exchanged"], "\(outcome.summary)")
             #expect(outcome.breaches.isEmpty, "\(outcome.summary) \(outcome.breaches)")
         }
@@ -882,7 +906,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         // against a malicious peer; the victim's exchange with it completes, on time.
         for runSeed in maliciousSeeds(late: false, count: 2) {
             let outcome = Attacks.runOne(runSeed: runSeed, kind: .fakeAck, users: .careless)
-            #expect(outcome.availability?.attackSessionEnd == "exchanged")
+            #expect(session(outcome)?.attackSessionEnd == .exchanged)
             #expect(outcome.availability?.closes == ["V exchanged"])
             #expect(outcome.breaches.isEmpty, "\(outcome.breaches)")
         }
@@ -893,7 +917,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         let outcome = Attacks.runOne(runSeed: runSeed, kind: .slowTransfer, users: .careless)
         // The offer is as large as the victim takes, and its buffer is sized by the offer.
         #expect(outcome.availability?.peakBufferChunks == Availability.maxBufferChunks)
-        #expect(outcome.availability?.attackSessionEnd == "timeout: transfer")
+        #expect(session(outcome)?.attackSessionEnd == .timeout(.transfer))
     }
 
     @Test func theAvailabilityTableHasOneRowPerKind() {

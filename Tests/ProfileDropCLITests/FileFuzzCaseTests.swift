@@ -1,8 +1,9 @@
+import FileFuzz
 import Foundation
 import ProfileDropTestSupport
 import Testing
 
-/// The `file` fuzz target's checks (FileFuzzHarness links to Fuzz/Sources/FileFuzz, the code the
+/// The `file` fuzz target's checks (the `FileFuzz` library, Fuzz/Sources/FileFuzz, the code the
 /// fuzz target runs) over its stored inputs (Tests/ProfileDropCoreTests/FuzzCases/file) and over
 /// seeded mutations of them: what a reader accepts is written back and read again the same, a
 /// rejection is one typed error at the line (and column) to blame, and a rejected known-peers store
