@@ -337,7 +337,10 @@ struct AttackStage {
             adversaryRemembered.append(peer)
         case .verified, .consentRequested, .closed, .sessionEnded:
             break
-        default:
+        case .advertising, .peerFound, .peerBusy, .connecting, .secured, .pairingInterrupted,
+            .knownPeerMismatch,
+            .incompatiblePeer, .ranging, .inRange, .exchanging, .cardReceived, .acknowledged,
+            .datagramRejected:
             return
         }
         adversaryEvents.append((member, event))

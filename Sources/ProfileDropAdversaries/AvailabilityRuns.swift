@@ -124,10 +124,7 @@ enum Availability {
 
     /// A close reason as a short label: the error's code, not its diagnostic.
     static func label(_ reason: CloseReason) -> String {
-        switch reason {
-        case .error(let error): "error: \(error.code.name)"
-        default: reason.description
-        }
+        SessionEnd(reason).description
     }
 
     // MARK: - Cleartext attackers

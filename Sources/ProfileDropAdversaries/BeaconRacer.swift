@@ -110,16 +110,13 @@ struct BeaconRace {
     mutating func afterStep(_ stage: inout AttackStage, meter: inout Availability.Meter) {
         for sent in stage.room.lastSent {
             guard let packet = try? Packet(datagram: sent.bytes) else { continue }
-            switch (packet, sent.destination) {
-            case (_, .multicast):
+            if case .multicast = sent.destination {
                 for forged in racer.heard(packet, from: sent.source, at: stage.room.now) {
                     stage.inject(forged, after: stage.room.latency * 2, meter: &meter)
                 }
-            case (.invite(let invite), .unicast(racer.address)):
+            } else if case .invite(let invite) = packet, sent.destination == .unicast(racer.address) {
                 divertedInvites += 1
                 if !invitations.contains(invite.sessionID) { invitations.append(invite.sessionID) }
-            default:
-                break
             }
         }
     }
@@ -152,15 +149,11 @@ extension Availability {
 
     /// Acts on the racer room's alarms: switches B on, then brings it to A.
     static func stepRacedNewcomer(_ pair: VictimPair, in stage: inout AttackStage) {
-        switch stage.lastStep {
-        case .alarm(newcomerAlarm) where stage.victims.count == 1:
+        guard case .alarm(let alarm)? = stage.lastStep else { return }
+        if alarm == newcomerAlarm && stage.victims.count == 1 {
             addVictim(1, of: pair, to: &stage, pose: racedNewcomerPose)
-        case .alarm(meetingAlarm):
-            if let newcomer = stage.victims.dropFirst().first?.member {
-                stage.room.updatePose(VictimPair.poses[1], of: newcomer)
-            }
-        default:
-            break
+        } else if alarm == meetingAlarm, let newcomer = stage.victims.dropFirst().first?.member {
+            stage.room.updatePose(VictimPair.poses[1], of: newcomer)
         }
     }
 

@@ -257,7 +257,13 @@ struct BusyWatch {
                     awaitingInvite[index] = nil
                     awaitingBeacon[index] = nil
                     held[index] = nil
-                default: break
+                case .connecting(_, initiator: true), .advertising, .peerFound, .peerBusy, .verified,
+                    .pairingInterrupted, .knownPeerMismatch, .peerRemembered, .incompatiblePeer, .ranging,
+                    .inRange,
+                    .consentRequested, .exchanging, .cardVerified, .cardReceived, .acknowledged,
+                    .sessionEnded,
+                    .datagramRejected:
+                    break
                 }
             }
             settleHeld(index, events: list, copies: copies, stage: stage)

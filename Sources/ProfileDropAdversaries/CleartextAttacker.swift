@@ -280,39 +280,39 @@ final class CleartextAttacker {
     /// BUSY or SECURE packet of a session nobody has.
     private func junk(for victim: Target) -> [UInt8] {
         let receiver = victim.id ?? DeviceID(rawValue: random.nextUInt64())
-        switch random.uniform(below: 7) {
-        case 0:
+        switch JunkShape.allCases[Int(random.uniform(below: UInt64(JunkShape.allCases.count)))] {
+        case .garbage:
             return random.bytes(1 + Int(random.uniform(below: UInt64(WireConstants.maxDatagramSize))))
-        case 1:
+        case .header:
             let type = UInt8(1 + random.uniform(below: 7))
             return [0x50, 0x44, WireConstants.version, type] + random.bytes(Int(random.uniform(below: 12)))
-        case 2:
+        case .otherVersionBeacon:
             // Another version's BEACON (a fresh id), where a victim's BEACON gives the layout.
             guard let heard = targets.lazy.compactMap(\.beacon).first else { return random.bytes(19) }
             var beacon = forgedBeacon(
                 from: heard, id: DeviceID(rawValue: random.nextUInt64()), port: deadPort())
             beacon[2] = random.uniform(below: 2) == 0 ? 1 : 3
             return beacon
-        case 3:
+        case .query:
             let answers = (0..<random.uniform(below: 8)).map { _ in DeviceID(rawValue: random.nextUInt64()) }
             return Packet.query(
                 Query(deviceID: DeviceID(rawValue: random.nextUInt64()), knownAnswers: answers)
             )
             .encoded()
-        case 4:
+        case .handshake:
             let packet = HandshakePacket(
                 sessionID: random.nextUInt64(), sender: DeviceID(rawValue: random.nextUInt64()),
                 receiver: receiver,
                 noiseMessage: random.bytes(48 + Int(random.uniform(below: 64))))
             return random.uniform(below: 2) == 0
                 ? Packet.accept(packet).encoded() : Packet.confirm(packet).encoded()
-        case 5:
+        case .busy:
             let busy = Busy(
                 sessionID: random.nextUInt64(), sender: DeviceID(rawValue: random.nextUInt64()),
                 receiver: receiver,
                 reason: .inSession)
             return Packet.busy(busy).encoded()
-        default:
+        case .secure:
             let ciphertext = random.bytes(WireConstants.tagSize + Int(random.uniform(below: 200)))
             let header = SecurePacket.header(
                 sessionID: random.nextUInt64(), packetNumber: random.uniform(below: 1000),
@@ -320,6 +320,24 @@ final class CleartextAttacker {
             return header + ciphertext
         }
     }
+}
+
+/// The shapes of junk a flooder draws from, in turn of the draw.
+private enum JunkShape: CaseIterable {
+    /// Random bytes.
+    case garbage
+    /// A header of a random type with a short random body.
+    case header
+    /// Another version's BEACON.
+    case otherVersionBeacon
+    /// A QUERY from a fresh id.
+    case query
+    /// An ACCEPT or CONFIRM of a session nobody has.
+    case handshake
+    /// A BUSY of a session nobody has.
+    case busy
+    /// A SECURE packet of a session nobody has.
+    case secure
 }
 
 /// A cleartext attacker's place in the room: it hears multicast for it and wakes it at its budget.

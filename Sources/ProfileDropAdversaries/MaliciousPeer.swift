@@ -150,7 +150,8 @@ struct MaliciousPeer: DatagramSpeaker {
         case .slowTransfer:
             // As large as the victim takes: random bytes, whose digest we offer.
             self.card = random.bytes(Limits().maxCardBytes)
-        default:
+        case .oversize, .badIndex, .badDigest, .fakeAck, .neverAck, .falseSack, .consentStall, .slowloris,
+            .withholdCloseAck, .falseReceipt, .earlyDecline, .withholdInRange, .lateDecline:
             self.card = honest
         }
         let length =
@@ -268,7 +269,8 @@ struct MaliciousPeer: DatagramSpeaker {
                 let frames = try? Frame.decodeAll(plaintext)
             else { return }
             for frame in frames { absorb(frame, at: time) }
-        default:
+        case .beacon, .query, .invite, .accept, .confirm, .busy, .secure:
+            // Not for this session, or nothing it answers.
             break
         }
     }
@@ -377,7 +379,8 @@ struct MaliciousPeer: DatagramSpeaker {
                 slowChunk += 1
             }
             return
-        default:
+        case .oversize, .badIndex, .badDigest, .fakeAck, .neverAck, .falseSack, .slowTransfer, .consentStall,
+            .withholdCloseAck, .falseReceipt, .withholdInRange, .lateDecline:
             break
         }
         rangingSequence += 1
@@ -392,7 +395,8 @@ struct MaliciousPeer: DatagramSpeaker {
             let bogus = UInt16(clamping: offer.chunkCount + 3)
             send([.cardChunk(index: bogus, data: card.prefix(Int(offer.chunkSize)))])
             return
-        default:
+        case .badDigest, .fakeAck, .neverAck, .falseSack, .slowTransfer, .consentStall, .slowloris,
+            .falseReceipt, .earlyDecline, .withholdInRange, .lateDecline:
             break
         }
         for index in 0..<offer.chunkCount where !ackedChunks[index] {
@@ -447,7 +451,8 @@ struct MaliciousPeer: DatagramSpeaker {
             }
         case .neverAck, .falseSack:
             break
-        default:
+        case .oversize, .badIndex, .badDigest, .slowTransfer, .consentStall, .slowloris, .withholdCloseAck,
+            .falseReceipt, .earlyDecline, .withholdInRange, .lateDecline:
             if let verifiedPeerCard, !peerReceipts.contains(.cardAck) {
                 frames.append(.cardAck(digest: verifiedPeerCard))
             }
