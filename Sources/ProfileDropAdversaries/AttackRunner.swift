@@ -157,9 +157,6 @@ public enum Attacks {
         return "profiledrop simulate --attacks\(selection) --runs 1 --seed \(runSeed)"
     }
 
-    /// Most devices a grinder brings towards B in one run.
-    static let grinderAttempts = 32
-
     /// Runs `runs` attack runs of `kinds` from `seed`. With one run, each victim's screen is shown
     /// too.
     public static func run(runs: Int, seed: UInt64, kinds: [AttackKind] = defaultKinds) -> AttackReport {
