@@ -74,7 +74,7 @@ struct VirtualRoom {
     }
 
     func cards(_ index: Int) -> [ProfileCard] {
-        events[index].compactMap { if case .cardReceived(let card) = $0 { card } else { nil } }
+        events[index].compactMap { if case .cardReceived(let card, _) = $0 { card } else { nil } }
     }
 
     func closeReason(_ index: Int) -> CloseReason? {
@@ -646,8 +646,9 @@ extension VirtualRoom {
             if let forget {
                 room.run(until: forget)
                 room.act(1) { device, _ in
-                    guard var kong = device as? Device, kong.exchange?.isSecured == true else { return }
-                    kong.exchange?.securedLink.peerReceipts = []
+                    guard var kong = device as? Device, let index = kong.live.firstIndex(where: \.isSecured)
+                    else { return }
+                    kong.live[index].securedLink.peerReceipts = []
                     device = kong
                 }
             }

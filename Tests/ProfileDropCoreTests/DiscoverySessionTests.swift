@@ -217,9 +217,9 @@ import Testing
         let first = try #require(
             lone.sent.first { if case .invite = $0.packet { true } else { false } }?.time)
         lone.run(until: first + .milliseconds(7740))
-        #expect(lone.device.exchange != nil, "still inviting just before the lifetime ends")
+        #expect(lone.device.invitationIndex != nil, "still inviting just before the lifetime ends")
         lone.run(until: first + .milliseconds(7760))
-        #expect(lone.device.exchange == nil, "given up once the lifetime ended")
+        #expect(lone.device.live.isEmpty, "given up once the lifetime ended")
         lone.run(until: Instant.zero + .seconds(11))
         let invites = lone.sent.filter { if case .invite = $0.packet { true } else { false } }.map(\.time)
         #expect(invites.count == 9)

@@ -31,7 +31,17 @@ struct DiscoverySession {
 
     /// What the ranking reads.
     private var view: InviteeRanking.View {
-        InviteeRanking.View(table: table, reputation: reputation, pose: announcer.pose)
+        InviteeRanking.View(table: table, reputation: reputation, pose: announcer.pose, engaged: engaged)
+    }
+
+    /// Peers the device holds a live session with: no candidate for another invitation.
+    private(set) var engaged: [DeviceID] = []
+
+    /// Notes the peers of the device's live sessions; assigns only on change, so an unchanged
+    /// table costs no allocation.
+    mutating func setEngaged(_ sessions: [ExchangeSession]) {
+        guard !engaged.elementsEqual(sessions.lazy.map(\.peer)) else { return }
+        engaged = sessions.map(\.peer)
     }
 
     // MARK: - Reading
