@@ -212,7 +212,9 @@ extension Device {
             // the crossing INVITE may be a forger's, whose handshake never completes; abandoning
             // ours for it let one spoofed datagram cancel the invitation.
         } else if isCommitted || candidateCount >= Self.maxCandidates
-            || live.contains(where: { $0.peer == invite.sender || $0.peerAddress == source })
+            || live.contains(where: {
+                !$0.isAwaitingAccept && ($0.peer == invite.sender || $0.peerAddress == source)
+            })
         {
             // Cards are moving, every candidate place is taken, or this peer already has a session:
             // busy. Anyone else invites beside our sessions, even beside our invitation of a peer
@@ -387,7 +389,10 @@ extension Device {
         applyHeldRefusal()
         // Busy to others only once no candidate place is free: a stalled session holds one place,
         // and the device stays open to the peer held against it.
-        discovery.runTimers(busy: isCommitted || candidateCount >= Self.maxCandidates, context: &context)
+        // A device holding a session (even an invitation of a peer it met before) sends no QUERY.
+        let quiet = candidateCount > 0 || (invitationIndex != nil && !isInvitingTentatively)
+        discovery.runTimers(
+            busy: isCommitted || candidateCount >= Self.maxCandidates, quiet: quiet, context: &context)
         for index in live.indices { live[index].handleTimeout(context: &context) }
         halfOpen.runTimers(context: &context)
         for index in lingering.indices { lingering[index].handleTimeout(context: &context) }
@@ -461,7 +466,8 @@ extension Device {
             {
                 closeDevice(outcome.reason)
             } else {
-                lastFailure = outcome.reason
+                // An unanswered invitation says less than what an earlier session measured.
+                if outcome.reason != .timeout(.handshake) || lastFailure == nil { lastFailure = outcome.reason }
                 context.emit(.sessionEnded(peer: outcome.peer, reason: outcome.reason))
                 if session.isInitiator, outcome.reason == .timeout(.handshake) {
                     // Neither ACCEPT nor BUSY came from the address we invited.
@@ -510,8 +516,16 @@ extension Device {
                 abandonTentativeInvitation()
             }
         }
-        // Cards moving refuse every INVITE: no half-open handshake waits beside them.
-        if isCommitted { halfOpen.removeAll() }
+        // Cards moving refuse every INVITE: no half-open handshake waits beside them. Nor does one
+        // of a pair already secured: the other handshake of a crossing, or a forger's in its name.
+        if isCommitted {
+            halfOpen.removeAll()
+        } else if !halfOpen.sessions.isEmpty {
+            let secured = live.filter(\.isSecured)
+            halfOpen.removeAll { half in
+                secured.contains { $0.peer == half.peer || $0.peerAddress == half.peerAddress }
+            }
+        }
         // After a session ended, so that a limit that passed during it applies now, not one call later.
         enforceOverallLimit()
         if !lingering.isEmpty { lingering.removeAll { $0.nextDeadline == nil } }

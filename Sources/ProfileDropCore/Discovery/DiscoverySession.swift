@@ -120,14 +120,14 @@ struct DiscoverySession {
     }
 
     /// Runs due timers: beacon announcements, queries, delayed answers, peer expiry.
-    mutating func runTimers(busy: Bool, context: inout SessionContext) {
+    mutating func runTimers(busy: Bool, quiet: Bool, context: inout SessionContext) {
         guard !isClosed else { return }
         lifetime = context.timeouts.peerLifetime
         let table = table
         let pose = announcer.pose
         let limit = min(context.limits.maxKnownAnswers, Query.maxKnownAnswers)
         announcer.runTimers(
-            busy: busy, knownAnswers: { table.knownAnswers(from: pose, limit: limit) }, context: &context)
+            busy: busy, quiet: quiet, knownAnswers: { table.knownAnswers(from: pose, limit: limit) }, context: &context)
         self.table.expire(now: context.now, lifetime: lifetime)
     }
 
