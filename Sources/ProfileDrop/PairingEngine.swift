@@ -271,6 +271,8 @@ final class PairingEngine: @unchecked Sendable {
         var receivedCard: ProfileCard?
         var cardAcknowledged = false
         var questionAsked = false
+        /// The peer the question on screen is about.
+        var questionPeer: DeviceID?
         var unanswered = false
         var lastSessionFailure: CloseReason?
         let deadline: Instant
@@ -421,12 +423,13 @@ final class PairingEngine: @unchecked Sendable {
                 if case .approach = engine.configuration.motion {
                     movement.startApproach(initiator: initiator, at: now)
                 }
-            case .cardReceived(let card):
+            case .cardReceived(let card, _):
                 receivedCard = card
             case .acknowledged:
                 cardAcknowledged = true
-            case .consentRequested:
+            case .consentRequested(let peer):
                 questionAsked = true
+                questionPeer = peer
                 engine.setQuestionPending(true)
                 send(
                     builder.asked(
@@ -439,9 +442,13 @@ final class PairingEngine: @unchecked Sendable {
                         peer, fingerprint: KnownPeersStore.fingerprint(peer), storeError: remember(peer),
                         device.snapshot))
                 return
-            case .sessionEnded(_, let reason):
-                questionAsked = false
-                engine.setQuestionPending(false)
+            case .sessionEnded(let peer, let reason):
+                // Only the end of the session asked withdraws the question.
+                if questionPeer == peer {
+                    questionAsked = false
+                    questionPeer = nil
+                    engine.setQuestionPending(false)
+                }
                 lastSessionFailure = reason
             case .closed(let reason):
                 if questionAsked {

@@ -61,6 +61,9 @@ struct SnapshotBuilder {
             advance(to: .secured)
             return emit(.secured(peer: peer.description), current)
         case .verified(let verification):
+            // Another session's code never shows under the question on screen (PROTOCOL.md 5,
+            // "Candidates"): the answer goes to the session asked.
+            if question != nil, self.verification?.peer != verification.peer { return nil }
             self.verification = verification
             return emit(.verified(interruptedBefore: verification.interruptedBefore), current)
         case .pairingInterrupted(let peer, let code, let reason):
@@ -92,7 +95,9 @@ struct SnapshotBuilder {
             snapshot.sentChunks = snapshot.totalSendChunks
             remembered = snapshot
             return emit(.acknowledged, snapshot)
-        case .sessionEnded(_, let reason):
+        case .sessionEnded(let peer, let reason):
+            // A session beside the one shown ended: what is shown stays.
+            if let shown = verification?.peer ?? remembered?.peer, shown != peer { return nil }
             stage = .advertising
             verification = nil
             question = nil

@@ -306,7 +306,7 @@ struct AttackStage {
             victims[index].mismatches += 1
         case .peerRemembered(let peer):
             victims[index].remembered.append(peer)
-        case .cardReceived(let card):
+        case .cardReceived(let card, _):
             victims[index].receivedCards.append(card)
         case .sessionEnded(let peer, let reason):
             victims[index].requestedAt = nil
@@ -331,7 +331,7 @@ struct AttackStage {
 
     private mutating func noteAdversary(_ event: DeviceEvent, member: Int) {
         switch event {
-        case .cardVerified(let card):
+        case .cardVerified(let card, _):
             adversaryCards.append(card)
         case .peerRemembered(let peer):
             adversaryRemembered.append(peer)

@@ -150,8 +150,8 @@ public enum Describe {
         case .consentRequested(let peer): return ("consent-requested", [("peer", .text(peer.description))])
         case .exchanging(let sent, let total):
             return ("exchanging", [("sent", .integer(sent)), ("total", .integer(total))])
-        case .cardVerified(let card): return ("card-verified", self.card(card))
-        case .cardReceived(let card): return ("card-received", self.card(card))
+        case .cardVerified(let card, _): return ("card-verified", self.card(card))
+        case .cardReceived(let card, _): return ("card-received", self.card(card))
         case .acknowledged: return ("acknowledged", [])
         case .sessionEnded(let peer, let reason):
             return (

@@ -30,8 +30,6 @@ struct EventTranslator {
     let verbose: Bool
     /// Whether events carry their transcript text; without a transcript, building it is waste.
     let keepsText: Bool
-    /// The peer of the current exchange session, whose card a `cardReceived` event carries.
-    private var sessionPeer: DeviceID?
 
     init(directory: PeerDirectory, verbose: Bool, keepsText: Bool = true) {
         self.directory = directory
@@ -55,11 +53,9 @@ struct EventTranslator {
         case .peerBusy(let peer):
             return reduced(.note, text: "\(directory.name(of: peer.rawValue)) is busy")
         case .connecting(let peer, let initiator):
-            sessionPeer = peer
             let verb = initiator ? "inviting" : "invited by"
             return reduced(.note, text: "\(verb) \(directory.name(of: peer.rawValue))")
         case .secured(let peer):
-            sessionPeer = peer
             return reduced(.note, text: "secured with \(directory.name(of: peer.rawValue))")
         case .verified(let verification):
             let known = verification.knownPeer.map { ", known as \($0.name)" } ?? ", new"
@@ -88,7 +84,6 @@ struct EventTranslator {
         case .inRange:
             return reduced(.note, text: "in range")
         case .consentRequested(let peer):
-            sessionPeer = peer
             let node = directory.node(of: peer.rawValue)
             return reduced(
                 .consentRequested(peer: node), text: "asks to share with \(directory.name(of: peer.rawValue))"
@@ -96,11 +91,11 @@ struct EventTranslator {
         case .exchanging(let sent, let total):
             guard verbose || sent == 0 || sent == total else { return nil }
             return reduced(.note, text: "exchanging \(sent)/\(total) chunks")
-        case .cardVerified(let card):
-            let node = sessionPeer.flatMap { directory.node(of: $0.rawValue) }
+        case .cardVerified(let card, let peer):
+            let node = directory.node(of: peer.rawValue)
             return reduced(.cardVerified(card, peer: node), text: "card verified: \(card.name)")
-        case .cardReceived(let card):
-            let node = sessionPeer.flatMap { directory.node(of: $0.rawValue) }
+        case .cardReceived(let card, let peer):
+            let node = directory.node(of: peer.rawValue)
             return reduced(.cardReceived(card, peer: node), text: "card received: \(card.summary)")
         case .acknowledged:
             return reduced(.note, text: "card acknowledged")

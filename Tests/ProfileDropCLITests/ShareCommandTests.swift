@@ -315,10 +315,11 @@ extension ShareCommandTests {
 
     /// Bori answers share; Max's user never answers (standard input open and silent). Max's
     /// `--timeout` declines the request, and no card moves either way. A request nobody answered
-    /// is a decline: exit 4 on both sides, `reason` `declined` with the wait in `detail`.
+    /// is a decline: exit 4 on both sides, `reason` `declined` with the wait in `detail`. The
+    /// decline ends Bori's session only, so Bori says so when its own `--timeout` ends the run.
     @Test func anUnansweredRequestMovesNoCard() throws {
         let devices = try ConsentDevices()
-        let (a, startB) = try devices.start(timeouts: (30, 15))
+        let (a, startB) = try devices.start(timeouts: (20, 10))
         let b = try startB()
         let consent = try #require(a.next("consent", within: 15), "\(a.lines)")
         #expect(try #require(b.next("consent", within: 15))["code"] as? String == consent["code"] as? String)
@@ -342,7 +343,8 @@ extension ShareCommandTests {
     /// interrupted, with the code it showed, and neither device gets a card.
     @Test func aDeclineBeforeOurAnswerShowsAnInterruptedPairing() throws {
         let devices = try ConsentDevices()
-        let (a, startB) = try devices.start()
+        // Max's decline ends Bori's session only: Bori's run ends at its own `--timeout`.
+        let (a, startB) = try devices.start(timeouts: (12, 25))
         let b = try startB()
         let consent = try #require(a.next("consent", within: 20), "\(a.lines)")
         _ = try #require(b.next("consent", within: 20), "\(b.lines)")
@@ -352,7 +354,7 @@ extension ShareCommandTests {
         #expect(interrupted["peer"] as? String == consent["peer"] as? String)
         #expect(interrupted["reason"] as? String == "declined")
         #expect(interrupted["detail"] as? String == "declined by peer")
-        let first = a.finish(within: 10)
+        let first = a.finish(within: 15)
         let second = b.finish(within: 10)
         #expect(first.code == ExitCode.declined.rawValue && second.code == ExitCode.declined.rawValue)
         #expect(first.last("closed")?["card"] is NSNull)

@@ -30,7 +30,7 @@ import Testing
         var sent: [(time: Instant, packet: Packet)] = []
         while announcer.nextDeadline <= end {
             context.now = announcer.nextDeadline
-            announcer.runTimers(busy: busy, knownAnswers: { known }, context: &context)
+            announcer.runTimers(busy: busy, quiet: busy, knownAnswers: { known }, context: &context)
             while let datagram = context.outbox.pop() {
                 if let packet = try? Packet(datagram: datagram.bytes) { sent.append((context.now, packet)) }
             }

@@ -74,7 +74,7 @@ struct VirtualRoom {
     }
 
     func cards(_ index: Int) -> [ProfileCard] {
-        events[index].compactMap { if case .cardReceived(let card) = $0 { card } else { nil } }
+        events[index].compactMap { if case .cardReceived(let card, _) = $0 { card } else { nil } }
     }
 
     func closeReason(_ index: Int) -> CloseReason? {
@@ -212,12 +212,21 @@ extension VirtualRoom {
         #expect(room.closeReason(0) == .outOfRange && room.closeReason(1) == .outOfRange)
     }
 
-    @Test func declineClosesBothWithoutCards() {
+    /// Our own decline, with no other candidate held, ends our run; the peer's decline ends only
+    /// the declined device's session (PROTOCOL.md 5, "Candidates"), which goes on until its limit
+    /// and then says why it did not pair.
+    @Test func aDeclineEndsTheDeclinersRunAndOnlyThePeersSession() {
+        var timeouts = Timeouts()
+        timeouts.overall = .seconds(30)
         var room = VirtualRoom()
-        room.addBoriAndKong(kong: .decline)
-        room.run(until: Instant.zero + .seconds(30))
-        #expect(room.closeReason(0) == .declined(by: .peer))
+        room.addBoriAndKong(kong: .decline, timeouts: timeouts)
+        room.run(until: Instant.zero + .seconds(10))
         #expect(room.closeReason(1) == .declined(by: .local))
+        #expect(room.closeReason(0) == nil)
+        let kong = room.devices[1].deviceID
+        #expect(room.events[0].contains { $0 == .sessionEnded(peer: kong, reason: .declined(by: .peer)) })
+        room.run(until: Instant.zero + .seconds(40))
+        #expect(room.closeReason(0) == .declined(by: .peer))
         #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
         #expect(room.devices.allSatisfy { $0.nextDeadline == nil })
     }
@@ -243,14 +252,20 @@ extension VirtualRoom {
         #expect(room.boriAndKongSwappedCards)
     }
 
-    @Test func unansweredConsentDeclinesAfterSixtySeconds() {
+    /// An unanswered question declines its session after 60 s, and only that session: an
+    /// unattended device goes on for other peers (PROTOCOL.md 5, "Candidates").
+    @Test func unansweredConsentDeclinesItsSessionAfterSixtySeconds() {
         var room = VirtualRoom()
         room.addBoriAndKong(distance: 8, kong: .askUser)
         room.run(until: Instant.zero + .seconds(50))
-        #expect(!room.devices[1].isClosed)
-        room.run(until: Instant.zero + .seconds(90))
-        #expect(room.closeReason(1) == .timeout(.consent))
-        #expect(room.closeReason(0) == .declined(by: .peer))
+        let ended = { (index: Int) in
+            room.events[index].compactMap { if case .sessionEnded(_, let reason) = $0 { reason } else { nil } }
+        }
+        #expect(ended(1).isEmpty && ended(0).isEmpty)
+        room.run(until: Instant.zero + .seconds(65))
+        #expect(ended(1).first == .timeout(.consent))
+        #expect(ended(0).first == .declined(by: .peer))
+        #expect(!room.devices[0].isClosed && !room.devices[1].isClosed)
         #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
     }
 
@@ -384,10 +399,14 @@ extension VirtualRoom {
     }
 
     /// Cancelled in consenting (verification under way) and in the confirmation hold: the peer
-    /// learns at once and closes, and neither delivers a card.
+    /// learns at once and its session ends, neither delivers a card, and the peer goes on until its
+    /// limit, then says it was declined.
     @Test(arguments: [1_600, 2_300])
     func aCancelledDeviceTellsItsPeerAtOnce(atMilliseconds: Int) {
-        var room = VirtualRoom.boriAndKong()
+        var timeouts = Timeouts()
+        timeouts.overall = .seconds(20)
+        var room = VirtualRoom()
+        room.addBoriAndKong(timeouts: timeouts)
         let cancelAt = Instant.zero + .milliseconds(atMilliseconds)
         room.run(until: cancelAt)
         #expect(room.closeReason(0) == nil && room.closeReason(1) == nil)
@@ -395,8 +414,10 @@ extension VirtualRoom {
         // 5 ms each way: a round trip is 10 ms.
         room.run(until: cancelAt + .milliseconds(20))
         #expect(room.closeReason(0) == .declined(by: .local))
+        let bori = room.devices[0].deviceID
+        #expect(room.events[1].contains { $0 == .sessionEnded(peer: bori, reason: .declined(by: .peer)) })
+        room.run(until: Instant.zero + .seconds(30))
         #expect(room.closeReason(1) == .declined(by: .peer))
-        room.run(until: Instant.zero + .seconds(10))
         #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
         #expect(room.devices.allSatisfy { $0.nextDeadline == nil })
     }
@@ -420,7 +441,7 @@ extension VirtualRoom {
                 $0 == .sessionEnded(peer: room.devices[0].deviceID, reason: .declined(by: .peer))
             })
         room.run(until: Instant.zero + .seconds(30))
-        #expect(room.closeReason(1) == .timeout(.noExchange))
+        #expect(room.closeReason(1) == .declined(by: .peer))
         #expect(room.cards(0).isEmpty && room.cards(1).isEmpty)
     }
 
@@ -646,8 +667,9 @@ extension VirtualRoom {
             if let forget {
                 room.run(until: forget)
                 room.act(1) { device, _ in
-                    guard var kong = device as? Device, kong.exchange?.isSecured == true else { return }
-                    kong.exchange?.securedLink.peerReceipts = []
+                    guard var kong = device as? Device, let index = kong.live.firstIndex(where: \.isSecured)
+                    else { return }
+                    kong.live[index].securedLink.peerReceipts = []
                     device = kong
                 }
             }
@@ -743,7 +765,7 @@ extension VirtualRoom {
             room.add(
                 Fixtures.configuration("Kong", consent: policies.1, seed: seed + 50), pose: b, seed: seed * 11
             )
-            room.run(until: Instant.zero + .seconds(120))
+            room.run(until: Instant.zero + .seconds(200))
             let declined = policies.0 == .decline || policies.1 == .decline
             for (index, policy) in [policies.0, policies.1].enumerated() {
                 let other = [policies.0, policies.1][1 - index]

@@ -217,9 +217,9 @@ import Testing
         let first = try #require(
             lone.sent.first { if case .invite = $0.packet { true } else { false } }?.time)
         lone.run(until: first + .milliseconds(7740))
-        #expect(lone.device.exchange != nil, "still inviting just before the lifetime ends")
+        #expect(lone.device.invitationIndex != nil, "still inviting just before the lifetime ends")
         lone.run(until: first + .milliseconds(7760))
-        #expect(lone.device.exchange == nil, "given up once the lifetime ended")
+        #expect(lone.device.live.isEmpty, "given up once the lifetime ended")
         lone.run(until: Instant.zero + .seconds(11))
         let invites = lone.sent.filter { if case .invite = $0.packet { true } else { false } }.map(\.time)
         #expect(invites.count == 9)
@@ -700,7 +700,7 @@ import Testing
             asker.hear(id, sequence: 1, at: .zero, position: PositionHint(x: Int32(9 - id) * 5, y: 0))
         }
         asker.context.now = Instant.zero + .milliseconds(300)
-        asker.discovery.runTimers(busy: false, context: &asker.context)
+        asker.discovery.runTimers(busy: false, quiet: false, context: &asker.context)
         let queries = asker.sent().compactMap { datagram -> Query? in
             guard case .query(let query)? = try? Packet(datagram: datagram.bytes) else { return nil }
             return query
@@ -715,7 +715,7 @@ import Testing
     @Test func movingFarEnoughAnnouncesTheNewPosition() throws {
         var table = Table()
         table.context.now = Instant.zero + .seconds(1)
-        table.discovery.runTimers(busy: false, context: &table.context)
+        table.discovery.runTimers(busy: false, quiet: false, context: &table.context)
         let sentBeacons = table.sent().compactMap { datagram -> Beacon? in
             guard case .beacon(let beacon)? = try? Packet(datagram: datagram.bytes) else { return nil }
             return beacon
@@ -730,7 +730,7 @@ import Testing
         #expect(
             due > table.context.now && due <= Instant.zero + .seconds(1) + Announcer.motionAnnounceGap)
         table.context.now = due
-        table.discovery.runTimers(busy: false, context: &table.context)
+        table.discovery.runTimers(busy: false, quiet: false, context: &table.context)
         let beacons = table.sent().compactMap { datagram -> Beacon? in
             guard case .beacon(let beacon)? = try? Packet(datagram: datagram.bytes) else { return nil }
             return beacon

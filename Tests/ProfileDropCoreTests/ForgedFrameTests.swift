@@ -323,16 +323,17 @@ func expectProtocolError(
         #expect(run.shownCodes == [code])
     }
 
-    /// CONSENT(decline) once our code is shown and the peer recognised ends the session and the
-    /// device, as CLOSE(declined) does: CLOSE(declined) to the peer, `declined by peer`.
-    @Test func aDeclineAfterOurCodeEndsTheDevice() throws {
+    /// CONSENT(decline) once our code is shown ends the session and only the session, as before
+    /// the code (PROTOCOL.md 5, "Candidates"): CLOSE(declined) to the peer, `declined by peer`, and
+    /// the device goes on.
+    @Test func aDeclineAfterOurCodeEndsOnlyTheSession() throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
         run.run(until: .zero + .seconds(20)) { $0.peer.code != nil }
         #expect(run.shownCodes.count == 1)
         run.inject([.consent(.decline, nil)])
-        let closed = try #require(run.closed)
-        #expect(closed.reason == .declined(by: .peer))
-        #expect(run.endedSessions.isEmpty)
+        let ended = try #require(run.endedSessions.first)
+        #expect(ended.reason == .declined(by: .peer))
+        #expect(run.closed == nil, "a decline after our code closed the device")
         #expect(run.peer.receivedClose == CloseFrame(code: .declined))
         #expect(run.deliveredCards == 0 && run.peer.chunksReceived == 0)
     }
@@ -475,16 +476,16 @@ func expectProtocolError(
         #expect(entry.retryAt > ended.time)
     }
 
-    /// CLOSE(declined) once our code is shown ends the session and the device, as CONSENT(decline)
-    /// does then: our user has seen who declined.
-    @Test func aCloseAsDeclinedAfterOurCodeEndsTheDevice() throws {
+    /// CLOSE(declined) once our code is shown ends the session alone, as CONSENT(decline) does: a
+    /// peer that passed the gate and the code cannot end our run (PROTOCOL.md 11.6, item 10).
+    @Test func aCloseAsDeclinedAfterOurCodeEndsOnlyTheSession() throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
         run.run(until: .zero + .seconds(20)) { $0.peer.code != nil }
         #expect(run.shownCodes.count == 1)
         run.inject([.close(CloseFrame(code: .declined)), .receipt([])])
-        let closed = try #require(run.closed)
-        #expect(closed.reason == .declined(by: .peer))
-        #expect(run.endedSessions.isEmpty)
+        let ended = try #require(run.endedSessions.first)
+        #expect(ended.reason == .declined(by: .peer))
+        #expect(run.closed == nil, "a decline after our code closed the device")
         #expect(run.peer.closeAcked && run.peer.receivedClose == nil)
         #expect(run.deliveredCards == 0 && run.peer.chunksReceived == 0)
     }

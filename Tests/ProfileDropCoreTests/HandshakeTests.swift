@@ -194,7 +194,7 @@ import Testing
             lone.deliver(busy, from: otherPort, at: lone.device.now + .milliseconds(1))
             #expect(lone.device.counters.rejected(.unexpectedMessage) == 2 * (index + 1), "\(reason)")
             #expect(lone.device.stage == .connecting, "\(reason)")
-            #expect(lone.device.exchange?.sessionID == invite.sessionID, "\(reason)")
+            #expect(lone.device.live.contains { $0.sessionID == invite.sessionID }, "\(reason)")
             #expect(lone.device.snapshot.peersSeen == 1, "\(reason)")
         }
         #expect(!lone.events.contains(where: Self.isBusyEvent))
@@ -221,7 +221,7 @@ import Testing
                     cookie: reason == .retry ? Array(repeating: 5, count: WireConstants.cookieLength) : []))
             lone.deliver(busy, from: Self.ghost, at: lone.device.now + .milliseconds(1))
             #expect(lone.device.stage == .ranging, "\(reason)")
-            #expect(lone.device.exchange?.sessionID == invite.sessionID, "\(reason)")
+            #expect(lone.device.live.contains { $0.sessionID == invite.sessionID }, "\(reason)")
         }
         #expect(lone.device.counters.rejected(.unknownSession) == reasons.count)
         #expect(lone.sent.filter { $0.packet.type == .invite }.count == invitesBefore)
@@ -280,7 +280,7 @@ import Testing
             lone.deliver(crossing, from: source, at: lone.device.now)
             #expect(lone.sent.last?.packet.type == .accept && lone.sent.last?.destination == .unicast(source))
             #expect(lone.device.halfOpen.sessions.count == 1 && lone.device.stage == .connecting)
-            #expect(lone.device.exchange?.sessionID == ours.sessionID)
+            #expect(lone.device.live.contains { $0.sessionID == ours.sessionID })
             #expect(lone.device.halfOpen.sessions.first?.sessionID != ours.sessionID)
             // Our INVITE is still retransmitted. The invitee never sent that INVITE: its ACCEPT of
             // ours secures, and the other half-open handshake is dropped, with nothing ended or shown.
@@ -324,7 +324,7 @@ import Testing
         let crossed = lastSent + .milliseconds(150)
         lone.deliver(crossing(), from: Self.ghost, at: crossed)
         #expect(ours(after: lastSent) == [crossed], "our INVITE did not go again at once")
-        #expect(lone.device.exchange?.sessionID == invite.sessionID && lone.device.halfOpen.sessions.isEmpty)
+        #expect(lone.device.live.contains { $0.sessionID == invite.sessionID } && lone.device.halfOpen.sessions.isEmpty)
         // Within the gap: nothing more.
         lone.deliver(crossing(), from: Self.ghost, at: crossed + .milliseconds(50))
         #expect(ours(after: crossed) == [])
@@ -343,7 +343,7 @@ import Testing
             $0 == .sessionEnded(peer: Self.ghostID, reason: .timeout(.handshake))
         }
         #expect(ended)
-        #expect(lone.device.exchange == nil || lone.device.exchange?.sessionID != invite.sessionID)
+        #expect(!lone.device.live.contains { $0.sessionID == invite.sessionID })
     }
 
     /// An INVITE we accepted before we invited its sender, sent again once we invite it, is a

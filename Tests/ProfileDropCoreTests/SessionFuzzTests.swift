@@ -207,7 +207,7 @@ struct CorruptingNetwork {
         return problems
     }
     var cardsReceived: [[ProfileCard]] {
-        room.eventLog.map { $0.compactMap { if case .cardReceived(let card) = $0 { card } else { nil } } }
+        room.eventLog.map { $0.compactMap { if case .cardReceived(let card, _) = $0 { card } else { nil } } }
     }
     var closeReasons: [CloseReason?] {
         room.eventLog.map {

@@ -56,7 +56,7 @@ private struct ToyDevice: SansIODevice {
             let peer, let pendingCard
         else { return }
         outbox.append(OutgoingDatagram(destination: .unicast(peer), bytes: [5]))
-        events.append(.cardReceived(pendingCard))
+        events.append(.cardReceived(pendingCard, from: Self.peerID(of: peer)))
         close(.exchanged)
     }
 
@@ -93,7 +93,7 @@ private struct ToyDevice: SansIODevice {
             received = true
             if twoPhase != nil {
                 pendingCard = decoded
-                events.append(.cardVerified(decoded))
+                events.append(.cardVerified(decoded, from: Self.peerID(of: source)))
                 break
             }
             var card = decoded
@@ -103,7 +103,7 @@ private struct ToyDevice: SansIODevice {
                         name: "Forged", age: 1, sex: .male, neutered: false, size: .small, owner: "x"))
                     ?? decoded
             }
-            events.append(.cardReceived(card))
+            events.append(.cardReceived(card, from: Self.peerID(of: source)))
         case 3:
             if source == peer { close(.declined(by: .peer)) }
         case 4:
@@ -112,7 +112,7 @@ private struct ToyDevice: SansIODevice {
             guard let twoPhase, twoPhase.followsPeer, !twoPhase.ignoresClose, source == peer, !isClosed,
                 let pendingCard
             else { return }
-            events.append(.cardReceived(pendingCard))
+            events.append(.cardReceived(pendingCard, from: Self.peerID(of: source)))
             close(.exchanged)
         default: return
         }

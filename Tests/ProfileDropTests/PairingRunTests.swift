@@ -97,10 +97,22 @@ import Testing
         }
     }
 
+    /// Whether `snapshots` show a session ended by the peer's decline, the run going on.
+    static func heardDecline(_ snapshots: [PairingSnapshot]) -> Bool {
+        snapshots.contains {
+            if case .sessionEnded(let reason, let detail) = $0.event {
+                reason == "declined" && detail == "declined by peer"
+            } else {
+                false
+            }
+        }
+    }
+
     @Test func cancellingTheTaskDeclinesAtOnceAndEndsInterrupted() async throws {
         let port = freeUDPPort()
         let max = try PairingRun(Self.configuration(try Self.card("max"), port: port))
-        let bori = try PairingRun(Self.configuration(try Self.card("bori"), port: port))
+        // The peer's decline ends only the session, so Bori goes on until its own timeout.
+        let bori = try PairingRun(Self.configuration(try Self.card("bori"), port: port, timeout: .seconds(8)))
         let maxTask = Task { () throws -> [PairingSnapshot] in
             var snapshots: [PairingSnapshot] = []
             for try await snapshot in max {
@@ -117,7 +129,9 @@ import Testing
         #expect(fromMax.last?.outcome?.reason == .interrupted)
         #expect(fromMax.last?.outcome?.detail == "interrupted")
         #expect(fromMax.last?.outcome?.card == nil)
-        // The peer heard the decline: it did not wait out its 60 s question.
+        // The peer heard the decline: it did not wait out its 60 s question, and it says why it
+        // did not pair once its own timeout ended the run.
+        #expect(Self.heardDecline(fromBori))
         #expect(fromBori.last?.outcome?.closeReason == .declined(by: .peer))
         #expect(ContinuousClock.now - start < .seconds(15))
     }
@@ -127,7 +141,8 @@ import Testing
     @Test func anAnswerAfterAStopIsRefusedAndTheStopDeclines() async throws {
         let port = freeUDPPort()
         let max = try PairingRun(Self.configuration(try Self.card("max"), port: port))
-        let bori = try PairingRun(Self.configuration(try Self.card("bori"), port: port, consent: .always))
+        let bori = try PairingRun(
+            Self.configuration(try Self.card("bori"), port: port, consent: .always, timeout: .seconds(8)))
         let maxTask = Task { () throws -> (snapshots: [PairingSnapshot], taken: Bool?) in
             var snapshots: [PairingSnapshot] = []
             var taken: Bool?
@@ -194,13 +209,14 @@ import Testing
     @Test func leavingTheLoopEarlyStopsTheRun() async throws {
         let port = freeUDPPort()
         let quitter = try PairingRun(Self.configuration(try Self.card("max"), port: port))
-        let bori = try PairingRun(Self.configuration(try Self.card("bori"), port: port))
+        let bori = try PairingRun(Self.configuration(try Self.card("bori"), port: port, timeout: .seconds(8)))
         let quitting = Task {
             for try await snapshot in quitter where snapshot.event == .consent { break }
         }
         let start = ContinuousClock.now
         let fromBori = try await Self.collect(bori, answer: nil)
         try await quitting.value
+        #expect(Self.heardDecline(fromBori))
         #expect(fromBori.last?.outcome?.closeReason == .declined(by: .peer))
         #expect(ContinuousClock.now - start < .seconds(15))
     }

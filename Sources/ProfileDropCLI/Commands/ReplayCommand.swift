@@ -147,9 +147,9 @@ enum ReplayCommand: Subcommand {
         case .event(let event):
             let (name, fields) = Describe.event(event)
             members = [("event", .string("device-event"))] + common + [("name", .string(name))]
-            if case .cardVerified(let card) = event {
+            if case .cardVerified(let card, _) = event {
                 members.append(("card", cardObject(card)))
-            } else if case .cardReceived(let card) = event {
+            } else if case .cardReceived(let card, _) = event {
                 members.append(("card", cardObject(card)))
             } else {
                 add(fields)

@@ -32,10 +32,10 @@ extension Device {
                 // again rather than ACCEPT again: the sender, the higher id, keeps its invitation
                 // beside ours, and two ACCEPTs crossing would complete both handshakes, one at
                 // each side.
-                exchange?.resendInviteForCrossing(context: &context)
+                resendInvitationForCrossing()
                 return
             }
-            if exchange?.sessionID == invite.sessionID || isHalfOpen
+            if liveIndex(of: invite.sessionID) != nil || isHalfOpen
                 || lingering.contains(where: { $0.sessionID == invite.sessionID })
             {
                 try routeToSession(packet, sessionID: invite.sessionID, source: source)
@@ -84,7 +84,7 @@ extension Device {
     /// then on the budget all of them share.
     private mutating func admit(_ source: PeerAddress) throws(ProtocolError) {
         let known =
-            exchange?.peerAddress == source || lingering.contains { $0.peerAddress == source }
+            live.contains { $0.peerAddress == source } || lingering.contains { $0.peerAddress == source }
             || discovery.isEstablished(source)
         let limits = configuration.limits
         switch admission.admit(source, known: known, now: context.now) {
@@ -131,20 +131,18 @@ extension Device {
             case .invite, .accept, .confirm: true
             case .beacon, .query, .busy, .secure: false
             }
-        let halfOpenIndex = halfOpen.index(of: sessionID)
+        let liveIndex = liveIndex(of: sessionID)
+        let halfOpenIndex = liveIndex == nil ? halfOpen.index(of: sessionID) : nil
         let sessionAddress =
-            exchange?.sessionID == sessionID
-            ? exchange?.peerAddress
-            : (halfOpenIndex.map { halfOpen.sessions[$0].peerAddress }
+            liveIndex.map { live[$0].peerAddress }
+            ?? (halfOpenIndex.map { halfOpen.sessions[$0].peerAddress }
                 ?? lingering.first { $0.sessionID == sessionID }?.peerAddress)
         if isHandshake, let sessionAddress, sessionAddress != source {
             throw ProtocolError(.unexpectedMessage, "\(type) for session \(sessionID) from \(source)")
         }
-        if exchange?.sessionID == sessionID, var session = exchange.take() {
-            // Moved out and held alone while it handles the packet, so its buffers are mutated in
-            // place.
-            defer { exchange = session }
-            try deliver(&session, &context)
+        if let liveIndex {
+            // Mutated in place in the table, so its buffers are not copied.
+            try deliver(&live[liveIndex], &context)
             return
         }
         if let halfOpenIndex {
@@ -153,18 +151,17 @@ extension Device {
             if session.isHalfOpen {
                 halfOpen.update(session, at: halfOpenIndex)
             } else {
-                // Its CONFIRM verified: the first half-open handshake to complete becomes the
-                // exchange. An invitation of ours still awaiting ACCEPT is abandoned without an
-                // outcome: silently when it invited this very peer at this address (the tie-break's
-                // crossing INVITE), otherwise a tentative one as if unanswered (its peer may be a
-                // phantom); the other half-open handshakes are dropped.
-                halfOpen.removeAll()
+                // Its CONFIRM verified: the half-open handshake becomes a candidate. An invitation
+                // of ours still awaiting ACCEPT is abandoned without an outcome: silently when it
+                // invited this very peer at this address (the tie-break's crossing INVITE),
+                // otherwise a tentative one as if unanswered (its peer may be a phantom).
+                halfOpen.remove(at: halfOpenIndex)
                 if isAwaitingAccept(from: session.peer, at: session.peerAddress) {
-                    exchange = nil
+                    if let invitationIndex { live.remove(at: invitationIndex) }
                 } else if isInvitingTentatively {
                     abandonTentativeInvitation()
                 }
-                exchange = session
+                live.append(session)
             }
             return
         }
@@ -200,37 +197,38 @@ extension Device {
             refuse(invite, from: source, reason: .unavailable)
             return
         }
-        if exchange != nil {
+        if isAwaitingAccept(from: invite.sender, at: source) {
             // Both invited each other (section 2): only the INVITE of the very peer we invite, from
             // the address we invite it at, counts; the lower device id stays initiator.
-            if isInvitingTentatively, !isAwaitingAccept(from: invite.sender, at: source) {
-                // Another peer invites us while we wait on one that may be a phantom: it runs
-                // beside that invitation as a half-open handshake, and the first to complete wins
-                // (a phantom never does). Even an established peer's INVITE waits for its CONFIRM:
-                // its id is in every BEACON and an XX first message is any 32 bytes, so until then
-                // it may be a forger's, sent to cancel the invitation (PROTOCOL.md 11.4). So does
-                // our invitee's own id from another address: the address we hold may be a racer's,
-                // whose BEACON in that name we heard first (PROTOCOL.md 4), and refusing the real
-                // device kept the pair apart until our invitation timed out.
-            } else {
-                guard isAwaitingAccept(from: invite.sender, at: source) else {
-                    refuse(invite, from: source, reason: .inSession)
-                    discovery.refusedWhileBusy(invite.sender, context: context)
-                    return
-                }
-                if deviceID < invite.sender {
-                    // We stay initiator; the peer most likely has not seen our INVITE (or needs it
-                    // with its cookie), or it would have dropped its own: ours again now, not at
-                    // the next back-off.
-                    exchange?.resendInviteForCrossing(context: &context)
-                    return
-                }
-                // The peer stays initiator: we accept its INVITE, and our invitation goes on beside
-                // it until one of the two handshakes completes. Its id and address are in every
-                // BEACON, so the crossing INVITE may be a forger's, whose handshake never completes;
-                // abandoning ours for it let one spoofed datagram cancel the invitation.
+            if deviceID < invite.sender {
+                // We stay initiator; the peer most likely has not seen our INVITE (or needs it with
+                // its cookie), or it would have dropped its own: ours again now, not at the next
+                // back-off.
+                resendInvitationForCrossing()
+                return
             }
-        } else if halfOpen.isFresh(at: context.now) {
+            // The peer stays initiator: we accept its INVITE, and our invitation goes on beside it
+            // until one of the two handshakes completes. Its id and address are in every BEACON, so
+            // the crossing INVITE may be a forger's, whose handshake never completes; abandoning
+            // ours for it let one spoofed datagram cancel the invitation.
+        } else if isCommitted || candidateCount >= Self.maxCandidates
+            || live.contains(where: {
+                !$0.isAwaitingAccept && ($0.peer == invite.sender || $0.peerAddress == source)
+            })
+        {
+            // Cards are moving, every candidate place is taken, or this peer already has a session:
+            // busy. Anyone else invites beside our sessions, even beside our invitation of a peer
+            // that may be a phantom: the first handshake to complete becomes a candidate (a phantom
+            // never does). Even an established peer's INVITE waits for its CONFIRM: its id is in
+            // every BEACON and an XX first message is any 32 bytes, so until then it may be a
+            // forger's (PROTOCOL.md 11.4). So does our invitee's own id from another address: the
+            // address we hold may be a racer's, whose BEACON in that name we heard first (PROTOCOL.md
+            // 4). And a peer that completed its handshake and stalls holds one candidate place, not
+            // the device (PROTOCOL.md 11.6, item 10).
+            refuse(invite, from: source, reason: .inSession)
+            discovery.refusedWhileBusy(invite.sender, context: context)
+            return
+        } else if live.isEmpty, halfOpen.isFresh(at: context.now) {
             // A handshake that began alone completes within a round trip: let it.
             refuse(invite, from: source, reason: .inSession)
             discovery.refusedWhileBusy(invite.sender, context: context)
@@ -255,27 +253,25 @@ extension Device {
     /// BUSY for the invitation we are making: believed only from the address we invited. A
     /// refusal ends the invitation; BUSY(retry) sends the INVITE again with its cookie.
     private mutating func handleBusy(_ busy: Busy, from source: PeerAddress) throws(ProtocolError) {
-        guard var session = exchange, session.sessionID == busy.sessionID, session.isAwaitingAccept,
-            busy.sender == session.peer, busy.receiver == deviceID
+        guard let index = invitationIndex, live[index].sessionID == busy.sessionID,
+            busy.sender == live[index].peer, busy.receiver == deviceID
         else {
             throw ProtocolError(
                 .unknownSession, "BUSY for session \(busy.sessionID), which we are not inviting")
         }
-        guard session.peerAddress == source else {
+        guard live[index].peerAddress == source else {
             throw ProtocolError(
                 .unexpectedMessage,
                 "BUSY for session \(busy.sessionID) from \(source), not the invited address")
         }
         switch busy.reason {
         case .retry:
-            exchange = nil
-            defer { exchange = session }
-            try session.retry(with: busy.cookie, context: &context)
+            try live[index].retry(with: busy.cookie, context: &context)
         case .inSession, .unavailable, .staleID:
             // The invitation's first refusal is held; later ones change nothing, so that a forger
             // cannot prolong the wait.
             guard heldRefusal?.busy.sessionID != busy.sessionID,
-                let until = session.refusalHeldUntil(now: context.now)
+                let until = live[index].refusalHeldUntil(now: context.now)
             else { return }
             heldRefusal = HeldRefusal(busy: busy, until: until)
         }
@@ -288,10 +284,8 @@ extension Device {
         guard let refusal = heldRefusal, context.now >= refusal.until else { return }
         heldRefusal = nil
         let busy = refusal.busy
-        guard let session = exchange, session.sessionID == busy.sessionID, session.isAwaitingAccept else {
-            return
-        }
-        exchange = nil
+        guard let index = invitationIndex, live[index].sessionID == busy.sessionID else { return }
+        let session = live.remove(at: index)
         switch busy.reason {
         case .inSession, .unavailable:
             context.emit(.peerBusy(busy.sender))
@@ -306,7 +300,48 @@ extension Device {
     /// Whether our invitation of `peer` at `address` still waits for its ACCEPT: the one case where
     /// an INVITE from that peer at that address is a crossing INVITE (PROTOCOL.md 2).
     func isAwaitingAccept(from peer: DeviceID, at address: PeerAddress) -> Bool {
-        exchange?.isAwaitingAccept == true && exchange?.peer == peer && exchange?.peerAddress == address
+        guard let invitationIndex else { return false }
+        return live[invitationIndex].peer == peer && live[invitationIndex].peerAddress == address
+    }
+
+    // MARK: - The session table
+
+    /// Where session `sessionID` is among the live sessions.
+    func liveIndex(of sessionID: UInt64) -> Int? { live.firstIndex { $0.sessionID == sessionID } }
+
+    /// Where our invitation awaiting ACCEPT is among the live sessions.
+    var invitationIndex: Int? { live.firstIndex { $0.isAwaitingAccept } }
+
+    /// Secured live sessions (and handshakes we accepted that completed): every live one but our
+    /// invitation.
+    var candidateCount: Int { live.count - (invitationIndex == nil ? 0 : 1) }
+
+    /// Whether a session is moving cards: the device then takes nobody else.
+    var isCommitted: Bool { live.contains { $0.isTransferring } }
+
+    /// Whether the device invites its next peer when one is due: it is open, holds no invitation
+    /// already, has a candidate place free, and no fresh half-open handshake is completing.
+    var mayInvite: Bool {
+        closeReason == nil && invitationIndex == nil && !isCommitted && candidateCount < Self.maxCandidates
+            && !halfOpen.isFresh(at: context.now)
+    }
+
+    /// The live session a snapshot shows: the one moving cards, else the one whose question is on
+    /// screen, else the one that got furthest (the earliest of those).
+    var focus: Int? {
+        if let transferring = live.firstIndex(where: { $0.isTransferring }) { return transferring }
+        if let holder = context.questionHolder, let asked = liveIndex(of: holder) { return asked }
+        var best: Int?
+        for index in live.indices where best.map({ live[index].progress > live[$0].progress }) ?? true {
+            best = index
+        }
+        return best
+    }
+
+    /// Sends our invitation's INVITE again for a crossing INVITE (PROTOCOL.md 2).
+    private mutating func resendInvitationForCrossing() {
+        guard let invitationIndex else { return }
+        live[invitationIndex].resendInviteForCrossing(context: &context)
     }
 
     /// Whether we wait for ACCEPT from a peer that never completed a handshake with us: a tentative
@@ -315,8 +350,8 @@ extension Device {
     var isInvitingTentatively: Bool {
         // Read in place: binding the session (or calling this on a copy of the device) would copy
         // it whole on every input.
-        guard exchange?.isAwaitingAccept == true, let peer = exchange?.peer else { return false }
-        return !discovery.isVerified(peer: peer)
+        guard let invitationIndex else { return false }
+        return !discovery.isVerified(peer: live[invitationIndex].peer)
     }
 
     /// Ends a tentative invitation without an outcome. If the INVITE went out `unansweredAfter`
@@ -324,9 +359,8 @@ extension Device {
     /// a phantom should); sooner, silently: the peer has not failed to answer yet, we only went
     /// elsewhere, and a real peer on a lossy link must not be blamed for it.
     mutating func abandonTentativeInvitation(unansweredAfter: Int = Self.unansweredTransmissions) {
-        guard let session = exchange else { return }
-        precondition(session.isAwaitingAccept, "only an invitation awaiting ACCEPT is abandoned")
-        exchange = nil
+        guard let invitationIndex else { return }
+        let session = live.remove(at: invitationIndex)
         if (session.inviteTransmissions ?? 0) >= unansweredAfter {
             discovery.invitationUnanswered(to: session.peer, at: session.peerAddress, context: &context)
         }
@@ -349,13 +383,17 @@ extension Device {
             to: .unicast(source))
     }
 
-    /// Runs due timers of the discovery session, the exchange session and lingering sessions.
+    /// Runs due timers of the discovery session, the live sessions and lingering sessions.
     mutating func runTimers() {
         // Before the exchange's own timer: a refusal held until the INVITE's retransmission replaces it.
         applyHeldRefusal()
-        // A tentative invitation (of a peer never verified) does not make us busy to others.
-        discovery.runTimers(busy: exchange != nil && !isInvitingTentatively, context: &context)
-        exchange?.handleTimeout(context: &context)
+        // Busy to others only once no candidate place is free: a stalled session holds one place,
+        // and the device stays open to the peer held against it.
+        // A device holding a session (even an invitation of a peer it met before) sends no QUERY.
+        let quiet = candidateCount > 0 || (invitationIndex != nil && !isInvitingTentatively)
+        discovery.runTimers(
+            busy: isCommitted || candidateCount >= Self.maxCandidates, quiet: quiet, context: &context)
+        for index in live.indices { live[index].handleTimeout(context: &context) }
         halfOpen.runTimers(context: &context)
         for index in lingering.indices { lingering[index].handleTimeout(context: &context) }
     }
@@ -367,11 +405,9 @@ extension Device {
     /// declines).
     mutating func enforceOverallLimit() {
         guard closeReason == nil, context.now >= overallLimitAt else { return }
-        var cut: CloseReason?
-        if let sessionID = exchange?.sessionID {
-            exchange?.closeAtDeviceLimit(context: &context)
-            cut = takeOutcomes(cutting: sessionID)
-        }
+        let focused = focus.map { live[$0].sessionID }
+        for index in live.indices { live[index].closeAtDeviceLimit(context: &context) }
+        let cut = takeOutcomes(closingDevice: true, focused: focused)
         closeDevice(reasonAtLimit(cut: cut))
     }
 
@@ -379,10 +415,9 @@ extension Device {
     /// then the device, with `declined by us`.
     mutating func stopForOwner() {
         guard closeReason == nil else { return }
-        if let sessionID = exchange?.sessionID {
-            exchange?.cancelByOwner(context: &context)
-            _ = takeOutcomes(cutting: sessionID)
-        }
+        let focused = focus.map { live[$0].sessionID }
+        for index in live.indices { live[index].cancelByOwner(context: &context) }
+        takeOutcomes(closingDevice: true, focused: focused)
         closeDevice(.declined(by: .local))
     }
 
@@ -398,29 +433,41 @@ extension Device {
     /// did not pair.
     func reasonAtLimit(cut: CloseReason?) -> CloseReason {
         if let lastError { return lastError }
-        if let cut, !(cut == .timeout(.handshake) && lastFailure == .outOfRange) { return cut }
-        return lastFailure == .outOfRange ? .outOfRange : .timeout(.noExchange)
+        let measured: CloseReason? =
+            switch lastFailure {
+            case .outOfRange, .declined, .timeout(.consent): lastFailure
+            case .exchanged, .timeout, .error, nil: nil
+            }
+        if let cut, !(cut == .timeout(.handshake) && measured != nil) { return cut }
+        return measured ?? .timeout(.noExchange)
     }
 
-    /// Acts on decided session outcomes: an outcome that ends the device closes it; any other is
-    /// reported as a session's end, and the device backs off from that peer. The outcome of the
-    /// session `cutting` (closed at the device's limit) is only returned: the device closes next.
-    private mutating func takeOutcomes(cutting: UInt64? = nil) -> CloseReason? {
+    /// Acts on decided session outcomes: an exchange ends the device, and so does our user's own
+    /// decline while no other candidate is held; any other outcome is reported as a session's end,
+    /// and the device backs off from that peer and goes on (PROTOCOL.md 5, "Candidates"). With
+    /// `closingDevice` (the device closes next: its limit passed, or its owner stopped it),
+    /// outcomes are only taken, and the reason of session `focused` is returned.
+    @discardableResult
+    private mutating func takeOutcomes(closingDevice: Bool = false, focused: UInt64? = nil) -> CloseReason? {
         var cut: CloseReason?
         while let outcome = context.outcomes.pop() {
-            // Only the live exchange decides: lingering sessions already did.
-            guard let session = exchange, session.sessionID == outcome.sessionID else {
-                preconditionFailure("outcome of session \(outcome.sessionID), which is not the exchange")
+            // Only live sessions decide: lingering ones already did.
+            guard let index = liveIndex(of: outcome.sessionID) else {
+                preconditionFailure("outcome of session \(outcome.sessionID), which is not live")
             }
-            exchange = nil
+            let session = live.remove(at: index)
+            if context.questionHolder == outcome.sessionID { context.questionHolder = nil }
             lastPeer = outcome.peer
             if case .error = outcome.reason { lastError = outcome.reason }
-            if outcome.endsDevice {
+            if closingDevice {
+                if outcome.sessionID == focused { cut = outcome.reason }
+            } else if outcome.endsDevice
+                && (outcome.reason == .exchanged || !live.contains(where: { !$0.isAwaitingAccept }))
+            {
                 closeDevice(outcome.reason)
-            } else if outcome.sessionID == cutting {
-                cut = outcome.reason
             } else {
-                lastFailure = outcome.reason
+                // An unanswered invitation says less than what an earlier session measured.
+                if outcome.reason != .timeout(.handshake) || lastFailure == nil { lastFailure = outcome.reason }
                 context.emit(.sessionEnded(peer: outcome.peer, reason: outcome.reason))
                 if session.isInitiator, outcome.reason == .timeout(.handshake) {
                     // Neither ACCEPT nor BUSY came from the address we invited.
@@ -441,18 +488,21 @@ extension Device {
         return cut
     }
 
-    /// Acts on a decided session outcome, then invites the next peer if the device is free.
+    /// Acts on decided session outcomes, keeps the session table in order (one transfer alone, one
+    /// question at a time), then invites the next peer if a candidate place is free.
     mutating func afterInput() {
-        if exchange?.isSecured == true, let peer = exchange?.peer, let address = exchange?.peerAddress {
-            discovery.handshakeCompleted(with: peer, at: address, context: context)
+        for index in live.indices where live[index].isSecured {
+            discovery.handshakeCompleted(with: live[index].peer, at: live[index].peerAddress, context: context)
         }
-        _ = takeOutcomes()
+        takeOutcomes()
+        settleSessionTable()
         // The peer we wait on may be a phantom. Go elsewhere if it is a newcomer and another peer
         // became established or was heard more often, or if three INVITEs to it went unanswered
         // while another peer waits (PROTOCOL.md 5, "Tentative invitations").
-        if isInvitingTentatively, let invitee = exchange?.peer {
+        if isInvitingTentatively, let invitationIndex {
+            let invitee = live[invitationIndex].peer
             let newcomer = !discovery.isEstablished(peer: invitee)
-            let transmissions = exchange?.inviteTransmissions ?? 0
+            let transmissions = live[invitationIndex].inviteTransmissions ?? 0
             let unanswered = transmissions >= Self.unansweredTransmissions
             if transmissions >= Self.unansweredTransmissionsAmongEquals
                 && discovery.hasEquallyNearCandidate(than: invitee, context: context)
@@ -466,23 +516,51 @@ extension Device {
                 abandonTentativeInvitation()
             }
         }
-        // A secured session refuses every INVITE: no half-open handshake waits beside it.
-        if exchange?.isAwaitingAccept == false { halfOpen.removeAll() }
+        // Cards moving refuse every INVITE: no half-open handshake waits beside them. Nor does one
+        // of a pair already secured: the other handshake of a crossing, or a forger's in its name.
+        if isCommitted {
+            halfOpen.removeAll()
+        } else if !halfOpen.sessions.isEmpty {
+            let secured = live.filter(\.isSecured)
+            halfOpen.removeAll { half in
+                secured.contains { $0.peer == half.peer || $0.peerAddress == half.peerAddress }
+            }
+        }
         // After a session ended, so that a limit that passed during it applies now, not one call later.
         enforceOverallLimit()
         if !lingering.isEmpty { lingering.removeAll { $0.nextDeadline == nil } }
         if lingering.count > Self.maxLingering { lingering.removeFirst(lingering.count - Self.maxLingering) }
         // A refusal outlives neither the invitation it refused nor that invitation's wait for ACCEPT.
-        if let refusal = heldRefusal,
-            exchange?.sessionID != refusal.busy.sessionID || exchange?.isAwaitingAccept != true
-        {
+        if let refusal = heldRefusal, invitationIndex.map({ live[$0].sessionID }) != refusal.busy.sessionID {
             heldRefusal = nil
         }
-        if closeReason == nil, exchange == nil, !halfOpen.isFresh(at: context.now),
-            let invitee = discovery.nextInvitee(context: &context)
-        {
-            exchange = ExchangeSession.initiate(to: invitee.id, at: invitee.address, context: &context)
+        if mayInvite, let invitee = discovery.nextInvitee(context: &context) {
+            live.append(ExchangeSession.initiate(to: invitee.id, at: invitee.address, context: &context))
         }
+    }
+
+    /// Once a session moves cards, ends every other live session as our decline (the peer is told
+    /// at once); frees the question of a session that no longer asks; and lets the next verified
+    /// session ask its own. Takes the outcomes this decides.
+    private mutating func settleSessionTable() {
+        if let transferring = live.firstIndex(where: { $0.isTransferring }), live.count > 1 {
+            for index in live.indices where index != transferring {
+                live[index].cancelByOwner(context: &context)
+            }
+            takeOutcomes()
+        }
+        if let holder = context.questionHolder,
+            !(liveIndex(of: holder).map { live[$0].isAskingUser } ?? false)
+        {
+            context.questionHolder = nil
+        }
+        if context.questionHolder == nil, closeReason == nil,
+            let waiting = live.firstIndex(where: { $0.isAwaitingQuestion })
+        {
+            live[waiting].resume(context: &context)
+            takeOutcomes()
+        }
+        discovery.setEngaged(live)
     }
 
     private mutating func closeDevice(_ reason: CloseReason) {

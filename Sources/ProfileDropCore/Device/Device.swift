@@ -31,9 +31,10 @@ public struct Device {
     /// When the overall limit ends the device: its start plus `timeouts.overall`, computed once.
     let overallLimitAt: Instant
     var discovery: DiscoverySession
-    /// The live exchange session, if any (at most one at a time): our invitation, or a session
-    /// secured either way.
-    var exchange: ExchangeSession?
+    /// The live sessions, whose outcome is not yet decided: at most one invitation of ours awaiting
+    /// ACCEPT, and up to ``maxCandidates`` secured sessions (PROTOCOL.md 5, "Candidates"), of which
+    /// at most one is transferring; once one is, it is the only one.
+    var live: [ExchangeSession] = []
     /// A BUSY for our invitation, believed only if the invitee's ACCEPT has not come by its end.
     var heldRefusal: HeldRefusal?
     /// INVITEs we accepted whose CONFIRM has not arrived, side by side (PROTOCOL.md 5).
@@ -53,6 +54,10 @@ public struct Device {
 
     /// Sessions kept closing or draining after they ended.
     static let maxLingering = 4
+
+    /// Secured sessions held at once up to consent: one peer that stalls, or several, cannot keep
+    /// the device from the one held against it (PROTOCOL.md 5, "Candidates").
+    static let maxCandidates = 3
 
     /// Creates a device and starts its discovery session at `now`.
     ///
@@ -124,7 +129,9 @@ public struct Device {
     /// pending.
     public mutating func decide(_ decision: ConsentDecision, at time: Instant) {
         advanceClock(to: time)
-        exchange?.decide(decision, context: &context)
+        if let holder = context.questionHolder, let index = liveIndex(of: holder) {
+            live[index].decide(decision, context: &context)
+        }
         afterInput()
     }
 
@@ -156,15 +163,18 @@ public struct Device {
     /// session has finished draining.
     public var nextDeadline: Instant? {
         // Asked after every input, so no closure over the running minimum.
-        var deadline = exchange?.nextDeadline
+        var deadline: Instant?
+        for index in live.indices {
+            deadline = Instant.earliest(deadline, live[index].nextDeadline)
+        }
         if closeReason == nil {
             deadline = Instant.earliest(deadline, discovery.nextDeadline)
             deadline = Instant.earliest(deadline, halfOpen.nextDeadline(now: context.now))
             deadline = Instant.earliest(deadline, heldRefusal?.until)
-            // The overall limit ends the device whatever its session is doing.
+            // The overall limit ends the device whatever its sessions are doing.
             deadline = Instant.earliest(deadline, overallLimitAt)
             // A fresh half-open handshake holds invitations back; its end is a deadline above.
-            if exchange == nil, !halfOpen.isFresh(at: context.now) {
+            if mayInvite {
                 deadline = Instant.earliest(deadline, discovery.nextInviteCandidateAt)
             }
         }
@@ -196,7 +206,7 @@ public struct Device {
             stage: .discovering, deviceID: deviceID, peer: lastPeer, distanceCm: nil,
             bearingDeg: nil, sentChunks: 0, totalSendChunks: 0, receivedChunks: 0, totalReceiveChunks: 0,
             peersSeen: discovery.peerCount, closeReason: closeReason)
-        exchange?.fill(&snapshot)
+        if let focus { live[focus].fill(&snapshot) }
         if closeReason != nil { snapshot.stage = .closed }
         return snapshot
     }

@@ -119,12 +119,12 @@ public enum DeviceEvent: Sendable, Equatable {
     /// Card transfer progress: `sent` of `total` chunks of our card acknowledged by the peer.
     case exchanging(sent: Int, total: Int)
     /// The peer's card arrived complete, matched the offered digest and decoded; our CARD_ACK for
-    /// it is on its way. It is not delivered yet: that is ``cardReceived(_:)``, when the exchange
+    /// it is on its way. It is not delivered yet: that is ``cardReceived(_:from:)``, when the exchange
     /// completes.
-    case cardVerified(ProfileCard)
+    case cardVerified(ProfileCard, from: DeviceID)
     /// The peer's card arrived, matched its digest and decoded, and the exchange completed: it is
     /// reported as the session closes as exchanged, never for an exchange that was cancelled.
-    case cardReceived(ProfileCard)
+    case cardReceived(ProfileCard, from: DeviceID)
     /// The peer acknowledged our card.
     case acknowledged
     /// An exchange session ended without closing the device, which goes back to browsing

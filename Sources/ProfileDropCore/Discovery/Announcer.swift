@@ -69,9 +69,12 @@ struct Announcer {
     mutating func close() { answerAt = nil }
 
     /// Sends what is due: the scheduled BEACON, the extra one after a move, a delayed answer, and
-    /// the QUERY, which lists `knownAnswers()` (asked only when a QUERY goes out). A device in an
-    /// exchange (`busy`) sends no QUERY: it invites nobody until the exchange ends.
-    mutating func runTimers(busy: Bool, knownAnswers: () -> [DeviceID], context: inout SessionContext) {
+    /// the QUERY, which lists `knownAnswers()` (asked only when a QUERY goes out). BEACONs say
+    /// whether the device is `busy` (it takes nobody else); a device holding a session (`quiet`)
+    /// sends no QUERY.
+    mutating func runTimers(
+        busy: Bool, quiet: Bool, knownAnswers: () -> [DeviceID], context: inout SessionContext
+    ) {
         let now = context.now
         if now >= announceAt {
             sendBeacon(busy: busy, context: &context)
@@ -92,9 +95,10 @@ struct Announcer {
             }
         }
         if now >= queryAt {
-            // A device in an exchange invites nobody until it ends, so it asks for no answers: the
-            // BEACONs it hears keep its table fresh. The schedule runs on meanwhile.
-            if !busy {
+            // A device holding a session asks for no answers: the BEACONs it hears keep its table
+            // fresh, and a peer it has not heard yet announces itself within its own schedule. The
+            // schedule runs on meanwhile.
+            if !quiet {
                 context.send(
                     .query(
                         Query(deviceID: deviceID, position: PositionHint(pose), knownAnswers: knownAnswers())),

@@ -31,7 +31,17 @@ struct DiscoverySession {
 
     /// What the ranking reads.
     private var view: InviteeRanking.View {
-        InviteeRanking.View(table: table, reputation: reputation, pose: announcer.pose)
+        InviteeRanking.View(table: table, reputation: reputation, pose: announcer.pose, engaged: engaged)
+    }
+
+    /// Peers the device holds a live session with: no candidate for another invitation.
+    private(set) var engaged: [DeviceID] = []
+
+    /// Notes the peers of the device's live sessions; assigns only on change, so an unchanged
+    /// table costs no allocation.
+    mutating func setEngaged(_ sessions: [ExchangeSession]) {
+        guard !engaged.elementsEqual(sessions.lazy.map(\.peer)) else { return }
+        engaged = sessions.map(\.peer)
     }
 
     // MARK: - Reading
@@ -110,14 +120,14 @@ struct DiscoverySession {
     }
 
     /// Runs due timers: beacon announcements, queries, delayed answers, peer expiry.
-    mutating func runTimers(busy: Bool, context: inout SessionContext) {
+    mutating func runTimers(busy: Bool, quiet: Bool, context: inout SessionContext) {
         guard !isClosed else { return }
         lifetime = context.timeouts.peerLifetime
         let table = table
         let pose = announcer.pose
         let limit = min(context.limits.maxKnownAnswers, Query.maxKnownAnswers)
         announcer.runTimers(
-            busy: busy, knownAnswers: { table.knownAnswers(from: pose, limit: limit) }, context: &context)
+            busy: busy, quiet: quiet, knownAnswers: { table.knownAnswers(from: pose, limit: limit) }, context: &context)
         self.table.expire(now: context.now, lifetime: lifetime)
     }
 

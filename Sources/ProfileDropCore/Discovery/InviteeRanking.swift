@@ -12,11 +12,14 @@ struct InviteeRanking {
         let reputation: HostReputation
         /// Where we are.
         let pose: Pose
+        /// Peers we hold a live session with.
+        var engaged: [DeviceID] = []
     }
 
     /// Whether `peer` could be invited at `now`.
     static func isCandidate(_ peer: DiscoveredPeer, in view: View, now: Instant) -> Bool {
         !peer.busy && !peer.suspended && peer.retryAt <= now && peer.busyUntil <= now
+            && !view.engaged.contains(peer.id)
             && !view.reputation.isBackingOff(fromHost: peer.address.ipv4, now: now)
             && view.table.isInReach(peer, from: view.pose)
     }
@@ -139,7 +142,9 @@ struct InviteeRanking {
     func nextCandidateAt(in view: View) -> Instant? {
         var earliest: Instant?
         for peer in view.table.peers
-        where !peer.busy && !peer.suspended && view.table.isInReach(peer, from: view.pose) {
+        where !peer.busy && !peer.suspended && !view.engaged.contains(peer.id)
+            && view.table.isInReach(peer, from: view.pose)
+        {
             let available = max(peer.retryAt, peer.busyUntil, view.reputation.backoffEnd(peer.address.ipv4))
             if earliest.map({ available < $0 }) ?? true { earliest = available }
         }

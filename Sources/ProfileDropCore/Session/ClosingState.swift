@@ -90,18 +90,15 @@ extension ExchangeSession {
         securedLink.discardPending()
         securedLink.send(.closeAck, context: &context)
         switch state {
-        case .ranging:
-            concludePeerClose(close, exchangeComplete: false, codeShown: false, context: &context)
-        case .consenting(let consenting):
-            concludePeerClose(
-                close, exchangeComplete: false, codeShown: consenting.verified, context: &context)
+        case .ranging, .consenting:
+            concludePeerClose(close, exchangeComplete: false, context: &context)
         case .transferring(var transferring):
             let exchangeComplete = transferring.value.isExchangeComplete(link: securedLink)
             // Believed (our own gate may be waiting for samples): the exchange is complete.
             if close.code == .exchanged && exchangeComplete {
-                transferring.value.deliverReceivedCard(context: &context)
+                transferring.value.deliverReceivedCard(from: securedLink.peer, context: &context)
             }
-            concludePeerClose(close, exchangeComplete: exchangeComplete, codeShown: true, context: &context)
+            concludePeerClose(close, exchangeComplete: exchangeComplete, context: &context)
         case .closing:
             break
         case .draining:
@@ -112,11 +109,8 @@ extension ExchangeSession {
         apply(.drain, context: &context)
     }
 
-    /// Decides the outcome of the peer's CLOSE. `codeShown`: our code is known and the peer
-    /// recognised (consenting and verified, or transferring).
-    private func concludePeerClose(
-        _ close: CloseFrame, exchangeComplete: Bool, codeShown: Bool, context: inout SessionContext
-    ) {
+    /// Decides the outcome of the peer's CLOSE.
+    private func concludePeerClose(_ close: CloseFrame, exchangeComplete: Bool, context: inout SessionContext) {
         let reason: CloseReason =
             switch close.code {
             case .exchanged:
@@ -135,11 +129,9 @@ extension ExchangeSession {
                         ProtocolError.Code(rawValue: close.errorCode) ?? .unexpectedMessage,
                         "peer closed with error \(close.errorCode)"))
             }
-        // A decline ends the device only once our user could have seen who declined: before our
-        // code, anyone who completed a handshake with us could stop our run with one packet
-        // (PROTOCOL.md 11.6, item 10). It then ends the session, as CONSENT(decline) does.
-        let endsDevice =
-            (close.code == .exchanged && exchangeComplete) || (close.code == .declined && codeShown)
+        // The peer's decline ends this session only, before or after our code: anyone who passes
+        // the gate could otherwise stop our run with one packet (PROTOCOL.md 11.6, item 10).
+        let endsDevice = close.code == .exchanged && exchangeComplete
         conclude(reason, endsDevice: endsDevice, context: &context)
     }
 

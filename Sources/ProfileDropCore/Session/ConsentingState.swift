@@ -4,6 +4,10 @@ struct ConsentingState {
     var verified = false
     /// When an unanswered user request declines by itself.
     var userDeadline: Instant?
+    /// Verified, and our user is to be asked, but another session's question is on screen: the
+    /// device shows one question at a time, in the order sessions were verified (PROTOCOL.md 5,
+    /// "Candidates").
+    var awaitingQuestion = false
     /// When the code must be known (``Timeouts/stall`` after entering consenting): until then the
     /// peer's part of it, or its PROOF, may be on its way.
     let verificationDeadline: Instant
@@ -50,7 +54,8 @@ extension ConsentingState: LiveState {
     /// Verification steps as their facts arrive; then the decision by policy or by the user; then a
     /// decline closes, and two decisions to go on move the cards.
     mutating func advance(
-        link: inout Link, peer: DeviceID, localCard: [UInt8]?, context: inout SessionContext
+        link: inout Link, sessionID: UInt64, peer: DeviceID, localCard: [UInt8]?,
+        context: inout SessionContext
     ) -> Transition {
         if !verified {
             if link.pairing.localNonce == nil && link.pairing.commitment != nil {
@@ -61,28 +66,27 @@ extension ConsentingState: LiveState {
             guard link.pairing.isReadyForConsent, let code = link.pairing.code else { return .stay }
             verified = true
             peerDeadline = context.now + context.timeouts.consent + Self.peerConsentGrace
-            let known: KnownPeer? =
-                switch link.pairing.recognition {
-                case .known(let peer): peer
-                case .stranger, nil: nil
-                }
-            context.emit(
-                .verified(
-                    Verification(
-                        peer: peer, code: code, knownPeer: known,
-                        interruptedBefore: context.counters.interruptedPairings)))
+            let known = Self.knownPeer(link)
             if let decision = context.configuration.consent.decision(knownPeer: known != nil) {
+                Self.emitVerified(link: link, peer: peer, code: code, context: &context)
                 Self.consent(decision, link: &link, localCard: localCard, context: &context)
             } else {
-                userDeadline = context.now + context.timeouts.consent
-                context.emit(.consentRequested(peer: peer))
+                awaitingQuestion = true
             }
+        }
+        if awaitingQuestion, context.questionHolder == nil, let code = link.pairing.code {
+            // Our turn on screen: the code is shown with its question, never under another's.
+            awaitingQuestion = false
+            context.questionHolder = sessionID
+            userDeadline = context.now + context.timeouts.consent
+            Self.emitVerified(link: link, peer: peer, code: code, context: &context)
+            context.emit(.consentRequested(peer: peer))
         }
         if link.localConsent == .decline {
             return .close(.declined(by: .local), frames: link.declineFrames(), endsDevice: true)
         } else if link.peerConsent == .decline {
             return .close(
-                .declined(by: .peer), frames: [.close(CloseFrame(code: .declined))], endsDevice: true)
+                .declined(by: .peer), frames: [.close(CloseFrame(code: .declined))], endsDevice: false)
         } else if link.localConsent != nil && link.peerConsent != nil {
             return .transfer
         } else {
@@ -90,10 +94,26 @@ extension ConsentingState: LiveState {
         }
     }
 
+    /// The known peer a verified session's recognition found, if any.
+    private static func knownPeer(_ link: Link) -> KnownPeer? {
+        switch link.pairing.recognition {
+        case .known(let peer): peer
+        case .stranger, nil: nil
+        }
+    }
+
+    private static func emitVerified(link: Link, peer: DeviceID, code: String, context: inout SessionContext) {
+        context.emit(
+            .verified(
+                Verification(
+                    peer: peer, code: code, knownPeer: knownPeer(link),
+                    interruptedBefore: context.counters.interruptedPairings)))
+    }
+
     /// Our user did not answer: decline as a user does (``Link/declineFrames()``), and say why
-    /// locally.
+    /// locally. It ends this session only: an unattended device goes on for other peers.
     static func unanswered(link: Link) -> Transition {
-        .close(.timeout(.consent), frames: link.declineFrames(), endsDevice: true)
+        .close(.timeout(.consent), frames: link.declineFrames(), endsDevice: false)
     }
 
     func expiry(link: Link, context: SessionContext) -> Transition? {
@@ -108,7 +128,7 @@ extension ConsentingState: LiveState {
     /// How the session ends when the device's overall limit passes during consent: a request still
     /// unanswered declines, as at its own deadline; otherwise the wait still open times out.
     func closeAtDeviceLimit(link: Link) -> Transition {
-        if userDeadline != nil { return Self.unanswered(link: link) }
+        if userDeadline != nil || awaitingQuestion { return Self.unanswered(link: link) }
         return verified ? .timeout(.peerConsent) : .timeout(.verification)
     }
 

@@ -93,6 +93,49 @@ struct ExchangeSession {
         }
     }
 
+    /// Whether both sides agreed and the cards are moving: the device then holds no other
+    /// candidate.
+    var isTransferring: Bool {
+        switch state {
+        case .transferring: true
+        case .handshaking, .ranging, .consenting, .closing, .draining, .closed: false
+        }
+    }
+
+    /// Whether our user's question for this session is on screen.
+    var isAskingUser: Bool {
+        switch state {
+        case .consenting(let consenting): consenting.userDeadline != nil
+        case .handshaking, .ranging, .transferring, .closing, .draining, .closed: false
+        }
+    }
+
+    /// Whether this session waits for its turn to ask our user.
+    var isAwaitingQuestion: Bool {
+        switch state {
+        case .consenting(let consenting): consenting.awaitingQuestion
+        case .handshaking, .ranging, .transferring, .closing, .draining, .closed: false
+        }
+    }
+
+    /// How far the session got, for choosing which one a snapshot shows: handshake 0, ranging 1,
+    /// consent 2, transfer 3, ended 4.
+    var progress: Int {
+        switch state {
+        case .handshaking: 0
+        case .ranging: 1
+        case .consenting: 2
+        case .transferring: 3
+        case .closing, .draining, .closed: 4
+        }
+    }
+
+    /// Lets a session waiting for its question ask it, once the device freed the screen.
+    mutating func resume(context: inout SessionContext) {
+        advance(context: &context)
+        flush(context: &context)
+    }
+
     /// Whether the session still has a live exchange (not closing, draining or closed): its outcome
     /// is not yet decided.
     var isActive: Bool {
@@ -302,7 +345,7 @@ struct ExchangeSession {
                 preconditionFailure("the state was just matched")
             }
             transition = consenting.advance(
-                link: &securedLink, peer: peer, localCard: localCard, context: &context)
+                link: &securedLink, sessionID: sessionID, peer: peer, localCard: localCard, context: &context)
             state = .consenting(consenting)
         case .transferring:
             guard case .transferring(var transferring) = takeState() else {
@@ -362,6 +405,7 @@ struct ExchangeSession {
             isInitiator: isInitiator, handshakeHash: transport.handshakeHash,
             identity: context.configuration.identity, random: &context.random)
         var link = Link(
+            peer: peer,
             channel: SecureChannel(sessionID: sessionID, peerAddress: peerAddress, transport: transport),
             peerParameters: peerParameters, localToken: localToken,
             pairing: pairing, confirmDatagram: confirm, lastHeard: context.now,

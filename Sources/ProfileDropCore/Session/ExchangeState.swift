@@ -61,8 +61,8 @@ struct SessionOutcome {
     let sessionID: UInt64
     let peer: DeviceID
     let reason: CloseReason
-    /// The outcome ends the device, not just this session: an exchange, our decline (including a
-    /// consent request nobody answered), or the peer's once our code is known.
+    /// The outcome may end the device, not just this session: an exchange, or our user's own
+    /// decline (which the device applies only while it holds no other candidate, PROTOCOL.md 5).
     let endsDevice: Bool
 }
 

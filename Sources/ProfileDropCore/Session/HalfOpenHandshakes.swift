@@ -70,6 +70,15 @@ struct HalfOpenHandshakes {
     /// Stores back the half-open handshake at `index` after it handled a datagram.
     mutating func update(_ session: ExchangeSession, at index: Int) { sessions[index] = session }
 
+    /// Takes out the handshake at `index`, which completed.
+    mutating func remove(at index: Int) { sessions.remove(at: index) }
+
+    /// Drops the half-open handshakes `shouldDrop` picks.
+    mutating func removeAll(where shouldDrop: (ExchangeSession) -> Bool) {
+        sessions.removeAll(where: shouldDrop)
+        if sessions.isEmpty { freshUntil = nil }
+    }
+
     /// Drops every half-open handshake (a session was secured, or the device closed).
     mutating func removeAll() {
         sessions.removeAll()

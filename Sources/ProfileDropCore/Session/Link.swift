@@ -4,6 +4,8 @@
 /// repeats its facts in every control packet until the peer's RECEIPT (or, for IN_RANGE, its
 /// CONSENT) shows it holds them, so losing any one packet delays but never breaks the exchange.
 struct Link {
+    /// Who the session is with: events about its card name it, as the device may hold several.
+    let peer: DeviceID
     var channel: SecureChannel
     let peerParameters: HandshakeParameters
     let localToken: DiscoveryToken

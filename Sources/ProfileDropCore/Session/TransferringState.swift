@@ -108,7 +108,7 @@ extension TransferringState: LiveState {
         guard link.gate.isOpen, link.measuredAt == context.now, let holdEnds = holdEnds(context),
             context.now >= holdEnds
         else { return .stay }
-        deliverReceivedCard(context: &context)
+        deliverReceivedCard(from: link.peer, context: &context)
         // Our outstanding facts (CARD_ACK, or CONSENT if the peer missed it) travel with CLOSE.
         let frames =
             link.controlFrames().filter { $0.type != .receipt } + [.close(CloseFrame(code: .exchanged))]
@@ -116,10 +116,10 @@ extension TransferringState: LiveState {
     }
 
     /// Reports the peer's verified card, once, as the session closes as exchanged.
-    mutating func deliverReceivedCard(context: inout SessionContext) {
+    mutating func deliverReceivedCard(from peer: DeviceID, context: inout SessionContext) {
         guard let card = receivedCard else { return }
         receivedCard = nil
-        context.emit(.cardReceived(card))
+        context.emit(.cardReceived(card, from: peer))
     }
 
     func expiry(link: Link, context: SessionContext) -> Transition? {
@@ -198,7 +198,7 @@ extension TransferringState: LiveState {
             link.verifiedPeerCard = offer.digest
             link.pairing.peerName = "\(card.name) (\(card.owner))"
             receivedCard = card
-            context.emit(.cardVerified(card))
+            context.emit(.cardVerified(card, from: link.peer))
         }
         if isComplete || unacknowledged >= 2 {
             receiver?.unacknowledged = 0
