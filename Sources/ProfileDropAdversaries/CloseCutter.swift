@@ -126,7 +126,9 @@ extension Availability {
         case (true, true): cut.ending = .both
         case (true, false):
             cut.ending = .silencedOnly
-            cut.cutOffEnd = cutOff.ended.last.map { label($0.reason) } ?? cutOff.closed.map(label)
+            // The session that was cut: later invitations into the cut path go unanswered.
+            let cutSession = cutOff.ended.last { $0.reason != .timeout(.handshake) }
+            cut.cutOffEnd = cutSession.map { label($0.reason) } ?? cutOff.closed.map(label)
         case (false, false): cut.ending = .neither
         case (false, true): cut.ending = .cutOffOnly
         }

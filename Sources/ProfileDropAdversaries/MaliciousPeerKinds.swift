@@ -6,12 +6,14 @@ import ProfileDropSimulator
 /// should then pair with an honest device H nearby. The family's run, breach rule, notes and
 /// summary are shared; a kind says how its peer misbehaves.
 ///
-/// Breach rule: V does not end the malicious session with the cause the misbehaviour calls for
-/// (``Availability/expectedCause(_:)``) before its overall deadline; then V does not exchange with
-/// H within ``Availability/maxRatio`` times the pair's no-attack time, counted from the end of that
-/// session (the fake acknowledger is the exception: an exchange ends a device, and a CARD_ACK
-/// cannot be checked, PROTOCOL.md 11.6 item 12, so V's exchange with it is the expected end, timed
-/// from the start); the CLOSE_ACK withholder draws more CLOSEs than
+/// Breach rule: V ends a malicious session before its overall deadline otherwise than with the
+/// cause the misbehaviour calls for (``Availability/expectedCause(_:)``) or as superseded (`declined
+/// by us`: V moved its cards with another candidate); V does not exchange with H within
+/// ``Availability/maxRatio`` times the pair's no-attack time, counted from H's arrival, whatever
+/// the malicious session does and whenever it came (required whenever H arrived with that much
+/// time left before V's deadline; the fake acknowledger is the exception: an exchange ends a
+/// device, and a CARD_ACK cannot be checked, PROTOCOL.md 11.6 item 12, so V's exchange with it is
+/// the expected end, timed from the start); the CLOSE_ACK withholder draws more CLOSEs than
 /// ``Availability/closeWithholdingBreaches(_:)`` allows; and the rules every availability run
 /// shares.
 protocol MaliciousPeerKind: AdversaryKind where Result == MaliciousSessionResult {
@@ -38,7 +40,10 @@ struct MaliciousSessionResult: Sendable {
     var wrongEnd: (at: Instant, ended: SessionEnd)?
     /// Whether it held a session the victim never ended.
     var neverEnded = false
-    /// Whether the exchange rule applies: the session ended as expected with time left.
+    /// Whether its session was live when the victim's run ended, and ended with it.
+    var endedWithRun = false
+    /// Whether the exchange rule applies: H arrived with time left before V's deadline (for the
+    /// fake acknowledger: its session ended as expected with time left).
     var exchangeRequired = false
     /// The CLOSE_ACK withholder's count of what the victim sent it after closing.
     var closeWithholding: CloseWithholding?
@@ -78,7 +83,8 @@ extension MaliciousPeerKind {
         let who = behaviour == .fakeAck ? "V and the fake acknowledger" : "V and H"
         if session.exchangeRequired, let result = trial.outcome.availability,
             let breach = Availability.exchangeBreach(
-                result, victims: trial.victims, who: who, when: "after the malicious session")
+                result, victims: trial.victims, who: who,
+                when: behaviour == .fakeAck ? "after the malicious session" : "beside the malicious session")
         {
             breaches.append(breach)
         }
@@ -86,7 +92,9 @@ extension MaliciousPeerKind {
     }
 
     static func notes(_ runs: [AttackRun<MaliciousSessionResult>], users: AttackUsers) -> [String] {
-        let ends = runs.map { $0.result.attackSessionEnd.map(\.description) ?? "not ended" }
+        let ends = runs.map {
+            $0.result.attackSessionEnd.map(\.description) ?? ($0.result.endedWithRun ? "with V's run" : "not ended")
+        }
         return [
             "malicious session: \(Availability.counted(ends)) (expected \(Availability.expectedCause(behaviour)))"
         ]
@@ -157,6 +165,7 @@ extension Availability {
         }
         // The fake acknowledger's victim ends its run with that exchange: nobody else to meet.
         var honestAdded = behaviour == .fakeAck
+        var honestArrival: Instant?
         var meter = Meter(attacker: attackerMember)
         stage.run(until: honestLatest + overall + deadlineSlack + .seconds(2)) { stage in
             if !honestAdded,
@@ -164,6 +173,7 @@ extension Availability {
                     || stage.room.now >= honestLatest
             {
                 honestAdded = true
+                honestArrival = stage.room.now
                 add(1, to: &stage)
             }
             meter.observe(stage)
@@ -190,7 +200,9 @@ extension Availability {
             // A session still live at the deadline ends however the deadline ends it (judged as an
             // overrun if late). A peer that comes back has every session judged.
             for other in victimScreen.ended where attacker(other.peer) && other.at < deadline {
-                guard SessionEnd(other.reason) != expected else { continue }
+                // Superseded: V moved its cards with another candidate (PROTOCOL.md 5, "Candidates").
+                guard SessionEnd(other.reason) != expected, SessionEnd(other.reason) != .declined(by: .local)
+                else { continue }
                 if other.reason == .outOfRange, behaviour != .slowloris,
                     !victimScreen.verifiedPeers.contains(where: attacker)
                 {
@@ -207,7 +219,9 @@ extension Availability {
             }
             session.attackSessions = victimScreen.ended.filter { attacker($0.peer) }.count
         } else if victimScreen.secured.contains(where: { attacker($0.peer) }) {
-            session.neverEnded = true
+            // A session live when V's run ended (its exchange with H, or its deadline) ended with it.
+            session.neverEnded = victimScreen.closed == nil
+            session.endedWithRun = victimScreen.closed != nil
         } else {
             outcome.problems.append("the malicious peer got no session with V")
         }
@@ -220,15 +234,16 @@ extension Availability {
             )
         }
         var required = false
-        if let end, let baseline = result.baseline, end.at < deadline, SessionEnd(end.reason) == expected {
-            if behaviour == .fakeAck {
+        if behaviour == .fakeAck {
+            if let end, end.at < deadline, SessionEnd(end.reason) == expected {
                 result.underAttack = end.at - invitation
                 required = true
-            } else {
-                result.underAttack = exchangeTime(stage.victims, from: end.at)
-                // Judged only when the victim has time left for it before its deadline.
-                required = end.at + baseline * maxRatio <= deadline
             }
+        } else if let baseline = result.baseline, let honestArrival {
+            // Whatever the malicious session does, and whenever it came: the pair must exchange,
+            // when H arrives with the time for it before V's deadline.
+            result.underAttack = exchangeTime(stage.victims, from: honestArrival)
+            required = honestArrival + baseline * maxRatio <= deadline
         }
         result.exchangeRequired = required && result.baseline != nil
         session.exchangeRequired = required

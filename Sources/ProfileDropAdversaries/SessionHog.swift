@@ -4,7 +4,9 @@ import ProfileDropSimulator
 
 extension Availability {
     /// The stages at which a session hog stalls, drawn per run.
-    static let hogStalls: [MaliciousBehaviour] = [.consentStall, .withholdInRange, .slowloris]
+    static let hogStalls: [MaliciousBehaviour] = [
+        .slowloris, .withholdInRange, .consentStall, .falseReceipt, .neverAck, .falseSack, .slowTransfer,
+    ]
 
     /// A strict run against the pair (PROTOCOL.md 11.5): a malicious peer for each victim invites it
     /// right after the victim's first BEACON, before the pair's own first invitation, and then
@@ -135,14 +137,13 @@ extension PairHogKind {
 enum SessionHogAttack: PairHogKind {
     static let name = "session-hog"
     static let stall: MaliciousBehaviour? = nil
-    static let pendingFix: String? = "no session may hold a device hostage (protocol 2.1)"
+    static let pendingFix: String? = nil
 }
 
 enum LateDeclinerAttack: PairHogKind {
     static let name = "late-decliner"
     static let stall: MaliciousBehaviour? = .lateDecline
-    static let pendingFix: String? =
-        "a decline ends only its session, before or after the code (protocol 2.1)"
+    static let pendingFix: String? = nil
 }
 
 /// The BEACON reflector: a breach is any byte beyond the attacker's own that the victims send to

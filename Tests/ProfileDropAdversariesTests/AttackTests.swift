@@ -86,16 +86,15 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
         }
     }
 
-    /// A malicious session that honest ranging noise ended before the code (the victim's gate stayed
-    /// shut for the whole window, about one meeting in 100,000) tested nothing of an attack that
-    /// begins after the code: it is reported as such, not as a breach. Seed 14578494869424990241 (a
-    /// slow transfer, from `simulate --attacks --runs 60000 --seed 31338`) is one.
-    @Test func aMaliciousSessionThatNoiseEndedBeforeTheCodeIsUntestedNotABreach() {
+    /// A malicious session that honest ranging noise kept shut (the victim's gate closed for the
+    /// whole window, about one meeting in 100,000) is no breach: seed 14578494869424990241 (a slow
+    /// transfer, from `simulate --attacks --runs 60000 --seed 31338`) is one. Since protocol 2.1
+    /// the honest pair exchanges beside it, before that session ends.
+    @Test func aMaliciousSessionThatNoiseKeptShutIsNoBreach() {
         let runSeed: UInt64 = 14_578_494_869_424_990_241
         let outcome = Attacks.runOne(runSeed: runSeed, kind: .slowTransfer, users: .careless)
         #expect(outcome.breaches.isEmpty, "\(outcome.breaches)")
-        #expect(outcome.problems.count == 1)
-        #expect(outcome.problems.first?.hasPrefix("V's gate never opened with the malicious peer") == true)
+        #expect(outcome.availability?.closes == ["V exchanged", "H exchanged"], "\(outcome.summary)")
     }
 
     @Test func aBreachPrintsTheCommandThatReplaysItsRunAndFails() {
@@ -180,13 +179,14 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
     }
 
     /// `share --yes-known` with nobody at the terminal: the man in the middle, as a stranger or
-    /// relaying a known peer's IDENT, gets nothing, and each request it causes declines unanswered.
+    /// relaying a known peer's IDENT, gets nothing, and each request it causes declines unanswered
+    /// (ending only its session: the devices go on, and may be asked again).
     @Test func unattendedUsersWhoShareWithKnownPeersOnlyGiveTheManInTheMiddleNothing() {
         for kind in [AttackKind.mitmRelay, .mitmKnownPeers] {
             for n in 0..<2 {
                 let outcome = Attacks.runOne(runSeed: seed(kind, .unattended, n))
                 #expect(outcome.cards == 0 && outcome.identities == 0, "\(outcome.summary)")
-                #expect(outcome.declines == 2)
+                #expect(outcome.declines >= 1)
                 #expect(outcome.breaches.isEmpty)
                 if kind == .mitmKnownPeers { #expect(outcome.mismatches > 0) }
             }
@@ -280,33 +280,42 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
             #expect(outcome.kind == .replayingProber && outcome.users == users)
             #expect(outcome.problems.isEmpty, "\(outcome.problems)")
             #expect(outcome.breaches.isEmpty, "\(outcome.breaches)")
-            // The play in which B knows M warns B's user, once.
-            #expect(outcome.mismatches == 1, "\(outcome.screens)")
+            // The play in which B knows M warns B's user (once per meeting: an unanswered or
+            // declined session ends only itself, so B and M may meet again).
+            #expect(outcome.mismatches >= 1, "\(outcome.screens)")
             let classes = outcome.result(of: ReplayingProberAttack.self)?.replayClasses ?? []
             #expect(classes.count == 2 && classes.first == classes.last)
         }
     }
 
-    /// The strict kinds of protocol 2.1's work (PROTOCOL.md 5, 11.5, 11.6 item 10): today a session
-    /// hog holds the pair past twice its time, a late decliner ends its victim's run, and a BEACON
-    /// reflector makes idle devices send an unproven address many times its bytes, so all three
-    /// wait outside the default run for the fix, and each of their runs is a breach.
-    @Test(arguments: [AttackKind.sessionHog, .lateDecliner, .beaconReflector])
-    func theStrictKindsShowTheHostageAttacksAndWaitForTheirFix(kind: AttackKind) {
-        #expect(Attacks.pendingFixKinds.contains(kind) && !Attacks.defaultKinds.contains(kind))
+    /// Protocol 2.1's strict kinds (PROTOCOL.md 5, 11.5, 11.6 item 10): a malicious peer for each
+    /// victim invites it first and then stalls at a stage drawn per run (the session hog) or
+    /// declines after the code (the late decliner). Before candidate sessions the hog held the pair
+    /// past twice its time (median 3.41×, at most 9.88×) and the late decliner ended its victim's
+    /// run; now both run by default, and the pair exchanges in time beside them.
+    @Test(arguments: [AttackKind.sessionHog, .lateDecliner])
+    func aHostageTakerNoLongerKeepsThePairApart(kind: AttackKind) {
+        #expect(Attacks.defaultKinds.contains(kind) && !Attacks.pendingFixKinds.contains(kind))
         for n in 0..<3 {
             let outcome = Attacks.runOne(runSeed: UInt64(1000 + n), kind: kind, users: .careless)
             #expect(outcome.problems.isEmpty, "\(outcome.problems)")
+            #expect(outcome.breaches.isEmpty, "\(outcome.screens)")
+            #expect(outcome.availability?.closes == ["A exchanged", "B exchanged"], "\(outcome.summary)")
+            #expect((outcome.availability?.ratio ?? 99) <= Availability.maxRatio)
+        }
+    }
+
+    /// The BEACON reflector waits for protocol 2.1's return-routability fix outside the default
+    /// run: each phantom's BEACON draws an invitation's INVITEs to the reflection's target, many
+    /// times the attacker's bytes, and each of its runs is a breach.
+    @Test func theBeaconReflectorWaitsForItsFix() {
+        #expect(Attacks.pendingFixKinds.contains(.beaconReflector) && !Attacks.defaultKinds.contains(.beaconReflector))
+        for n in 0..<3 {
+            let outcome = Attacks.runOne(runSeed: UInt64(1000 + n), kind: .beaconReflector, users: .careless)
+            #expect(outcome.problems.isEmpty, "\(outcome.problems)")
             #expect(!outcome.breaches.isEmpty, "\(outcome.screens)")
-            if kind == .beaconReflector {
-                // Each phantom's BEACON draws an invitation's INVITEs to the reflection's target.
-                let measured = outcome.availability
-                #expect((measured?.bytesToNowhere ?? 0) > 4 * (measured?.attackerBytes ?? 0))
-            }
-            if kind == .lateDecliner {
-                // The decline after the code ended the victim's whole run.
-                #expect(outcome.screens.contains { $0.contains("declined by peer") }, "\(outcome.screens)")
-            }
+            let measured = outcome.availability
+            #expect((measured?.bytesToNowhere ?? 0) > 4 * (measured?.attackerBytes ?? 0))
         }
     }
 
@@ -348,7 +357,9 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
             #expect(race.racesWon > 0, "\(outcome.summary)")
             #expect(race.victimSessions == race.racesWon)
             #expect(race.genuineAccepts > 0)
-            #expect(race.genuineReported == 0)
+            // A careful user's decline ends its run; an unanswered request ends only its session,
+            // and the victims, free beside it, may then pair with each other as responders.
+            if users == .careful { #expect(race.genuineReported == 0) }
             #expect(outcome.codesEqual != true)
             #expect(outcome.cards == 0 && outcome.identities == 0)
             #expect(outcome.declines > 0)
@@ -368,11 +379,12 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
             let race = try #require(outcome.result(of: BeaconRaceMITMAttack.self))
             #expect(outcome.problems.isEmpty, "\(outcome.problems)")
             #expect(race.divertedInvitations > 0 && race.racesWon > 0, "\(outcome.summary)")
-            #expect(outcome.codesEqual != true)
             #expect(outcome.breaches.isEmpty, "\(outcome.breaches)")
             if users.withholdFromStrangers {
+                // The racer gets nothing; the victims, free beside its session, may pair with each
+                // other (equal codes) or decline it (different ones).
                 #expect(outcome.cards == 0 && outcome.identities == 0)
-                #expect(outcome.declines > 0)
+                #expect(outcome.declines > 0 || outcome.codesEqual == true)
             } else {
                 #expect(outcome.cards == 1, "the newcomer's card, given by its careless user")
             }
@@ -808,7 +820,10 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         }
     }
 
-    @Test func aVictimEndsAMaliciousSessionWithItsRealCauseThenPairsWithTheHonestDevice() {
+    /// Whatever a malicious session does, the victim pairs with the honest device in time; the
+    /// malicious session ends with its real cause, or, when the victim exchanged first, with the
+    /// victim's run (PROTOCOL.md 5, "Candidates").
+    @Test func aVictimPairsWithTheHonestDeviceBesideAMaliciousSession() {
         let kinds: [AttackKind] = [
             .oversizeOffer, .badChunkIndex, .badDigest, .neverAck, .falseSack, .slowTransfer, .consentStall,
             .slowloris, .closeAckWithholder, .falseReceipt, .inRangeWithholder,
@@ -821,9 +836,10 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
             for runSeed in maliciousSeeds(late: false, count: 2) {
                 let outcome = Attacks.runOne(runSeed: runSeed, kind: kind, users: .careless)
                 let result = outcome.availability
-                // Early in the run these hold today: the cause, then the honest exchange in time.
+                let malicious = session(outcome)
                 #expect(
-                    session(outcome)?.attackSessionEnd == Availability.expectedCause(behaviour), "\(kind)")
+                    malicious?.attackSessionEnd == Availability.expectedCause(behaviour)
+                        || (malicious?.attackSessionEnd == nil && malicious?.endedWithRun == true), "\(kind)")
                 #expect(result?.exchangeRequired == true, "\(kind)")
                 #expect((result?.ratio ?? 99) <= Availability.maxRatio, "\(kind): \(outcome.summary)")
                 #expect(result?.closes == ["V exchanged", "H exchanged"], "\(kind)")
@@ -832,22 +848,19 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         }
     }
 
-    /// A peer that ranges honestly, so that the victim's gate opens, and withholds IN_RANGE holds
-    /// the victim for its ranging window and then the one more window an open gate waits
-    /// (PROTOCOL.md 6.4), about 6 s from the handshake, and no longer; the victim then pairs with
-    /// the honest device.
-    @Test func anInRangeWithholderHoldsTheVictimTwoRangingWindowsAtMost() {
+    /// A peer that ranges honestly, so that the victim's gate opens, and withholds IN_RANGE: its
+    /// session waits for IN_RANGE for at most two ranging windows (PROTOCOL.md 6.4), but holds only
+    /// one candidate place, and the victim pairs with the honest device beside it, well before.
+    @Test func anInRangeWithholderDoesNotHoldTheVictim() {
         let window = AttackStage.timeouts.rangingWindow
         for runSeed in maliciousSeeds(late: false, count: 3) {
             let outcome = Attacks.runOne(runSeed: runSeed, kind: .inRangeWithholder, users: .careless)
             let (_, invitation) = Availability.plan(runSeed: runSeed)
-            guard let endedAt = session(outcome)?.attackSessionEndedAt else {
-                Issue.record("seed \(runSeed): the malicious session never ended")
-                continue
-            }
-            let held = endedAt - invitation
-            #expect(held > window + window, "seed \(runSeed): held \(held)")
-            #expect(held < window + window + .milliseconds(500), "seed \(runSeed): held \(held)")
+            let malicious = session(outcome)
+            #expect(malicious?.endedWithRun == true, "seed \(runSeed): \(outcome.summary)")
+            #expect(outcome.availability?.closes == ["V exchanged", "H exchanged"], "seed \(runSeed)")
+            let closedAt = outcome.availability?.underAttack
+            #expect(closedAt.map { invitation + $0 < invitation + window + window } ?? false)
             #expect(outcome.breaches.isEmpty, "seed \(runSeed): \(outcome.breaches)")
         }
     }
@@ -880,7 +893,7 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         for runSeed in maliciousSeeds(late: false, count: 2) {
             let outcome = Attacks.runOne(runSeed: runSeed, kind: .farReturner, users: .careless)
             let result = outcome.availability
-            #expect(session(outcome)?.attackSessionEnd == .outOfRange)
+            #expect(session(outcome)?.attackSessionEnd == .outOfRange || session(outcome)?.endedWithRun == true)
             #expect(result?.closes == ["V exchanged", "H exchanged"], "\(outcome.summary)")
             #expect(outcome.breaches.isEmpty, "\(outcome.summary) \(outcome.breaches)")
         }
@@ -917,7 +930,9 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         let outcome = Attacks.runOne(runSeed: runSeed, kind: .slowTransfer, users: .careless)
         // The offer is as large as the victim takes, and its buffer is sized by the offer.
         #expect(outcome.availability?.peakBufferChunks == Availability.maxBufferChunks)
-        #expect(session(outcome)?.attackSessionEnd == .timeout(.transfer))
+        // The victim exchanges with the honest device first: the slow session ends with its run.
+        #expect(session(outcome)?.endedWithRun == true)
+        #expect(outcome.breaches.isEmpty, "\(outcome.breaches)")
     }
 
     @Test func theAvailabilityTableHasOneRowPerKind() {

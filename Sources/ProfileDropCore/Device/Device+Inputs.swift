@@ -211,13 +211,12 @@ extension Device {
             // until one of the two handshakes completes. Its id and address are in every BEACON, so
             // the crossing INVITE may be a forger's, whose handshake never completes; abandoning
             // ours for it let one spoofed datagram cancel the invitation.
-        } else if isCommitted || candidateCount >= Self.maxCandidates
+        } else if candidateCount >= Self.maxCandidates
             || live.contains(where: {
                 !$0.isAwaitingAccept && ($0.peer == invite.sender || $0.peerAddress == source)
             })
         {
-            // Cards are moving, every candidate place is taken, or this peer already has a session:
-            // busy. Anyone else invites beside our sessions, even beside our invitation of a peer
+            // Every candidate place is taken, or this peer already has a session: busy. Anyone else invites beside our sessions, even beside our invitation of a peer
             // that may be a phantom: the first handshake to complete becomes a candidate (a phantom
             // never does). Even an established peer's INVITE waits for its CONFIRM: its id is in
             // every BEACON and an XX first message is any 32 bytes, so until then it may be a
@@ -316,13 +315,10 @@ extension Device {
     /// invitation.
     var candidateCount: Int { live.count - (invitationIndex == nil ? 0 : 1) }
 
-    /// Whether a session is moving cards: the device then takes nobody else.
-    var isCommitted: Bool { live.contains { $0.isTransferring } }
-
     /// Whether the device invites its next peer when one is due: it is open, holds no invitation
     /// already, has a candidate place free, and no fresh half-open handshake is completing.
     var mayInvite: Bool {
-        closeReason == nil && invitationIndex == nil && !isCommitted && candidateCount < Self.maxCandidates
+        closeReason == nil && invitationIndex == nil && candidateCount < Self.maxCandidates
             && !halfOpen.isFresh(at: context.now)
     }
 
@@ -392,7 +388,7 @@ extension Device {
         // A device holding a session (even an invitation of a peer it met before) sends no QUERY.
         let quiet = candidateCount > 0 || (invitationIndex != nil && !isInvitingTentatively)
         discovery.runTimers(
-            busy: isCommitted || candidateCount >= Self.maxCandidates, quiet: quiet, context: &context)
+            busy: candidateCount >= Self.maxCandidates, quiet: quiet, context: &context)
         for index in live.indices { live[index].handleTimeout(context: &context) }
         halfOpen.runTimers(context: &context)
         for index in lingering.indices { lingering[index].handleTimeout(context: &context) }
@@ -459,12 +455,16 @@ extension Device {
             if context.questionHolder == outcome.sessionID { context.questionHolder = nil }
             lastPeer = outcome.peer
             if case .error = outcome.reason { lastError = outcome.reason }
-            if closingDevice {
+            if closingDevice || closeReason != nil {
+                // The device closes, or closed: its sessions end with it, unreported.
                 if outcome.sessionID == focused { cut = outcome.reason }
             } else if outcome.endsDevice
                 && (outcome.reason == .exchanged || !live.contains(where: { !$0.isAwaitingAccept }))
             {
                 closeDevice(outcome.reason)
+                // Every other live session ends as our decline: one exchange ends the run, and a
+                // peer still moving cards beside it is told at once.
+                for index in live.indices { live[index].cancelByOwner(context: &context) }
             } else {
                 // An unanswered invitation says less than what an earlier session measured.
                 if outcome.reason != .timeout(.handshake) || lastFailure == nil { lastFailure = outcome.reason }
@@ -516,11 +516,9 @@ extension Device {
                 abandonTentativeInvitation()
             }
         }
-        // Cards moving refuse every INVITE: no half-open handshake waits beside them. Nor does one
-        // of a pair already secured: the other handshake of a crossing, or a forger's in its name.
-        if isCommitted {
-            halfOpen.removeAll()
-        } else if !halfOpen.sessions.isEmpty {
+        // No half-open handshake waits beside a secured session of the same pair: it is the other
+        // handshake of a crossing, or a forger's in its name.
+        if !halfOpen.sessions.isEmpty {
             let secured = live.filter(\.isSecured)
             halfOpen.removeAll { half in
                 secured.contains { $0.peer == half.peer || $0.peerAddress == half.peerAddress }
@@ -539,16 +537,9 @@ extension Device {
         }
     }
 
-    /// Once a session moves cards, ends every other live session as our decline (the peer is told
-    /// at once); frees the question of a session that no longer asks; and lets the next verified
-    /// session ask its own. Takes the outcomes this decides.
+    /// Frees the question of a session that no longer asks, and lets the next verified session ask
+    /// its own. Takes the outcomes this decides.
     private mutating func settleSessionTable() {
-        if let transferring = live.firstIndex(where: { $0.isTransferring }), live.count > 1 {
-            for index in live.indices where index != transferring {
-                live[index].cancelByOwner(context: &context)
-            }
-            takeOutcomes()
-        }
         if let holder = context.questionHolder,
             !(liveIndex(of: holder).map { live[$0].isAskingUser } ?? false)
         {
