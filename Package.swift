@@ -155,8 +155,9 @@ let package = Package(
             dependencies: [
                 "ProfileDropCLI", "ProfileDrop", "ProfileDropCardFile", "ProfileDropCore",
                 "ProfileDropTestSupport",
-                // A real device on loopback sockets, as a misbehaving peer of `share`.
-                "ProfileDropCrypto", "ProfileDropTransport",
+                // A real device on loopback sockets, as a misbehaving peer of `share`, and the
+                // adversaries' malicious peer on real sockets.
+                "ProfileDropCrypto", "ProfileDropTransport", "ProfileDropAdversaries",
                 "ProfileDropJSON", "ProfileDropSimulator",
                 // The file fuzz target's checks, replaying its stored inputs.
                 "FileFuzz",

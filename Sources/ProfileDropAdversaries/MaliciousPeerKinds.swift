@@ -93,7 +93,8 @@ extension MaliciousPeerKind {
 
     static func notes(_ runs: [AttackRun<MaliciousSessionResult>], users: AttackUsers) -> [String] {
         let ends = runs.map {
-            $0.result.attackSessionEnd.map(\.description) ?? ($0.result.endedWithRun ? "with V's run" : "not ended")
+            $0.result.attackSessionEnd.map(\.description)
+                ?? ($0.result.endedWithRun ? "with V's run" : "not ended")
         }
         return [
             "malicious session: \(Availability.counted(ends)) (expected \(Availability.expectedCause(behaviour)))"

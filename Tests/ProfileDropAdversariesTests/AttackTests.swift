@@ -309,7 +309,9 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
     /// run: each phantom's BEACON draws an invitation's INVITEs to the reflection's target, many
     /// times the attacker's bytes, and each of its runs is a breach.
     @Test func theBeaconReflectorWaitsForItsFix() {
-        #expect(Attacks.pendingFixKinds.contains(.beaconReflector) && !Attacks.defaultKinds.contains(.beaconReflector))
+        #expect(
+            Attacks.pendingFixKinds.contains(.beaconReflector)
+                && !Attacks.defaultKinds.contains(.beaconReflector))
         for n in 0..<3 {
             let outcome = Attacks.runOne(runSeed: UInt64(1000 + n), kind: .beaconReflector, users: .careless)
             #expect(outcome.problems.isEmpty, "\(outcome.problems)")
@@ -893,7 +895,8 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         for runSeed in maliciousSeeds(late: false, count: 2) {
             let outcome = Attacks.runOne(runSeed: runSeed, kind: .farReturner, users: .careless)
             let result = outcome.availability
-            #expect(session(outcome)?.attackSessionEnd == .outOfRange || session(outcome)?.endedWithRun == true)
+            #expect(
+                session(outcome)?.attackSessionEnd == .outOfRange || session(outcome)?.endedWithRun == true)
             #expect(result?.closes == ["V exchanged", "H exchanged"], "\(outcome.summary)")
             #expect(outcome.breaches.isEmpty, "\(outcome.summary) \(outcome.breaches)")
         }

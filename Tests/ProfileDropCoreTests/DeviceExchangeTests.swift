@@ -259,7 +259,9 @@ extension VirtualRoom {
         room.addBoriAndKong(distance: 8, kong: .askUser)
         room.run(until: Instant.zero + .seconds(50))
         let ended = { (index: Int) in
-            room.events[index].compactMap { if case .sessionEnded(_, let reason) = $0 { reason } else { nil } }
+            room.events[index].compactMap {
+                if case .sessionEnded(_, let reason) = $0 { reason } else { nil }
+            }
         }
         #expect(ended(1).isEmpty && ended(0).isEmpty)
         room.run(until: Instant.zero + .seconds(65))

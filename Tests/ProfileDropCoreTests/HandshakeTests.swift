@@ -324,7 +324,9 @@ import Testing
         let crossed = lastSent + .milliseconds(150)
         lone.deliver(crossing(), from: Self.ghost, at: crossed)
         #expect(ours(after: lastSent) == [crossed], "our INVITE did not go again at once")
-        #expect(lone.device.live.contains { $0.sessionID == invite.sessionID } && lone.device.halfOpen.sessions.isEmpty)
+        #expect(
+            lone.device.live.contains { $0.sessionID == invite.sessionID }
+                && lone.device.halfOpen.sessions.isEmpty)
         // Within the gap: nothing more.
         lone.deliver(crossing(), from: Self.ghost, at: crossed + .milliseconds(50))
         #expect(ours(after: crossed) == [])

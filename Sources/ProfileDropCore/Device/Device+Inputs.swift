@@ -467,7 +467,9 @@ extension Device {
                 for index in live.indices { live[index].cancelByOwner(context: &context) }
             } else {
                 // An unanswered invitation says less than what an earlier session measured.
-                if outcome.reason != .timeout(.handshake) || lastFailure == nil { lastFailure = outcome.reason }
+                if outcome.reason != .timeout(.handshake) || lastFailure == nil {
+                    lastFailure = outcome.reason
+                }
                 context.emit(.sessionEnded(peer: outcome.peer, reason: outcome.reason))
                 if session.isInitiator, outcome.reason == .timeout(.handshake) {
                     // Neither ACCEPT nor BUSY came from the address we invited.
@@ -492,7 +494,8 @@ extension Device {
     /// question at a time), then invites the next peer if a candidate place is free.
     mutating func afterInput() {
         for index in live.indices where live[index].isSecured {
-            discovery.handshakeCompleted(with: live[index].peer, at: live[index].peerAddress, context: context)
+            discovery.handshakeCompleted(
+                with: live[index].peer, at: live[index].peerAddress, context: context)
         }
         takeOutcomes()
         settleSessionTable()

@@ -127,7 +127,8 @@ struct DiscoverySession {
         let pose = announcer.pose
         let limit = min(context.limits.maxKnownAnswers, Query.maxKnownAnswers)
         announcer.runTimers(
-            busy: busy, quiet: quiet, knownAnswers: { table.knownAnswers(from: pose, limit: limit) }, context: &context)
+            busy: busy, quiet: quiet, knownAnswers: { table.knownAnswers(from: pose, limit: limit) },
+            context: &context)
         self.table.expire(now: context.now, lifetime: lifetime)
     }
 

@@ -110,7 +110,8 @@ extension ExchangeSession {
     }
 
     /// Decides the outcome of the peer's CLOSE.
-    private func concludePeerClose(_ close: CloseFrame, exchangeComplete: Bool, context: inout SessionContext) {
+    private func concludePeerClose(_ close: CloseFrame, exchangeComplete: Bool, context: inout SessionContext)
+    {
         let reason: CloseReason =
             switch close.code {
             case .exchanged:

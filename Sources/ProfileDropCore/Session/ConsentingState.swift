@@ -102,7 +102,8 @@ extension ConsentingState: LiveState {
         }
     }
 
-    private static func emitVerified(link: Link, peer: DeviceID, code: String, context: inout SessionContext) {
+    private static func emitVerified(link: Link, peer: DeviceID, code: String, context: inout SessionContext)
+    {
         context.emit(
             .verified(
                 Verification(
