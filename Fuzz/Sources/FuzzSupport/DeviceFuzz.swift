@@ -448,25 +448,31 @@ public struct DeviceFuzz {
     /// Moves time to `time`, running every device deadline on the way.
     mutating func advance(to time: Instant) {
         var steps = 0
-        while let deadline = self.deadline, deadline <= time, steps < 4096 {
+        var next = self.deadline
+        while let deadline = next, deadline <= time, steps < 4096 {
             steps += 1
             if deadline > now { now = deadline }
-            timeout()
+            next = timeout()
         }
         if time > now { now = time }
     }
 
     /// Runs the device's timers at `now`; afterwards the next deadline must be in the future, or a
-    /// driver that sleeps until it would call again at once (and spin, if it never moves).
-    mutating func timeout() {
+    /// driver that sleeps until it would call again at once (and spin, if it never moves). Returns
+    /// that deadline, so that loops over deadlines do not ask the device for it again.
+    @discardableResult
+    mutating func timeout() -> Instant? {
+        var next: Instant?
         for _ in 0..<Self.maxTimeoutCallsPerInstant {
             drive { $0.handleTimeout(at: $1) }
             collect()
-            guard let deadline = self.deadline, deadline <= now else { return }
+            next = self.deadline
+            guard let deadline = next, deadline <= now else { return next }
         }
         findings.fail(
-            "deadline \(deadline.map { "\($0)" } ?? "none") still due after "
+            "deadline \(next.map { "\($0)" } ?? "none") still due after "
                 + "\(Self.maxTimeoutCallsPerInstant) timeout calls at \(now)")
+        return next
     }
 
     /// Timeout calls at one instant after which the next deadline must be in the future.
@@ -555,7 +561,7 @@ public struct DeviceFuzz {
             counters.datagramsReceived == counters.datagramsAccepted + counters.datagramsRejected,
             "counters do not add up")
         findings.check(
-            device.snapshot.peersSeen <= device.configuration.limits.maxPeers, "peer table over its limit")
+            device.snapshot.peersSeen <= configuration.limits.maxPeers, "peer table over its limit")
         if let closedReason {
             findings.check(device.closedReason == closedReason, "close reason changed")
         }
@@ -569,14 +575,15 @@ public struct DeviceFuzz {
     mutating func finish() {
         let limit = max(now, Instant.zero + configuration.timeouts.overall) + .seconds(60)
         var steps = 0
-        while let deadline = self.deadline {
+        var next = self.deadline
+        while let deadline = next {
             steps += 1
             guard steps < 10_000, deadline <= limit else {
                 findings.fail("device still has deadline \(deadline) past \(limit) after \(steps) steps")
                 return
             }
             if deadline > now { now = deadline }
-            timeout()
+            next = timeout()
         }
         findings.check(device.isClosed, "device finished without closing")
     }

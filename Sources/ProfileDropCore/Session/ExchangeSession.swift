@@ -504,7 +504,8 @@ struct ExchangeSession {
     }
 
     /// The timers every live state shares, in order: idle, the state's own deadlines, then the
-    /// ranging round and the walk-away it may reveal, then the state's other timers.
+    /// ranging round, the walk-away and the state's deadlines it may bring forward, then the
+    /// state's other timers.
     private mutating func handleLiveTimeout(_ live: inout some LiveState, context: inout SessionContext)
         -> Transition
     {
@@ -514,6 +515,10 @@ struct ExchangeSession {
             live.rangingRound(link: &securedLink, context: &context)
             // Our gate opened, then saw the peer leave before the exchange completed.
             if securedLink.peerLeft { return .outOfRange }
+            // The round's measurement may end the state now (ranging: our gate closed while it
+            // held the window open, or a third far sample): end it in this call, or the next
+            // deadline would already be due.
+            if let expiry = live.expiry(link: securedLink, context: context) { return expiry }
         }
         return live.handleTimeout(link: &securedLink, context: &context)
     }
