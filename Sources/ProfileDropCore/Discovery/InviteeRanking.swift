@@ -31,7 +31,11 @@ struct InviteeRanking {
     /// every peer is tried before any is retried. BUSY answers do not count as failures: a busy
     /// peer is retried soon.
     func nextInvitee(in view: View, context: inout SessionContext) -> DiscoveredPeer? {
-        guard context.now >= inviteAt else { return nil }
+        // Asked after every input while a candidate place is free, so the common answer (nobody)
+        // is found without building the lists below.
+        guard context.now >= inviteAt,
+            view.table.peers.contains(where: { Self.isCandidate($0, in: view, now: context.now) })
+        else { return nil }
         let candidates = view.table.peers.filter { Self.isCandidate($0, in: view, now: context.now) }
         let established = candidates.filter(\.isEstablished)
         let pool = established.isEmpty ? candidates : established
