@@ -176,6 +176,8 @@ public struct AttackKind: Hashable, Sendable, CaseIterable, RawRepresentable, Cu
         .farReturner,
         .inRangeWithholder,
         .sessionHog,
+        .sessionHogCareful,
+        .sessionHogKnown,
         .lateDecliner,
         .beaconReflector,
     ]

@@ -202,21 +202,27 @@ enum Availability {
     /// to fill; the result, timed against the pair's exchange in the same room and seed without any
     /// attacker (a failed setup noted in the outcome when there was none); and the stage with the
     /// pair, for the attacker to join.
-    static func startPairRun(_ pair: VictimPair, runSeed: UInt64, kind: AttackKind) -> (
-        outcome: AttackOutcome, result: AvailabilityResult, stage: AttackStage
-    ) {
-        var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: .careless)
+    ///
+    /// With other `users`, the pair's users are those (`knownPeers` each victim's records of the
+    /// other, for unattended users who share with known peers only), in the calm room and under
+    /// attack alike.
+    static func startPairRun(
+        _ pair: VictimPair, runSeed: UInt64, kind: AttackKind, users: AttackUsers = .careless,
+        knownPeers: [[KnownPeer]] = [[], []]
+    ) -> (outcome: AttackOutcome, result: AvailabilityResult, stage: AttackStage) {
+        let known = knownPeers.allSatisfy { !$0.isEmpty }
+        var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: users)
         var result = AvailabilityResult()
-        var calm = AttackStage(users: .careless, victimsKnown: false)
-        pair.addVictims(to: &calm, phase: "availability")
+        var calm = AttackStage(users: users, victimsKnown: known)
+        pair.addVictims(to: &calm, phase: "availability", knownPeers: knownPeers)
         calm.run(until: runLimit) { _ in false }
         result.baseline = exchangeTime(calm.victims, from: .zero)
         if result.baseline == nil {
             outcome.problems.append(
                 "setup: the pair did not exchange without the attacker, so nothing was measured")
         }
-        var stage = AttackStage(users: .careless, victimsKnown: false)
-        pair.addVictims(to: &stage, phase: "availability")
+        var stage = AttackStage(users: users, victimsKnown: known)
+        pair.addVictims(to: &stage, phase: "availability", knownPeers: knownPeers)
         return (outcome, result, stage)
     }
 

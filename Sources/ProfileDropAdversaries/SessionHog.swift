@@ -15,11 +15,24 @@ extension Availability {
     /// times its no-attack time, counted from the start: the rule does not wait for the malicious
     /// sessions to end, as a real attacker would not.
     /// Every peer stalls with `behaviour`, or (nil) at a stage drawn per run.
-    static func hogRun(runSeed: UInt64, kind: AttackKind, behaviour fixed: MaliciousBehaviour?)
-        -> AttackTrial<NoKindFigures>
-    {
+    /// The pair's users are `users`: careless (`--yes`), careful (asked, comparing codes), or
+    /// unattended known peers (`--yes-known`, who met before as careful users).
+    static func hogRun(
+        runSeed: UInt64, kind: AttackKind, behaviour fixed: MaliciousBehaviour?, users: AttackUsers
+    ) -> AttackTrial<NoKindFigures> {
         let pair = VictimPair(runSeed: runSeed)
-        var (outcome, result, stage) = startPairRun(pair, runSeed: runSeed, kind: kind)
+        var knownPeers: [[KnownPeer]] = [[], []]
+        if users == .unattended {
+            guard let met = pair.meet(users: .careful) else {
+                var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: users)
+                outcome.problems.append("setup: the victims' first meeting did not exchange")
+                let stage = AttackStage(users: users, victimsKnown: true)
+                return trial(outcome, result: AvailabilityResult(), stage: stage, figures: NoKindFigures())
+            }
+            knownPeers = met
+        }
+        var (outcome, result, stage) = startPairRun(
+            pair, runSeed: runSeed, kind: kind, users: users, knownPeers: knownPeers)
         var plan = DeterministicRandom(seedMaterial: Simulation.seedMaterial(runSeed, "attacks/hog/plan"))
         let behaviour = fixed ?? hogStalls[Int(plan.uniform(below: UInt64(hogStalls.count)))]
         // Each victim's first BEACON goes out within 100 ms of its start; its own first invitation
@@ -116,13 +129,15 @@ extension AttackKind {
 protocol PairHogKind: AdversaryKind where Result == NoKindFigures {
     /// How every peer stalls, or nil for a stage drawn per run.
     static var stall: MaliciousBehaviour? { get }
+    /// The pair's users: `--yes`, asked (careful), or unattended known peers (`--yes-known`).
+    static var pairUsers: AttackUsers { get }
 }
 
 extension PairHogKind {
     static var budget: AttackBudget { .sessionsOfItsOwn }
 
     static func run(runSeed: UInt64, users: AttackUsers) -> AttackTrial<NoKindFigures> {
-        Availability.hogRun(runSeed: runSeed, kind: kind, behaviour: stall)
+        Availability.hogRun(runSeed: runSeed, kind: kind, behaviour: stall, users: pairUsers)
     }
 
     static func breaches(_ trial: AttackTrial<NoKindFigures>) -> [AttackBreach] {
@@ -137,12 +152,14 @@ extension PairHogKind {
 enum SessionHogAttack: PairHogKind {
     static let name = "session-hog"
     static let stall: MaliciousBehaviour? = nil
+    static let pairUsers = AttackUsers.careless
     static let pendingFix: String? = nil
 }
 
 enum LateDeclinerAttack: PairHogKind {
     static let name = "late-decliner"
     static let stall: MaliciousBehaviour? = .lateDecline
+    static let pairUsers = AttackUsers.careless
     static let pendingFix: String? = nil
 }
 
