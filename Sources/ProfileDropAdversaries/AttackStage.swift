@@ -56,6 +56,8 @@ struct VictimScreen {
     var startedAt: Instant = .zero
     /// The peer of the latest session that started (`.connecting`).
     var currentPeer: DeviceID?
+    /// The peer whose card was delivered: the one the exchange that ended the device was with.
+    var cardFrom: DeviceID?
     /// Whether that session is still on (no `.sessionEnded`, `.peerBusy` or `.closed` since).
     var sessionOpen = false
     /// Handshakes that completed: with whom, and when.
@@ -306,8 +308,9 @@ struct AttackStage {
             victims[index].mismatches += 1
         case .peerRemembered(let peer):
             victims[index].remembered.append(peer)
-        case .cardReceived(let card, _):
+        case .cardReceived(let card, let peer):
             victims[index].receivedCards.append(card)
+            victims[index].cardFrom = peer
         case .sessionEnded(let peer, let reason):
             victims[index].requestedAt = nil
             victims[index].sessionOpen = false
@@ -315,10 +318,14 @@ struct AttackStage {
         case .closed(let reason):
             victims[index].closed = reason
             victims[index].closedAt = room.now
-            // The session that ended the device, if one did (an exchange or a decline).
-            if victims[index].sessionOpen {
+            // The session that ended the device, if one did (an exchange or a decline); an exchange
+            // is the delivered card's peer, since several sessions may be open beside it.
+            if victims[index].sessionOpen || reason == .exchanged {
                 victims[index].sessionOpen = false
-                victims[index].ended.append((victims[index].currentPeer, reason, room.now))
+                let peer =
+                    reason == .exchanged
+                    ? victims[index].cardFrom ?? victims[index].currentPeer : victims[index].currentPeer
+                victims[index].ended.append((peer, reason, room.now))
             }
             victims[index].requestedAt = nil
             if reason == .timeout(.consent) { victims[index].declines += 1 }

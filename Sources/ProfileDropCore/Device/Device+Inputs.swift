@@ -453,19 +453,24 @@ extension Device {
             }
             let session = live.remove(at: index)
             if context.questionHolder == outcome.sessionID { context.questionHolder = nil }
-            lastPeer = outcome.peer
             if case .error = outcome.reason { lastError = outcome.reason }
             if closingDevice || closeReason != nil {
-                // The device closes, or closed: its sessions end with it, unreported.
-                if outcome.sessionID == focused { cut = outcome.reason }
+                // The device closes, or closed: its sessions end with it, unreported, and the peer
+                // it shows stays the one of the session that ended it (or the one it showed).
+                if outcome.sessionID == focused {
+                    cut = outcome.reason
+                    lastPeer = outcome.peer
+                }
             } else if outcome.endsDevice
                 && (outcome.reason == .exchanged || !live.contains(where: { !$0.isAwaitingAccept }))
             {
+                lastPeer = outcome.peer
                 closeDevice(outcome.reason)
                 // Every other live session ends as our decline: one exchange ends the run, and a
                 // peer still moving cards beside it is told at once.
                 for index in live.indices { live[index].cancelByOwner(context: &context) }
             } else {
+                lastPeer = outcome.peer
                 // An unanswered invitation says less than what an earlier session measured.
                 if outcome.reason != .timeout(.handshake) || lastFailure == nil {
                     lastFailure = outcome.reason
