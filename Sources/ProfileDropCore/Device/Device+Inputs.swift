@@ -319,7 +319,7 @@ extension Device {
     /// already, has a candidate place free, and no fresh half-open handshake is completing.
     var mayInvite: Bool {
         closeReason == nil && invitationIndex == nil && candidateCount < Self.maxCandidates
-            && !halfOpen.isFresh(at: context.now)
+            && !halfOpen.isFresh(at: context.now) && discovery.hasPeerBesides(live)
     }
 
     /// The live session a snapshot shows: the one moving cards, else the one whose question is on

@@ -37,6 +37,15 @@ struct DiscoverySession {
     /// Peers the device holds a live session with: no candidate for another invitation.
     private(set) var engaged: [DeviceID] = []
 
+    /// Whether the table holds a peer none of `sessions` is with: with none, there is nobody to
+    /// invite, which is asked after every input and answered here without building the ranking's
+    /// view.
+    func hasPeerBesides(_ sessions: [ExchangeSession]) -> Bool {
+        sessions.isEmpty
+            ? !table.peers.isEmpty
+            : table.peers.contains { peer in !sessions.contains { $0.peer == peer.id } }
+    }
+
     /// Notes the peers of the device's live sessions; assigns only on change, so an unchanged
     /// table costs no allocation.
     mutating func setEngaged(_ sessions: [ExchangeSession]) {
