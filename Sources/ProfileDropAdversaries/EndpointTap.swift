@@ -1,4 +1,4 @@
-@_spi(Replay) import ProfileDropCore
+import ProfileDropCore
 import ProfileDropCrypto
 import ProfileDropNoise
 import ProfileDropSimulator

@@ -1,4 +1,4 @@
-@_spi(Replay) import ProfileDropCore
+import ProfileDropCore
 import ProfileDropCrypto
 import ProfileDropNoise
 import ProfileDropSimulator
@@ -124,6 +124,14 @@ struct MaliciousPeer: DatagramSpeaker {
     private(set) var code: String?
     /// Datagrams we sent.
     private(set) var sentDatagrams = 0
+    /// The IDENT and PROOF we send in place of our own: taken from another session, to replay
+    /// (the replaying prober on real sockets, PROTOCOL.md 6.5).
+    var replayedIdentity: (ident: [UInt8], proof: [UInt8])?
+    /// The victim's IDENT and PROOF, as it sent them.
+    private(set) var peerIdentity: (ident: [UInt8]?, proof: [UInt8]?) = (nil, nil)
+    /// What the victim sent us, one line per datagram as we can tell it: its type, and for SECURE
+    /// the frames it carried (a CLOSE with its codes).
+    private(set) var observed: [String] = []
 
     /// A peer that invites `target` at `targetAddress` at `inviteAt`, offering `card`, its every draw
     /// from `seedMaterial`.
@@ -268,6 +276,15 @@ struct MaliciousPeer: DatagramSpeaker {
                     nonce: secure.packetNumber, ad: secure.header, ciphertext: secure.ciphertext),
                 let frames = try? Frame.decodeAll(plaintext)
             else { return }
+            observed.append(
+                "SECURE "
+                    + frames.map { frame in
+                        if case .close(let close) = frame {
+                            "CLOSE(\(close.code) \(close.errorCode))"
+                        } else {
+                            "\(frame.type)"
+                        }
+                    }.joined(separator: ","))
             for frame in frames { absorb(frame, at: time) }
         case .beacon, .query, .invite, .accept, .confirm, .busy, .secure:
             // Not for this session, or nothing it answers.
@@ -323,7 +340,8 @@ struct MaliciousPeer: DatagramSpeaker {
             endedByClose = true
         case .receipt(let receipts):
             peerReceipts = receipts
-        case .ident:
+        case .ident(let bytes):
+            if peerIdentity.ident == nil { peerIdentity.ident = bytes }
             sawPeerIdent = true
             // A stranger's PROOF: we recognise nobody.
             if proof == nil { proof = random.bytes(WireConstants.identityFieldLength) }
@@ -338,7 +356,9 @@ struct MaliciousPeer: DatagramSpeaker {
                 handshakeHash: handshakeHash, initiatorNonce: nonce, responderNonce: revealed)
         case .bond:
             sawPeerBond = true
-        case .ranging, .cardAck, .closeAck, .proof, .nonce:
+        case .proof(let bytes):
+            if peerIdentity.proof == nil { peerIdentity.proof = bytes }
+        case .ranging, .cardAck, .closeAck, .nonce:
             break
         }
     }
@@ -432,8 +452,10 @@ struct MaliciousPeer: DatagramSpeaker {
     private func facts() -> [Frame] {
         var frames: [Frame] = []
         if !peerReceipts.contains(.token) { frames.append(.token(token)) }
-        if !peerReceipts.contains(.ident) { frames.append(.ident(ident)) }
-        if let proof, !peerReceipts.contains(.proof) { frames.append(.proof(proof)) }
+        if !peerReceipts.contains(.ident) { frames.append(.ident(replayedIdentity?.ident ?? ident)) }
+        if let proof, !peerReceipts.contains(.proof) {
+            frames.append(.proof(replayedIdentity?.proof ?? proof))
+        }
         let inRange = ticks >= 4 && behaviour != .withholdInRange
         if inRange && !peerReceipts.contains(.consent) { frames.append(.inRange(true)) }
         if inRange, let nonce, peerRevealed == nil, !peerReceipts.contains(.verification) {

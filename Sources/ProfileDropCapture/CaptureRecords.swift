@@ -1,4 +1,4 @@
-@_spi(Replay) import ProfileDropCore
+import ProfileDropCore
 import ProfileDropCrypto
 
 /// Numbers that identify our records inside pcapng (documented in Captures/FORMAT.md).

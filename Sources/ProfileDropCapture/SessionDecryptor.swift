@@ -1,4 +1,4 @@
-@_spi(Replay) import ProfileDropCore
+import ProfileDropCore
 import ProfileDropCrypto
 
 /// Follows one replayed device's Noise handshakes from the outside and decrypts its SECURE

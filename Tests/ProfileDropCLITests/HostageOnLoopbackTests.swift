@@ -22,8 +22,8 @@ import Testing
         let taker = try #require(attacked.taker)
         // The attack ran: a session with each device, stalled once it reached its code (a device
         // that exchanged first ends the other one sooner).
-        #expect(taker.victims == 2, "the attacker met \(taker.victims) devices")
-        #expect(taker.codesReached >= 1, "the attacker reached no code")
+        #expect(taker.peers.count == 2, "the attacker met \(taker.peers.count) devices")
+        #expect(taker.peers.contains { $0.code != nil }, "the attacker reached no code")
         // Its sessions were live while the pair exchanged, so the pair met beside them.
         #expect(
             attacked.seconds <= 2 * alone.seconds + 1,
@@ -34,7 +34,7 @@ import Testing
         var codes: [Int32]
         var seconds: Double
         var lastLines: [String]
-        var taker: HostageTaker?
+        var taker: LoopbackAttacker?
     }
 
     /// Runs Bori and Max held together, sharing with anyone, with or without the attacker; the
@@ -42,9 +42,14 @@ import Testing
     static func pair(attacked: Bool) throws -> PairResult {
         let directory = try TestPaths.temporaryDirectory()
         let port = freeUDPPort()
-        var taker: HostageTaker?
+        var taker: LoopbackAttacker?
         if attacked {
-            taker = try HostageTaker(port: port, seconds: 25)
+            taker = try LoopbackAttacker(port: port, seconds: 25, victims: 2) { target, address, index, now in
+                MaliciousPeer(
+                    behaviour: .consentStall, target: target, targetAddress: address,
+                    card: LoopbackAttacker.card,
+                    seedMaterial: Array("hostage \(index)".utf8), inviteAt: now)
+            }
         }
         let start = Date()
         let devices = try [("0,0,0", "bori"), ("7,0,180", "max")].enumerated().map { index, device in
@@ -67,79 +72,5 @@ import Testing
 
     static func card(_ name: String) -> String {
         #"{"name": "\#(name)", "age": 3, "sex": "female", "neutered": true, "size": "small", "owner": "test"}"#
-    }
-}
-
-/// The attacker: one thread on loopback that listens to the discovery group, and for each device
-/// id it hears invites that device at once as the simulator's consent staller does
-/// (``MaliciousPeer`` with ``MaliciousBehaviour/consentStall``), driven on real sockets.
-final class HostageTaker: @unchecked Sendable {  // Counters are read after `stop()` joined the thread.
-    private let host: UDPHost
-    private let card: ProfileCard
-    private let stopped = NSCondition()
-    private var stopping = false
-    private var finished = false
-    private(set) var victims = 0
-    private(set) var codesReached = 0
-
-    init(port: UInt16, seconds: Int) throws {
-        var endpoint = DiscoveryEndpoint()
-        endpoint.port = port
-        host = try UDPHost(
-            interfaces: NetworkInterface.select(names: ["lo"], from: NetworkInterface.all()),
-            endpoint: endpoint)
-        card = try ProfileCard(
-            name: "Rex", age: 2, sex: .male, neutered: false, size: .medium, owner: "mallory")
-        let end = host.now + .seconds(seconds)
-        Thread { self.run(until: end) }.start()
-    }
-
-    /// Bounded in time: the run's own limit, or the test's stop.
-    private func run(until end: Instant) {
-        var peers: [MaliciousPeer] = []
-        while host.now < end, !isStopping {
-            let due = peers.compactMap(\.nextDeadline).min() ?? end
-            _ = try? host.wait(until: min(due, host.now + .milliseconds(20)), alsoWatching: nil)
-            let now = host.now
-            for datagram in (try? host.receiveReady()) ?? [] {
-                if case .beacon(let beacon)? = try? Packet(datagram: datagram.bytes) {
-                    let address = PeerAddress(ipv4: datagram.source.ipv4, port: beacon.port)
-                    guard address != host.localAddress, peers.count < 2,
-                        !peers.contains(where: { $0.target == beacon.deviceID })
-                    else { continue }
-                    peers.append(
-                        MaliciousPeer(
-                            behaviour: .consentStall, target: beacon.deviceID, targetAddress: address,
-                            card: card,
-                            seedMaterial: Array("hostage \(peers.count)".utf8), inviteAt: now))
-                } else if let index = peers.firstIndex(where: { $0.targetAddress == datagram.source }) {
-                    peers[index].receive(datagram.bytes, from: datagram.source, at: now)
-                }
-            }
-            for index in peers.indices {
-                if let due = peers[index].nextDeadline, now >= due { peers[index].handleTimeout(at: now) }
-                while let outgoing = peers[index].pollTransmit() { try? host.send(outgoing) }
-            }
-        }
-        stopped.lock()
-        victims = peers.count
-        codesReached = peers.filter { $0.code != nil }.count
-        finished = true
-        stopped.broadcast()
-        stopped.unlock()
-    }
-
-    private var isStopping: Bool {
-        stopped.lock()
-        defer { stopped.unlock() }
-        return stopping
-    }
-
-    /// Stops the thread and waits for it.
-    func stop() {
-        stopped.lock()
-        stopping = true
-        while !finished { stopped.wait() }
-        stopped.unlock()
     }
 }

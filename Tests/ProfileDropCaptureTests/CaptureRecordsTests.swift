@@ -1,6 +1,6 @@
 import Foundation
 import ProfileDropCapture
-@_spi(Replay) import ProfileDropCore
+import ProfileDropCore
 import ProfileDropCrypto
 import ProfileDropTestSupport
 import Testing

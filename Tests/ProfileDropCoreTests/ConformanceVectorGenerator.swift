@@ -2,7 +2,7 @@ import Foundation
 import ProfileDropCrypto
 import ProfileDropJSON
 
-@_spi(Replay) @testable import ProfileDropCore
+@testable import ProfileDropCore
 @testable import ProfileDropNoise
 
 /// Builds the conformance vectors of `Vectors/` from fixed inputs through the implementation itself:

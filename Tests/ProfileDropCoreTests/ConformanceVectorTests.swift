@@ -4,7 +4,7 @@ import ProfileDropJSON
 import ProfileDropTestSupport
 import Testing
 
-@_spi(Replay) @testable import ProfileDropCore
+@testable import ProfileDropCore
 @testable import ProfileDropNoise
 
 /// The conformance vectors in `Vectors/` (format in `Vectors/README.md`), checked in both

@@ -2,7 +2,7 @@ import ProfileDropCrypto
 import ProfileDropNoise
 import Testing
 
-@_spi(Replay) @testable import ProfileDropCore
+@testable import ProfileDropCore
 
 /// The invitation handshake against a hand-driven peer.
 @Suite struct HandshakeTests {

@@ -2,7 +2,7 @@ import ProfileDropCrypto
 import ProfileDropNoise
 import Testing
 
-@_spi(Replay) @testable import ProfileDropCore
+@testable import ProfileDropCore
 
 @Suite struct SecureChannelTests {
     /// Runs a real XX handshake and returns (initiator, responder) channels.

@@ -91,10 +91,9 @@ public struct Timeouts: Sendable, Equatable {
     public init() {}
 }
 
-@_spi(Replay)
 extension Timeouts {
     /// One field of ``Timeouts``, named for diagnostics, with the key path that reads and writes it.
-    public enum Field {
+    package enum Field {
         /// A wait.
         case duration(String, WritableKeyPath<Timeouts, Duration>)
         /// A range random waits are drawn from.
@@ -106,7 +105,7 @@ extension Timeouts {
     /// Every field, in declaration order, which is also their order in a capture's device record.
     /// Codecs iterate this table, so a field added above must be added here too; a test compares
     /// its length with the struct's stored properties.
-    public static var fields: [Field] {
+    package static var fields: [Field] {
         [
             .duration("announce initial", \.announceInitial),
             .duration("announce cap", \.announceCap),
@@ -175,10 +174,9 @@ public struct Limits: Sendable, Equatable {
     public init() {}
 }
 
-@_spi(Replay)
 extension Limits {
     /// One field of ``Limits``, named for diagnostics, with the key path that reads and writes it.
-    public enum Field {
+    package enum Field {
         /// A count of things.
         case count(String, WritableKeyPath<Limits, Int>)
         /// A measure (a distance).
@@ -188,7 +186,7 @@ extension Limits {
     /// Every field, in declaration order, which is also their order in a capture's device record.
     /// Codecs iterate this table, so a field added above must be added here too; a test compares
     /// its length with the struct's stored properties.
-    public static var fields: [Field] {
+    package static var fields: [Field] {
         [
             .count("max peers", \.maxPeers),
             .count("max card bytes", \.maxCardBytes),

@@ -100,8 +100,9 @@ public enum DeviceEvent: Sendable, Equatable {
     /// decided. It is shown, so a man in the middle cannot abort a pairing whose codes would differ
     /// and try again unseen.
     case pairingInterrupted(peer: DeviceID, code: String?, reason: CloseReason)
-    /// A known peer proved its identity, but the proof failed: an impostor or a device that forgot
-    /// this one. The session closes with `identity-proof-failed`.
+    /// A device presented a known peer's identity, but its proof failed: an impostor, a replay of
+    /// that peer's IDENT, or a device that forgot this one. Only our user hears of it: the session
+    /// goes on as with a stranger, so that the peer cannot tell (PROTOCOL.md 6.5).
     case knownPeerMismatch(name: String)
     /// The exchange completed with a peer our user agreed to: remember it (a new bond, or a known
     /// peer under its latest name).

@@ -121,12 +121,11 @@ public struct MeasurementModel: Equatable, Sendable {
     }
 }
 
-@_spi(Replay)
 extension MeasurementModel {
     /// Every parameter, named for diagnostics, in declaration order, which is also their order in
     /// a capture's device record. The capture codec iterates this table, so a parameter added above
     /// must be added here too; a test compares its length with the struct's stored properties.
-    public static var fields: [(name: String, path: WritableKeyPath<MeasurementModel, Double>)] {
+    package static var fields: [(name: String, path: WritableKeyPath<MeasurementModel, Double>)] {
         [
             ("distance noise", \.distanceNoise), ("bearing noise", \.bearingNoise),
             ("outlier probability", \.outlierProbability), ("outlier bias mean", \.outlierBiasMean),

@@ -314,10 +314,9 @@ public struct ProximityGate: Equatable, Sendable {
     }
 }
 
-@_spi(Replay)
 extension ProximityGate.Configuration {
     /// One parameter of the gate, named for diagnostics, with the key path that reads and writes it.
-    public enum Field {
+    package enum Field {
         /// A number.
         case number(String, WritableKeyPath<ProximityGate.Configuration, Double>)
         /// A range of numbers.
@@ -331,7 +330,7 @@ extension ProximityGate.Configuration {
     /// Every parameter, in declaration order, which is also their order in a capture's device
     /// record. The capture codec iterates this table, so a parameter added above must be added here
     /// too; a test compares its length with the struct's stored properties.
-    public static var fields: [Field] {
+    package static var fields: [Field] {
         [
             .numberRange("distance band", \.distanceBand), .number("maximum bearing", \.maximumBearing),
             .number("distance hysteresis", \.distanceHysteresis),

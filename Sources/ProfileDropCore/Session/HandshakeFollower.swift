@@ -12,24 +12,23 @@ import ProfileDropNoise
 ///
 /// SPI rather than `package`, as ``HandshakeRules``: the capture module is also compiled inside the
 /// Fuzz package, which `package` access would not reach.
-@_spi(Replay)
-public struct HandshakeFollower {
+package struct HandshakeFollower {
     /// One session of the followed device.
-    public struct Session {
+    package struct Session {
         /// The session id.
-        public let sessionID: UInt64
+        package let sessionID: UInt64
         /// Whether the followed device invited.
-        public let isInitiator: Bool
+        package let isInitiator: Bool
         /// The peer's device id.
-        public let peer: DeviceID
+        package let peer: DeviceID
         /// The transport keys, once the handshake completed.
-        public fileprivate(set) var transport: NoiseTransport?
+        package fileprivate(set) var transport: NoiseTransport?
         fileprivate var handshake: HandshakeState?
         /// INVITE's Noise message, kept until the device answers it.
         fileprivate var pendingInvite: HandshakePacket?
 
-        /// The peer's Noise static public key, once a message carrying it was read.
-        public var peerStaticKey: X25519.PublicKey? { handshake?.remoteStaticKey }
+        /// The peer's Noise static package key, once a message carrying it was read.
+        package var peerStaticKey: X25519.PublicKey? { handshake?.remoteStaticKey }
     }
 
     private let staticKey: X25519.PrivateKey
@@ -38,17 +37,17 @@ public struct HandshakeFollower {
     private var sessions: [UInt64: Session] = [:]
 
     /// A follower of the device with `configuration` (its static key and limits).
-    public init(configuration: DeviceConfiguration) {
+    package init(configuration: DeviceConfiguration) {
         staticKey = configuration.staticKey
         parameters = HandshakeRules.parameters(configuration.limits).encoded()
     }
 
     /// The session `sessionID` as followed so far, if the device has one.
-    public func session(_ sessionID: UInt64) -> Session? { sessions[sessionID] }
+    package func session(_ sessionID: UInt64) -> Session? { sessions[sessionID] }
 
     /// Notes a handshake packet the device received. Returns the session when this packet completed
     /// its handshake.
-    public mutating func received(_ packet: Packet) -> Session? {
+    package mutating func received(_ packet: Packet) -> Session? {
         switch packet {
         case .invite(let invite):
             if sessions[invite.sessionID] == nil {
@@ -70,7 +69,7 @@ public struct HandshakeFollower {
 
     /// Notes a handshake packet the device sent; `drawnKeys` are the 32-byte draws that may hold its
     /// ephemeral key, tried in order. Returns the session when this packet completed its handshake.
-    public mutating func sent<Draw: Collection<UInt8>>(_ packet: Packet, drawnKeys: some Sequence<Draw>)
+    package mutating func sent<Draw: Collection<UInt8>>(_ packet: Packet, drawnKeys: some Sequence<Draw>)
         -> Session?
     {
         switch packet {
@@ -110,7 +109,7 @@ public struct HandshakeFollower {
 
     /// The frames of a SECURE `packet` of a session whose handshake completed, decrypted with the
     /// keys of the way it went: sent by the followed device when `outbound`, else received.
-    public func frames(of packet: SecurePacket, outbound: Bool) -> [Frame]? {
+    package func frames(of packet: SecurePacket, outbound: Bool) -> [Frame]? {
         guard let transport = sessions[packet.sessionID]?.transport else { return nil }
         let cipher = outbound ? transport.sender : transport.receiver
         guard
@@ -134,7 +133,7 @@ public struct HandshakeFollower {
         return session
     }
 
-    /// A handshake whose ephemeral key is the first of `drawnKeys` whose public key starts
+    /// A handshake whose ephemeral key is the first of `drawnKeys` whose package key starts
     /// `message`.
     private func start<Draw: Collection<UInt8>>(
         _ role: NoiseRole, _ sessionID: UInt64, initiator: DeviceID, responder: DeviceID, message: [UInt8],

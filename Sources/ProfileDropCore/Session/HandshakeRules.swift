@@ -6,11 +6,10 @@ import ProfileDropNoise
 ///
 /// SPI rather than `package`: the capture module is also compiled inside the Fuzz package, which
 /// `package` access would not reach.
-@_spi(Replay)
-public enum HandshakeRules {
+package enum HandshakeRules {
     /// The Noise prologue: label, version, session id, initiator id, responder id, so a handshake
     /// cannot be replayed into another session or another protocol version.
-    public static func prologue(sessionID: UInt64, initiator: DeviceID, responder: DeviceID) -> [UInt8] {
+    package static func prologue(sessionID: UInt64, initiator: DeviceID, responder: DeviceID) -> [UInt8] {
         var writer = ByteWriter(capacity: 36)
         writer.writeBytes(WireConstants.prologueLabel)
         writer.writeInteger(WireConstants.version)
@@ -21,7 +20,7 @@ public enum HandshakeRules {
     }
 
     /// The parameters a device with `limits` sends in ACCEPT and CONFIRM.
-    public static func parameters(_ limits: Limits) -> HandshakeParameters {
+    package static func parameters(_ limits: Limits) -> HandshakeParameters {
         HandshakeParameters(
             maxCardBytes: UInt32(clamping: limits.maxCardBytes),
             receiveWindow: UInt16(clamping: max(limits.sendWindow, 1) * 2))
@@ -29,7 +28,7 @@ public enum HandshakeRules {
 
     /// A fresh handshake of session `sessionID` for our `role`. `ephemeralKey` fixes the ephemeral
     /// key (replay recovers it from recorded draws); nil draws it when the first message is written.
-    public static func handshake(
+    package static func handshake(
         role: NoiseRole, sessionID: UInt64, initiator: DeviceID, responder: DeviceID,
         staticKey: X25519.PrivateKey, ephemeralKey: X25519.PrivateKey? = nil
     ) -> HandshakeState {
