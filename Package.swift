@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "ProfileDropCapture", targets: ["ProfileDropCapture"]),
         // The file fuzz target's checks, which the CLI tests also run over the stored inputs.
         .library(name: "FileFuzz", targets: ["FileFuzz"]),
+        .library(name: "FuzzSupport", targets: ["FuzzSupport"]),
     ],
     targets: [
         // libsodium, the only dependency outside the toolchain.
@@ -99,6 +100,14 @@ let package = Package(
             ],
             path: "Fuzz/Sources/FileFuzz"),
 
+        // The wire, noise and device fuzz targets' input interpretation and checks, with the
+        // scripted peer. Its sources live with the fuzz targets; the Fuzz package links it as a
+        // product, and the core tests replay the stored inputs and drive the scripted peer through it.
+        .target(
+            name: "FuzzSupport",
+            dependencies: ["ProfileDropCore", "ProfileDropNoise", "ProfileDropCrypto"],
+            path: "Fuzz/Sources/FuzzSupport"),
+
         // Helpers shared by the test targets (seeded byte mutations, caught errors); no dependencies.
         .target(name: "ProfileDropTestSupport", path: "Tests/ProfileDropTestSupport"),
         .testTarget(name: "ProfileDropCryptoTests", dependencies: ["ProfileDropCrypto"]),
@@ -116,9 +125,9 @@ let package = Package(
             name: "ProfileDropCoreTests",
             dependencies: [
                 "ProfileDropCore", "ProfileDropNoise", "ProfileDropCrypto", "ProfileDropJSON",
-                "ProfileDropTestSupport", "ProfileDropSimulator",
+                "ProfileDropTestSupport", "ProfileDropSimulator", "FuzzSupport",
             ],
-            // Regression inputs are data; FuzzCases/Harness holds the fuzz targets' shared Swift code.
+            // Regression inputs are data.
             exclude: [
                 "FuzzCases/wire", "FuzzCases/device", "FuzzCases/noise", "FuzzCases/capture",
                 "FuzzCases/file",

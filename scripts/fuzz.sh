@@ -90,7 +90,9 @@ build() {
     exec {build_lock}> "$root/Fuzz/.build/build.lock"
     flock "$build_lock"
     local product sources
-    sources=$(cd "$root" && find Sources -name '*.swift' | LC_ALL=C sort | sha256sum | cut -d' ' -f1)
+    # The main package's file list, including its two targets whose sources live under Fuzz/.
+    sources=$(cd "$root" && find Sources Fuzz/Sources/FuzzSupport Fuzz/Sources/FileFuzz -name '*.swift' \
+        | LC_ALL=C sort | sha256sum | cut -d' ' -f1)
     if [ "$(cat "$scratch/sources.sha256" 2> /dev/null)" != "$sources" ]; then
         rm -rf "$scratch"
         mkdir -p "$scratch"

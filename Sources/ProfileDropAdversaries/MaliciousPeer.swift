@@ -276,15 +276,7 @@ struct MaliciousPeer: DatagramSpeaker {
                     nonce: secure.packetNumber, ad: secure.header, ciphertext: secure.ciphertext),
                 let frames = try? Frame.decodeAll(plaintext)
             else { return }
-            observed.append(
-                "SECURE "
-                    + frames.map { frame in
-                        if case .close(let close) = frame {
-                            "CLOSE(\(close.code) \(close.errorCode))"
-                        } else {
-                            "\(frame.type)"
-                        }
-                    }.joined(separator: ","))
+            observed.append("SECURE " + IdentityReplayer.observable(frames))
             for frame in frames { absorb(frame, at: time) }
         case .beacon, .query, .invite, .accept, .confirm, .busy, .secure:
             // Not for this session, or nothing it answers.

@@ -33,15 +33,19 @@ final class IdentityReplayer: AdversaryBrain {
 
     override func received(_ frames: [Frame], in session: TapSession, device: DeviceID, at time: Instant) {
         super.received(frames, in: session, device: device, at: time)
-        observed.append(
-            "\(time.nanoseconds) frames "
-                + frames.map { frame in
-                    if case .close(let close) = frame {
-                        "CLOSE(\(close.code) \(close.errorCode))"
-                    } else {
-                        "\(frame.type)"
-                    }
-                }.joined(separator: ","))
+        observed.append("\(time.nanoseconds) frames \(Self.observable(frames))")
+    }
+
+    /// The frames of one packet as a prober can tell them apart: each frame's type, and a CLOSE
+    /// with its codes.
+    static func observable(_ frames: [Frame]) -> String {
+        frames.map { frame in
+            if case .close(let close) = frame {
+                "CLOSE(\(close.code) \(close.errorCode))"
+            } else {
+                "\(frame.type)"
+            }
+        }.joined(separator: ",")
     }
 
     override func sending(_ frames: [Frame], in session: TapSession, device: DeviceID, at time: Instant)

@@ -2,6 +2,7 @@ import ProfileDropCrypto
 import ProfileDropSimulator
 import Testing
 
+@testable import FuzzSupport
 @testable import ProfileDropCore
 
 /// A few devices in a ``Room`` in virtual time: fixed latency, optional loss, and a hook to tamper

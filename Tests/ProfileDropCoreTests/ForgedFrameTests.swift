@@ -1,6 +1,7 @@
 import ProfileDropCrypto
 import Testing
 
+@testable import FuzzSupport
 @testable import ProfileDropCore
 
 // The authenticated peer turned adversary (PROTOCOL.md 11.4, "Inside SECURE"): it holds the session
@@ -236,25 +237,18 @@ func expectProtocolError(
         #expect(run.shownCodes.isEmpty)
     }
 
-    /// The responder sends NONCE, the initiator's frame.
-    @Test func aNonceFromTheResponderIsUnexpected() throws {
+    /// While we still range, before it committed and before our NONCE, the responder sends NONCE
+    /// (the initiator's frame) or REVEAL: both are unexpected.
+    @Test(arguments: [
+        Frame.nonce(Array(repeating: 0x4E, count: VerificationCode.nonceLength)),
+        Frame.reveal(Array(repeating: 0x52, count: VerificationCode.nonceLength)),
+    ])
+    func aNonceFromTheResponderOrARevealBeforeOurNonceIsUnexpected(_ frame: Frame) throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration(), peerInvites: false)
         run.run(until: .zero + .seconds(20)) { $0.peer.sawPeerIdent }
         #expect(run.peer.isSecured)
-        try run.endsInError(
-            afterInjecting: [.nonce(Array(repeating: 0x4E, count: VerificationCode.nonceLength))],
-            .unexpectedMessage)
-        #expect(run.interruptions.isEmpty)
-    }
-
-    /// The responder reveals while we are still ranging, before it committed and before our NONCE.
-    @Test func aRevealBeforeOurNonceIsUnexpected() throws {
-        var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration(), peerInvites: false)
-        run.run(until: .zero + .seconds(20)) { $0.peer.sawPeerIdent }
         #expect(run.device.stage == .ranging)
-        try run.endsInError(
-            afterInjecting: [.reveal(Array(repeating: 0x52, count: VerificationCode.nonceLength))],
-            .unexpectedMessage)
+        try run.endsInError(afterInjecting: [frame], .unexpectedMessage)
         #expect(run.interruptions.isEmpty)
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import ProfileDropCrypto
 import Testing
 
+@testable import FuzzSupport
 @testable import ProfileDropCore
 
 /// Replays every stored fuzz input (FuzzCases/<target>/*) through the same harness code the libFuzzer

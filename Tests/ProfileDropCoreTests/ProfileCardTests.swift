@@ -4,6 +4,7 @@ import ProfileDropJSON
 import ProfileDropTestSupport
 import Testing
 
+@testable import FuzzSupport
 @testable import ProfileDropCore
 
 private let jpegHeader: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 0x4A, 0x46, 0x49, 0x46]

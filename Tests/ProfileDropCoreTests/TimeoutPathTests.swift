@@ -1,6 +1,7 @@
 import ProfileDropCrypto
 import Testing
 
+@testable import FuzzSupport
 @testable import ProfileDropCore
 
 /// Every wait ends, and says which wait it was.
