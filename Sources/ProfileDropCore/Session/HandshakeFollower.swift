@@ -62,7 +62,7 @@ public struct HandshakeFollower {
                 (try? handshake.readMessage(message.noiseMessage)) != nil
             else { return nil }
             return store(session, advancedTo: handshake)
-        case .beacon, .query, .busy, .secure:
+        case .beacon, .query, .busy, .secure, .probe, .probeAck:
             break
         }
         return nil
@@ -102,7 +102,7 @@ public struct HandshakeFollower {
                 write(&handshake, payload: parameters, expected: confirm.noiseMessage)
             else { return nil }
             return store(session, advancedTo: handshake)
-        case .beacon, .query, .busy, .secure:
+        case .beacon, .query, .busy, .secure, .probe, .probeAck:
             break
         }
         return nil
