@@ -341,7 +341,8 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
     /// attacker's bytes.
     @Test func theBeaconReflectorGetsNoMoreThanItSent() {
         #expect(
-            !Attacks.pendingFixKinds.contains(.beaconReflector) && Attacks.defaultKinds.contains(.beaconReflector))
+            !Attacks.pendingFixKinds.contains(.beaconReflector)
+                && Attacks.defaultKinds.contains(.beaconReflector))
         for n in 0..<3 {
             let outcome = Attacks.runOne(runSeed: UInt64(1000 + n), kind: .beaconReflector, users: .careless)
             #expect(outcome.problems.isEmpty, "\(outcome.problems)")

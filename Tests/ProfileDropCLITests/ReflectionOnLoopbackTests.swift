@@ -60,7 +60,8 @@ import Testing
 
         #expect(
             received <= sent,
-            "the device sent the BEACONs' source \(received) bytes for its \(sent) (types \(Set(types).sorted()))")
+            "the device sent the BEACONs' source \(received) bytes for its \(sent) (types \(Set(types).sorted()))"
+        )
         // The device did hear the BEACONs and wanted to invite their ids: it asked the address to
         // prove it receives, and sent nothing else there.
         #expect(types.contains(PacketType.probe.rawValue), "no PROBE reached the source: \(types)")

@@ -169,7 +169,9 @@ import Testing
         var dirty = bare
         dirty[27] = 1
         #expect(caught(ProtocolError.self) { _ = try Packet(datagram: dirty) }?.code == .malformed)
-        #expect(caught(ProtocolError.self) { _ = try Packet(datagram: Array(bare.prefix(27))) }?.code == .truncated)
+        #expect(
+            caught(ProtocolError.self) { _ = try Packet(datagram: Array(bare.prefix(27))) }?.code
+                == .truncated)
         #expect(caught(ProtocolError.self) { _ = try Packet(datagram: bare + [0]) }?.code == .trailingBytes)
     }
 
@@ -180,7 +182,9 @@ import Testing
         let echo = Packet.probeAck(Probe(challenge: 0x0102_0304_0506_0708)).encoded()
         #expect(echo == [0x50, 0x44, 3, 9, 1, 2, 3, 4, 5, 6, 7, 8])
         #expect(probe.count == WireConstants.probeSize)
-        #expect(caught(ProtocolError.self) { _ = try Packet(datagram: Array(probe.prefix(11))) }?.code == .truncated)
+        #expect(
+            caught(ProtocolError.self) { _ = try Packet(datagram: Array(probe.prefix(11))) }?.code
+                == .truncated)
         // Another version is dropped before its type is looked at.
         var old = probe
         old[2] = 2

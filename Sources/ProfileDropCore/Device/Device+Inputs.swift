@@ -248,7 +248,8 @@ extension Device {
             discovery.refusedWhileBusy(invite.sender, context: context)
             return
         }
-        let cookieEchoed = halfOpen.isUnderLoad && halfOpen.hasValidCookie(invite, from: source, context: &context)
+        let cookieEchoed =
+            halfOpen.isUnderLoad && halfOpen.hasValidCookie(invite, from: source, context: &context)
         if cookieEchoed { routability.prove(source, now: context.now) }
         if halfOpen.isUnderLoad && !cookieEchoed {
             // Under load, no state and no key for a source that has not shown it receives there.
@@ -408,7 +409,9 @@ extension Device {
             busy: candidateCount >= Self.maxCandidates, quiet: quiet, context: &context)
         for index in live.indices where live[index].isProbeDue(context: context) {
             // A PROBE again only as the host's credit allows: its next BEACON brings more.
-            if routability.spend(WireConstants.probeSize, toHost: live[index].peerAddress.ipv4, now: context.now) {
+            if routability.spend(
+                WireConstants.probeSize, toHost: live[index].peerAddress.ipv4, now: context.now)
+            {
                 live[index].sendProbeAgain(context: &context)
             } else {
                 context.counters.probesWithoutCredit += 1

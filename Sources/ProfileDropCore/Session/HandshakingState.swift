@@ -192,13 +192,16 @@ extension HandshakingState {
         context.counters.probesSent += 1
         resent = true
         lastSentAt = context.now
-        scheduleRetransmission(givesUpAt: sentAt + HalfOpenHandshakes.lifetime(context.timeouts), context: context)
+        scheduleRetransmission(
+            givesUpAt: sentAt + HalfOpenHandshakes.lifetime(context.timeouts), context: context)
     }
 
     /// PROBE_ACK echoing `challenge` from the invitee's address: it receives there, so our INVITE
     /// goes out now, and the handshake's clock starts again from it. False, changing nothing, for
     /// any other challenge.
-    mutating func probeAnswered(_ challenge: UInt64, to peerAddress: PeerAddress, context: inout SessionContext)
+    mutating func probeAnswered(
+        _ challenge: UInt64, to peerAddress: PeerAddress, context: inout SessionContext
+    )
         -> Bool
     {
         guard let probe, probe == challenge, invite != nil else { return false }

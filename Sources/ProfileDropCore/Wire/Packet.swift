@@ -293,7 +293,9 @@ public enum Packet: Equatable, Sendable {
             for known in query.knownAnswers { writer.writeInteger(known.rawValue) }
             writer.writeBytes(
                 repeatElement(
-                    0, count: Packet.queryPadding(position: query.position != nil, known: query.knownAnswers.count)))
+                    0,
+                    count: Packet.queryPadding(
+                        position: query.position != nil, known: query.knownAnswers.count)))
         case .invite(let message):
             precondition(message.noiseMessage.count <= Packet.maxInviteNoiseMessage, "Noise message too long")
             precondition(
@@ -355,7 +357,9 @@ public enum Packet: Equatable, Sendable {
     /// Zero bytes after a QUERY's known answers, which bring the datagram up to
     /// ``WireConstants/queryMinimumSize`` (none when it is already that long).
     public static func queryPadding(position: Bool, known: Int) -> Int {
-        max(0, WireConstants.queryMinimumSize - (WireConstants.headerSize + 10 + (position ? 8 : 0) + 8 * known))
+        max(
+            0,
+            WireConstants.queryMinimumSize - (WireConstants.headerSize + 10 + (position ? 8 : 0) + 8 * known))
     }
 
     /// Parses one whole datagram.
