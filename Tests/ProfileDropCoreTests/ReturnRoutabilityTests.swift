@@ -92,8 +92,10 @@ import Testing
         while table.spend(WireConstants.probeSize, toHost: host, now: .zero) { spent += 1 }
         #expect(spent == ReturnRoutability.maxCredit / WireConstants.probeSize)
         table.received(27, fromHost: host, now: .zero)
-        #expect(
-            !table.spend(WireConstants.probeSize, toHost: host, now: .zero + ReturnRoutability.creditHorizon))
-        #expect(!table.spend(WireConstants.probeSize, toHost: host + 1, now: .zero))
+        let expired = table.spend(
+            WireConstants.probeSize, toHost: host, now: .zero + ReturnRoutability.creditHorizon)
+        #expect(!expired, "credit outlived its horizon")
+        let otherHost = table.spend(WireConstants.probeSize, toHost: host + 1, now: .zero)
+        #expect(!otherHost, "another host's credit paid")
     }
 }

@@ -47,8 +47,6 @@ import Testing
         .secure(
             SecurePacket(sessionID: 77, packetNumber: 1 << 40, ciphertext: Array(repeating: 1, count: 16))),
         .secure(SecurePacket(sessionID: 77, packetNumber: 0, ciphertext: Array(repeating: 2, count: 1178))),
-        .probe(Probe(challenge: 0x0102_0304_0506_0708)),
-        .probeAck(Probe(challenge: .max)),
         .invite(
             HandshakePacket(
                 sessionID: 43, sender: DeviceID(rawValue: 1), receiver: DeviceID(rawValue: 2),
@@ -66,6 +64,8 @@ import Testing
             Busy(
                 sessionID: 5, sender: DeviceID(rawValue: 3), receiver: DeviceID(rawValue: 4),
                 reason: .staleID)),
+        .probe(Probe(challenge: 0x0102_0304_0506_0708)),
+        .probeAck(Probe(challenge: .max)),
     ]
 
     static let frames: [Frame] = [
@@ -430,7 +430,7 @@ import Testing
         var badMagic = beacon
         badMagic[0] = 0x51
         #expect(code(badMagic) == .badMagic)
-        for version: UInt8 in [0, 1, 3, 255] {
+        for version: UInt8 in [0, 1, 2, 4, 255] {
             var badVersion = beacon
             badVersion[2] = version
             #expect(code(badVersion) == .unsupportedVersion)
