@@ -13,10 +13,10 @@ import ProfileDropNoise
 struct HandshakingState {
     var noise: HandshakeState
     /// The last handshake datagram we sent (INVITE or ACCEPT): the INVITE is retransmitted until
-    /// answered, the ACCEPT sent again for each duplicate INVITE.
+    /// answered, the ACCEPT sent again for each duplicate INVITE. Empty while we probe.
     var lastDatagram: [UInt8]
-    /// Initiator only: the INVITE as last sent, whose cookie a BUSY(retry) may change; nil for the
-    /// responder.
+    /// Initiator only: the INVITE as last sent, whose cookie a BUSY(retry) may change (its Noise
+    /// message is empty until written, once the address is proven); nil for the responder.
     var invite: HandshakePacket?
     /// Initiator only: the challenge of our PROBE while the invitee's address has not echoed it;
     /// the INVITE waits until it has.
@@ -56,8 +56,8 @@ extension HandshakingState {
     {
         // Sixteen zero bytes are no cookie on the wire.
         let cookie = cookie.allSatisfy { $0 == 0 } ? [] : cookie
-        guard var invite else {
-            throw ProtocolError(.unexpectedMessage, "BUSY(retry) for a session we accepted")
+        guard var invite, probe == nil else {
+            throw ProtocolError(.unexpectedMessage, "BUSY(retry) for a session we accepted or still probe")
         }
         guard cookie != invite.cookie else {
             throw ProtocolError(.unexpectedMessage, "BUSY(retry) repeats the cookie our INVITE carries")
@@ -179,6 +179,20 @@ extension HandshakingState {
         transmissions += 1
     }
 
+    /// Writes Noise message 1 into our INVITE (initiator). Only once the address is proven, so that
+    /// no ephemeral key is drawn for a phantom that never answers our PROBE, and the key is among
+    /// the draws of the input that sends the INVITE (a capture's decryptor looks for it there).
+    mutating func writeInvite(context: inout SessionContext) {
+        guard var invite else { return }
+        do {
+            invite.noiseMessage = try noise.writeMessage(payload: [], random: &context.random)
+        } catch {
+            preconditionFailure("the first XX message has no DH to fail: \(error)")
+        }
+        self.invite = invite
+        lastDatagram = Packet.invite(invite).encoded()
+    }
+
     /// Whether our PROBE's retransmission is due now (and the handshake not yet given up).
     func isProbeDue(now: Instant, timeouts: Timeouts) -> Bool {
         probe != nil && invite != nil && now >= retransmitAt
@@ -206,6 +220,7 @@ extension HandshakingState {
     {
         guard let probe, probe == challenge, invite != nil else { return false }
         self.probe = nil
+        writeInvite(context: &context)
         context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: lastDatagram))
         sentAt = context.now
         lastSentAt = context.now
@@ -235,32 +250,25 @@ extension ExchangeSession {
         to peer: DeviceID, at address: PeerAddress, proven: Bool, context: inout SessionContext
     ) -> ExchangeSession {
         let sessionID = context.random.nextUInt64()
-        var noise = handshake(
+        let noise = handshake(
             role: .initiator, sessionID: sessionID, initiator: context.deviceID, responder: peer,
             context: context)
-        let message: [UInt8]
-        do {
-            message = try noise.writeMessage(payload: [], random: &context.random)
-        } catch {
-            preconditionFailure("the first XX message has no DH to fail: \(error)")
-        }
-        let invite = HandshakePacket(
-            sessionID: sessionID, sender: context.deviceID, receiver: peer, noiseMessage: message)
-        let datagram = Packet.invite(invite).encoded()
-        var probe: UInt64?
+        var state = HandshakingState(
+            noise: noise, lastDatagram: [],
+            invite: HandshakePacket(
+                sessionID: sessionID, sender: context.deviceID, receiver: peer, noiseMessage: []),
+            retransmitAt: context.now + context.timeouts.handshakeRetransmit, sentAt: context.now,
+            lastSentAt: context.now)
         if proven {
-            context.outbox.push(OutgoingDatagram(destination: .unicast(address), bytes: datagram))
+            state.writeInvite(context: &context)
+            context.outbox.push(OutgoingDatagram(destination: .unicast(address), bytes: state.lastDatagram))
         } else {
             let challenge = context.random.nextUInt64()
             context.send(.probe(Probe(challenge: challenge)), to: .unicast(address))
             context.counters.probesSent += 1
-            probe = challenge
+            state.probe = challenge
         }
         context.emit(.connecting(peer: peer, initiator: true))
-        let state = HandshakingState(
-            noise: noise, lastDatagram: datagram, invite: invite, probe: probe,
-            retransmitAt: context.now + context.timeouts.handshakeRetransmit, sentAt: context.now,
-            lastSentAt: context.now)
         return ExchangeSession(
             sessionID: sessionID, peer: peer, peerAddress: address, isInitiator: true,
             state: .handshaking(CopyOnWriteBox(state)),
