@@ -86,10 +86,19 @@ class Reader:
 # --- Section 3: datagrams -------------------------------------------------------------------
 
 MAX_DATAGRAM = 1200
-PACKET_TYPES = {1: "BEACON", 2: "QUERY", 3: "INVITE", 4: "ACCEPT", 5: "CONFIRM", 6: "BUSY", 7: "SECURE"}
+# Protocol 2.1 is wire version 3 (PROTOCOL.md 3.5).
+WIRE_VERSION = 3
+PACKET_TYPES = {1: "BEACON", 2: "QUERY", 3: "INVITE", 4: "ACCEPT", 5: "CONFIRM", 6: "BUSY", 7: "SECURE",
+                8: "PROBE", 9: "PROBE_ACK"}
 PACKET_NUMBERS = {name: number for number, name in PACKET_TYPES.items()}
 ROOM_LIMIT_CM = 100_000
 INVITE_PADDED_NOISE = 98
+# A QUERY is padded with zero bytes to at least this length.
+QUERY_MINIMUM = 28
+
+
+def query_padding(position, count):
+    return max(0, QUERY_MINIMUM - (4 + 10 + (8 if position else 0) + 8 * count))
 
 
 def read_id(reader):
@@ -110,7 +119,7 @@ def parse_datagram(data):
     reader = Reader(data)
     if reader.take(2) != b"PD":
         raise Drop("bad-magic")
-    if reader.int(1) != 2:
+    if reader.int(1) != WIRE_VERSION:
         raise Drop("unsupported-version")
     kind = PACKET_TYPES.get(reader.int(1))
     if kind is None:
@@ -132,6 +141,8 @@ def parse_datagram(data):
             raise Drop("oversized", f"{count} known answers")
         fields = {"device_id": device, "position": position,
                   "known_answers": [read_id(reader) for _ in range(count)]}
+        if any(reader.take(query_padding(position, count))):
+            raise Drop("malformed", "padding not zero")
     elif kind in ("INVITE", "ACCEPT", "CONFIRM"):
         fields = {"session_id": read_id(reader), "sender_id": read_id(reader),
                   "receiver_id": read_id(reader)}
@@ -152,6 +163,8 @@ def parse_datagram(data):
             raise Drop("malformed", f"reason {reason}")
         fields["reason"] = reason
         fields["cookie"] = reader.take(16).hex() if reason == 3 else ""
+    elif kind in ("PROBE", "PROBE_ACK"):
+        fields = {"challenge": read_id(reader)}
     else:  # SECURE
         fields = {"session_id": read_id(reader), "packet_number": read_id(reader)}
         length = reader.int(2)
@@ -170,7 +183,7 @@ def encode_position(position):
 
 
 def encode_datagram(kind, fields):
-    out = b"PD" + bytes([2, PACKET_NUMBERS[kind]])
+    out = b"PD" + bytes([WIRE_VERSION, PACKET_NUMBERS[kind]])
     if kind == "BEACON":
         position = fields["position"]
         flags = (1 if fields["busy"] else 0) | (2 if position is not None else 0)
@@ -181,6 +194,7 @@ def encode_datagram(kind, fields):
         out += unhex(fields["device_id"]) + bytes([1 if position is not None else 0])
         out += encode_position(position) if position else b""
         out += bytes([len(fields["known_answers"])]) + b"".join(map(unhex, fields["known_answers"]))
+        out += bytes(query_padding(position, len(fields["known_answers"])))
     elif kind in ("INVITE", "ACCEPT", "CONFIRM"):
         out += unhex(fields["session_id"]) + unhex(fields["sender_id"]) + unhex(fields["receiver_id"])
         noise = unhex(fields["noise_message"])
@@ -192,6 +206,8 @@ def encode_datagram(kind, fields):
     elif kind == "BUSY":
         out += unhex(fields["session_id"]) + unhex(fields["sender_id"]) + unhex(fields["receiver_id"])
         out += bytes([fields["reason"]]) + unhex(fields["cookie"])
+    elif kind in ("PROBE", "PROBE_ACK"):
+        out += unhex(fields["challenge"])
     else:
         ciphertext = unhex(fields["ciphertext"])
         out += unhex(fields["session_id"]) + unhex(fields["packet_number"]) + uint(len(ciphertext), 2)
@@ -645,7 +661,7 @@ def check_pose(data):
 
 
 def check_handshake(data):
-    prologue = b"ProfileDrop" + bytes([2]) + unhex(data["session_id"]) + unhex(data["initiator_id"])
+    prologue = b"ProfileDrop" + bytes([WIRE_VERSION]) + unhex(data["session_id"]) + unhex(data["initiator_id"])
     prologue += unhex(data["responder_id"])
     results = {}
 
@@ -721,7 +737,7 @@ def check_handshake(data):
             plaintext = unhex(vector["plaintext"])
             expect(encode_frames(vector["frames"]) == plaintext, "frames encoding")
             number = int(vector["packet_number"], 16)
-            header = b"PD\x02\x07" + unhex(data["session_id"]) + uint(number, 8)
+            header = b"PD" + bytes([WIRE_VERSION, 7]) + unhex(data["session_id"]) + uint(number, 8)
             header += uint(len(plaintext) + 16, 2)
             expect(header == unhex(vector["associated_data"]), "associated data")
             expect(aead_nonce(number) == unhex(vector["nonce"]), "nonce")

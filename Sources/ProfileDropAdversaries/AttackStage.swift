@@ -418,7 +418,7 @@ class AdversaryBrain: TapPolicy {
             learn("device id", Self.bytes(message.sender.rawValue))
         case .busy(let busy):
             learn("device id", Self.bytes(busy.sender.rawValue))
-        case .secure:
+        case .secure, .probe, .probeAck:
             break
         }
         return true

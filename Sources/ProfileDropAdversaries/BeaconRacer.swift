@@ -8,9 +8,10 @@ public struct RacedBeaconResult: Sendable {
     public var forged = 0
     /// BEACONs the budget left unsent.
     public var unsent = 0
-    /// Invitations (session ids) the newcomer sent to the racer's address.
+    /// Invitations the newcomer made of the racer's address (a PROBE or an INVITE went there).
     public var diverted = 0
-    /// INVITE datagrams the newcomer sent there, retransmissions included.
+    /// INVITE datagrams the newcomer sent there, retransmissions included: none since wire version
+    /// 3, as the dead address never echoes the PROBE.
     public var divertedInvites = 0
     /// The racer's address, named in the BEACONs it raced.
     public var racerAddress: PeerAddress?
@@ -92,6 +93,8 @@ final class BeaconRacer {
 /// its address, and the newcomer's INVITEs to that address are counted.
 struct BeaconRace {
     let racer: BeaconRacer
+    /// The newcomer's invitations of the racer's address: their PROBEs' challenges and INVITEs'
+    /// session ids.
     private var invitations: [UInt64] = []
     private var divertedInvites = 0
 
@@ -114,9 +117,18 @@ struct BeaconRace {
                 for forged in racer.heard(packet, from: sent.source, at: stage.room.now) {
                     stage.inject(forged, after: stage.room.latency * 2, meter: &meter)
                 }
-            } else if case .invite(let invite) = packet, sent.destination == .unicast(racer.address) {
-                divertedInvites += 1
-                if !invitations.contains(invite.sessionID) { invitations.append(invite.sessionID) }
+            } else if sent.destination == .unicast(racer.address) {
+                // An invitation there starts with a PROBE (wire version 3), which the dead address
+                // never answers, so no INVITE follows; each is named by its challenge.
+                switch packet {
+                case .invite(let invite):
+                    divertedInvites += 1
+                    if !invitations.contains(invite.sessionID) { invitations.append(invite.sessionID) }
+                case .probe(let probe):
+                    if !invitations.contains(probe.challenge) { invitations.append(probe.challenge) }
+                case .beacon, .query, .accept, .confirm, .busy, .secure, .probeAck:
+                    break
+                }
             }
         }
     }

@@ -291,7 +291,7 @@ final class CleartextAttacker {
             guard let heard = targets.lazy.compactMap(\.beacon).first else { return random.bytes(19) }
             var beacon = forgedBeacon(
                 from: heard, id: DeviceID(rawValue: random.nextUInt64()), port: deadPort())
-            beacon[2] = random.uniform(below: 2) == 0 ? 1 : 3
+            beacon[2] = random.uniform(below: 2) == 0 ? 2 : 4
             return beacon
         case .query:
             let answers = (0..<random.uniform(below: 8)).map { _ in DeviceID(rawValue: random.nextUInt64()) }

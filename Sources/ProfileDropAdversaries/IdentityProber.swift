@@ -15,7 +15,7 @@ final class IdentityProber: AdversaryBrain {
     override func keepsOutgoing(_ packet: Packet, device: DeviceID, at time: Instant) -> Bool {
         switch packet {
         case .beacon, .query: false
-        case .invite, .accept, .confirm, .busy, .secure: true
+        case .invite, .accept, .confirm, .busy, .secure, .probe, .probeAck: true
         }
     }
 }

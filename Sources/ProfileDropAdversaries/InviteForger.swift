@@ -279,7 +279,7 @@ struct InvitationWatch {
             }) {
                 invitations[index].confirmed = true
             }
-        case .beacon, .query, .busy, .secure:
+        case .beacon, .query, .busy, .secure, .probe, .probeAck:
             break
         }
     }

@@ -229,7 +229,8 @@ struct MaliciousPeer: DatagramSpeaker {
         switch type {
         case .invite: return Packet.invite(packet).encoded()
         case .confirm: return Packet.confirm(packet).encoded()
-        case .beacon, .query, .accept, .busy, .secure: preconditionFailure("we send no \(type)")
+        case .beacon, .query, .accept, .busy, .secure, .probe, .probeAck:
+            preconditionFailure("we send no \(type)")
         }
     }
 
@@ -270,6 +271,9 @@ struct MaliciousPeer: DatagramSpeaker {
         case .busy(let busy) where busy.sessionID == sessionID:
             // Taken: give up.
             endedAt = time
+        case .probe(let probe):
+            // Answered as an honest device does, so that the victim may invite it too.
+            queue(Packet.probeAck(probe).encoded())
         case .secure(let secure) where secure.sessionID == sessionID:
             guard let transport,
                 let plaintext = try? transport.receiver.decrypt(
@@ -278,7 +282,7 @@ struct MaliciousPeer: DatagramSpeaker {
             else { return }
             observed.append("SECURE " + IdentityReplayer.observable(frames))
             for frame in frames { absorb(frame, at: time) }
-        case .beacon, .query, .invite, .accept, .confirm, .busy, .secure:
+        case .beacon, .query, .invite, .accept, .confirm, .busy, .secure, .probeAck:
             // Not for this session, or nothing it answers.
             break
         }

@@ -20,7 +20,7 @@ final class IdentityReplayer: AdversaryBrain {
         // Silent, as the identity prober: it invites and is never invited.
         switch packet {
         case .beacon, .query: false
-        case .invite, .accept, .confirm, .busy, .secure: true
+        case .invite, .accept, .confirm, .busy, .secure, .probe, .probeAck: true
         }
     }
 

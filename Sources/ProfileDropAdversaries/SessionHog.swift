@@ -168,8 +168,7 @@ enum LateDeclinerAttack: PairHogKind {
 enum BeaconReflectorAttack: AdversaryKind {
     static let name = "beacon-reflector"
     static let budget = AttackBudget.datagramsPerSecond(ceiling: Availability.reflectorBudget)
-    static let pendingFix: String? =
-        "no amplification: an address proves it receives before any INVITE (protocol 2.1)"
+    static let pendingFix: String? = nil
 
     static func run(runSeed: UInt64, users: AttackUsers) -> AttackTrial<NoKindFigures> {
         Availability.reflectorRun(runSeed: runSeed)

@@ -183,7 +183,7 @@ public final class CaptureRecorder {
     static func isMulticastType(_ type: PacketType) -> Bool {
         switch type {
         case .beacon, .query: true
-        case .invite, .accept, .confirm, .busy, .secure: false
+        case .invite, .accept, .confirm, .busy, .secure, .probe, .probeAck: false
         }
     }
 }

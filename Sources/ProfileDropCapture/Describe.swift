@@ -84,6 +84,8 @@ public enum Describe {
                     ("ciphertext", .text("\(secure.ciphertext.count)B")),
                 ]
             )
+        case .probe(let probe): return ("PROBE", [("challenge", .text(hex16(probe.challenge)))])
+        case .probeAck(let probe): return ("PROBE_ACK", [("challenge", .text(hex16(probe.challenge)))])
         }
     }
 

@@ -77,7 +77,7 @@ struct GoldenCaptureTests {
         if golden.name == "declined" {
             #expect(decryptedFrames.contains(.consent(.decline, nil)))
         }
-        // Every datagram speaks version 2.
+        // Every datagram speaks wire version 3 (protocol 2.1).
         #expect(
             capture.devices.allSatisfy { $0.outbound.allSatisfy { $0.payload[2] == WireConstants.version } })
         // Version 2 pairing, decrypted: IDENT and PROOF in the first SECURE datagrams, the code's

@@ -28,7 +28,8 @@ enum GoldenCaptures {
 
     static let all: [Golden] = [
         Golden(
-            name: "happy-path", expectedTypes: ["BEACON", "QUERY", "INVITE", "ACCEPT", "CONFIRM", "SECURE"]),
+            name: "happy-path",
+            expectedTypes: ["BEACON", "QUERY", "PROBE", "PROBE_ACK", "INVITE", "ACCEPT", "CONFIRM", "SECURE"]),
         Golden(name: "lossy-link", expectedTypes: ["BEACON", "INVITE", "ACCEPT", "CONFIRM", "SECURE"]),
         Golden(name: "out-of-range", expectedTypes: ["BEACON", "INVITE", "ACCEPT", "CONFIRM", "SECURE"]),
         Golden(name: "declined", expectedTypes: ["BEACON", "INVITE", "ACCEPT", "CONFIRM", "SECURE"]),

@@ -59,7 +59,14 @@ enum ConformanceVectorGenerator {
                         deviceID: initiatorID, port: 65_535, busy: false, sequence: 0xFFFF_FFFF,
                         position: PositionHint(x: 100_000, y: -100_000)))
             ),
-            ("QUERY, no position, no known answers", .query(Query(deviceID: initiatorID, knownAnswers: []))),
+            (
+                "QUERY, no position, no known answers: padded to 28 bytes",
+                .query(Query(deviceID: initiatorID, knownAnswers: []))
+            ),
+            (
+                "QUERY with a position and no known answers: padded to 28 bytes",
+                .query(Query(deviceID: initiatorID, position: PositionHint(x: 0, y: 0), knownAnswers: []))
+            ),
             (
                 "QUERY with a position and two known answers",
                 .query(
@@ -155,6 +162,8 @@ enum ConformanceVectorGenerator {
                         sessionID: sessionID, packetNumber: 0xFFFF_FFFF_FFFF_FFFE,
                         ciphertext: fixed("wire longest ciphertext", 1_178)))
             ),
+            ("PROBE", .probe(Probe(challenge: 0x0123_4567_89AB_CDEF))),
+            ("PROBE_ACK echoing that challenge", .probeAck(Probe(challenge: 0x0123_4567_89AB_CDEF))),
         ]
         return .object([
             ("description", .string("Every datagram type (PROTOCOL.md 3): its fields and its bytes.")),
@@ -918,7 +927,9 @@ enum ConformanceVectorGenerator {
             copy.replaceSubrange(offset..<(offset + values.count), with: values)
             return copy
         }
-        func header(_ type: UInt8) -> [UInt8] { [0x50, 0x44, 0x02, type] }
+        func header(_ type: UInt8) -> [UInt8] { [0x50, 0x44, WireConstants.version, type] }
+        let bareQuery = Packet.query(Query(deviceID: initiatorID, knownAnswers: [])).encoded()
+        let probe = Packet.probe(Probe(challenge: 0x0123_4567_89AB_CDEF)).encoded()
         let ids: [UInt8] = Array(fixed("invalid ids", 24))
         let datagrams: [(String, [UInt8])] = [
             ("empty", []),
@@ -926,10 +937,12 @@ enum ConformanceVectorGenerator {
             ("1201 bytes", header(7) + [UInt8](repeating: 0, count: 1_197)),
             ("bad magic", set(beacon, 0, [0x50, 0x58])),
             ("version 1", set(beacon, 2, [0x01])),
-            ("version 3", set(beacon, 2, [0x03])),
+            ("version 2 (protocol 2.0, before return routability)", set(beacon, 2, [0x02])),
+            ("version 2 PROBE", set(probe, 2, [0x02])),
+            ("version 4", set(beacon, 2, [0x04])),
             ("version 1 with a short body", [0x50, 0x44, 0x01, 0x01]),
             ("type 0", header(0) + Array(beacon.dropFirst(4))),
-            ("type 8", header(8)),
+            ("type 10", header(10)),
             ("header only", header(1)),
             ("BEACON cut inside its device id", Array(beacon.prefix(9))),
             ("BEACON without its sequence", Array(beacon.prefix(15))),
@@ -945,6 +958,12 @@ enum ConformanceVectorGenerator {
             ("QUERY reserved flag bit 1", set(query, 12, [0x02])),
             ("QUERY lists 2 but carries 1", set(query, 13, [0x02])),
             ("QUERY lists 0 but carries 1", set(query, 13, [0x00])),
+            ("QUERY padding not zero", set(bareQuery, bareQuery.count - 1, [0x01])),
+            ("QUERY without its padding", Array(bareQuery.prefix(14))),
+            ("QUERY with a byte after its padding", bareQuery + [0]),
+            ("PROBE cut inside its challenge", Array(probe.prefix(11))),
+            ("PROBE with a trailing byte", probe + [0]),
+            ("PROBE_ACK without its challenge", header(9)),
             (
                 "QUERY with 148 known answers (1198 bytes)",
                 header(2) + Array(ids.prefix(8)) + [0x00, 148] + [UInt8](repeating: 0x11, count: 148 * 8)

@@ -470,6 +470,8 @@ enum VectorFormat {
         case .confirm: "CONFIRM"
         case .busy: "BUSY"
         case .secure: "SECURE"
+        case .probe: "PROBE"
+        case .probeAck: "PROBE_ACK"
         }
     }
 
@@ -567,6 +569,7 @@ enum VectorFormat {
                 ("session_id", id(secure.sessionID)), ("packet_number", id(secure.packetNumber)),
                 ("ciphertext", hex(secure.ciphertext)),
             ])
+        case .probe(let probe), .probeAck(let probe): .object([("challenge", id(probe.challenge))])
         }
     }
 
@@ -606,6 +609,8 @@ enum VectorFormat {
                     sessionID: try fields.member("session_id").id(),
                     packetNumber: try fields.member("packet_number").id(),
                     ciphertext: try fields.member("ciphertext").bytes()))
+        case .probe: return .probe(Probe(challenge: try fields.member("challenge").id()))
+        case .probeAck: return .probeAck(Probe(challenge: try fields.member("challenge").id()))
         }
     }
 

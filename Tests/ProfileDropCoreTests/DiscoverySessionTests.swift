@@ -34,11 +34,22 @@ import Testing
             recordSent()
         }
 
-        /// Keeps what the device sent in the room's last step, stamped with the device's clock.
+        /// Whether every address the device probes echoes the PROBE at once, as a device receiving
+        /// there would (PROTOCOL.md 5, "Return routability"): the INVITE then goes out at the
+        /// PROBE's time, and these tests see the invitations they are about.
+        var echoesProbes = true
+
+        /// Keeps what the device sent in the room's last step, stamped with the device's clock, and
+        /// echoes its PROBEs if ``echoesProbes``.
         mutating func recordSent() {
             for datagram in room.lastSent {
                 if let packet = try? Packet(datagram: datagram.bytes) {
                     sent.append((device.now, packet, datagram.destination))
+                    if echoesProbes, case .probe(let probe) = packet,
+                        case .unicast(let address) = datagram.destination
+                    {
+                        room.inject(Packet.probeAck(probe).encoded(), from: address, to: 0, after: .zero)
+                    }
                 }
             }
         }

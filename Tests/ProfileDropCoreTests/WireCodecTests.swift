@@ -64,6 +64,8 @@ import Testing
             Busy(
                 sessionID: 5, sender: DeviceID(rawValue: 3), receiver: DeviceID(rawValue: 4),
                 reason: .staleID)),
+        .probe(Probe(challenge: 0x0102_0304_0506_0708)),
+        .probeAck(Probe(challenge: .max)),
     ]
 
     static let frames: [Frame] = [
@@ -97,7 +99,7 @@ import Testing
         for packet in Self.packets {
             let bytes = packet.encoded()
             #expect(bytes.count <= WireConstants.maxDatagramSize)
-            #expect(Array(bytes.prefix(4)) == [0x50, 0x44, 2, packet.type.rawValue])
+            #expect(Array(bytes.prefix(4)) == [0x50, 0x44, 3, packet.type.rawValue])
             #expect(try Packet(datagram: bytes) == packet)
             var reader = ByteReader(bytes)
             #expect(try reader.readPacket() == packet)
@@ -112,14 +114,14 @@ import Testing
         )
         let bytes = Packet.beacon(beacon).encoded()
         #expect(
-            bytes == [0x50, 0x44, 2, 1, 1, 2, 3, 4, 5, 6, 7, 8, 0x14, 0xE9, 0x01, 0x0A, 0x0B, 0x0C, 0x0D])
+            bytes == [0x50, 0x44, 3, 1, 1, 2, 3, 4, 5, 6, 7, 8, 0x14, 0xE9, 0x01, 0x0A, 0x0B, 0x0C, 0x0D])
         #expect(try Packet(datagram: bytes) == .beacon(beacon))
         beacon.position = PositionHint(Pose(x: 7.4, y: -2.6, heading: 180))
         #expect(beacon.position == PositionHint(x: 7, y: -3))
         let hinted = Packet.beacon(beacon).encoded()
         #expect(
             hinted == [
-                0x50, 0x44, 2, 1, 1, 2, 3, 4, 5, 6, 7, 8, 0x14, 0xE9, 0x03, 0x0A, 0x0B, 0x0C, 0x0D,
+                0x50, 0x44, 3, 1, 1, 2, 3, 4, 5, 6, 7, 8, 0x14, 0xE9, 0x03, 0x0A, 0x0B, 0x0C, 0x0D,
                 0, 0, 0, 7, 0xFF, 0xFF, 0xFF, 0xFD,
             ])
         #expect(try Packet(datagram: hinted) == .beacon(beacon))
@@ -141,13 +143,52 @@ import Testing
         let bytes = Packet.query(query).encoded()
         #expect(
             bytes == [
-                0x50, 0x44, 2, 2, 0, 0, 0, 0, 0, 0, 0, 9, 1, 0, 0, 0, 1, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0,
+                0x50, 0x44, 3, 2, 0, 0, 0, 0, 0, 0, 0, 9, 1, 0, 0, 0, 1, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0,
                 5,
             ])
         #expect(try Packet(datagram: bytes) == .query(query))
         var reserved = bytes
         reserved[12] = 3
         #expect(caught(ProtocolError.self) { _ = try Packet(datagram: reserved) }?.code == .malformed)
+    }
+
+    /// A QUERY shorter than 28 bytes is padded with zero bytes to 28, so that the BEACON (at most 27
+    /// bytes) each device in reach answers with is smaller (PROTOCOL.md 3); non-zero padding is
+    /// malformed, a missing byte of it truncated.
+    @Test func queryIsPaddedToTwentyEightBytes() throws {
+        let bare = Packet.query(Query(deviceID: DeviceID(rawValue: 9), knownAnswers: [])).encoded()
+        #expect(bare == [0x50, 0x44, 3, 2, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0] + [UInt8](repeating: 0, count: 14))
+        let placed = Packet.query(
+            Query(deviceID: DeviceID(rawValue: 9), position: PositionHint(x: 0, y: 0), knownAnswers: [])
+        ).encoded()
+        #expect(placed.count == WireConstants.queryMinimumSize)
+        for packet in Self.packets {
+            if case .query = packet { #expect(packet.encoded().count >= WireConstants.queryMinimumSize) }
+            if case .beacon = packet { #expect(packet.encoded().count < WireConstants.queryMinimumSize) }
+        }
+        var dirty = bare
+        dirty[27] = 1
+        #expect(caught(ProtocolError.self) { _ = try Packet(datagram: dirty) }?.code == .malformed)
+        #expect(
+            caught(ProtocolError.self) { _ = try Packet(datagram: Array(bare.prefix(27))) }?.code
+                == .truncated)
+        #expect(caught(ProtocolError.self) { _ = try Packet(datagram: bare + [0]) }?.code == .trailingBytes)
+    }
+
+    /// PROBE and PROBE_ACK: header and an 8-byte challenge, 12 bytes, smaller than any BEACON.
+    @Test func probeLayoutIsExact() throws {
+        let probe = Packet.probe(Probe(challenge: 0x0102_0304_0506_0708)).encoded()
+        #expect(probe == [0x50, 0x44, 3, 8, 1, 2, 3, 4, 5, 6, 7, 8])
+        let echo = Packet.probeAck(Probe(challenge: 0x0102_0304_0506_0708)).encoded()
+        #expect(echo == [0x50, 0x44, 3, 9, 1, 2, 3, 4, 5, 6, 7, 8])
+        #expect(probe.count == WireConstants.probeSize)
+        #expect(
+            caught(ProtocolError.self) { _ = try Packet(datagram: Array(probe.prefix(11))) }?.code
+                == .truncated)
+        // Another version is dropped before its type is looked at.
+        var old = probe
+        old[2] = 2
+        #expect(caught(ProtocolError.self) { _ = try Packet(datagram: old) }?.code == .unsupportedVersion)
     }
 
     @Test func everyFrameTypeRoundTrips() throws {
@@ -389,7 +430,7 @@ import Testing
         var badMagic = beacon
         badMagic[0] = 0x51
         #expect(code(badMagic) == .badMagic)
-        for version: UInt8 in [0, 1, 3, 255] {
+        for version: UInt8 in [0, 1, 2, 4, 255] {
             var badVersion = beacon
             badVersion[2] = version
             #expect(code(badVersion) == .unsupportedVersion)

@@ -250,9 +250,12 @@ private func heard(_ room: Room, _ member: Int) -> [(
         #expect(heard(room, speaker).allSatisfy { $0.source == deviceAddress })
         #expect(
             heardPackets.contains { if case .beacon = $0 { true } else { false } }, "its multicast beacons")
+        // The invitation starts with a PROBE, unicast to the speaker, which never echoes it, so no
+        // INVITE follows (PROTOCOL.md 5, "Return routability").
         #expect(
-            heardPackets.contains { if case .invite(let h) = $0 { h.receiver == fakeID } else { false } },
-            "an invitation unicast to the speaker")
+            heardPackets.contains { if case .probe = $0 { true } else { false } },
+            "an invitation's PROBE unicast to the speaker")
+        #expect(!heardPackets.contains { if case .invite = $0 { true } else { false } })
         #expect(
             room.eventLog[device].contains { if case .peerFound = $0 { true } else { false } },
             "the device found the speaker")

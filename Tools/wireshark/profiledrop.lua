@@ -1,9 +1,9 @@
--- Wireshark dissector for ProfileDrop version 2 (see PROTOCOL.md, section 3).
+-- Wireshark dissector for ProfileDrop protocol 2.1, wire version 3 (see PROTOCOL.md, section 3).
 --
--- Decodes the 4-byte header and every cleartext field of the seven datagram types. SECURE
--- payloads are shown as ciphertext: the frames inside (version 2's IDENT, PROOF, COMMIT, NONCE,
--- REVEAL and BOND among them) are encrypted; `profiledrop replay` shows them decrypted. Datagrams
--- of another version (version 1) are shown as "version 1 (not spoken)", header only.
+-- Decodes the 4-byte header and every cleartext field of the nine datagram types. SECURE
+-- payloads are shown as ciphertext: the frames inside (IDENT, PROOF, COMMIT, NONCE, REVEAL and
+-- BOND among them) are encrypted; `profiledrop replay` shows them decrypted. Datagrams of another
+-- version (1, or 2 before return routability) are shown as "version N (not spoken)", header only.
 --
 -- Use:  wireshark -X lua_script:Tools/wireshark/profiledrop.lua capture.pcapng
 --       tshark -X lua_script:Tools/wireshark/profiledrop.lua -r capture.pcapng -Y profiledrop
@@ -12,15 +12,15 @@
 -- A post-dissector also labels the replay records that captures carry in pcapng Custom Blocks.
 --
 -- The dissector registers on the discovery port 47544 and the simulator's port 47474, and as a
--- heuristic dissector on UDP for unicast exchanges on other ports (magic "PD", version 2 or 1, a
--- defined type).
+-- heuristic dissector on UDP for unicast exchanges on other ports (magic "PD", version 3, 2 or 1,
+-- a defined type).
 
 local profiledrop = Proto("profiledrop", "ProfileDrop")
 
 local MAGIC = 0x5044
-local VERSION = 2
--- Versions the heuristic claims: ours, and version 1, shown as not spoken.
-local KNOWN_VERSIONS = { [1] = true, [2] = true }
+local VERSION = 3
+-- Versions the heuristic claims: ours, and versions 1 and 2, shown as not spoken.
+local KNOWN_VERSIONS = { [1] = true, [2] = true, [3] = true }
 local PORTS = { 47544, 47474 }
 
 local type_names = {
@@ -31,6 +31,8 @@ local type_names = {
     [5] = "CONFIRM",
     [6] = "BUSY",
     [7] = "SECURE",
+    [8] = "PROBE",
+    [9] = "PROBE_ACK",
 }
 
 local busy_reasons = {
@@ -42,6 +44,8 @@ local busy_reasons = {
 
 -- INVITE is padded with zero bytes to at least this length (PROTOCOL.md section 3).
 local INVITE_MINIMUM = 144
+-- QUERY is padded with zero bytes to at least this length (PROTOCOL.md section 3).
+local QUERY_MINIMUM = 28
 
 local f = {
     magic = ProtoField.uint16("profiledrop.magic", "Magic", base.HEX),
@@ -73,12 +77,13 @@ local f = {
     ciphertext_length = ProtoField.uint16("profiledrop.ciphertext_length", "Ciphertext length", base.DEC),
     ciphertext = ProtoField.bytes("profiledrop.ciphertext", "Ciphertext (frames and tag)"),
     tag = ProtoField.bytes("profiledrop.tag", "Poly1305 tag"),
+    challenge = ProtoField.uint64("profiledrop.challenge", "Challenge", base.HEX),
 }
 profiledrop.fields = {
     f.magic, f.version, f.type, f.type_name, f.device_id, f.port, f.flags, f.busy_flag, f.position_flag,
     f.query_position_flag, f.position_x, f.position_y, f.beacon_sequence, f.known_count,
     f.known_answer, f.session_id, f.sender, f.receiver, f.noise_length, f.noise, f.noise_e, f.reason,
-    f.cookie, f.padding, f.packet_number, f.ciphertext_length, f.ciphertext, f.tag,
+    f.cookie, f.padding, f.packet_number, f.ciphertext_length, f.ciphertext, f.tag, f.challenge,
 }
 
 local e_truncated = ProtoExpert.new(
@@ -89,7 +94,7 @@ local e_reserved = ProtoExpert.new(
     "profiledrop.reserved", "Reserved bits set or value undefined", expert.group.MALFORMED,
     expert.severity.WARN)
 local e_version = ProtoExpert.new(
-    "profiledrop.version_not_spoken", "Another protocol version: version 2 devices ignore it",
+    "profiledrop.version_not_spoken", "Another protocol version: wire version 3 devices ignore it",
     expert.group.PROTOCOL, expert.severity.NOTE)
 profiledrop.experts = { e_truncated, e_trailing, e_reserved, e_version }
 
@@ -200,10 +205,27 @@ function profiledrop.dissector(buffer, pinfo, tree)
         end
         local count = flags_range and take(f.known_count, 1)
         if count then
+            local complete = true
             for _ = 1, count:uint() do
-                if not take(f.known_answer, 8) then break end
+                if not take(f.known_answer, 8) then
+                    complete = false
+                    break
+                end
             end
             info = string.format("%s device=%s known=%d%s", name, hex64(id), count:uint(), at)
+            -- Zero bytes up to the minimum QUERY length.
+            local padding = QUERY_MINIMUM - offset
+            if complete and padding > 0 then
+                local range = take(f.padding, padding)
+                if range then
+                    for index = 0, padding - 1 do
+                        if range(index, 1):uint() ~= 0 then
+                            subtree:add_proto_expert_info(e_reserved, "Padding is not zero")
+                            break
+                        end
+                    end
+                end
+            end
         end
     elseif type >= 3 and type <= 5 then
         local session = take(f.session_id, 8)
@@ -270,6 +292,9 @@ function profiledrop.dissector(buffer, pinfo, tree)
             info = string.format("%s session=%s pn=%s len=%d", name, hex64(session),
                 tostring(number:uint64()), count)
         end
+    elseif type == 8 or type == 9 then
+        local challenge = take(f.challenge, 8)
+        if challenge then info = string.format("%s challenge=%s", name, hex64(challenge)) end
     end
     if offset < length then
         local extra = length - offset

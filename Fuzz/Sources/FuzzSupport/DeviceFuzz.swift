@@ -390,6 +390,10 @@ public struct DeviceFuzz {
                 Busy(
                     sessionID: session, sender: id(&input), receiver: id(&input), reason: reason,
                     cookie: cookie))
+        case .probe:
+            packet = .probe(Probe(challenge: input.uint64()))
+        case .probeAck:
+            packet = .probeAck(Probe(challenge: input.uint64()))
         }
         var source = sourceAddress(&input)
         if let answering {
@@ -401,7 +405,7 @@ public struct DeviceFuzz {
             case .busy(var busy):
                 (busy.sender, busy.receiver) = (answering.invitee, device.deviceID)
                 packet = .busy(busy)
-            case .beacon, .query, .invite, .secure:
+            case .beacon, .query, .invite, .secure, .probe, .probeAck:
                 break
             }
         }
@@ -410,6 +414,11 @@ public struct DeviceFuzz {
 
     /// The device's latest INVITE: its session, whom it invited and where.
     var deviceInvitation: (sessionID: UInt64, invitee: DeviceID, address: PeerAddress)?
+
+    /// Whether the datagram being delivered is our echo of the device's PROBE to an address the
+    /// fuzzer made up: it proves that address receives, so the device's INVITE that answers it is
+    /// no amplification.
+    var echoing = false
 
     // MARK: - Time and delivery
 
@@ -491,7 +500,7 @@ public struct DeviceFuzz {
         let accepted = counters.datagramsAccepted - countersBefore.datagramsAccepted
         findings.check(
             rejected + accepted == 1, "a datagram counted \(accepted) accepted, \(rejected) rejected")
-        if source != peer.address {
+        if source != peer.address, !echoing {
             // A forged source never proves it receives at its address: at most one answer, no
             // larger than what came from it (PROTOCOL.md 5, "Amplification").
             let answers = lastSent.filter { $0.destination == .unicast(source) }
@@ -529,6 +538,7 @@ public struct DeviceFuzz {
             findings.fail("more than \(Self.maxOutputsPerInput) events from one input")
         }
         var sent = 0
+        var probes: [(bytes: [UInt8], address: PeerAddress)] = []
         for datagram in lastSent {
             sent += 1
             if sent > Self.maxOutputsPerInput {
@@ -546,6 +556,11 @@ public struct DeviceFuzz {
                     case .invite(let invite)? = try? Packet(datagram: datagram.bytes)
                 {
                     deviceInvitation = (invite.sessionID, invite.receiver, address)
+                }
+                if address != peer.address, datagram.bytes.count > 3,
+                    datagram.bytes[3] == PacketType.probe.rawValue
+                {
+                    probes.append((datagram.bytes, address))
                 }
                 // Datagrams to the peer reach it now, in the order sent (the peer checks that they
                 // decode); the rest vanish.
@@ -567,6 +582,16 @@ public struct DeviceFuzz {
         }
         closedReason = device.closedReason
         findings.check(device.isClosed == (device.closedReason != nil), "isClosed disagrees with the reason")
+        // Every made-up address receives: the device's PROBE is echoed from there at once, so that
+        // its INVITE (and the initiator's side after it) is reached. Not for an echo's own output.
+        if !echoing {
+            for probe in probes {
+                guard case .probe(let challenge)? = try? Packet(datagram: probe.bytes) else { continue }
+                echoing = true
+                deliver(Packet.probeAck(challenge).encoded(), from: probe.address)
+                echoing = false
+            }
+        }
         return events
     }
 

@@ -226,7 +226,8 @@ public struct ScriptedPeer {
             return Packet.invite(packet).encoded()
         case .accept: return Packet.accept(packet).encoded()
         case .confirm: return Packet.confirm(packet).encoded()
-        case .beacon, .query, .busy, .secure: preconditionFailure("\(type) is not a handshake packet")
+        case .beacon, .query, .busy, .secure, .probe, .probeAck:
+            preconditionFailure("\(type) is not a handshake packet")
         }
     }
 
@@ -319,7 +320,10 @@ public struct ScriptedPeer {
                 return
             }
             for frame in frames { absorb(frame, &findings) }
-        case .beacon, .query, .invite, .accept, .confirm, .busy, .secure:
+        case .probe(let probe):
+            // The device, inviting us, asks whether we receive at our address: we do.
+            outbox.append(Packet.probeAck(probe).encoded())
+        case .beacon, .query, .invite, .accept, .confirm, .busy, .secure, .probeAck:
             break
         }
     }

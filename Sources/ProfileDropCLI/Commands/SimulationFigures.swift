@@ -191,7 +191,7 @@ enum SimulationFigures {
                 case .confirm(let handshake) where result.confirm == 0:
                     result.confirm = datagram.bytes.count
                     result.noise += handshake.noiseMessage.count
-                case .beacon, .query, .invite, .accept, .confirm, .busy, .secure:
+                case .beacon, .query, .invite, .accept, .confirm, .busy, .secure, .probe, .probeAck:
                     break
                 }
             }

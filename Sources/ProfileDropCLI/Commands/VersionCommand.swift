@@ -25,7 +25,7 @@ enum VersionCommand: Subcommand {
             "profiledrop \(release)",
             "commit: \(commit)",
             "libsodium: \(Sodium.version)",
-            "protocol: version \(WireConstants.version)",
+            "protocol: version \(WireConstants.protocolName) (wire version \(WireConstants.version))",
         ]
     }
 

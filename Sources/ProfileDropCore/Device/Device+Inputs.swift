@@ -19,11 +19,26 @@ extension Device {
         case .beacon(let beacon):
             guard beacon.deviceID != deviceID else { throw ProtocolError(.ownDatagram, "our own beacon") }
             try admit(source)
+            // Nothing answers a BEACON by unicast: its bytes pay for a PROBE to its host.
+            routability.received(bytes.count, fromHost: source.ipv4, now: context.now)
             try discovery.receive(beacon, from: source, context: &context)
         case .query(let query):
             guard query.deviceID != deviceID else { throw ProtocolError(.ownDatagram, "our own query") }
             try admit(source)
+            routability.received(bytes.count, fromHost: source.ipv4, now: context.now)
             discovery.receive(query, context: &context)
+        case .probe(let probe):
+            // Anyone may ask: one PROBE_ACK of the PROBE's size per PROBE, and nothing kept.
+            try admit(source)
+            context.send(.probeAck(probe), to: .unicast(source))
+        case .probeAck(let echo):
+            guard let index = invitationIndex, live[index].peerAddress == source, live[index].isProbing else {
+                throw ProtocolError(.unexpectedMessage, "PROBE_ACK from \(source), which we are not probing")
+            }
+            guard live[index].probeAnswered(echo.challenge, context: &context) else {
+                throw ProtocolError(.unexpectedMessage, "PROBE_ACK from \(source) echoes another challenge")
+            }
+            routability.prove(source, now: context.now)
         case .invite(let invite):
             let isHalfOpen = halfOpen.index(of: invite.sessionID) != nil
             if isHalfOpen, deviceID < invite.sender, isAwaitingAccept(from: invite.sender, at: source) {
@@ -63,7 +78,7 @@ extension Device {
         switch type {
         case .beacon, .query: offset = WireConstants.headerSize
         case .invite: offset = WireConstants.headerSize + 8
-        case .accept, .confirm, .busy, .secure: return
+        case .accept, .confirm, .busy, .secure, .probe, .probeAck: return
         }
         guard bytes.count >= offset + 8 else { return }
         var raw: UInt64 = 0
@@ -129,7 +144,7 @@ extension Device {
         let isHandshake =
             switch type {
             case .invite, .accept, .confirm: true
-            case .beacon, .query, .busy, .secure: false
+            case .beacon, .query, .busy, .secure, .probe, .probeAck: false
             }
         let liveIndex = liveIndex(of: sessionID)
         let halfOpenIndex = liveIndex == nil ? halfOpen.index(of: sessionID) : nil
@@ -233,7 +248,10 @@ extension Device {
             discovery.refusedWhileBusy(invite.sender, context: context)
             return
         }
-        if halfOpen.isUnderLoad && !halfOpen.hasValidCookie(invite, from: source, context: &context) {
+        let cookieEchoed =
+            halfOpen.isUnderLoad && halfOpen.hasValidCookie(invite, from: source, context: &context)
+        if cookieEchoed { routability.prove(source, now: context.now) }
+        if halfOpen.isUnderLoad && !cookieEchoed {
             // Under load, no state and no key for a source that has not shown it receives there.
             let cookie = halfOpen.cookie(for: invite, from: source, context: &context)
             context.send(
@@ -389,6 +407,16 @@ extension Device {
         let quiet = candidateCount > 0 || (invitationIndex != nil && !isInvitingTentatively)
         discovery.runTimers(
             busy: candidateCount >= Self.maxCandidates, quiet: quiet, context: &context)
+        for index in live.indices where live[index].isProbeDue(context: context) {
+            // A PROBE again only as the host's credit allows: its next BEACON brings more.
+            if routability.spend(
+                WireConstants.probeSize, toHost: live[index].peerAddress.ipv4, now: context.now)
+            {
+                live[index].sendProbeAgain(context: &context)
+            } else {
+                context.counters.probesWithoutCredit += 1
+            }
+        }
         for index in live.indices { live[index].handleTimeout(context: &context) }
         halfOpen.runTimers(context: &context)
         for index in lingering.indices { lingering[index].handleTimeout(context: &context) }
@@ -501,6 +529,7 @@ extension Device {
         for index in live.indices where live[index].isSecured {
             discovery.handshakeCompleted(
                 with: live[index].peer, at: live[index].peerAddress, context: context)
+            routability.prove(live[index].peerAddress, now: context.now)
         }
         takeOutcomes()
         settleSessionTable()
@@ -541,7 +570,20 @@ extension Device {
             heldRefusal = nil
         }
         if mayInvite, let invitee = discovery.nextInvitee(context: &context) {
-            live.append(ExchangeSession.initiate(to: invitee.id, at: invitee.address, context: &context))
+            // An address that has not proved it receives gets a PROBE first, paid by what its host
+            // sent us lately; the INVITE waits for the echo (PROTOCOL.md 5, "Return routability").
+            let proven = routability.isProven(invitee.address, now: context.now)
+            if proven
+                || routability.spend(WireConstants.probeSize, toHost: invitee.address.ipv4, now: context.now)
+            {
+                live.append(
+                    ExchangeSession.initiate(
+                        to: invitee.id, at: invitee.address, proven: proven, context: &context))
+            } else {
+                context.counters.probesWithoutCredit += 1
+                // Its host sent nothing lately: try again once its next BEACON may have come.
+                discovery.inviteAt = context.now + context.timeouts.handshakeRetransmit
+            }
         }
     }
 

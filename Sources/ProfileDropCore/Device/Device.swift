@@ -51,6 +51,9 @@ public struct Device {
     var admission: Admission
     /// Devices of another protocol version already reported, oldest first; bounded.
     var incompatiblePeers: [DeviceID] = []
+    /// Addresses proven to receive, and the credit that pays for PROBEs to the others
+    /// (PROTOCOL.md 5, "Return routability").
+    var routability = ReturnRoutability()
 
     /// Sessions kept closing or draining after they ended.
     static let maxLingering = 4

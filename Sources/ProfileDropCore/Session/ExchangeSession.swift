@@ -197,7 +197,7 @@ struct ExchangeSession {
             }
         case .secure(let secure):
             try handleSecure(secure, context: &context)
-        case .beacon, .query, .busy:
+        case .beacon, .query, .busy, .probe, .probeAck:
             throw ProtocolError(.unexpectedMessage, "\(packet.type) is not a session message")
         }
     }
@@ -208,6 +208,35 @@ struct ExchangeSession {
         guard case .handshaking(var handshaking) = state, isInitiator else { return }
         handshaking.value.resendForCrossing(to: peerAddress, context: &context)
         state = .handshaking(handshaking)
+    }
+
+    /// Whether we invited and still wait for the invitee's address to echo our PROBE.
+    var isProbing: Bool {
+        guard case .handshaking(let handshaking) = state, isInitiator else { return false }
+        return handshaking.value.probe != nil
+    }
+
+    /// Whether our PROBE is due again now: the device then pays for it from the address's credit
+    /// and calls ``sendProbeAgain(context:)``, before this session's own timer runs.
+    func isProbeDue(context: SessionContext) -> Bool {
+        guard case .handshaking(let handshaking) = state, isInitiator else { return false }
+        return handshaking.value.isProbeDue(now: context.now, timeouts: context.timeouts)
+    }
+
+    /// Our PROBE again (``HandshakingState/sendProbeAgain(to:context:)``).
+    mutating func sendProbeAgain(context: inout SessionContext) {
+        guard case .handshaking(var handshaking) = state, isInitiator else { return }
+        handshaking.value.sendProbeAgain(to: peerAddress, context: &context)
+        state = .handshaking(handshaking)
+    }
+
+    /// PROBE_ACK from the invitee's address: our INVITE goes out if it echoes our challenge
+    /// (``HandshakingState/probeAnswered(_:to:context:)``); false otherwise.
+    mutating func probeAnswered(_ challenge: UInt64, context: inout SessionContext) -> Bool {
+        guard case .handshaking(var handshaking) = state, isInitiator else { return false }
+        let answered = handshaking.value.probeAnswered(challenge, to: peerAddress, context: &context)
+        state = .handshaking(handshaking)
+        return answered
     }
 
     /// BUSY(retry) from the invitee while we wait for ACCEPT: send the INVITE again with its cookie.

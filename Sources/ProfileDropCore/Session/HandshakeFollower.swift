@@ -61,7 +61,7 @@ package struct HandshakeFollower {
                 (try? handshake.readMessage(message.noiseMessage)) != nil
             else { return nil }
             return store(session, advancedTo: handshake)
-        case .beacon, .query, .busy, .secure:
+        case .beacon, .query, .busy, .secure, .probe, .probeAck:
             break
         }
         return nil
@@ -101,7 +101,7 @@ package struct HandshakeFollower {
                 write(&handshake, payload: parameters, expected: confirm.noiseMessage)
             else { return nil }
             return store(session, advancedTo: handshake)
-        case .beacon, .query, .busy, .secure:
+        case .beacon, .query, .busy, .secure, .probe, .probeAck:
             break
         }
         return nil

@@ -3,25 +3,32 @@ import ProfileDropNoise
 
 /// A handshake in progress.
 ///
-/// The initiator retransmits its INVITE until ACCEPT arrives. The responder (a half-open handshake,
+/// The initiator first probes an address that has not proved it receives (PROTOCOL.md 5, "Return
+/// routability"): it sends a PROBE, whose retransmissions the device pays from the address's
+/// credit, and its INVITE once the PROBE_ACK echoes the challenge. It then retransmits its INVITE
+/// until ACCEPT arrives. The responder (a half-open handshake,
 /// PROTOCOL.md 5) never repeats its ACCEPT on its own timer: it answers each repeated INVITE with
 /// one ACCEPT, so it never sends an unverified address more than it received from it, and it gives
 /// the handshake up silently when ``retransmitAt`` passes.
 struct HandshakingState {
     var noise: HandshakeState
     /// The last handshake datagram we sent (INVITE or ACCEPT): the INVITE is retransmitted until
-    /// answered, the ACCEPT sent again for each duplicate INVITE.
+    /// answered, the ACCEPT sent again for each duplicate INVITE. Empty while we probe.
     var lastDatagram: [UInt8]
-    /// Initiator only: the INVITE as last sent, whose cookie a BUSY(retry) may change; nil for the
-    /// responder.
+    /// Initiator only: the INVITE as last sent, whose cookie a BUSY(retry) may change (its Noise
+    /// message is empty until written, once the address is proven); nil for the responder.
     var invite: HandshakePacket?
+    /// Initiator only: the challenge of our PROBE while the invitee's address has not echoed it;
+    /// the INVITE waits until it has.
+    var probe: UInt64?
+    /// INVITE transmissions, or PROBE transmissions while ``probe`` is set.
     var transmissions = 1
     /// BUSY(retry) answers followed so far (initiator).
     var cookieRetries = 0
     /// Initiator: the next INVITE retransmission. Responder: when the half-open handshake expires.
     var retransmitAt: Instant
-    /// When our first handshake datagram (INVITE or ACCEPT) went out.
-    let sentAt: Instant
+    /// When our first handshake datagram (PROBE, then INVITE; or ACCEPT) went out.
+    var sentAt: Instant
     /// Initiator: when our INVITE last went out, first or again; a BUSY answers that one.
     var lastSentAt: Instant
     /// Initiator: when our INVITE last went out for a crossing INVITE; nil before the first.
@@ -49,8 +56,8 @@ extension HandshakingState {
     {
         // Sixteen zero bytes are no cookie on the wire.
         let cookie = cookie.allSatisfy { $0 == 0 } ? [] : cookie
-        guard var invite else {
-            throw ProtocolError(.unexpectedMessage, "BUSY(retry) for a session we accepted")
+        guard var invite, probe == nil else {
+            throw ProtocolError(.unexpectedMessage, "BUSY(retry) for a session we accepted or still probe")
         }
         guard cookie != invite.cookie else {
             throw ProtocolError(.unexpectedMessage, "BUSY(retry) repeats the cookie our INVITE carries")
@@ -78,7 +85,8 @@ extension HandshakingState {
     /// back-off as ours, so they tend to arrive just after each of ours, and a gap counted from
     /// those let almost none through.
     mutating func resendForCrossing(to peerAddress: PeerAddress, context: inout SessionContext) {
-        guard invite != nil else { return }
+        // While we probe, the INVITE waits for the echo: the crossing INVITE proves nothing.
+        guard invite != nil, probe == nil else { return }
         if let crossingResentAt, context.now < crossingResentAt + Self.crossingResendGap { return }
         crossingResentAt = context.now
         sendInviteAgain(to: peerAddress, context: &context)
@@ -142,21 +150,84 @@ extension HandshakingState {
     }
 
     /// Retransmits our INVITE with back-off (doubling up to the cap), and gives up once the
-    /// handshake's lifetime since the first INVITE has passed. A responder's half-open handshake only
-    /// expires, with no outcome: its sender proved nothing, so nobody is blamed.
+    /// handshake's lifetime since the first INVITE (or PROBE) has passed. A responder's half-open
+    /// handshake only expires, with no outcome: its sender proved nothing, so nobody is blamed.
+    /// While we probe, the device sends the PROBE again (``sendProbeAgain(to:context:)``) before
+    /// this runs, when the address's credit allows; if it could not, the next try is one first
+    /// timeout later.
     mutating func handleTimeout(to peerAddress: PeerAddress, context: inout SessionContext) -> Transition {
         guard context.now >= retransmitAt else { return .stay }
         guard invite != nil else { return .closed(outcome: nil) }
         let givesUpAt = sentAt + HalfOpenHandshakes.lifetime(context.timeouts)
         guard context.now < givesUpAt else { return .closed(outcome: .timeout(.handshake)) }
+        guard probe == nil else {
+            retransmitAt = min(context.now + context.timeouts.handshakeRetransmit, givesUpAt)
+            return .stay
+        }
         sendInviteAgain(to: peerAddress, context: &context)
-        // At most four first timeouts apart (1 s): doubling to the end left the lifetime's last 4 s
-        // without an INVITE, and at 30 % loss each way one invitation in 30 lost every round trip.
+        scheduleRetransmission(givesUpAt: givesUpAt, context: context)
+        return .stay
+    }
+
+    /// The next retransmission, at most four first timeouts apart (1 s): doubling to the end left
+    /// the lifetime's last 4 s without an INVITE, and at 30 % loss each way one invitation in 30
+    /// lost every round trip.
+    private mutating func scheduleRetransmission(givesUpAt: Instant, context: SessionContext) {
         let wait = context.timeouts.handshakeRetransmit.doubled(
             transmissions, cap: context.timeouts.handshakeRetransmit * 4)
         retransmitAt = min(context.now + wait, givesUpAt)
         transmissions += 1
-        return .stay
+    }
+
+    /// Writes Noise message 1 into our INVITE (initiator). Only once the address is proven, so that
+    /// no ephemeral key is drawn for a phantom that never answers our PROBE, and the key is among
+    /// the draws of the input that sends the INVITE (a capture's decryptor looks for it there).
+    mutating func writeInvite(context: inout SessionContext) {
+        guard var invite else { return }
+        do {
+            invite.noiseMessage = try noise.writeMessage(payload: [], random: &context.random)
+        } catch {
+            preconditionFailure("the first XX message has no DH to fail: \(error)")
+        }
+        self.invite = invite
+        lastDatagram = Packet.invite(invite).encoded()
+    }
+
+    /// Whether our PROBE's retransmission is due now (and the handshake not yet given up).
+    func isProbeDue(now: Instant, timeouts: Timeouts) -> Bool {
+        probe != nil && invite != nil && now >= retransmitAt
+            && now < sentAt + HalfOpenHandshakes.lifetime(timeouts)
+    }
+
+    /// Our PROBE again, on the INVITE's back-off schedule; the device checked the credit.
+    mutating func sendProbeAgain(to peerAddress: PeerAddress, context: inout SessionContext) {
+        guard let probe else { return }
+        context.send(.probe(Probe(challenge: probe)), to: .unicast(peerAddress))
+        context.counters.probesSent += 1
+        resent = true
+        lastSentAt = context.now
+        scheduleRetransmission(
+            givesUpAt: sentAt + HalfOpenHandshakes.lifetime(context.timeouts), context: context)
+    }
+
+    /// PROBE_ACK echoing `challenge` from the invitee's address: it receives there, so our INVITE
+    /// goes out now, and the handshake's clock starts again from it. False, changing nothing, for
+    /// any other challenge.
+    mutating func probeAnswered(
+        _ challenge: UInt64, to peerAddress: PeerAddress, context: inout SessionContext
+    )
+        -> Bool
+    {
+        guard let probe, probe == challenge, invite != nil else { return false }
+        self.probe = nil
+        writeInvite(context: &context)
+        context.outbox.push(OutgoingDatagram(destination: .unicast(peerAddress), bytes: lastDatagram))
+        sentAt = context.now
+        lastSentAt = context.now
+        retransmitAt = context.now + context.timeouts.handshakeRetransmit
+        transmissions = 1
+        resent = false
+        return true
     }
 }
 
@@ -173,29 +244,31 @@ extension ExchangeSession {
             staticKey: context.configuration.staticKey)
     }
 
-    /// Invites `peer`: sends INVITE carrying Noise message 1.
-    static func initiate(to peer: DeviceID, at address: PeerAddress, context: inout SessionContext)
-        -> ExchangeSession
-    {
+    /// Invites `peer`: sends INVITE carrying Noise message 1, or, when `address` has not proved that
+    /// it receives, a PROBE first (the device paid for it), and the INVITE once it is echoed.
+    static func initiate(
+        to peer: DeviceID, at address: PeerAddress, proven: Bool, context: inout SessionContext
+    ) -> ExchangeSession {
         let sessionID = context.random.nextUInt64()
-        var noise = handshake(
+        let noise = handshake(
             role: .initiator, sessionID: sessionID, initiator: context.deviceID, responder: peer,
             context: context)
-        let message: [UInt8]
-        do {
-            message = try noise.writeMessage(payload: [], random: &context.random)
-        } catch {
-            preconditionFailure("the first XX message has no DH to fail: \(error)")
-        }
-        let invite = HandshakePacket(
-            sessionID: sessionID, sender: context.deviceID, receiver: peer, noiseMessage: message)
-        let datagram = Packet.invite(invite).encoded()
-        context.outbox.push(OutgoingDatagram(destination: .unicast(address), bytes: datagram))
-        context.emit(.connecting(peer: peer, initiator: true))
-        let state = HandshakingState(
-            noise: noise, lastDatagram: datagram, invite: invite,
+        var state = HandshakingState(
+            noise: noise, lastDatagram: [],
+            invite: HandshakePacket(
+                sessionID: sessionID, sender: context.deviceID, receiver: peer, noiseMessage: []),
             retransmitAt: context.now + context.timeouts.handshakeRetransmit, sentAt: context.now,
             lastSentAt: context.now)
+        if proven {
+            state.writeInvite(context: &context)
+            context.outbox.push(OutgoingDatagram(destination: .unicast(address), bytes: state.lastDatagram))
+        } else {
+            let challenge = context.random.nextUInt64()
+            context.send(.probe(Probe(challenge: challenge)), to: .unicast(address))
+            context.counters.probesSent += 1
+            state.probe = challenge
+        }
+        context.emit(.connecting(peer: peer, initiator: true))
         return ExchangeSession(
             sessionID: sessionID, peer: peer, peerAddress: address, isInitiator: true,
             state: .handshaking(CopyOnWriteBox(state)),

@@ -154,6 +154,16 @@ public struct Busy: Equatable, Sendable {
     }
 }
 
+/// A return-routability probe (PROBE) or its echo (PROBE_ACK): a challenge drawn by the prober,
+/// which only a device receiving at the probed address can echo (PROTOCOL.md 5).
+public struct Probe: Equatable, Sendable {
+    /// Eight random bytes of the prober's, as a big-endian integer.
+    public var challenge: UInt64
+
+    /// Creates a probe or an echo of `challenge`.
+    public init(challenge: UInt64) { self.challenge = challenge }
+}
+
 /// An encrypted packet: the cleartext header (the AEAD associated data) and the ciphertext.
 public struct SecurePacket: Equatable, Sendable {
     /// The session.
@@ -237,6 +247,10 @@ public enum Packet: Equatable, Sendable {
     case busy(Busy)
     /// SECURE: encrypted frames.
     case secure(SecurePacket)
+    /// PROBE: does the source receive at its address?
+    case probe(Probe)
+    /// PROBE_ACK: the echo of a PROBE's challenge.
+    case probeAck(Probe)
 
     /// The datagram type.
     public var type: PacketType {
@@ -248,6 +262,8 @@ public enum Packet: Equatable, Sendable {
         case .confirm: .confirm
         case .busy: .busy
         case .secure: .secure
+        case .probe: .probe
+        case .probeAck: .probeAck
         }
     }
 
@@ -275,6 +291,11 @@ public enum Packet: Equatable, Sendable {
             }
             writer.writeInteger(UInt8(query.knownAnswers.count))
             for known in query.knownAnswers { writer.writeInteger(known.rawValue) }
+            writer.writeBytes(
+                repeatElement(
+                    0,
+                    count: Packet.queryPadding(
+                        position: query.position != nil, known: query.knownAnswers.count)))
         case .invite(let message):
             precondition(message.noiseMessage.count <= Packet.maxInviteNoiseMessage, "Noise message too long")
             precondition(
@@ -310,6 +331,8 @@ public enum Packet: Equatable, Sendable {
         case .secure(let packet):
             writer.writeBytes(packet.header.dropFirst(WireConstants.headerSize))
             writer.writeBytes(packet.ciphertext)
+        case .probe(let probe), .probeAck(let probe):
+            writer.writeInteger(probe.challenge)
         }
         precondition(writer.bytes.count <= WireConstants.maxDatagramSize, "datagram over the size limit")
         return writer.bytes
@@ -329,6 +352,14 @@ public enum Packet: Equatable, Sendable {
     /// up to ``WireConstants/inviteMinimumSize`` (none when it is already that long).
     public static func invitePadding(noiseLength: Int) -> Int {
         max(0, WireConstants.inviteMinimumSize - inviteFixedSize - noiseLength)
+    }
+
+    /// Zero bytes after a QUERY's known answers, which bring the datagram up to
+    /// ``WireConstants/queryMinimumSize`` (none when it is already that long).
+    public static func queryPadding(position: Bool, known: Int) -> Int {
+        max(
+            0,
+            WireConstants.queryMinimumSize - (WireConstants.headerSize + 10 + (position ? 8 : 0) + 8 * known))
     }
 
     /// Parses one whole datagram.
@@ -455,6 +486,11 @@ extension ByteReader {
             for _ in 0..<count {
                 known.append(DeviceID(rawValue: try require("query known answer", as: UInt64.self)))
             }
+            let padding = try requireBytes(
+                "QUERY padding", count: Packet.queryPadding(position: position != nil, known: Int(count)))
+            guard padding.allSatisfy({ $0 == 0 }) else {
+                throw ProtocolError(.malformed, "QUERY padding is not zero")
+            }
             return .query(Query(deviceID: DeviceID(rawValue: id), position: position, knownAnswers: known))
         case .invite: return .invite(try parseHandshake(invite: true))
         case .accept: return .accept(try parseHandshake(invite: false))
@@ -487,6 +523,8 @@ extension ByteReader {
             let ciphertext = try requireSlice("ciphertext", count: length)
             return .secure(
                 SecurePacket(sessionID: sessionID, packetNumber: packetNumber, ciphertext: ciphertext))
+        case .probe: return .probe(Probe(challenge: try require("probe challenge", as: UInt64.self)))
+        case .probeAck: return .probeAck(Probe(challenge: try require("probe challenge", as: UInt64.self)))
         }
     }
 }

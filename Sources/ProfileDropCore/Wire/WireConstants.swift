@@ -2,8 +2,11 @@
 public enum WireConstants {
     /// The first two bytes of every datagram: ASCII "PD".
     public static let magic: (UInt8, UInt8) = (0x50, 0x44)
-    /// The protocol version this implementation speaks, in every header and in the Noise prologue.
-    public static let version: UInt8 = 2
+    /// The wire version this implementation speaks, in every header and in the Noise prologue:
+    /// protocol 2.1 is wire version 3 (PROTOCOL.md 3.5).
+    public static let version: UInt8 = 3
+    /// The protocol's name for ``version``, as PROTOCOL.md and `profiledrop version` give it.
+    public static let protocolName = "2.1"
     /// No datagram is longer than this.
     public static let maxDatagramSize = 1200
     /// Magic, version and type.
@@ -33,6 +36,13 @@ public enum WireConstants {
     /// An INVITE is padded with zero bytes to at least this length, so that no answer to it
     /// (ACCEPT, 133 bytes; BUSY, at most 45) is larger than the INVITE itself (PROTOCOL.md 3).
     public static let inviteMinimumSize = 144
+    /// PROBE and PROBE_ACK: header and challenge. Smaller than the smallest BEACON (19) and QUERY
+    /// (28), so that a probe paid by what an address sent never exceeds it (PROTOCOL.md 5).
+    public static let probeSize = 12
+    /// A QUERY is padded with zero bytes to at least this length: one longer than the largest BEACON
+    /// (27) that answers it from every device in reach, so that a multicast QUERY heard by N devices
+    /// costs at most N times its bytes (PROTOCOL.md 4).
+    public static let queryMinimumSize = 28
     /// The Noise protocol used for every exchange session.
     public static let noiseProtocolName = "Noise_XX_25519_ChaChaPoly_BLAKE2b"
     /// The ASCII label that starts the Noise prologue.
@@ -55,6 +65,10 @@ public enum PacketType: UInt8, CaseIterable, Sendable {
     case busy = 6
     /// An encrypted packet of frames.
     case secure = 7
+    /// Return routability: a challenge the receiver echoes (PROTOCOL.md 5).
+    case probe = 8
+    /// The echo of a PROBE's challenge.
+    case probeAck = 9
 }
 
 /// The frame types inside SECURE packets.
