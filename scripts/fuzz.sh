@@ -32,7 +32,7 @@ targets=(wire noise device capture file)
 declare -A products=([wire]=FuzzWire [noise]=FuzzNoise [device]=FuzzDevice [capture]=FuzzCapture
     [file]=FuzzFile)
 declare -A max_len=([wire]=1400 [noise]=4096 [device]=4096 [capture]=65536 [file]=16384)
-# Without AddressSanitizer the device target runs about two and a half times the inputs per
+# Without AddressSanitizer the device target runs about three times the inputs per
 # CPU-second at the same depth (FUZZING.md, "Speed of the device target"), so a run of the device
 # target alone (and its --merge, --store and --keep) leaves it out: the device runs safe Swift with
 # bounds checks, and its unsafe-pointer code stays under AddressSanitizer in the capture target and
