@@ -22,7 +22,8 @@
 # Corpora persist in Fuzz/.build/corpus/<target>; every run also reads the seeds and the stored
 # corpus Fuzz/Corpus/<target>. Environment: FUZZ_JOBS (parallel fuzzing jobs per target, default 1;
 # libFuzzer -fork, all jobs sharing the one corpus), FUZZ_FLAGS (extra libFuzzer flags),
-# FUZZ_SANITIZERS (fuzzer,address by default; fuzzer for speed).
+# FUZZ_SANITIZERS (fuzzer,address or fuzzer, for every target; by default fuzzer for the device
+# target run alone and fuzzer,address otherwise, --all included).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -31,15 +32,31 @@ targets=(wire noise device capture file)
 declare -A products=([wire]=FuzzWire [noise]=FuzzNoise [device]=FuzzDevice [capture]=FuzzCapture
     [file]=FuzzFile)
 declare -A max_len=([wire]=1400 [noise]=4096 [device]=4096 [capture]=65536 [file]=16384)
-# FUZZ_SANITIZERS=fuzzer leaves AddressSanitizer out: about three times the inputs per second for
-# the device target (FUZZING.md, "Speed"), for long campaigns; it builds in a scratch directory of
-# its own, so the default build stays as it is.
-sanitizers=${FUZZ_SANITIZERS:-fuzzer,address}
-case "$sanitizers" in
-fuzzer,address) scratch="$root/Fuzz/.build/fuzz" ;;
-fuzzer) scratch="$root/Fuzz/.build/fuzz-$sanitizers" ;;
-*) echo "fuzz: FUZZ_SANITIZERS is fuzzer,address (the default) or fuzzer" >&2; exit 2 ;;
+# Without AddressSanitizer the device target runs about three times the inputs per
+# CPU-second at the same depth (FUZZING.md, "Speed of the device target"), so a run of the device
+# target alone (and its --merge, --store and --keep) leaves it out: the device runs safe Swift with
+# bounds checks, and its unsafe-pointer code stays under AddressSanitizer in the capture target and
+# in every --all run (CI's). FUZZ_SANITIZERS chooses for every target. Each choice builds in a
+# scratch directory of its own.
+case "${FUZZ_SANITIZERS:-}" in
+"" | fuzzer,address | fuzzer) ;;
+*) echo "fuzz: FUZZ_SANITIZERS is fuzzer,address or fuzzer" >&2; exit 2 ;;
 esac
+# Sets sanitizers, scratch and bin for runs of target $1 ("all" for --all).
+configure() {
+    if [ -n "${FUZZ_SANITIZERS:-}" ]; then
+        sanitizers=$FUZZ_SANITIZERS
+    elif [ "$1" = device ]; then
+        sanitizers=fuzzer
+    else
+        sanitizers=fuzzer,address
+    fi
+    case "$sanitizers" in
+    fuzzer,address) scratch="$root/Fuzz/.build/fuzz" ;;
+    fuzzer) scratch="$root/Fuzz/.build/fuzz-fuzzer" ;;
+    esac
+    bin="$scratch/release"
+}
 # LeakSanitizer is off: Swift packs enum tags into pointer spare bits, so it misreads reachable
 # objects (the device target's cached start states, for one) as leaks. Memory stays bounded by
 # -rss_limit_mb and -malloc_limit_mb instead.
@@ -52,7 +69,6 @@ esac
 # ASAN_OPTIONS from the caller come after, so they win.
 export ASAN_OPTIONS="detect_leaks=0:malloc_context_size=0:max_malloc_fill_size=0:quarantine_size_mb=16${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export SWIFT_BACKTRACE=enable=no
-bin="$scratch/release"
 
 usage() {
     echo "usage: scripts/fuzz.sh --list | TARGET [SECONDS] | --all SECONDS | --merge TARGET DIR... |" \
@@ -288,14 +304,16 @@ case "$1" in
 --keep)
     [ $# -ge 2 ] || usage
     for target in "${@:2}"; do [ -n "${products[$target]:-}" ] || usage; done
-    for target in "${@:2}"; do
-        build "${products[$target]}" || { echo "fuzz: the fuzz target did not build" >&2; exit 4; }
-    done
     mkdir -p "$root/Fuzz/.build/logs"
-    for target in "${@:2}"; do keep "$target" || exit 3; done
+    for target in "${@:2}"; do
+        configure "$target"
+        build "${products[$target]}" || { echo "fuzz: the fuzz target did not build" >&2; exit 4; }
+        keep "$target" || exit 3
+    done
     ;;
 --merge | --store)
     [ $# -ge 2 ] && [ -n "${products[$2]:-}" ] || usage
+    configure "$2"
     build "${products[$2]}" || { echo "fuzz: the fuzz target did not build" >&2; exit 4; }
     seed "$2"
     mkdir -p "$root/Fuzz/.build/logs"
@@ -312,6 +330,7 @@ case "$1" in
 --all)
     [ $# -eq 2 ] || usage
     start=$(date +%s)
+    configure all
     build "${products[@]}" || { echo "fuzz: the fuzz targets did not build" >&2; exit 4; }
     seed "${targets[@]}"
     echo "fuzz: built and seeded in $(($(date +%s) - start))s"
@@ -330,6 +349,7 @@ case "$1" in
     ;;
 *)
     [ -n "${products[$1]:-}" ] || { echo "fuzz: unknown target $1 (try --list)" >&2; exit 2; }
+    configure "$1"
     build "${products[$1]}" || { echo "fuzz: the fuzz target did not build" >&2; exit 4; }
     seed "$1"
     run "$1" "${2:-60}"

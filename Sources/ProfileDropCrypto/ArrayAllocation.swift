@@ -26,7 +26,20 @@ extension Array where Element == UInt8 {
     public init(
         byteCount count: Int, initializingWith initialize: (UnsafeMutableRawBufferPointer) throws -> Void
     ) rethrows {
-        self.init(filling: 0, count: count)
+        self.init()
+        reserveCapacity(count)
+        // Copied from a block of zeros rather than appended byte by byte: the same bytes, but a
+        // copy is one loop-free call where a coverage-instrumented build (the fuzz targets) traces
+        // a comparison for every byte appended, a few per cent of the device target.
+        var remaining = count
+        while remaining > 0 {
+            let run = Swift.min(remaining, zeroBytes.count)
+            append(contentsOf: zeroBytes[..<run])
+            remaining -= run
+        }
         try withUnsafeMutableBytes(initialize)
     }
 }
+
+/// Zeros that ``Swift/Array/init(byteCount:initializingWith:)`` copies from.
+@usableFromInline let zeroBytes = [UInt8](repeating: 0, count: 2048)

@@ -11,7 +11,7 @@ import Testing
         #expect([UInt8](filling: 0, count: count).capacity >= count)
     }
 
-    @Test(arguments: [0, 1, 32, 64, 1500])
+    @Test(arguments: [0, 1, 32, 64, 1500, 2048, 2049, 5000])
     func byteCountHandsTheWholeBufferToTheInitialiser(count: Int) {
         var seen = -1
         let bytes = [UInt8](byteCount: count) { buffer in
@@ -24,7 +24,10 @@ import Testing
 
     @Test func byteCountStartsFromZeroedBytesAndRethrows() throws {
         struct Stop: Error {}
-        #expect([UInt8](byteCount: 16) { _ in } == [UInt8](repeating: 0, count: 16))
+        // The zeros come from a block of 2048 in runs: below, at and past its size.
+        for count in [16, 2048, 2049, 6000] {
+            #expect([UInt8](byteCount: count) { _ in } == [UInt8](repeating: 0, count: count))
+        }
         #expect(throws: Stop.self) { _ = try [UInt8](byteCount: 16) { _ in throw Stop() } }
     }
 }

@@ -201,13 +201,11 @@ public struct SecurePacket: Equatable, Sendable {
 
     /// The 22-byte header for `sessionID`, `packetNumber` and a ciphertext of `ciphertextLength`.
     public static func header(sessionID: UInt64, packetNumber: UInt64, ciphertextLength: Int) -> [UInt8] {
-        var header = [UInt8](filling: 0, count: WireConstants.secureHeaderSize)
-        header.withUnsafeMutableBytes {
+        [UInt8](byteCount: WireConstants.secureHeaderSize) {
             writeHeader(
                 into: $0, sessionID: sessionID, packetNumber: packetNumber, ciphertextLength: ciphertextLength
             )
         }
-        return header
     }
 
     /// Writes the 22-byte header into `buffer`, which holds exactly that many bytes: the one encoding
