@@ -400,6 +400,15 @@ public struct DeviceFuzz {
             packet = .probeAck(Probe(challenge: input.uint64()))
         }
         var source = sourceAddress(&input)
+        switch packet {
+        case .invite(let forged), .accept(let forged), .confirm(let forged):
+            // A handshake packet of the peer's own session from its address: the device cannot tell
+            // it from the peer's (a real forger would have to guess the 64-bit session before the
+            // peer sends it), and may answer the peer with the forged handshake's messages.
+            if forged.sessionID == peer.sessionID && source == peer.address { peer.isMisled = true }
+        case .beacon, .query, .invite, .accept, .confirm, .busy, .secure, .probe, .probeAck:
+            break
+        }
         if let answering {
             source = answering.address
             switch packet {
