@@ -79,6 +79,10 @@ public struct DeviceContext {
     /// The devices' timers, from the scenario.
     public let timeouts: Timeouts
 
+    /// When the device is switched on (``Scenario/DeviceSpec/start``); a factory builds the device
+    /// with its clock at this time.
+    public var startTime: Instant { .zero + spec.start }
+
     /// The address of node `index` on the simulated LAN.
     public static func ipv4(ofNode index: Int) -> UInt32 { 0x0A00_0001 + UInt32(index) }
     /// The UDP port of every simulated device.
@@ -202,7 +206,7 @@ private struct SimulationEngine {
                 index: index, spec: spec, seedMaterial: Simulation.seedMaterial(seed, "device/\(index)"),
                 ipv4: DeviceContext.ipv4(ofNode: index), port: DeviceContext.simulatedPort,
                 options: options, timeouts: scenario.timeouts)
-            let device = makeDevice(context)
+            let device = switchedOn(makeDevice(context), at: context.startTime)
             directory.add(identity: device.deviceID.rawValue, node: index, name: spec.name)
             room.add(device, at: Simulation.address(ofNode: index))
             devices.append(
@@ -372,7 +376,8 @@ private struct SimulationEngine {
                 receivedFrom: state.receivedFrom.map { scenario.devices[$0].name },
                 receivedAtDistance: state.receivedAtDistance, cardMatchesSender: state.cardMatches,
                 sentDatagrams: statistics.sentDatagrams[index],
-                sentBytes: statistics.sentBytes[index])
+                sentBytes: statistics.sentBytes[index],
+                counters: room.device(index).flatMap(coreCounters))
         }
         return SimulationReport(
             seed: seed, scenario: scenario, options: options, devices: outcomes, network: statistics,
@@ -403,6 +408,8 @@ public struct SimulationReport: Sendable {
         public var sentDatagrams: Int
         /// Bytes it sent.
         public var sentBytes: Int
+        /// The device's own traffic counters at the end, for a device running the protocol core.
+        public var counters: DeviceCounters? = nil
 
         /// Whether it closed with the cards swapped.
         public var exchanged: Bool { close == .exchanged }
