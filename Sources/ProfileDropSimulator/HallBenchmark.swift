@@ -76,6 +76,8 @@ public enum HallBenchmark {
         public var bystanderRateLimitedPerSecond: Double
         /// Broken invariants, prefixed with their seed.
         public var violations: [String]
+        /// The first seed's transcript of the traced meeting's two devices, if one was asked for.
+        public var trace: [String] = []
 
         /// Meetings whose pair exchanged in every seed.
         public var exchangedEverywhere: Int {
@@ -125,16 +127,18 @@ public enum HallBenchmark {
     }
 
     /// Runs a hall of `devices` devices and `pairs` pairs for every seed in `seeds`, and every
-    /// meeting alone, with `duration` as the devices' overall limit.
+    /// meeting alone, with `duration` as the devices' overall limit; `traced` names a meeting
+    /// (its index in ``Result/meetings``) whose devices' transcript the result keeps.
     ///
     /// The simulator reads no clock: `cpuTime` (CPU seconds of this process) and `peakResidentKiB`
     /// (the process's peak resident set, nil if unknown) come from the caller.
     public static func run(
-        devices: Int, pairs: Int, seeds: [UInt64], duration: Duration, cpuTime: () -> Double,
-        peakResidentKiB: () -> Double?
+        devices: Int, pairs: Int, seeds: [UInt64], duration: Duration, traced: Int? = nil,
+        cpuTime: () -> Double, peakResidentKiB: () -> Double?
     ) -> Result {
         precondition(!seeds.isEmpty, "at least one seed")
         let options = SimulationOptions(keepsTranscript: false)
+        var trace: [String] = []
         var meetings: [MeetingFigures] = []
         var multicast = 0
         var deviceSeconds = 0.0
@@ -157,8 +161,14 @@ public enum HallBenchmark {
                 }
             }
             let residentBefore = peakResidentKiB()
+            var hallOptions = options
+            if seedIndex == 0, let traced, layout.meetings.indices.contains(traced) {
+                hallOptions.keepsTranscript = true
+                hallOptions.transcriptDevices = [layout.meetings[traced].standing, layout.meetings[traced].walker]
+            }
             let start = cpuTime()
-            let report = Simulation.run(scenario: layout.scenario, options: options)
+            let report = Simulation.run(scenario: layout.scenario, options: hallOptions)
+            if seedIndex == 0 { trace = report.transcript }
             cpu += cpuTime() - start
             if seedIndex == 0, let before = residentBefore, let after = peakResidentKiB() {
                 kibPerDevice = (after - before) / Double(devices)
@@ -207,7 +217,7 @@ public enum HallBenchmark {
             cpuSecondsPerSimulatedMinute: minutes > 0 ? cpu / minutes : 0, hallCPUSeconds: cpu,
             simulated: simulated, kibPerDevice: kibPerDevice, bystandersExchanged: bystandersExchanged,
             bystanderRateLimitedPerSecond: bystanderSeconds > 0 ? Double(bystanderRefusals) / bystanderSeconds : 0,
-            violations: violations)
+            violations: violations, trace: trace)
     }
 
     /// From `arrival` until both devices had closed as exchanged; nil if either did not (or, which

@@ -23,6 +23,9 @@ public struct SimulationOptions: Sendable {
     /// Whether the report keeps a transcript at all; a benchmark of a large room needs only the
     /// outcomes, and its transcript would hold hundreds of thousands of lines.
     public var keepsTranscript: Bool
+    /// When set, the transcript keeps the lines of these devices (scenario indices) alone: a
+    /// large room's transcript is read for a few devices.
+    public var transcriptDevices: Set<Int>? = nil
     /// Whether the transcript records every datagram sent.
     public var logDatagrams: Bool
     /// Whether the transcript also records ranging estimates, transfer progress and rejected
@@ -212,7 +215,8 @@ private struct SimulationEngine {
             devices.append(
                 DeviceState(
                     events: EventTranslator(
-                        directory: directory, verbose: options.verbose, keepsText: options.keepsTranscript)))
+                        directory: directory, verbose: options.verbose,
+                        keepsText: options.keepsTranscript && options.transcriptDevices?.contains(index) != false)))
         }
     }
 
@@ -285,7 +289,7 @@ private struct SimulationEngine {
     }
 
     private mutating func record(_ index: Int, _ text: @autoclosure () -> String) {
-        guard options.keepsTranscript else { return }
+        guard options.keepsTranscript, options.transcriptDevices?.contains(index) != false else { return }
         let line = text()
         transcript.append("t=\(now) \(names[index]) \(line)")
     }

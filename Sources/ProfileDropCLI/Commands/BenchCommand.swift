@@ -32,14 +32,17 @@ enum BenchCommand: Subcommand {
         static let duration = Option.integer(
             "duration", valueName: "S", in: 15...600,
             help: "room, hall: the devices' overall limit, the virtual time a room runs (default 120; hall: 90, at least 45)")
+        static let trace = Option.integer(
+            "trace", valueName: "M", in: 0...1000,
+            help: "hall: print the first seed's transcript of meeting M's two devices (0 is the first pair's), lines 'trace: '")
         /// All of them, in the order the help lists them.
-        static let all: [any DeclaredOption] = [rounds, iterations, runs, devices, pairs, seeds, duration]
+        static let all: [any DeclaredOption] = [rounds, iterations, runs, devices, pairs, seeds, duration, trace]
     }
     /// The options each benchmark reads; any other would be ignored, so it is refused.
     static let optionsOf: [String: [any DeclaredOption]] = [
         "handshake": [Options.rounds, Options.iterations], "simulate": [Options.runs],
         "pairing": [Options.runs], "room": [Options.devices, Options.seeds, Options.duration],
-        "hall": [Options.devices, Options.pairs, Options.seeds, Options.duration],
+        "hall": [Options.devices, Options.pairs, Options.seeds, Options.duration, Options.trace],
     ]
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
@@ -65,7 +68,8 @@ enum BenchCommand: Subcommand {
             return try HallBenchmarkCommand.run(
                 devices: arguments.value(Options.devices), pairs: arguments.value(Options.pairs, default: 50),
                 seeds: arguments.value(Options.seeds, default: 1),
-                duration: arguments.value(Options.duration, default: 90), console: console)
+                duration: arguments.value(Options.duration, default: 90), trace: arguments.value(Options.trace),
+                console: console)
         }
         if arguments.positionals == ["pairing"] {
             let runs = arguments.value(Options.runs, default: 20)
@@ -76,7 +80,7 @@ enum BenchCommand: Subcommand {
         }
         guard arguments.positionals == ["handshake"] else {
             throw UsageError(
-                "usage: profiledrop bench handshake [--rounds N] [--iterations N] | bench simulate [--runs N] | bench pairing [--runs N] | bench room [--devices N,N] [--seeds K] [--duration S] | bench hall [--devices N] [--pairs P] [--seeds K] [--duration S]"
+                "usage: profiledrop bench handshake [--rounds N] [--iterations N] | bench simulate [--runs N] | bench pairing [--runs N] | bench room [--devices N,N] [--seeds K] [--duration S] | bench hall [--devices N] [--pairs P] [--seeds K] [--duration S] [--trace M]"
             )
         }
         let rounds = arguments.value(Options.rounds, default: 15)

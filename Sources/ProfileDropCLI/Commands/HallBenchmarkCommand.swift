@@ -11,7 +11,9 @@ enum HallBenchmarkCommand {
     /// Close pairs when `--pairs` is not given.
     static let defaultPairs = 50
 
-    static func run(devices text: String?, pairs: Int, seeds: Int, duration: Int, console: Console) throws
+    static func run(
+        devices text: String?, pairs: Int, seeds: Int, duration: Int, trace: Int?, console: Console
+    ) throws
         -> ExitCode
     {
         let devices = try deviceCount(text)
@@ -19,16 +21,21 @@ enum HallBenchmarkCommand {
         guard devices >= needed else {
             throw UsageError("bench hall: \(pairs) pairs need at least \(needed) devices, got \(devices)")
         }
+        let meetings = pairs + Hall.secondMeetings(pairs: pairs)
+        if let trace, trace >= meetings {
+            throw UsageError("bench hall: --trace takes a meeting from 0 to \(meetings - 1), got \(trace)")
+        }
         guard duration >= 45 else { throw UsageError("bench hall: --duration takes at least 45, got \(duration)") }
         let result = HallBenchmark.run(
             devices: devices, pairs: pairs, seeds: (1...seeds).map(UInt64.init), duration: .seconds(duration),
-            cpuTime: { HandshakeBenchmark.cpuSeconds(CLOCK_PROCESS_CPUTIME_ID) },
+            traced: trace, cpuTime: { HandshakeBenchmark.cpuSeconds(CLOCK_PROCESS_CPUTIME_ID) },
             peakResidentKiB: {
                 var usage = rusage()
                 getrusage(RUSAGE_SELF.rawValue, &usage)
                 // Linux reports the peak resident set in KiB.
                 return Double(usage.ru_maxrss)
             })
+        result.trace.forEach { console.output("trace: " + $0) }
         result.lines.forEach(console.output)
         if let first = result.violations.first {
             console.error(

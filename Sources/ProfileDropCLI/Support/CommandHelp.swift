@@ -60,7 +60,7 @@ extension BenchCommand {
         "simulate [--runs N]",
         "pairing [--runs N]",
         "room [--devices N,N] [--seeds K] [--duration S]",
-        "hall [--devices N] [--pairs P] [--seeds K] [--duration S]",
+        "hall [--devices N] [--pairs P] [--seeds K] [--duration S] [--trace M]",
     ]
     static let argumentCompletion = ValueCompletion.words(["handshake", "simulate", "pairing", "room", "hall"])
     static let exitCodes: [(code: ExitCode, meaning: String)] = [
