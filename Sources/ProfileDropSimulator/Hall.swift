@@ -7,7 +7,7 @@ import ProfileDropCrypto
 /// or late.
 ///
 /// Layout, on a grid of ``CrowdedRoom/cellSize`` cells laid out in bands two cells deep:
-/// - a **pair** takes four cells of a band's first row: its standing device at the first cell's
+/// - a **pair** (each meeting) takes four cells of a band's first row: its standing device at the first cell's
 ///   centre facing +x, and a walker 300 cm along +x facing it, which walks to 7 cm in front of it
 ///   over ``walk`` and arrives at the pair's ``Meeting/arrival``; the three cells it walks through
 ///   hold nobody. The four cells below hold bystanders, 100 cm below the pair's line, or, in every
@@ -24,9 +24,10 @@ import ProfileDropCrypto
 /// 80 % of the bystanders, at once; the other bystanders at a uniform time in the first third of
 /// the horizon. A device closes after exchanging, so a pair that **meets twice** does so as two
 /// runs: after the first meeting its walker stays ``parting`` and walks back; two new devices,
-/// switched on at the same places ``lateLead`` before the second arrival, ``secondMeetingAfter``
-/// after the first, meet as the first two did (new identities: the simulator keeps no known peers
-/// from one run to the next). Every device's overall limit is the horizon, counted from when it is
+/// switched on ``lateLead`` before the second arrival, ``secondMeetingAfter`` after the first, meet
+/// as the first two did at a place of their own elsewhere in the hall (new identities: the
+/// simulator keeps no known peers from one run to the next). Had the first run not exchanged, its
+/// devices would still be on, and at the same place they would meet the second run's. Every device's overall limit is the horizon, counted from when it is
 /// switched on.
 public enum Hall {
     /// How long a walker takes from its start to its partner.
@@ -125,25 +126,27 @@ public enum Hall {
             case cluster(Int)
             case single
         }
-        var items: [Item] = (0..<pairs).map { .pair($0) }
+        // A place per meeting: a pair meets again elsewhere in the hall.
+        let places = pairs + again
+        var items: [Item] = (0..<places).map { .pair($0) }
         var clusterLeft = clustered
         while clusterLeft > 0 {
             let size = min(clusterSize, clusterLeft)
             items.append(.cluster(size))
             clusterLeft -= size
         }
-        let pairRowSingles = min(singlesLeft, 4 * pairs)
+        let pairRowSingles = min(singlesLeft, 4 * places)
         let singleCells = (singlesLeft - pairRowSingles + 1) / 2
         items += Array(repeating: .single, count: singleCells)
         for index in items.indices.reversed() where index > 0 {
             items.swapAt(index, Int(random.uniform(below: UInt64(index + 1))))
         }
-        let columns = 4 * pairs + 2 * ((clustered + clusterSize - 1) / clusterSize) + singleCells
+        let columns = 4 * places + 2 * ((clustered + clusterSize - 1) / clusterSize) + singleCells
         var width = 4
         while width * width < 2 * columns { width += 1 }
 
-        var pairPlaces = Array(repeating: Pose(x: 0, y: 0, heading: 0), count: pairs)
-        var crowded = Array(repeating: false, count: pairs)
+        var pairPlaces = Array(repeating: Pose(x: 0, y: 0, heading: 0), count: places)
+        var crowded = Array(repeating: false, count: places)
         var bystanders: [Pose] = []
         var clusterMembers = 0
         var column = 0
@@ -168,7 +171,7 @@ public enum Hall {
             switch item {
             case .pair(let pair):
                 pairPlaces[pair] = Pose(x: left, y: top, heading: 0)
-                crowded[pair] = pair % 2 == 1
+                crowded[pair] = (pair < pairs ? pair : pair - pairs) % 2 == 1
                 for offset in 0..<4 where singlesLeft > 0 {
                     singlesLeft -= 1
                     let x = left + Double(offset) * cell
@@ -204,7 +207,8 @@ public enum Hall {
         var specs: [Scenario.DeviceSpec] = []
         var meetings: [Meeting] = []
         func addMeeting(pair: Int, second: Bool, arrival: Duration, start: Duration, partsAfter: Duration?) {
-            let place = pairPlaces[pair]
+            let slot = second ? pairs + pair : pair
+            let place = pairPlaces[slot]
             let suffix = second ? "again" : ""
             let name = "pair\(pair)" + suffix
             let meetingPose = Pose(x: place.x + CrowdedRoom.pairSeparation, y: place.y, heading: 180)
@@ -223,7 +227,7 @@ public enum Hall {
             meetings.append(
                 Meeting(
                     pair: pair, isSecond: second, standing: standing, walker: standing + 1,
-                    arrival: .zero + arrival, start: start, inCrowd: crowded[pair]))
+                    arrival: .zero + arrival, start: start, inCrowd: crowded[slot]))
         }
         for pair in 0..<pairs {
             let arrival = arrivals[pair]

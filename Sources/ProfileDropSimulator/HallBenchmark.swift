@@ -74,6 +74,9 @@ public enum HallBenchmark {
         /// Datagrams all bystanders refused as over an admission budget, per bystander per second
         /// of the run, over all seeds.
         public var bystanderRateLimitedPerSecond: Double
+        /// Datagrams bystanders refused as `replayed` (a BEACON not above the last one taken from
+        /// its peer marks that peer's address contested), over all seeds.
+        public var bystanderReplayed: Int
         /// Broken invariants, prefixed with their seed.
         public var violations: [String]
         /// The first seed's transcript of the traced meeting's two devices, if one was asked for.
@@ -119,7 +122,8 @@ public enum HallBenchmark {
                     + (kibPerDevice.map { String(format: "%.0f KiB per device (peak RSS growth)", $0) }
                         ?? "memory not measured") + "; "
                     + String(format: "%.2f", bystanderRateLimitedPerSecond)
-                    + " rate-limited refusals/s per bystander; \(violations.count) violations")
+                    + " rate-limited refusals/s per bystander, \(bystanderReplayed) replayed; "
+                    + "\(violations.count) violations")
             lines += violations.prefix(20).map { "violation: \($0)" }
             lines.append("room/pair: \(HallBenchmark.text(ratio))")
             return lines
@@ -148,6 +152,7 @@ public enum HallBenchmark {
         var kibPerDevice: Double?
         var bystandersExchanged = 0
         var bystanderRefusals = 0
+        var bystanderReplayed = 0
         var bystanderSeconds = 0.0
         var clusterDevices = 0
         var lateDevices = 0
@@ -164,6 +169,7 @@ public enum HallBenchmark {
             var hallOptions = options
             if seedIndex == 0, let traced, layout.meetings.indices.contains(traced) {
                 hallOptions.keepsTranscript = true
+                hallOptions.logDatagrams = true
                 hallOptions.transcriptDevices = [layout.meetings[traced].standing, layout.meetings[traced].walker]
             }
             let start = cpuTime()
@@ -190,6 +196,7 @@ public enum HallBenchmark {
                 guard !inMeetings[index] else { continue }
                 if outcome.exchanged { bystandersExchanged += 1 }
                 bystanderRefusals += outcome.counters?.rejected(.rateLimited) ?? 0
+                bystanderReplayed += outcome.counters?.rejected(.replayed) ?? 0
                 bystanderSeconds += max(0, (off - on).secondsDouble)
             }
             for (number, meeting) in layout.meetings.enumerated() where meetings.indices.contains(number) {
@@ -217,7 +224,7 @@ public enum HallBenchmark {
             cpuSecondsPerSimulatedMinute: minutes > 0 ? cpu / minutes : 0, hallCPUSeconds: cpu,
             simulated: simulated, kibPerDevice: kibPerDevice, bystandersExchanged: bystandersExchanged,
             bystanderRateLimitedPerSecond: bystanderSeconds > 0 ? Double(bystanderRefusals) / bystanderSeconds : 0,
-            violations: violations, trace: trace)
+            bystanderReplayed: bystanderReplayed, violations: violations, trace: trace)
     }
 
     /// From `arrival` until both devices had closed as exchanged; nil if either did not (or, which

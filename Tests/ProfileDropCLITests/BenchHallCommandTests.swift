@@ -20,7 +20,8 @@ import Testing
             result.output.contains {
                 $0.hasPrefix("hall: 4/4 meetings exchanged in every seed, 0 bystanders exchanged; ")
                     && $0.contains(" multicast datagrams/s per device; ") && $0.contains(" CPU-s per simulated minute")
-                    && $0.contains(" KiB per device (peak RSS growth); ") && $0.hasSuffix("; 0 violations")
+                    && $0.contains(" KiB per device (peak RSS growth); ") && $0.contains(" replayed; ")
+                    && $0.hasSuffix("; 0 violations")
             })
         let last = result.output.last ?? ""
         #expect(last.hasPrefix("room/pair: "))

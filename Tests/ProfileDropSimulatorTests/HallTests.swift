@@ -43,9 +43,11 @@ private func earlier(_ instant: Instant, by duration: Duration) -> Instant {
         let first = layout.meetings[again.pair]
         #expect(again.arrival == first.arrival + Hall.secondMeetingAfter)
         #expect(Instant.zero + again.start == earlier(again.arrival, by: Hall.lateLead))
-        // The first walker is back where it came from before the second one walks.
+        // The first walker is back where it came from before the second one walks, and the second
+        // meeting is elsewhere.
         let parted = devices[first.walker].motionScript.pose(at: earlier(again.arrival, by: Hall.walk))
         #expect(parted.distance(to: devices[first.standing].pose) == Hall.walkerStart)
+        #expect(devices[again.standing].pose.distance(to: devices[first.standing].pose) >= 100)
     }
 
     @Test func neighboursStandThirtyToSixtyCentimetresApartInClustersAndFartherElsewhere() {
