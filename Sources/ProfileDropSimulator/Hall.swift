@@ -187,7 +187,8 @@ public enum Hall {
                     let offsetY = (Double(member / 4) - 1.5) * clusterPitch
                     bystanders.append(
                         Pose(
-                            x: centreX + offsetX + jitter(&random, 6), y: centreY + offsetY + jitter(&random, 6),
+                            x: centreX + offsetX + jitter(&random, 6),
+                            y: centreY + offsetY + jitter(&random, 6),
                             heading: Double(random.uniform(below: 360))))
                 }
                 clusterMembers += size
@@ -233,7 +234,8 @@ public enum Hall {
             let arrival = arrivals[pair]
             let start = pair % 3 == 2 ? arrival - lateLead : .zero
             addMeeting(
-                pair: pair, second: false, arrival: arrival, start: start, partsAfter: pair < again ? parting : nil)
+                pair: pair, second: false, arrival: arrival, start: start,
+                partsAfter: pair < again ? parting : nil)
         }
         for pair in 0..<again {
             let arrival = arrivals[pair] + secondMeetingAfter
@@ -260,6 +262,7 @@ public enum Hall {
         let scenario = Scenario(
             seed: seed, timeLimit: lastStart + timeouts.closeBound + .seconds(1), faults: CrowdedRoom.faults,
             timeouts: timeouts, devices: specs)
-        return Layout(scenario: scenario, meetings: meetings, clusterDevices: clusterMembers, lateDevices: late)
+        return Layout(
+            scenario: scenario, meetings: meetings, clusterDevices: clusterMembers, lateDevices: late)
     }
 }

@@ -105,9 +105,11 @@ public enum HallBenchmark {
                     "\(meeting.label) (arrives \(RoomBenchmark.seconds(meeting.arrival - .zero)) s"
                     + (meeting.start > .zero ? ", on at \(RoomBenchmark.seconds(meeting.start)) s" : "")
                     + (meeting.inCrowd ? ", in a crowd" : "") + "): "
-                line += "hall \(HallBenchmark.times(figures.hall)), alone \(HallBenchmark.times(figures.alone)), "
+                line +=
+                    "hall \(HallBenchmark.times(figures.hall)), alone \(HallBenchmark.times(figures.alone)), "
                 line += "ratio \(HallBenchmark.text(figures.ratio)); "
-                line += "refused: rate-limited \(figures.rateLimited.map(String.init).joined(separator: ",")), "
+                line +=
+                    "refused: rate-limited \(figures.rateLimited.map(String.init).joined(separator: ",")), "
                 line += "table-full \(figures.tableFull.map(String.init).joined(separator: ","))"
                 if !figures.failures.isEmpty { line += "; \(figures.failures.joined(separator: "; "))" }
                 lines.append(line)
@@ -162,7 +164,8 @@ public enum HallBenchmark {
                 clusterDevices = layout.clusterDevices
                 lateDevices = layout.lateDevices
                 meetings = layout.meetings.map {
-                    MeetingFigures(meeting: $0, hall: [], alone: [], rateLimited: [], tableFull: [], failures: [])
+                    MeetingFigures(
+                        meeting: $0, hall: [], alone: [], rateLimited: [], tableFull: [], failures: [])
                 }
             }
             let residentBefore = peakResidentKiB()
@@ -170,7 +173,9 @@ public enum HallBenchmark {
             if seedIndex == 0, let traced, layout.meetings.indices.contains(traced) {
                 hallOptions.keepsTranscript = true
                 hallOptions.logDatagrams = true
-                hallOptions.transcriptDevices = [layout.meetings[traced].standing, layout.meetings[traced].walker]
+                hallOptions.transcriptDevices = [
+                    layout.meetings[traced].standing, layout.meetings[traced].walker,
+                ]
             }
             let start = cpuTime()
             let report = Simulation.run(scenario: layout.scenario, options: hallOptions)
@@ -223,7 +228,8 @@ public enum HallBenchmark {
             multicastPerDeviceSecond: deviceSeconds > 0 ? Double(multicast) / deviceSeconds : 0,
             cpuSecondsPerSimulatedMinute: minutes > 0 ? cpu / minutes : 0, hallCPUSeconds: cpu,
             simulated: simulated, kibPerDevice: kibPerDevice, bystandersExchanged: bystandersExchanged,
-            bystanderRateLimitedPerSecond: bystanderSeconds > 0 ? Double(bystanderRefusals) / bystanderSeconds : 0,
+            bystanderRateLimitedPerSecond: bystanderSeconds > 0
+                ? Double(bystanderRefusals) / bystanderSeconds : 0,
             bystanderReplayed: bystanderReplayed, violations: violations, trace: trace)
     }
 

@@ -216,7 +216,8 @@ private struct SimulationEngine {
                 DeviceState(
                     events: EventTranslator(
                         directory: directory, verbose: options.verbose,
-                        keepsText: options.keepsTranscript && options.transcriptDevices?.contains(index) != false)))
+                        keepsText: options.keepsTranscript
+                            && options.transcriptDevices?.contains(index) != false)))
         }
     }
 

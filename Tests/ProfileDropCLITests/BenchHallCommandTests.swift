@@ -14,12 +14,14 @@ import Testing
         let result = run(["bench", "hall", "--devices", "60", "--pairs", "3", "--duration", "45"])
         #expect(result.code == 0, "\(result.errors)")
         #expect(result.output.count == 7)
-        #expect(result.output.first?.hasPrefix("bench hall: 60 devices, 3 pairs (1 meet twice), seeds 1") == true)
+        #expect(
+            result.output.first?.hasPrefix("bench hall: 60 devices, 3 pairs (1 meet twice), seeds 1") == true)
         #expect(result.output.count { $0.hasPrefix("pair ") && $0.contains(" ratio ") } == 4)
         #expect(
             result.output.contains {
                 $0.hasPrefix("hall: 4/4 meetings exchanged in every seed, 0 bystanders exchanged; ")
-                    && $0.contains(" multicast datagrams/s per device; ") && $0.contains(" CPU-s per simulated minute")
+                    && $0.contains(" multicast datagrams/s per device; ")
+                    && $0.contains(" CPU-s per simulated minute")
                     && $0.contains(" KiB per device (peak RSS growth); ") && $0.contains(" replayed; ")
                     && $0.hasSuffix("; 0 violations")
             })

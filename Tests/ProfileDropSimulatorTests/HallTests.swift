@@ -27,7 +27,8 @@ private func earlier(_ instant: Instant, by duration: Duration) -> Instant {
         #expect(layout.clusterDevices == 32, "30 % of the 108 devices outside pairs, rounded down")
         let firsts = layout.meetings.filter { !$0.isSecond }.map(\.arrival)
         #expect(firsts == firsts.sorted())
-        #expect(firsts.allSatisfy { $0 >= Instant.zero + Hall.firstArrival && $0 <= Instant.zero + .seconds(30) })
+        #expect(
+            firsts.allSatisfy { $0 >= Instant.zero + Hall.firstArrival && $0 <= Instant.zero + .seconds(30) })
         for meeting in layout.meetings {
             let standing = devices[meeting.standing]
             let walker = devices[meeting.walker]
@@ -75,17 +76,23 @@ private func earlier(_ instant: Instant, by duration: Duration) -> Instant {
 
     @Test func aSeedGivesOneHallAndAMeetingAloneIsItsTwoDevices() {
         let layout = Self.layout
-        #expect(layout.scenario == Hall.layout(devices: 120, pairs: 5, seed: 3, duration: .seconds(60)).scenario)
-        #expect(layout.scenario != Hall.layout(devices: 120, pairs: 5, seed: 4, duration: .seconds(60)).scenario)
+        #expect(
+            layout.scenario == Hall.layout(devices: 120, pairs: 5, seed: 3, duration: .seconds(60)).scenario)
+        #expect(
+            layout.scenario != Hall.layout(devices: 120, pairs: 5, seed: 4, duration: .seconds(60)).scenario)
         let meeting = layout.meetings[2]
         let alone = layout.alone(meeting)
-        #expect(alone.devices == [layout.scenario.devices[meeting.standing], layout.scenario.devices[meeting.walker]])
+        #expect(
+            alone.devices == [
+                layout.scenario.devices[meeting.standing], layout.scenario.devices[meeting.walker],
+            ])
         #expect(alone.faults == layout.scenario.faults && alone.timeouts == layout.scenario.timeouts)
     }
 
     @Test func aSmallHallExchangesEveryMeetingAndReportsTheRatioLast() throws {
         let result = HallBenchmark.run(
-            devices: 60, pairs: 3, seeds: [1], duration: .seconds(45), cpuTime: { 0 }, peakResidentKiB: { nil })
+            devices: 60, pairs: 3, seeds: [1], duration: .seconds(45), cpuTime: { 0 },
+            peakResidentKiB: { nil })
         #expect(result.violations == [])
         #expect(result.meetings.count == 4)
         #expect(result.exchangedEverywhere == 4)

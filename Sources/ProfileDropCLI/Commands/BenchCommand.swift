@@ -23,7 +23,9 @@ enum BenchCommand: Subcommand {
             help: "pairing runs per card (default 20, at most 1000); simulated exchanges (default 1000)")
         static let devices = Option.text(
             "devices", valueName: "N,N",
-            help: "room: room sizes, 2 to 500 devices (default 20,50,200); hall: one size, 2 to 1000 (default 1000)")
+            help:
+                "room: room sizes, 2 to 500 devices (default 20,50,200); hall: one size, 2 to 1000 (default 1000)"
+        )
         static let pairs = Option.integer(
             "pairs", valueName: "P", in: 1...200, help: "hall: close pairs in the hall (default 50)")
         static let seeds = Option.integer(
@@ -31,12 +33,18 @@ enum BenchCommand: Subcommand {
             help: "room, hall: seeds 1 to K for every room (default 5; hall: 1)")
         static let duration = Option.integer(
             "duration", valueName: "S", in: 15...600,
-            help: "room, hall: the devices' overall limit, the virtual time a room runs (default 120; hall: 90, at least 45)")
+            help:
+                "room, hall: the devices' overall limit, the virtual time a room runs (default 120; hall: 90, at least 45)"
+        )
         static let trace = Option.integer(
             "trace", valueName: "M", in: 0...1000,
-            help: "hall: print the first seed's transcript of meeting M's two devices (0 is the first pair's), lines 'trace: '")
+            help:
+                "hall: print the first seed's transcript of meeting M's two devices (0 is the first pair's), lines 'trace: '"
+        )
         /// All of them, in the order the help lists them.
-        static let all: [any DeclaredOption] = [rounds, iterations, runs, devices, pairs, seeds, duration, trace]
+        static let all: [any DeclaredOption] = [
+            rounds, iterations, runs, devices, pairs, seeds, duration, trace,
+        ]
     }
     /// The options each benchmark reads; any other would be ignored, so it is refused.
     static let optionsOf: [String: [any DeclaredOption]] = [
@@ -68,7 +76,8 @@ enum BenchCommand: Subcommand {
             return try HallBenchmarkCommand.run(
                 devices: arguments.value(Options.devices), pairs: arguments.value(Options.pairs, default: 50),
                 seeds: arguments.value(Options.seeds, default: 1),
-                duration: arguments.value(Options.duration, default: 90), trace: arguments.value(Options.trace),
+                duration: arguments.value(Options.duration, default: 90),
+                trace: arguments.value(Options.trace),
                 console: console)
         }
         if arguments.positionals == ["pairing"] {

@@ -25,7 +25,9 @@ enum HallBenchmarkCommand {
         if let trace, trace >= meetings {
             throw UsageError("bench hall: --trace takes a meeting from 0 to \(meetings - 1), got \(trace)")
         }
-        guard duration >= 45 else { throw UsageError("bench hall: --duration takes at least 45, got \(duration)") }
+        guard duration >= 45 else {
+            throw UsageError("bench hall: --duration takes at least 45, got \(duration)")
+        }
         let result = HallBenchmark.run(
             devices: devices, pairs: pairs, seeds: (1...seeds).map(UInt64.init), duration: .seconds(duration),
             traced: trace, cpuTime: { HandshakeBenchmark.cpuSeconds(CLOCK_PROCESS_CPUTIME_ID) },
@@ -35,11 +37,12 @@ enum HallBenchmarkCommand {
                 // Linux reports the peak resident set in KiB.
                 return Double(usage.ru_maxrss)
             })
-        result.trace.forEach { console.output("trace: " + $0) }
+        for line in result.trace { console.output("trace: " + line) }
         result.lines.forEach(console.output)
         if let first = result.violations.first {
             console.error(
-                "profiledrop bench hall: \(counted(result.violations.count, "violation")); the first: \(first)")
+                "profiledrop bench hall: \(counted(result.violations.count, "violation")); the first: \(first)"
+            )
         } else if result.exchangedEverywhere < result.meetings.count {
             console.error(
                 "profiledrop bench hall: \(result.meetings.count - result.exchangedEverywhere) of "
@@ -53,7 +56,8 @@ enum HallBenchmarkCommand {
     static func deviceCount(_ text: String?) throws -> Int {
         guard let text else { return defaultDevices }
         guard let count = Int(text), (2...maximumDevices).contains(count) else {
-            throw UsageError("bench hall: --devices takes one size from 2 to \(maximumDevices), got '\(text)'")
+            throw UsageError(
+                "bench hall: --devices takes one size from 2 to \(maximumDevices), got '\(text)'")
         }
         return count
     }

@@ -62,7 +62,9 @@ extension BenchCommand {
         "room [--devices N,N] [--seeds K] [--duration S]",
         "hall [--devices N] [--pairs P] [--seeds K] [--duration S] [--trace M]",
     ]
-    static let argumentCompletion = ValueCompletion.words(["handshake", "simulate", "pairing", "room", "hall"])
+    static let argumentCompletion = ValueCompletion.words([
+        "handshake", "simulate", "pairing", "room", "hall",
+    ])
     static let exitCodes: [(code: ExitCode, meaning: String)] = [
         (.success, ExitCode.success.label),
         (.failure, "a run failed (room, hall: a pair that never exchanged, or a violation)"),
