@@ -72,8 +72,11 @@ public enum HallBenchmark {
         /// Devices outside the meetings that closed as exchanged, over all seeds.
         public var bystandersExchanged: Int
         /// Datagrams all bystanders refused as over an admission budget, per bystander per second
-        /// of the run, over all seeds.
+        /// from its switching on to the run's end (a closed device still hears the room), over all
+        /// seeds.
         public var bystanderRateLimitedPerSecond: Double
+        /// Those refusals over all the datagrams the bystanders received.
+        public var bystanderRateLimitedShare: Double
         /// Datagrams bystanders refused as `replayed` (a BEACON not above the last one taken from
         /// its peer marks that peer's address contested), over all seeds.
         public var bystanderReplayed: Int
@@ -124,7 +127,9 @@ public enum HallBenchmark {
                     + (kibPerDevice.map { String(format: "%.0f KiB per device (peak RSS growth)", $0) }
                         ?? "memory not measured") + "; "
                     + String(format: "%.2f", bystanderRateLimitedPerSecond)
-                    + " rate-limited refusals/s per bystander, \(bystanderReplayed) replayed; "
+                    + " rate-limited refusals/s per bystander ("
+                    + String(format: "%.0f", bystanderRateLimitedShare * 100)
+                    + " % of what they received), \(bystanderReplayed) replayed; "
                     + "\(violations.count) violations")
             lines += violations.prefix(20).map { "violation: \($0)" }
             lines.append("room/pair: \(HallBenchmark.text(ratio))")
@@ -156,6 +161,7 @@ public enum HallBenchmark {
         var bystanderRefusals = 0
         var bystanderReplayed = 0
         var bystanderSeconds = 0.0
+        var bystanderReceived = 0
         var clusterDevices = 0
         var lateDevices = 0
         for (seedIndex, seed) in seeds.enumerated() {
@@ -202,7 +208,9 @@ public enum HallBenchmark {
                 if outcome.exchanged { bystandersExchanged += 1 }
                 bystanderRefusals += outcome.counters?.rejected(.rateLimited) ?? 0
                 bystanderReplayed += outcome.counters?.rejected(.replayed) ?? 0
-                bystanderSeconds += max(0, (off - on).secondsDouble)
+                // A closed device stays in the room and goes on counting what it hears.
+                bystanderSeconds += max(0, (end - on).secondsDouble)
+                bystanderReceived += outcome.counters?.datagramsReceived ?? 0
             }
             for (number, meeting) in layout.meetings.enumerated() where meetings.indices.contains(number) {
                 let lone = Simulation.run(scenario: layout.alone(meeting), options: options)
@@ -230,6 +238,8 @@ public enum HallBenchmark {
             simulated: simulated, kibPerDevice: kibPerDevice, bystandersExchanged: bystandersExchanged,
             bystanderRateLimitedPerSecond: bystanderSeconds > 0
                 ? Double(bystanderRefusals) / bystanderSeconds : 0,
+            bystanderRateLimitedShare: bystanderReceived > 0
+                ? Double(bystanderRefusals) / Double(bystanderReceived) : 0,
             bystanderReplayed: bystanderReplayed, violations: violations, trace: trace)
     }
 
