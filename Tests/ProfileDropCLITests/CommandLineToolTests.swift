@@ -27,7 +27,8 @@ import Testing
             (["bench", "handshake", "--runs", "5"], "runs"),
             (["bench", "handshake", "--devices", "2"], "devices"),
             (["bench", "room", "--rounds", "3"], "rounds"), (["bench", "pairing", "--seeds", "2"], "seeds"),
-            (["bench", "simulate", "--duration", "60"], "duration"), (["bench", "room", "--pairs", "3"], "pairs"),
+            (["bench", "simulate", "--duration", "60"], "duration"),
+            (["bench", "room", "--pairs", "3"], "pairs"),
             (["bench", "room", "--trace", "0"], "trace"), (["bench", "hall", "--runs", "3"], "runs"),
         ] {
             let console = CapturingConsole()
