@@ -15,11 +15,11 @@ extension DeviceContext {
     public var localAddress: PeerAddress { PeerAddress(ipv4: ipv4, port: port) }
 
     /// The real protocol core for this context: ``coreConfiguration``, every draw from
-    /// ``seedMaterial``.
+    /// ``seedMaterial``, its clock starting at ``startTime``.
     public func makeCoreDevice() -> Device {
         Device(
             configuration: coreConfiguration, random: DeterministicRandom(seedMaterial: seedMaterial),
-            now: .zero, localAddress: localAddress)
+            now: startTime, localAddress: localAddress)
     }
 }
 

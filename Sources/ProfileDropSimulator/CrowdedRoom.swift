@@ -102,7 +102,7 @@ public enum CrowdedRoom {
     private static let keywords = ["calm", "walks", "treats", "fetch", "swims", "shy"]
 
     /// A small card without a photo.
-    private static func card(_ random: inout DeterministicRandom, index: Int) -> ProfileCard {
+    static func card(_ random: inout DeterministicRandom, index: Int) -> ProfileCard {
         let name = dogNames[Int(random.uniform(below: UInt64(dogNames.count)))]
         let keyword = keywords[Int(random.uniform(below: UInt64(keywords.count)))]
         let age = 1 + Int(random.uniform(below: 15))

@@ -15,7 +15,8 @@ import ProfileDropJSON
 ///             "partitions": [{"devices": ["bori"], "start": 1, "end": 3}]},
 ///  "devices": [{"name": "bori", "pose": {"x": 0, "y": 0, "heading": 0},
 ///               "motion": [{"hold": 1}, {"moveTo": {"x": 3, "y": 0, "heading": 0}, "over": 2}],
-///               "consent": "accept", "card": {"name": "Bori", ...}, "photoBytes": 262144}]}
+///               "consent": "accept", "card": {"name": "Bori", ...}, "photoBytes": 262144,
+///               "start": 0}]}
 /// ```
 /// `"timeouts": {"overall": 20, "consent": 10, "rangingWindow": 3, "transfer": 30, "idle": 5}`
 /// (seconds) overrides the devices' timers. `seed`, `timeLimit` (default: until every device must
@@ -65,6 +66,9 @@ public struct Scenario: Equatable, Sendable {
         public var consent: Consent
         /// The card it offers.
         public var card: ProfileCard
+        /// When the device is switched on, from the start of the run: before that it hears and
+        /// sends nothing, and its timers (its overall limit among them) count from then.
+        public var start: Duration
 
         /// The device's whole movement as a script starting at time zero.
         public var motionScript: MotionScript { MotionScript(from: pose, steps: motion) }
@@ -72,13 +76,15 @@ public struct Scenario: Equatable, Sendable {
         /// Creates a device description.
         public init(
             name: String, pose: Pose, motion: [MotionScript.Step] = [],
-            consent: Consent = .accept(after: Consent.defaultReaction), card: ProfileCard
+            consent: Consent = .accept(after: Consent.defaultReaction), card: ProfileCard,
+            start: Duration = .zero
         ) {
             self.name = name
             self.pose = pose
             self.motion = motion
             self.consent = consent
             self.card = card
+            self.start = start
         }
     }
 
@@ -134,7 +140,7 @@ extension Scenario {
         "delayMs", "jitterMs", "loss", "duplicate", "reorder", "reorderDelayMs", "corrupt", "partitions",
     ]
     static let partitionKeys = ["devices", "start", "end"]
-    static let deviceKeys = ["name", "pose", "motion", "consent", "card", "photoBytes"]
+    static let deviceKeys = ["name", "pose", "motion", "consent", "card", "photoBytes", "start"]
     static let poseKeys = ["x", "y", "heading"]
     static let consentKeys = ["decision", "after"]
     /// The most devices a scenario holds: the largest room `bench room` measures. Rooms grow
@@ -193,11 +199,9 @@ extension Scenario {
             if let transfer = try read("transfer") { timeouts.transfer = transfer }
             if let idle = try read("idle") { timeouts.idle = idle }
         }
-        // Without a limit, run until every device must have closed, and a second more.
-        let timeLimit =
-            try top.optional("timeLimit").map { value throws(ScenarioError) in
-                try Self.duration(value, at: "timeLimit", positive: true)
-            } ?? timeouts.closeBound + .seconds(1)
+        let givenLimit = try top.optional("timeLimit").map { value throws(ScenarioError) in
+            try Self.duration(value, at: "timeLimit", positive: true)
+        }
         let devicesValue = try top.required("devices")
         guard case .array(let deviceValues) = devicesValue else {
             throw ScenarioError(
@@ -222,6 +226,10 @@ extension Scenario {
             }
             devices.append(device)
         }
+        // Without a limit, run until every device must have closed, counting from the last one
+        // switched on, and a second more.
+        let lastStart = devices.map(\.start).max() ?? .zero
+        let timeLimit = givenLimit ?? lastStart + timeouts.closeBound + .seconds(1)
         let names = devices.map(\.name)
         let faults =
             try top.optional("faults").map { value throws(ScenarioError) in
@@ -343,7 +351,11 @@ extension Scenario {
                 throw ScenarioError(file: nil, location: "\(location).photoBytes", reason: error.diagnostic)
             }
         }
-        return DeviceSpec(name: name, pose: pose, motion: motion, consent: consent, card: card)
+        let start =
+            try fields.optional("start").map { value throws(ScenarioError) in
+                try duration(value, at: "\(location).start", positive: false)
+            } ?? .zero
+        return DeviceSpec(name: name, pose: pose, motion: motion, consent: consent, card: card, start: start)
     }
 
     private static func pose(_ value: JSONValue, at location: String) throws(ScenarioError) -> Pose {

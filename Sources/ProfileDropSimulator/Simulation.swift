@@ -23,6 +23,9 @@ public struct SimulationOptions: Sendable {
     /// Whether the report keeps a transcript at all; a benchmark of a large room needs only the
     /// outcomes, and its transcript would hold hundreds of thousands of lines.
     public var keepsTranscript: Bool
+    /// When set, the transcript keeps the lines of these devices (scenario indices) alone: a
+    /// large room's transcript is read for a few devices.
+    public var transcriptDevices: Set<Int>? = nil
     /// Whether the transcript records every datagram sent.
     public var logDatagrams: Bool
     /// Whether the transcript also records ranging estimates, transfer progress and rejected
@@ -78,6 +81,10 @@ public struct DeviceContext {
     public let options: SimulationOptions
     /// The devices' timers, from the scenario.
     public let timeouts: Timeouts
+
+    /// When the device is switched on (``Scenario/DeviceSpec/start``); a factory builds the device
+    /// with its clock at this time.
+    public var startTime: Instant { .zero + spec.start }
 
     /// The address of node `index` on the simulated LAN.
     public static func ipv4(ofNode index: Int) -> UInt32 { 0x0A00_0001 + UInt32(index) }
@@ -202,13 +209,15 @@ private struct SimulationEngine {
                 index: index, spec: spec, seedMaterial: Simulation.seedMaterial(seed, "device/\(index)"),
                 ipv4: DeviceContext.ipv4(ofNode: index), port: DeviceContext.simulatedPort,
                 options: options, timeouts: scenario.timeouts)
-            let device = makeDevice(context)
+            let device = switchedOn(makeDevice(context), at: context.startTime)
             directory.add(identity: device.deviceID.rawValue, node: index, name: spec.name)
             room.add(device, at: Simulation.address(ofNode: index))
             devices.append(
                 DeviceState(
                     events: EventTranslator(
-                        directory: directory, verbose: options.verbose, keepsText: options.keepsTranscript)))
+                        directory: directory, verbose: options.verbose,
+                        keepsText: options.keepsTranscript
+                            && options.transcriptDevices?.contains(index) != false)))
         }
     }
 
@@ -281,7 +290,7 @@ private struct SimulationEngine {
     }
 
     private mutating func record(_ index: Int, _ text: @autoclosure () -> String) {
-        guard options.keepsTranscript else { return }
+        guard options.keepsTranscript, options.transcriptDevices?.contains(index) != false else { return }
         let line = text()
         transcript.append("t=\(now) \(names[index]) \(line)")
     }
@@ -372,7 +381,8 @@ private struct SimulationEngine {
                 receivedFrom: state.receivedFrom.map { scenario.devices[$0].name },
                 receivedAtDistance: state.receivedAtDistance, cardMatchesSender: state.cardMatches,
                 sentDatagrams: statistics.sentDatagrams[index],
-                sentBytes: statistics.sentBytes[index])
+                sentBytes: statistics.sentBytes[index],
+                counters: room.device(index).flatMap(coreCounters))
         }
         return SimulationReport(
             seed: seed, scenario: scenario, options: options, devices: outcomes, network: statistics,
@@ -403,6 +413,8 @@ public struct SimulationReport: Sendable {
         public var sentDatagrams: Int
         /// Bytes it sent.
         public var sentBytes: Int
+        /// The device's own traffic counters at the end, for a device running the protocol core.
+        public var counters: DeviceCounters? = nil
 
         /// Whether it closed with the cards swapped.
         public var exchanged: Bool { close == .exchanged }

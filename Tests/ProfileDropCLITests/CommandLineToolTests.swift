@@ -28,6 +28,8 @@ import Testing
             (["bench", "handshake", "--devices", "2"], "devices"),
             (["bench", "room", "--rounds", "3"], "rounds"), (["bench", "pairing", "--seeds", "2"], "seeds"),
             (["bench", "simulate", "--duration", "60"], "duration"),
+            (["bench", "room", "--pairs", "3"], "pairs"),
+            (["bench", "room", "--trace", "0"], "trace"), (["bench", "hall", "--runs", "3"], "runs"),
         ] {
             let console = CapturingConsole()
             #expect(CommandLineTool.run(arguments: arguments, console: console) == 2)

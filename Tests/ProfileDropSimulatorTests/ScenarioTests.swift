@@ -91,6 +91,18 @@ private func parseError(_ text: String) -> String? {
         #expect(scenario.faults == .none)
         #expect(scenario.devices[0].consent == .accept(after: Scenario.Consent.defaultReaction))
         #expect(scenario.devices[0].motion.isEmpty)
+        #expect(scenario.devices[0].start == .zero)
+    }
+
+    @Test func aStartSwitchesTheDeviceOnLaterAndMovesTheDefaultLimit() throws {
+        let devices =
+            #"[{"name": "a", "pose": {"x": 0, "y": 0}, "card": \#(cardJSON)},"#
+            + #"{"name": "b", "pose": {"x": 7, "y": 0}, "card": \#(cardJSON), "start": 12.5}]"#
+        let scenario = try Scenario(json: scenarioText(devices: devices), baseDirectory: ".")
+        #expect(scenario.devices.map(\.start) == [.zero, .milliseconds(12_500)])
+        #expect(scenario.timeLimit == .milliseconds(12_500) + Timeouts().closeBound + .seconds(1))
+        let negative = #"[{"name": "a", "pose": {"x": 0, "y": 0}, "card": \#(cardJSON), "start": -1}]"#
+        #expect(parseError(scenarioText(devices: negative)) == "devices[0].start: must not be negative")
     }
 
     @Test func aSeedUpToTwoToTheFiftyThirdIsANumber() throws {

@@ -33,6 +33,27 @@ private func reasons(_ report: SimulationReport) -> [String] {
             report.lines.last?.hasPrefix("summary: 2 devices, 2 exchanged, 0 aborted, 0 unclosed") == true)
     }
 
+    @Test func aDeviceSwitchedOnLateHearsAndSendsNothingBefore() throws {
+        var late = try scenario("happy-pair")
+        late.devices[1].start = .seconds(6)
+        late.timeLimit = .seconds(6) + late.timeouts.closeBound + .seconds(1)
+        let alone = Simulation.run(scenario: try scenario("happy-pair"))
+        let report = Simulation.run(scenario: late)
+        #expect(report.violations == [])
+        #expect(reasons(report) == ["exchanged", "exchanged"])
+        // Until bob comes on, alice's beacons reach nobody who answers: the pair meets after 6 s.
+        let closed = try #require(report.devices.compactMap(\.closedAt).max())
+        let closedAlone = try #require(alone.devices.compactMap(\.closedAt).max())
+        #expect(closed > Instant.zero + .seconds(6))
+        #expect(closed - (Instant.zero + .seconds(6)) < (closedAlone - .zero) + .seconds(2))
+        // Bob, off, received none of the beacons alice sent in the first 6 s (the only multicast
+        // then), nor what she sent later and the network lost.
+        let early = report.network.multicastPerSecond.prefix(6).reduce(0, +)
+        let bob = try #require(report.devices[1].counters)
+        #expect(early > 0)
+        #expect(bob.datagramsReceived <= report.devices[0].sentDatagrams - early)
+    }
+
     @Test func thirtyPercentLossStillCompletes() throws {
         let report = Simulation.run(scenario: try scenario("lossy-30"))
         #expect(report.violations == [])

@@ -8,7 +8,7 @@ import ProfileDropNoise
 enum BenchCommand: Subcommand {
     static let name = "bench"
     static let summary =
-        "benchmarks: 'handshake' (Noise XX vs the X25519 floor), 'simulate' (simulated exchanges), 'pairing' (two processes on loopback), 'room' (crowded rooms against a lone pair)"
+        "benchmarks: 'handshake' (Noise XX vs the X25519 floor), 'simulate' (simulated exchanges), 'pairing' (two processes on loopback), 'room' (crowded rooms against a lone pair), 'hall' (a conference hall's pairs against each pair alone)"
     static let parser = ArgumentParser(command: name, options: Options.all)
 
     /// Every option of `bench`, declared once. The ranges are checked per benchmark, since `--runs`
@@ -22,19 +22,35 @@ enum BenchCommand: Subcommand {
             "runs", in: 1...100_000,
             help: "pairing runs per card (default 20, at most 1000); simulated exchanges (default 1000)")
         static let devices = Option.text(
-            "devices", valueName: "N,N", help: "room: room sizes, 2 to 500 devices (default 20,50,200)")
+            "devices", valueName: "N,N",
+            help:
+                "room: room sizes, 2 to 500 devices (default 20,50,200); hall: one size, 2 to 1000 (default 1000)"
+        )
+        static let pairs = Option.integer(
+            "pairs", valueName: "P", in: 1...200, help: "hall: close pairs in the hall (default 50)")
         static let seeds = Option.integer(
-            "seeds", valueName: "K", in: 1...100, help: "room: seeds 1 to K for every room (default 5)")
+            "seeds", valueName: "K", in: 1...100,
+            help: "room, hall: seeds 1 to K for every room (default 5; hall: 1)")
         static let duration = Option.integer(
             "duration", valueName: "S", in: 15...600,
-            help: "room: the devices' overall limit, the virtual time a room runs (default 120)")
+            help:
+                "room, hall: the devices' overall limit, the virtual time a room runs (default 120; hall: 90, at least 45)"
+        )
+        static let trace = Option.integer(
+            "trace", valueName: "M", in: 0...1000,
+            help:
+                "hall: print the first seed's transcript of meeting M's two devices (0 is the first pair's), lines 'trace: '"
+        )
         /// All of them, in the order the help lists them.
-        static let all: [any DeclaredOption] = [rounds, iterations, runs, devices, seeds, duration]
+        static let all: [any DeclaredOption] = [
+            rounds, iterations, runs, devices, pairs, seeds, duration, trace,
+        ]
     }
     /// The options each benchmark reads; any other would be ignored, so it is refused.
     static let optionsOf: [String: [any DeclaredOption]] = [
         "handshake": [Options.rounds, Options.iterations], "simulate": [Options.runs],
         "pairing": [Options.runs], "room": [Options.devices, Options.seeds, Options.duration],
+        "hall": [Options.devices, Options.pairs, Options.seeds, Options.duration, Options.trace],
     ]
 
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
@@ -56,6 +72,14 @@ enum BenchCommand: Subcommand {
                 devices: arguments.value(Options.devices), seeds: arguments.value(Options.seeds, default: 5),
                 duration: arguments.value(Options.duration, default: 120), console: console)
         }
+        if arguments.positionals == ["hall"] {
+            return try HallBenchmarkCommand.run(
+                devices: arguments.value(Options.devices), pairs: arguments.value(Options.pairs, default: 50),
+                seeds: arguments.value(Options.seeds, default: 1),
+                duration: arguments.value(Options.duration, default: 90),
+                trace: arguments.value(Options.trace),
+                console: console)
+        }
         if arguments.positionals == ["pairing"] {
             let runs = arguments.value(Options.runs, default: 20)
             guard runs <= 1000 else {
@@ -65,7 +89,7 @@ enum BenchCommand: Subcommand {
         }
         guard arguments.positionals == ["handshake"] else {
             throw UsageError(
-                "usage: profiledrop bench handshake [--rounds N] [--iterations N] | bench simulate [--runs N] | bench pairing [--runs N] | bench room [--devices N,N] [--seeds K] [--duration S]"
+                "usage: profiledrop bench handshake [--rounds N] [--iterations N] | bench simulate [--runs N] | bench pairing [--runs N] | bench room [--devices N,N] [--seeds K] [--duration S] | bench hall [--devices N] [--pairs P] [--seeds K] [--duration S] [--trace M]"
             )
         }
         let rounds = arguments.value(Options.rounds, default: 15)

@@ -60,10 +60,14 @@ extension BenchCommand {
         "simulate [--runs N]",
         "pairing [--runs N]",
         "room [--devices N,N] [--seeds K] [--duration S]",
+        "hall [--devices N] [--pairs P] [--seeds K] [--duration S] [--trace M]",
     ]
-    static let argumentCompletion = ValueCompletion.words(["handshake", "simulate", "pairing", "room"])
+    static let argumentCompletion = ValueCompletion.words([
+        "handshake", "simulate", "pairing", "room", "hall",
+    ])
     static let exitCodes: [(code: ExitCode, meaning: String)] = [
-        (.success, ExitCode.success.label), (.failure, "a run failed (room: a pair that never exchanged)"),
+        (.success, ExitCode.success.label),
+        (.failure, "a run failed (room, hall: a pair that never exchanged, or a violation)"),
         (.usage, ExitCode.usage.label), (.runtimeError, ExitCode.runtimeError.label),
     ]
 }
