@@ -72,7 +72,8 @@ import Testing
         _ = builder.event(
             .verified(Verification(peer: Self.peer, code: "123456", knownPeer: known, interruptedBefore: 1)),
             Self.state(peer: Self.peer))
-        let question = builder.asked(timeoutSeconds: 60, offersCard: true, Self.state(peer: Self.peer))
+        let question = builder.asked(
+            peer: Self.peer, timeoutSeconds: 60, offersCard: true, Self.state(peer: Self.peer))
         let asked = try #require(question)
         #expect(asked.event == .consent)
         #expect(
@@ -82,7 +83,7 @@ import Testing
                     interruptedBefore: 1,
                     timeoutSeconds: 60, offersCard: true))
         #expect(asked.code == "123456" && asked.isKnownPeer == true)
-        let answer = builder.answered(.share, Self.state(peer: Self.peer))
+        let answer = builder.answered(.share, candidate: nil, Self.state(peer: Self.peer))
         let answered = try #require(answer)
         #expect(answered.question == nil && answered.event == .decision(.share))
         #expect(answered.jsonLine(timestamp: "T").contains(#""event":"decision","decision":"share""#))

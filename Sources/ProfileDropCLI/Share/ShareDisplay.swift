@@ -77,15 +77,11 @@ struct ShareDisplay {
                 snapshot: snapshot)
         case .consent:
             guard mode != .json, let question = snapshot.question else { break }
-            let who =
-                question.knownPeerName.map { "pair with known peer \(Self.quoted($0))?" }
-                ?? "pair with a NEW device?"
-            let choices =
-                question.offersCard ? "[s]hare, [r]eceive only, [d]ecline" : "[r]eceive their card, [d]ecline"
-            printLine(
-                "\(who) code \(Self.spaced(question.code)) — check that the other screen shows the same code. "
-                    + "\(choices) (\(question.timeoutSeconds) s)",
-                snapshot: snapshot)
+            if snapshot.candidates.count > 1 {
+                for line in Self.candidateList(snapshot.candidates) { printLine(line, snapshot: snapshot) }
+                return
+            }
+            printLine(Self.singlePrompt(question), snapshot: snapshot)
             return
         case .decision(let answer):
             waitingForPeer = answer != .decline
@@ -97,6 +93,10 @@ struct ShareDisplay {
                 case .decline: "you answered: decline"
                 }
             printLine(text, snapshot: snapshot)
+            if snapshot.candidates.count > 1 {
+                // A single candidate declined: the others stay asked about.
+                for line in Self.candidateList(snapshot.candidates) { printLine(line, snapshot: snapshot) }
+            }
             return
         case .peerRemembered(let name, let fingerprint, let stored):
             if let problem = snapshot.storeError {
@@ -109,6 +109,16 @@ struct ShareDisplay {
             }
             return
         case .sessionEnded(_, let detail):
+            if !snapshot.candidates.isEmpty {
+                // A candidate left the list; the others stay asked about.
+                printLine("a candidate left the list: \(detail)", snapshot: snapshot)
+                if snapshot.candidates.count > 1 {
+                    for line in Self.candidateList(snapshot.candidates) { printLine(line, snapshot: snapshot) }
+                } else if let question = snapshot.candidates.first {
+                    printLine(Self.singlePrompt(question), snapshot: snapshot)
+                }
+                return
+            }
             // On a terminal too, above the status line: the person should see why it went back to
             // looking (a peer that quit before the code no longer ends this run).
             printLine("session ended: \(detail); looking for another peer", snapshot: snapshot)
@@ -164,6 +174,34 @@ struct ShareDisplay {
             if let card = outcome.card { console.output("received: \(card.summary)".printable) }
             if let saved = outcome.savedPath { console.output("saved: \(saved)".printable) }
         }
+    }
+
+    /// The prompt for one candidate.
+    static func singlePrompt(_ question: ConsentQuestion) -> String {
+        let who =
+            question.knownPeerName.map { "pair with known peer \(Self.quoted($0))?" }
+            ?? "pair with a NEW device?"
+        let choices =
+            question.offersCard ? "[s]hare, [r]eceive only, [d]ecline" : "[r]eceive their card, [d]ecline"
+        return "\(who) code \(Self.spaced(question.code)) — check that the other screen shows the same code. "
+            + "\(choices) (\(question.timeoutSeconds) s)"
+    }
+
+    /// The prompt for several candidates at once (PROTOCOL.md 5, "Candidates"): each numbered with
+    /// its code, then the answers, which name a candidate by its number.
+    static func candidateList(_ candidates: [ConsentQuestion]) -> [String] {
+        var lines = [
+            "\(candidates.count) devices ask to pair: pick the one whose code the other screen shows."
+        ]
+        for (index, question) in candidates.enumerated() {
+            let who = question.knownPeerName.map { "known peer \(Self.quoted($0))" } ?? "NEW device"
+            lines.append("  \(index + 1)  code \(Self.spaced(question.code))  \(who)")
+        }
+        let offersCard = candidates.allSatisfy(\.offersCard)
+        let pick = offersCard ? "s1 share with 1, r1 receive only from 1" : "r1 receive 1's card"
+        lines.append(
+            "\(pick), d1 decline 1 alone, d then Enter to decline all (each \(candidates[0].timeoutSeconds) s)")
+        return lines
     }
 
     private static func interruptedBeforeWarning(_ count: Int) -> String {
