@@ -93,7 +93,7 @@ enum ConsentInput: Equatable {
         case "s", "share": return .decision(.share, candidate: candidate)
         case "r", "receive", "receive-only", "receive only": return .decision(.receiveOnly, candidate: candidate)
         case "d", "decline": return .decision(.decline, candidate: candidate)
-        case "q", "quit" where candidate == nil: return .quit
+        case "q", "quit": return candidate == nil ? .quit : invalidLine(text)
         default: return invalidLine(text)
         }
     }
