@@ -131,7 +131,9 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
             let outcome = Attacks.runOne(runSeed: seed(.mitmRelay, .careful, n))
             #expect(outcome.cards == 0 && outcome.identities == 0, "\(outcome.summary)")
             #expect(outcome.codesEqual == false)
-            #expect(outcome.declines == 2)
+            // Each user declines the relay's session once its code has not shown on the other
+            // screen for a while; the first decline, relayed, may end the other's session first.
+            #expect((1...2).contains(outcome.declines))
             #expect(outcome.breaches.isEmpty)
         }
     }
@@ -388,9 +390,9 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
             #expect(race.racesWon > 0, "\(outcome.summary)")
             #expect(race.victimSessions == race.racesWon)
             #expect(race.genuineAccepts > 0)
-            // A careful user's decline ends its run; an unanswered request ends only its session,
-            // and the victims, free beside it, may then pair with each other as responders.
-            if users == .careful { #expect(race.genuineReported == 0) }
+            // A careful user declines the racer's session once its code has not shown on the other
+            // screen for a while, and an unanswered request ends only its session: either way the
+            // victims, free beside it, may then pair with each other as responders.
             #expect(outcome.codesEqual != true)
             #expect(outcome.cards == 0 && outcome.identities == 0)
             #expect(outcome.declines > 0)
@@ -432,7 +434,7 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
             compared += 1
             #expect(!equal, "\(outcome.summary)")
             let race = outcome.result(of: AcceptRacerAttack.self)
-            #expect(race?.racesWon == 2 && race?.victimSessions == 2)
+            #expect((race?.racesWon ?? 0) >= 2 && race?.victimSessions == race?.racesWon)
         }
         #expect(compared == 2)
     }
