@@ -338,7 +338,11 @@ final class PairingEngine: @unchecked Sendable {
                             guard stop == nil else { continue }
                             if let candidate, let peer = asked.first(where: { $0.description == candidate }) {
                                 driver.device.decide(Self.decision(answer), for: peer, at: now)
-                                if answer == .decline { asked.removeAll { $0 == peer } } else { asked.removeAll() }
+                                if answer == .decline {
+                                    asked.removeAll { $0 == peer }
+                                } else {
+                                    asked.removeAll()
+                                }
                             } else {
                                 driver.device.decide(Self.decision(answer), at: now)
                                 asked.removeAll()

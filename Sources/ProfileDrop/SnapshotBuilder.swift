@@ -114,7 +114,8 @@ struct SnapshotBuilder {
                 // The other candidates stay on screen; the one that ended leaves the list.
                 guard wasCandidate else { return nil }
                 if verification?.peer == peer { verification = candidates.first?.verification }
-                return emit(.sessionEnded(reason: Self.reasonCode(reason), detail: reason.description), current)
+                return emit(
+                    .sessionEnded(reason: Self.reasonCode(reason), detail: reason.description), current)
             }
             // A session beside the one shown ended: what is shown stays.
             if !wasCandidate, let shown = verification?.peer ?? remembered?.peer, shown != peer { return nil }
@@ -140,7 +141,8 @@ struct SnapshotBuilder {
         pendingVerification = nil
         let asked = ConsentQuestion(
             peer: found.peer.description, code: found.code, knownPeerName: found.knownPeer?.name,
-            interruptedBefore: found.interruptedBefore, timeoutSeconds: timeoutSeconds, offersCard: offersCard)
+            interruptedBefore: found.interruptedBefore, timeoutSeconds: timeoutSeconds, offersCard: offersCard
+        )
         candidates.removeAll { $0.verification.peer == peer }
         candidates.append((asked, found))
         if candidates.count == 1 { verification = found }
@@ -163,7 +165,8 @@ struct SnapshotBuilder {
             }
             candidates.removeAll()
         }
-        if let first = candidates.first, !candidates.contains(where: { $0.verification.peer == verification?.peer })
+        if let first = candidates.first,
+            !candidates.contains(where: { $0.verification.peer == verification?.peer })
         {
             verification = first.verification
         }
@@ -223,7 +226,8 @@ struct SnapshotBuilder {
                 received: snapshot.receivedChunks,
                 receiveTotal: snapshot.totalReceiveChunks),
             question: question, outcome: nil, peersSeen: snapshot.peersSeen,
-            candidates: candidates.map(\.question), answeredCandidate: event.isDecision ? answeredCandidate : nil)
+            candidates: candidates.map(\.question),
+            answeredCandidate: event.isDecision ? answeredCandidate : nil)
     }
 
     /// One decimal is what is shown; more would only be noise.

@@ -408,7 +408,9 @@ struct AttackStage {
     }
 
     /// Victim `index`'s user answers about one candidate; sharing declines the others on screen.
-    private mutating func answer(_ decision: ConsentDecision, about peer: DeviceID, code: String, victim index: Int) {
+    private mutating func answer(
+        _ decision: ConsentDecision, about peer: DeviceID, code: String, victim index: Int
+    ) {
         if decision == .decline {
             victims[index].declines += 1
             victims[index].asked.removeAll { $0.peer == peer }

@@ -343,7 +343,9 @@ public struct CapturingDevice: SansIODevice {
 
     /// `Device.decide(_:for:at:)`, recorded.
     public mutating func decide(_ decision: ConsentDecision, for peer: DeviceID, at time: Instant) {
-        recording(.candidateDecision(decision, peer: peer), at: time) { $0.decide(decision, for: peer, at: time) }
+        recording(.candidateDecision(decision, peer: peer), at: time) {
+            $0.decide(decision, for: peer, at: time)
+        }
     }
 
     /// `Device.cancel(at:)`, recorded.

@@ -194,7 +194,8 @@ import Testing
         left.question = list[1]
         left.candidates = [list[1]]
         display.show(left)
-        #expect(console.outputLines.last?.hasPrefix("pair with known peer “Kong (jae)”? code 903 117") == true)
+        #expect(
+            console.outputLines.last?.hasPrefix("pair with known peer “Kong (jae)”? code 903 117") == true)
     }
 
     /// The `--json` lines list the candidates while any is asked about, and a decision names the

@@ -182,7 +182,8 @@ import Testing
         }
         for bad in [
             #"{"decision":"share","candidate":0}"#, #"{"decision":"share","candidate":1.5}"#,
-            #"{"decision":"share","candidate":true}"#, #"{"decision":"share","candidate":"a","candidate":"b"}"#,
+            #"{"decision":"share","candidate":true}"#,
+            #"{"decision":"share","candidate":"a","candidate":"b"}"#,
         ] {
             guard case .invalid = ConsentInput.parseJSON(bad) else {
                 Issue.record("'\(bad)' was taken as an answer")

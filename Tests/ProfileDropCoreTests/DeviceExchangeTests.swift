@@ -550,11 +550,15 @@ extension VirtualRoom {
         #expect(Set(codes.map(\.peer)) == [kong, max])
         // Each code is the one its own peer shows.
         for (index, peer) in [(1, kong), (2, max)] {
-            let theirs = room.events[index].compactMap { if case .verified(let shown) = $0 { shown.code } else { nil } }
+            let theirs = room.events[index].compactMap {
+                if case .verified(let shown) = $0 { shown.code } else { nil }
+            }
             let ours = try #require(codes.first { $0.peer == peer })
             #expect(theirs == [ours.code])
         }
-        let asked = room.events[0].compactMap { if case .consentRequested(let peer) = $0 { peer } else { nil } }
+        let asked = room.events[0].compactMap {
+            if case .consentRequested(let peer) = $0 { peer } else { nil }
+        }
         #expect(Set(asked) == [kong, max] && asked.count == 2)
     }
 

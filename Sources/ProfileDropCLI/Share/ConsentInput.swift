@@ -58,7 +58,8 @@ enum ConsentInput: Equatable {
             candidate = nil
         case .string(let peer)? where candidates.count == 1:
             candidate = .peer(peer)
-        case .number(let number)? where candidates.count == 1 && number >= 1 && number <= 99
+        case .number(let number)?
+        where candidates.count == 1 && number >= 1 && number <= 99
             && number.rounded() == number:
             candidate = .number(Int(number))
         default:
@@ -91,7 +92,8 @@ enum ConsentInput: Equatable {
         switch word {
         case "": return .blank
         case "s", "share": return .decision(.share, candidate: candidate)
-        case "r", "receive", "receive-only", "receive only": return .decision(.receiveOnly, candidate: candidate)
+        case "r", "receive", "receive-only", "receive only":
+            return .decision(.receiveOnly, candidate: candidate)
         case "d", "decline": return .decision(.decline, candidate: candidate)
         case "q", "quit": return candidate == nil ? .quit : invalidLine(text)
         default: return invalidLine(text)

@@ -113,7 +113,9 @@ struct ShareDisplay {
                 // A candidate left the list; the others stay asked about.
                 printLine("a candidate left the list: \(detail)", snapshot: snapshot)
                 if snapshot.candidates.count > 1 {
-                    for line in Self.candidateList(snapshot.candidates) { printLine(line, snapshot: snapshot) }
+                    for line in Self.candidateList(snapshot.candidates) {
+                        printLine(line, snapshot: snapshot)
+                    }
                 } else if let question = snapshot.candidates.first {
                     printLine(Self.singlePrompt(question), snapshot: snapshot)
                 }
@@ -200,7 +202,8 @@ struct ShareDisplay {
         let offersCard = candidates.allSatisfy(\.offersCard)
         let pick = offersCard ? "s1 share with 1, r1 receive only from 1" : "r1 receive 1's card"
         lines.append(
-            "\(pick), d1 decline 1 alone, d then Enter to decline all (each \(candidates[0].timeoutSeconds) s)")
+            "\(pick), d1 decline 1 alone, d then Enter to decline all (each \(candidates[0].timeoutSeconds) s)"
+        )
         return lines
     }
 

@@ -292,7 +292,8 @@ struct ExchangeSession {
 
     /// The user's answer to a consent request; `endsDevice` false for a decline that came from
     /// picking another candidate, which never ends the device.
-    mutating func decide(_ decision: ConsentDecision, endsDevice: Bool = true, context: inout SessionContext) {
+    mutating func decide(_ decision: ConsentDecision, endsDevice: Bool = true, context: inout SessionContext)
+    {
         guard case .consenting(var consenting) = state, consenting.userDeadline != nil,
             securedLink.localConsent == nil
         else { return }
