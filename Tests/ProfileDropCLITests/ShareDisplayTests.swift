@@ -189,13 +189,23 @@ import Testing
                 "s1 share with 1, r1 receive only from 1, d1 decline 1 alone, d then Enter to decline all "
                     + "(each 60 s)",
             ])
-        // Declining one leaves the other, asked about as a single candidate again.
-        var left = Self.snapshot(.sessionEnded(reason: "declined", detail: "declined by us"), stage: .inRange)
+        // Declining one by its number names it, and leaves the other, asked about as a single
+        // candidate again.
+        var declined = Self.snapshot(.decision(.decline), stage: .inRange)
+        declined.answeredCandidate = Self.peer
+        declined.question = list[1]
+        declined.candidates = [list[1]]
+        display.show(declined)
+        #expect(console.outputLines.suffix(2).first == "you answered: decline 1 (code 214 244)")
+        #expect(
+            console.outputLines.last?.hasPrefix("pair with known peer “Kong (jae)”? code 903 117") == true)
+        // A candidate that leaves the list by itself is said so.
+        var left = Self.snapshot(
+            .sessionEnded(reason: "declined", detail: "declined by peer"), stage: .inRange)
         left.question = list[1]
         left.candidates = [list[1]]
         display.show(left)
-        #expect(
-            console.outputLines.last?.hasPrefix("pair with known peer “Kong (jae)”? code 903 117") == true)
+        #expect(console.outputLines.suffix(2).first == "a candidate left the list: declined by peer")
     }
 
     /// The `--json` lines list the candidates while any is asked about, and a decision names the

@@ -16,6 +16,8 @@ struct ShareDisplay {
     private var pose: Pose?
     /// The last snapshot shown, for redrawing the status line.
     private var latest: PairingSnapshot?
+    /// The candidates listed last, numbered from 1: what an answer's number referred to.
+    private var shownCandidates: [ConsentQuestion] = []
 
     /// How the device decides: it asks its user before any card moves unless `--yes`, and with
     /// `--yes-known` only about a device that is not a known peer.
@@ -47,6 +49,7 @@ struct ShareDisplay {
     /// One snapshot of the run, before the closed one (``finish(_:)``).
     mutating func show(_ snapshot: PairingSnapshot) {
         latest = snapshot
+        if !snapshot.event.isDecisionEvent { shownCandidates = snapshot.candidates }
         switch snapshot.event {
         case .verified(let interruptedBefore):
             if let code = snapshot.code, !asksUser(knownPeer: snapshot.isKnownPeer ?? false) {
@@ -84,18 +87,29 @@ struct ShareDisplay {
             printLine(Self.singlePrompt(question), snapshot: snapshot)
             return
         case .decision(let answer):
+            let listed = shownCandidates
+            shownCandidates = snapshot.candidates
             waitingForPeer = answer != .decline
             guard mode != .json else { break }
+            // With several listed, the answer names its candidate by the number it was shown with.
+            var named = ""
+            if let peer = snapshot.answeredCandidate,
+                let index = listed.firstIndex(where: { $0.peer == peer })
+            {
+                named = " \(index + 1) (code \(Self.spaced(listed[index].code)))"
+            }
             let text =
                 switch answer {
-                case .share: "you answered: share; waiting for the peer to accept"
-                case .receiveOnly: "you answered: receive only; waiting for the peer to accept"
-                case .decline: "you answered: decline"
+                case .share: "you answered: share\(named); waiting for the peer to accept"
+                case .receiveOnly: "you answered: receive only\(named); waiting for the peer to accept"
+                case .decline: "you answered: decline\(named)"
                 }
             printLine(text, snapshot: snapshot)
+            // A single candidate declined: the others stay asked about.
             if snapshot.candidates.count > 1 {
-                // A single candidate declined: the others stay asked about.
                 for line in Self.candidateList(snapshot.candidates) { printLine(line, snapshot: snapshot) }
+            } else if let left = snapshot.candidates.first {
+                printLine(Self.singlePrompt(left), snapshot: snapshot)
             }
             return
         case .peerRemembered(let name, let fingerprint, let stored):
@@ -288,7 +302,10 @@ struct ShareDisplay {
         case .peerFound:
             if let peer = snapshot.peer { text += " · \(peer)" }
         case .secured, .ranging, .inRange:
-            if let code = snapshot.code {
+            if snapshot.candidates.count > 1 {
+                // No one code stands for the list: each is on its line above.
+                text += " · \(snapshot.candidates.count) devices listed · your answer?"
+            } else if let code = snapshot.code {
                 text += " · code \(Self.spaced(code))"
                 if let known = snapshot.knownPeerName { text += " · known peer \(Self.quoted(known))" }
                 if snapshot.question != nil { text += " · your answer?" }
@@ -329,5 +346,13 @@ struct ShareDisplay {
     static func oneDecimal(_ value: Double) -> String {
         let rounded = (value * 10).rounded() / 10
         return rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
+    }
+}
+
+extension PairingSnapshot.Event {
+    /// Whether this is a decision, after which the candidates answered leave the list.
+    fileprivate var isDecisionEvent: Bool {
+        if case .decision = self { return true }
+        return false
     }
 }
