@@ -336,7 +336,13 @@ final class PairingEngine: @unchecked Sendable {
                         case .answer(let answer, let candidate):
                             // Taken before a stop in the same batch: the stop declines instead.
                             guard stop == nil else { continue }
-                            if let candidate, let peer = asked.first(where: { $0.description == candidate }) {
+                            if let candidate {
+                                // A candidate whose session ended since the answer was posted is
+                                // answered by nobody: never by another candidate.
+                                guard let peer = asked.first(where: { $0.description == candidate }) else {
+                                    engine.setPendingCandidates(asked)
+                                    continue
+                                }
                                 driver.device.decide(Self.decision(answer), for: peer, at: now)
                                 if answer == .decline {
                                     asked.removeAll { $0 == peer }
@@ -344,6 +350,12 @@ final class PairingEngine: @unchecked Sendable {
                                     asked.removeAll()
                                 }
                             } else {
+                                // Another candidate asked about since the answer was posted: the
+                                // answer no longer says with whom, and only a decline (of all) stands.
+                                guard asked.count <= 1 || answer == .decline else {
+                                    engine.setPendingCandidates(asked)
+                                    continue
+                                }
                                 driver.device.decide(Self.decision(answer), at: now)
                                 asked.removeAll()
                             }
