@@ -15,7 +15,9 @@ import ProfileDropTransport
 final class PairingEngine: @unchecked Sendable {
     /// What the program asks of the loop.
     enum Command {
-        case answer(ConsentAnswer)
+        /// An answer about `candidate` (a peer asked about), or with nil about the one candidate
+        /// shown (a decline: about them all).
+        case answer(ConsentAnswer, candidate: String?)
         case move(Pose)
         case stop(PairingOutcome.Reason, detail: String?)
     }
@@ -37,8 +39,9 @@ final class PairingEngine: @unchecked Sendable {
     private let lock = NSLock()
     private var inbox: [Command] = []
     private var started = false
-    /// Whether a question waits for an answer: set by the loop, cleared by the answer that takes it.
-    private var questionPending = false
+    /// The candidates whose question waits for an answer, by peer: set by the loop, cleared by
+    /// the answer that takes them.
+    private var pendingCandidates: [String] = []
     /// A stop was posted: no answer is taken after it, so that nothing the user agreed to before
     /// stopping can still go out (a stop declines a pending request).
     private var stopping = false
@@ -167,12 +170,25 @@ final class PairingEngine: @unchecked Sendable {
     func post(_ command: Command) -> Bool {
         let taken: Bool = lock.withLock {
             switch command {
-            case .answer:
-                guard questionPending, !stopping else { return false }
-                questionPending = false
+            case .answer(let answer, let candidate):
+                guard !stopping else { return false }
+                if let candidate {
+                    guard pendingCandidates.contains(candidate) else { return false }
+                    // Picking one declines the others.
+                    if answer == .decline {
+                        pendingCandidates.removeAll { $0 == candidate }
+                    } else {
+                        pendingCandidates.removeAll()
+                    }
+                } else {
+                    // The one candidate shown; with several, only a decline (of them all).
+                    guard pendingCandidates.count == 1 || answer == .decline && !pendingCandidates.isEmpty
+                    else { return false }
+                    pendingCandidates.removeAll()
+                }
             case .stop:
                 stopping = true
-                questionPending = false
+                pendingCandidates.removeAll()
             case .move:
                 break
             }
@@ -195,7 +211,9 @@ final class PairingEngine: @unchecked Sendable {
         }
     }
 
-    private func setQuestionPending(_ pending: Bool) { lock.withLock { questionPending = pending } }
+    private func setPendingCandidates(_ peers: [DeviceID]) {
+        lock.withLock { pendingCandidates = peers.map(\.description) }
+    }
 
     private func main() {
         var feed: Task<Void, Never>?
@@ -270,9 +288,8 @@ final class PairingEngine: @unchecked Sendable {
         var initiator = false
         var receivedCard: ProfileCard?
         var cardAcknowledged = false
-        var questionAsked = false
-        /// The peer the question on screen is about.
-        var questionPeer: DeviceID?
+        /// The candidates whose question is on screen, in the order asked.
+        var asked: [DeviceID] = []
         var unanswered = false
         var lastSessionFailure: CloseReason?
         let deadline: Instant
@@ -316,11 +333,33 @@ final class PairingEngine: @unchecked Sendable {
                 if woken {
                     for command in engine.takeCommands() {
                         switch command {
-                        case .answer(let answer):
+                        case .answer(let answer, let candidate):
                             // Taken before a stop in the same batch: the stop declines instead.
                             guard stop == nil else { continue }
-                            driver.device.decide(Self.decision(answer), at: now)
-                            send(builder.answered(answer, core.snapshot))
+                            if let candidate {
+                                // A candidate whose session ended since the answer was posted is
+                                // answered by nobody: never by another candidate.
+                                guard let peer = asked.first(where: { $0.description == candidate }) else {
+                                    engine.setPendingCandidates(asked)
+                                    continue
+                                }
+                                driver.device.decide(Self.decision(answer), for: peer, at: now)
+                                if answer == .decline {
+                                    asked.removeAll { $0 == peer }
+                                } else {
+                                    asked.removeAll()
+                                }
+                            } else {
+                                // Another candidate asked about since the answer was posted: the
+                                // answer no longer says with whom, and only a decline (of all) stands.
+                                guard asked.count <= 1 || answer == .decline else {
+                                    engine.setPendingCandidates(asked)
+                                    continue
+                                }
+                                driver.device.decide(Self.decision(answer), at: now)
+                                asked.removeAll()
+                            }
+                            send(builder.answered(answer, candidate: candidate, core.snapshot))
                         case .move(let pose):
                             guard let moved = movement.step(to: pose) else { continue }
                             driver.device.updatePose(moved, at: now)
@@ -379,7 +418,7 @@ final class PairingEngine: @unchecked Sendable {
         /// CONSENT(decline) if a question was pending), and the run stays until the core has
         /// nothing left to do, at most ``PairingRun/exitLinger``, answering the close.
         private func endEarly() throws {
-            engine.setQuestionPending(false)
+            engine.setPendingCandidates([])
             driver.device.cancel(at: now)
             try flush()
             let end = now + PairingRun.exitLinger
@@ -428,13 +467,12 @@ final class PairingEngine: @unchecked Sendable {
             case .acknowledged:
                 cardAcknowledged = true
             case .consentRequested(let peer):
-                questionAsked = true
-                questionPeer = peer
-                engine.setQuestionPending(true)
+                asked.append(peer)
+                engine.setPendingCandidates(asked)
                 send(
                     builder.asked(
-                        timeoutSeconds: consentSeconds(), offersCard: engine.configuration.card != nil,
-                        device.snapshot))
+                        peer: peer, timeoutSeconds: consentSeconds(),
+                        offersCard: engine.configuration.card != nil, device.snapshot))
                 return
             case .peerRemembered(let peer):
                 send(
@@ -443,21 +481,20 @@ final class PairingEngine: @unchecked Sendable {
                         device.snapshot))
                 return
             case .sessionEnded(let peer, let reason):
-                // Only the end of the session asked withdraws the question.
-                if questionPeer == peer {
-                    questionAsked = false
-                    questionPeer = nil
-                    engine.setQuestionPending(false)
+                // Only the end of a session asked withdraws its question.
+                if asked.contains(peer) {
+                    asked.removeAll { $0 == peer }
+                    engine.setPendingCandidates(asked)
                 }
                 lastSessionFailure = reason
             case .closed(let reason):
-                if questionAsked {
+                if !asked.isEmpty {
                     // No question stays on screen once the device closed, however it closed.
                     builder.unanswered()
                     if reason == .timeout(.consent) { unanswered = true }
                 }
-                questionAsked = false
-                engine.setQuestionPending(false)
+                asked.removeAll()
+                engine.setPendingCandidates([])
             case .advertising, .peerFound, .peerBusy, .ranging, .inRange, .exchanging, .cardVerified,
                 .datagramRejected, .verified, .pairingInterrupted, .knownPeerMismatch, .incompatiblePeer:
                 break

@@ -54,22 +54,49 @@ public final class PairingRun: AsyncSequence, Sendable {
         listeningDescription = engine.listeningDescription
     }
 
-    /// Answers the pending question. Returns false, and does nothing, when no question is pending
-    /// (none was asked, it was answered, or its time ran out).
+    /// Answers the pending question, when exactly one candidate is asked about
+    /// (``PairingSnapshot/candidates``). With several, only ``ConsentAnswer/decline`` is taken,
+    /// and declines them all; sharing or receiving must name its candidate
+    /// (``answer(_:candidate:)``). Returns false, and does nothing, when the answer is not taken
+    /// (no question is pending: none was asked, it was answered, or its time ran out; or it is
+    /// ambiguous).
     @discardableResult
-    public func answer(_ answer: ConsentAnswer) -> Bool { engine.post(.answer(answer)) }
+    public func answer(_ answer: ConsentAnswer) -> Bool { engine.post(.answer(answer, candidate: nil)) }
 
-    /// Answers the pending question: share our card and receive theirs.
+    /// Answers about one of the candidates asked about at once, named by its
+    /// ``ConsentQuestion/peer``. Sharing or receiving only declines every other candidate (their
+    /// sessions end as our decline; the run goes on with the one picked); declining ends only
+    /// that candidate's session, and the run only if no other candidate is held. Returns false,
+    /// and does nothing, when `candidate` is not asked about.
+    @discardableResult
+    public func answer(_ answer: ConsentAnswer, candidate: String) -> Bool {
+        engine.post(.answer(answer, candidate: candidate))
+    }
+
+    /// Answers the pending question, the one candidate shown: share our card and receive theirs.
     @discardableResult
     public func share() -> Bool { answer(.share) }
 
-    /// Answers the pending question: receive their card, send none.
+    /// Answers the pending question, the one candidate shown: receive their card, send none.
     @discardableResult
     public func receiveOnly() -> Bool { answer(.receiveOnly) }
 
-    /// Answers the pending question: decline.
+    /// Answers the pending question: decline (every candidate asked about, when several are).
     @discardableResult
     public func decline() -> Bool { answer(.decline) }
+
+    /// Shares with `candidate` (a ``ConsentQuestion/peer`` of ``PairingSnapshot/candidates``),
+    /// the one whose code the other screen shows; the other candidates are declined.
+    @discardableResult
+    public func share(candidate: String) -> Bool { answer(.share, candidate: candidate) }
+
+    /// Receives from `candidate` only, sending no card; the other candidates are declined.
+    @discardableResult
+    public func receiveOnly(candidate: String) -> Bool { answer(.receiveOnly, candidate: candidate) }
+
+    /// Declines `candidate` alone; the others stay asked about.
+    @discardableResult
+    public func decline(candidate: String) -> Bool { answer(.decline, candidate: candidate) }
 
     /// Moves the device to `pose` now (for ``PairingConfiguration/Motion/fixed(_:)``, an arrow
     /// key's step; with other motions the next update of the motion wins).

@@ -28,8 +28,18 @@ public struct PairingSnapshot: Sendable, Equatable {
     public var bearingDeg: Double?
     /// The card's chunks moved so far.
     public var progress: Progress
-    /// The question waiting for an answer, while one does.
+    /// The question waiting for an answer, while one does: the newest of ``candidates`` (the
+    /// one a ``Event/consent`` snapshot adds).
     public var question: ConsentQuestion?
+    /// Every candidate asked about right now, each with its own code, in the order they were
+    /// asked (PROTOCOL.md 5, "Candidates"). When two devices are in range at once (the one held
+    /// against this one and a stranger), both are listed: the user picks the one whose code the
+    /// other screen shows (``PairingRun/share(candidate:)``), which declines the others. Empty
+    /// while nothing is asked; with one candidate it is ``question`` alone.
+    public var candidates: [ConsentQuestion]
+    /// With ``Event/decision(_:)``: the peer of the candidate the answer named, or nil for an
+    /// answer about the one candidate shown (or declining them all).
+    public var answeredCandidate: String?
     /// How the run ended, in its last snapshot.
     public var outcome: PairingOutcome?
     /// Devices heard so far in the run (not part of the JSON line).
@@ -46,7 +56,7 @@ public struct PairingSnapshot: Sendable, Equatable {
         bearingDeg: Double? = nil,
         progress: Progress = Progress(sent: 0, sendTotal: 0, received: 0, receiveTotal: 0),
         question: ConsentQuestion? = nil, outcome: PairingOutcome? = nil, peersSeen: Int = 0,
-        storeError: String? = nil
+        storeError: String? = nil, candidates: [ConsentQuestion]? = nil, answeredCandidate: String? = nil
     ) {
         self.event = event
         self.stage = stage
@@ -62,6 +72,8 @@ public struct PairingSnapshot: Sendable, Equatable {
         self.outcome = outcome
         self.peersSeen = peersSeen
         self.storeError = storeError
+        self.candidates = candidates ?? question.map { [$0] } ?? []
+        self.answeredCandidate = answeredCandidate
     }
 
     /// The user-facing stages, in order.
@@ -151,6 +163,12 @@ public struct PairingSnapshot: Sendable, Equatable {
         /// The run is over: ``PairingSnapshot/outcome`` says how.
         case closed
 
+        /// Whether this is ``decision(_:)``.
+        var isDecision: Bool {
+            if case .decision = self { return true }
+            return false
+        }
+
         /// The `event` member of the JSON line.
         public var name: String {
             switch self {
@@ -228,15 +246,12 @@ public struct PairingSnapshot: Sendable, Equatable {
             return [("peer", .string(peer)), ("version", .integer(version))]
         case .consent:
             guard let question else { return [] }
-            return [
-                ("peer", .string(question.peer)), ("code", .string(question.code)),
-                ("known", .bool(question.knownPeerName != nil)),
-                ("name", question.knownPeerName.map { .string($0) } ?? .null),
-                ("interrupted_before", .integer(question.interruptedBefore)),
-                ("timeout_s", .integer(question.timeoutSeconds)), ("offers_card", .bool(question.offersCard)),
-            ]
+            return Self.questionMembers(question)
         case .decision(let answer):
-            return [("decision", .string(answer.rawValue))]
+            return [
+                ("decision", .string(answer.rawValue)),
+                ("candidate", answeredCandidate.map { .string($0) } ?? .null),
+            ]
         case .peerRemembered(let name, let fingerprint, let stored):
             return [
                 ("name", .string(name)), ("fingerprint", .string(fingerprint)), ("stored", .bool(stored)),
@@ -249,7 +264,26 @@ public struct PairingSnapshot: Sendable, Equatable {
         }
     }
 
+    /// A question's members: those of the `consent` line, and of each entry of `candidates`.
+    private static func questionMembers(_ question: ConsentQuestion) -> [(key: String, value: JSONValue)] {
+        [
+            ("peer", .string(question.peer)), ("code", .string(question.code)),
+            ("known", .bool(question.knownPeerName != nil)),
+            ("name", question.knownPeerName.map { .string($0) } ?? .null),
+            ("interrupted_before", .integer(question.interruptedBefore)),
+            ("timeout_s", .integer(question.timeoutSeconds)), ("offers_card", .bool(question.offersCard)),
+        ]
+    }
+
+    /// The state members, with `candidates` while any is asked about.
     private var stateMembers: [(key: String, value: JSONValue)] {
+        guard !candidates.isEmpty else { return baseStateMembers }
+        return baseStateMembers + [
+            ("candidates", .array(candidates.map { .object(Self.questionMembers($0)) }))
+        ]
+    }
+
+    private var baseStateMembers: [(key: String, value: JSONValue)] {
         [
             ("stage", .string(stage.rawValue)),
             ("device", .string(device)),

@@ -6,9 +6,17 @@ import ProfileDropJSON
 /// repeat the one before (apart from time) is not made.
 struct SnapshotBuilder {
     private var stage = PairingSnapshot.Stage.advertising
-    /// What verification showed in the current session.
+    /// What verification showed in the current session: with candidates asked about, the first
+    /// one's (or the one picked).
     private var verification: Verification?
+    /// The newest candidate asked about.
     private var question: ConsentQuestion?
+    /// Every candidate asked about, in the order asked, and what its verification showed.
+    private var candidates: [(question: ConsentQuestion, verification: Verification)] = []
+    /// A verification beside the candidates on screen, for the question that follows it.
+    private var pendingVerification: Verification?
+    /// The candidate the latest answer named.
+    private var answeredCandidate: String?
     /// The last figures of the current session, kept once the core clears them.
     private var remembered: DeviceSnapshot?
     private var lastMembers: JSONValue?
@@ -62,8 +70,11 @@ struct SnapshotBuilder {
             return emit(.secured(peer: peer.description), current)
         case .verified(let verification):
             // Another session's code never shows under the question on screen (PROTOCOL.md 5,
-            // "Candidates"): the answer goes to the session asked.
-            if question != nil, self.verification?.peer != verification.peer { return nil }
+            // "Candidates"): it comes with its own question, added to the list.
+            if !candidates.isEmpty, self.verification?.peer != verification.peer {
+                pendingVerification = verification
+                return nil
+            }
             self.verification = verification
             return emit(.verified(interruptedBefore: verification.interruptedBefore), current)
         case .pairingInterrupted(let peer, let code, let reason):
@@ -96,8 +107,18 @@ struct SnapshotBuilder {
             remembered = snapshot
             return emit(.acknowledged, snapshot)
         case .sessionEnded(let peer, let reason):
+            let wasCandidate = candidates.contains { $0.verification.peer == peer }
+            candidates.removeAll { $0.verification.peer == peer }
+            question = candidates.last?.question
+            if !candidates.isEmpty {
+                // The other candidates stay on screen; the one that ended leaves the list.
+                guard wasCandidate else { return nil }
+                if verification?.peer == peer { verification = candidates.first?.verification }
+                return emit(
+                    .sessionEnded(reason: Self.reasonCode(reason), detail: reason.description), current)
+            }
             // A session beside the one shown ended: what is shown stays.
-            if let shown = verification?.peer ?? remembered?.peer, shown != peer { return nil }
+            if !wasCandidate, let shown = verification?.peer ?? remembered?.peer, shown != peer { return nil }
             stage = .advertising
             verification = nil
             question = nil
@@ -110,25 +131,55 @@ struct SnapshotBuilder {
         }
     }
 
-    /// The question, after the verification it follows.
-    mutating func asked(timeoutSeconds: Int, offersCard: Bool, _ current: DeviceSnapshot) -> PairingSnapshot?
-    {
-        guard let verification else { return nil }
-        question = ConsentQuestion(
-            peer: verification.peer.description, code: verification.code,
-            knownPeerName: verification.knownPeer?.name, interruptedBefore: verification.interruptedBefore,
-            timeoutSeconds: timeoutSeconds, offersCard: offersCard)
+    /// The question about `peer`, after the verification it follows: added to the candidates on
+    /// screen.
+    mutating func asked(
+        peer: DeviceID, timeoutSeconds: Int, offersCard: Bool, _ current: DeviceSnapshot
+    ) -> PairingSnapshot? {
+        let found = [pendingVerification, verification].compactMap { $0 }.first { $0.peer == peer }
+        guard let found else { return nil }
+        pendingVerification = nil
+        let asked = ConsentQuestion(
+            peer: found.peer.description, code: found.code, knownPeerName: found.knownPeer?.name,
+            interruptedBefore: found.interruptedBefore, timeoutSeconds: timeoutSeconds, offersCard: offersCard
+        )
+        candidates.removeAll { $0.verification.peer == peer }
+        candidates.append((asked, found))
+        if candidates.count == 1 { verification = found }
+        question = asked
+        answeredCandidate = nil
         return emit(.consent, current)
     }
 
-    /// The program's answer was handed to the device.
-    mutating func answered(_ answer: ConsentAnswer, _ current: DeviceSnapshot) -> PairingSnapshot? {
-        question = nil
+    /// The program's answer was handed to the device: about `candidate` (a peer asked about), or
+    /// with nil about the one candidate shown, or declining them all.
+    mutating func answered(_ answer: ConsentAnswer, candidate: String?, _ current: DeviceSnapshot)
+        -> PairingSnapshot?
+    {
+        if let candidate, answer == .decline {
+            candidates.removeAll { $0.question.peer == candidate }
+        } else {
+            // Picking one declines the others; an unnamed answer is about the one shown, or all.
+            if let candidate, let picked = candidates.first(where: { $0.question.peer == candidate }) {
+                verification = picked.verification
+            }
+            candidates.removeAll()
+        }
+        if let first = candidates.first,
+            !candidates.contains(where: { $0.verification.peer == verification?.peer })
+        {
+            verification = first.verification
+        }
+        question = candidates.last?.question
+        answeredCandidate = candidate
         return emit(.decision(answer), current)
     }
 
-    /// The question was declined for want of an answer.
-    mutating func unanswered() { question = nil }
+    /// The questions were declined for want of an answer, or the run ended with them.
+    mutating func unanswered() {
+        question = nil
+        candidates.removeAll()
+    }
 
     /// A peer kept (or not: `stored`) as a known peer.
     mutating func remembered(
@@ -147,6 +198,7 @@ struct SnapshotBuilder {
     mutating func closed(_ outcome: PairingOutcome, _ current: DeviceSnapshot) -> PairingSnapshot {
         stage = .closed
         question = nil
+        candidates.removeAll()
         var snapshot = make(.closed, remember(current))
         snapshot.outcome = outcome
         return snapshot
@@ -173,7 +225,9 @@ struct SnapshotBuilder {
                 sent: snapshot.sentChunks, sendTotal: snapshot.totalSendChunks,
                 received: snapshot.receivedChunks,
                 receiveTotal: snapshot.totalReceiveChunks),
-            question: question, outcome: nil, peersSeen: snapshot.peersSeen)
+            question: question, outcome: nil, peersSeen: snapshot.peersSeen,
+            candidates: candidates.map(\.question),
+            answeredCandidate: event.isDecision ? answeredCandidate : nil)
     }
 
     /// One decimal is what is shown; more would only be noise.

@@ -4,8 +4,11 @@ import ProfileDropSimulator
 
 /// How the victims' users answer a consent request.
 public enum AttackUsers: String, CaseIterable, Sendable {
-    /// Shares only when its code equals the other victim's (waiting for it until the consent
-    /// timeout) and, when the victims know each other, only with a peer shown as known.
+    /// Compares every candidate on its screen with the codes on the other victim's: shares with
+    /// the one whose code the other screen shows (and, when the victims know each other, only
+    /// with a peer shown as known), which declines the others; declines a candidate whose code
+    /// the other screen has not shown within ``VictimScreen/comparisonTime`` while showing
+    /// others; leaves the rest to the consent timeout.
     case careful
     /// Shares with every request (`--yes`).
     case careless
@@ -37,8 +40,17 @@ struct VictimScreen {
     var latestCode: String?
     /// Whether the latest `.verified` showed a known peer.
     var latestKnown = false
-    /// When the pending consent request appeared, if one is pending.
-    var requestedAt: Instant?
+    /// The candidates asked about, all on screen at once, in the order they were asked: each
+    /// with its code, whether it was shown as a known peer, and since when.
+    var asked: [(peer: DeviceID, code: String, known: Bool, since: Instant)] = []
+    /// The code of the candidate our user picked, shown until its session ends, and its peer.
+    var pickedCode: String?
+    var pickedPeer: DeviceID?
+    /// The codes this screen shows: the candidates asked about and the one picked.
+    var shownCodes: [String] { asked.map(\.code) + (pickedCode.map { [$0] } ?? []) }
+    /// How long a careful user looks for a candidate's code on the other screen, while that
+    /// screen shows other codes, before declining the candidate as a mismatch.
+    static let comparisonTime: Duration = .seconds(5)
     var interrupted = 0
     var mismatches = 0
     /// Requests declined by the user, or left unanswered until the consent timeout.
@@ -292,8 +304,12 @@ struct AttackStage {
             if verification.knownPeer != nil && adversaryIDs.contains(verification.peer) {
                 victims[index].adversaryShownKnown += 1
             }
-        case .consentRequested:
-            victims[index].requestedAt = room.now
+        case .consentRequested(let peer):
+            // The code came with this peer's `.verified`, just before.
+            if victims[index].verifiedPeers.last == peer, let code = victims[index].latestCode {
+                victims[index].asked.append(
+                    (peer: peer, code: code, known: victims[index].latestKnown, since: room.now))
+            }
         case .connecting(let peer, _):
             victims[index].currentPeer = peer
             victims[index].sessionOpen = true
@@ -301,9 +317,9 @@ struct AttackStage {
             victims[index].sessionOpen = false
         case .secured(let peer):
             victims[index].secured.append((peer, room.now))
-        case .pairingInterrupted:
+        case .pairingInterrupted(let peer, _, _):
             victims[index].interrupted += 1
-            victims[index].requestedAt = nil
+            victims[index].asked.removeAll { $0.peer == peer }
         case .knownPeerMismatch:
             victims[index].mismatches += 1
         case .peerRemembered(let peer):
@@ -312,7 +328,8 @@ struct AttackStage {
             victims[index].receivedCards.append(card)
             victims[index].cardFrom = peer
         case .sessionEnded(let peer, let reason):
-            victims[index].requestedAt = nil
+            victims[index].asked.removeAll { $0.peer == peer }
+            if victims[index].pickedPeer == peer { victims[index].pickedCode = nil }
             victims[index].sessionOpen = false
             victims[index].ended.append((peer, reason, room.now))
         case .closed(let reason):
@@ -327,7 +344,7 @@ struct AttackStage {
                     ? victims[index].cardFrom ?? victims[index].currentPeer : victims[index].currentPeer
                 victims[index].ended.append((peer, reason, room.now))
             }
-            victims[index].requestedAt = nil
+            victims[index].asked.removeAll()
             if reason == .timeout(.consent) { victims[index].declines += 1 }
         case .advertising, .peerFound, .incompatiblePeer, .ranging,
             .inRange,
@@ -353,31 +370,59 @@ struct AttackStage {
         adversaryEvents.append((member, event))
     }
 
-    /// Each user answers its pending request if it can: the careless one at once, the careful one
-    /// once the other victim's screen shows a code to compare (a careful user alone with a stranger
-    /// has nothing to compare and declines), the unattended one never.
+    /// Each user answers the candidates on its screen if it can: the careless one shares at once
+    /// (with one candidate, as `--yes` would; with several, with the first), the careful one
+    /// compares them with the other victim's screen (a careful user alone with a stranger has
+    /// nothing to compare and declines), the unattended one never answers.
     private mutating func answerRequests() {
-        for index in victims.indices where victims[index].requestedAt != nil {
-            let decision: ConsentDecision
+        for index in victims.indices where !victims[index].asked.isEmpty {
+            let member = victims[index].member
             switch users {
             case .unattended:
                 continue
             case .careless:
-                decision = .share
+                let first = victims[index].asked[0]
+                answer(.share, about: first.peer, code: first.code, victim: index)
             case .careful:
-                if victims.count < 2 {
-                    decision = .decline
-                } else {
-                    guard let other = victims[victims.count - 1 - index].latestCode else { continue }
-                    let matches = victims[index].latestCode == other
-                    decision = matches && (!victimsKnown || victims[index].latestKnown) ? .share : .decline
+                guard victims.count == 2 else {
+                    victims[index].declines += victims[index].asked.count
+                    victims[index].asked.removeAll()
+                    room.decide(.decline, for: member)
+                    readEvents()
+                    continue
+                }
+                let other = victims[1 - index].shownCodes
+                if let match = victims[index].asked.first(where: { candidate in
+                    other.contains(candidate.code) && (!victimsKnown || candidate.known)
+                }) {
+                    answer(.share, about: match.peer, code: match.code, victim: index)
+                } else if !other.isEmpty,
+                    let stale = victims[index].asked.first(where: {
+                        room.now >= $0.since + VictimScreen.comparisonTime
+                    })
+                {
+                    answer(.decline, about: stale.peer, code: stale.code, victim: index)
                 }
             }
-            victims[index].requestedAt = nil
-            if decision == .share { victims[index].shares += 1 } else { victims[index].declines += 1 }
-            room.decide(decision, for: victims[index].member)
-            readEvents()
         }
+    }
+
+    /// Victim `index`'s user answers about one candidate; sharing declines the others on screen.
+    private mutating func answer(
+        _ decision: ConsentDecision, about peer: DeviceID, code: String, victim index: Int
+    ) {
+        if decision == .decline {
+            victims[index].declines += 1
+            victims[index].asked.removeAll { $0.peer == peer }
+        } else {
+            victims[index].shares += 1
+            victims[index].declines += victims[index].asked.count - 1
+            victims[index].asked.removeAll()
+            victims[index].pickedCode = code
+            victims[index].pickedPeer = peer
+        }
+        room.decide(decision, about: peer, for: victims[index].member)
+        readEvents()
     }
 }
 

@@ -148,6 +148,12 @@ struct TappedDevice: SansIODevice {
         device.decide(decision, at: time)
     }
 
+    mutating func decide(_ decision: ConsentDecision, for peer: DeviceID, at time: Instant) {
+        guard !isRetired else { return }
+        draws.clear()
+        device.decide(decision, for: peer, at: time)
+    }
+
     mutating func cancel(at time: Instant) {
         guard !isRetired else { return }
         draws.clear()

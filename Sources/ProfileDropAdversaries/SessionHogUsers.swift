@@ -1,13 +1,12 @@
 /// The session hog against a pair of asked users who compare codes (careful): each is asked about
-/// its hog first and sees a code the other screen does not show. Today one question is shown at a
-/// time, so the two screens can show questions about different sessions: a careful user then
-/// declines the pair's own session too, and a decline with no other candidate held ends the run.
+/// its hog first, with a code the other screen does not show. Every candidate is on screen at
+/// once with its code, so each user finds the pair's own code among them when it comes and picks
+/// it, which declines the hog; a decline of a mismatch ends only its session.
 enum SessionHogCarefulAttack: PairHogKind {
     static let name = "session-hog-careful"
     static let stall: MaliciousBehaviour? = nil
     static let pairUsers = AttackUsers.careful
-    static let pendingFix: String? =
-        "a user sees every candidate with its code at once, and a decline ends only its session (protocol 2.1)"
+    static let pendingFix: String? = nil
 }
 
 /// The session hog against unattended known peers (`--yes-known`, nobody at the terminal, who met

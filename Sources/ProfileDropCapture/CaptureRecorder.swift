@@ -341,6 +341,13 @@ public struct CapturingDevice: SansIODevice {
         recording(.decision(decision), at: time) { $0.decide(decision, at: time) }
     }
 
+    /// `Device.decide(_:for:at:)`, recorded.
+    public mutating func decide(_ decision: ConsentDecision, for peer: DeviceID, at time: Instant) {
+        recording(.candidateDecision(decision, peer: peer), at: time) {
+            $0.decide(decision, for: peer, at: time)
+        }
+    }
+
     /// `Device.cancel(at:)`, recorded.
     public mutating func cancel(at time: Instant) {
         recording(.cancel, at: time) { $0.cancel(at: time) }

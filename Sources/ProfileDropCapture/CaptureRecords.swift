@@ -126,6 +126,8 @@ public enum CapturedInput: Equatable, Sendable {
     case pose(Pose)
     /// `decide(_:at:)`.
     case decision(ConsentDecision)
+    /// `decide(_:for:at:)`: the answer about one of the candidates asked about at once.
+    case candidateDecision(ConsentDecision, peer: DeviceID)
     /// `cancel(at:)`: the owner stopped the device.
     case cancel
     /// `handleDatagram(_:from:at:)`, with the bytes embedded.
@@ -193,6 +195,7 @@ public enum CaptureRecord: Equatable, Sendable {
         case decision = 3
         case datagram = 4
         case cancel = 5
+        case candidateDecision = 6
     }
 
     /// The Custom Block data: a 4-byte big-endian length, then version (2), kind (1) and the body.
@@ -237,6 +240,10 @@ public enum CaptureRecord: Equatable, Sendable {
             case .decision(let decision):
                 writer.writeInteger(InputKind.decision.rawValue)
                 writer.writeInteger(decision.rawValue)
+            case .candidateDecision(let decision, let peer):
+                writer.writeInteger(InputKind.candidateDecision.rawValue)
+                writer.writeInteger(decision.rawValue)
+                writer.writeInteger(peer.rawValue)
             case .cancel:
                 writer.writeInteger(InputKind.cancel.rawValue)
             case .datagram(let bytes, let source):
@@ -346,6 +353,12 @@ public enum CaptureRecord: Equatable, Sendable {
                     throw CaptureError(.malformed, "decision \(raw) is not defined")
                 }
                 input = .decision(decision)
+            case .candidateDecision:
+                let raw = try reader.u8("decision")
+                guard let decision = ConsentDecision(rawValue: raw) else {
+                    throw CaptureError(.malformed, "decision \(raw) is not defined")
+                }
+                input = .candidateDecision(decision, peer: DeviceID(rawValue: try reader.u64("candidate")))
             case .cancel:
                 input = .cancel
             case .datagram:

@@ -108,6 +108,11 @@ public enum Describe {
             )
         case .decision(let decision):
             return ("decision", [("decision", .text(self.decision(decision)))])
+        case .candidateDecision(let decision, let peer):
+            return (
+                "decision",
+                [("decision", .text(self.decision(decision))), ("candidate", .text(peer.description))]
+            )
         case .cancel:
             return ("cancel", [])
         case .datagram(let bytes, let source):

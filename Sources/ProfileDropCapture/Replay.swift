@@ -246,6 +246,8 @@ private struct Engine {
             case .timeout: device.handleTimeout(at: input.time)
             case .pose(let pose): device.updatePose(pose, at: input.time)
             case .decision(let decision): device.decide(decision, at: input.time)
+            case .candidateDecision(let decision, let peer):
+                device.decide(decision, for: peer, at: input.time)
             case .cancel: device.cancel(at: input.time)
             case .datagram(let bytes, let source): device.handleDatagram(bytes, from: source, at: input.time)
             }

@@ -51,6 +51,11 @@ struct LateDevice<Inner: SansIODevice>: SansIODevice {
         if isOn { inner.decide(decision, at: time) }
     }
 
+    mutating func decide(_ decision: ConsentDecision, for peer: DeviceID, at time: Instant) {
+        switchOn(at: time)
+        if isOn { inner.decide(decision, for: peer, at: time) }
+    }
+
     mutating func cancel(at time: Instant) {
         // An owner who quits before switching on still ends the run: the device comes on to close.
         switchOn(at: max(time, start))

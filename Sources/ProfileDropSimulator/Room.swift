@@ -321,6 +321,12 @@ public struct Room {
         withDevice(member) { $0.decide(decision, at: $1) }
     }
 
+    /// Passes on device `member`'s owner's decision about the candidate `peer`, one of several
+    /// asked about at once.
+    public mutating func decide(_ decision: ConsentDecision, about peer: DeviceID, for member: Int) {
+        withDevice(member) { $0.decide(decision, for: peer, at: $1) }
+    }
+
     // MARK: - Flight
 
     /// Puts a datagram in flight from any address (a spoofed one included) to participant

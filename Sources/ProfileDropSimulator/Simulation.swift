@@ -284,7 +284,13 @@ private struct SimulationEngine {
         case .decision(let index, let accept):
             guard !isClosed(index) else { return }
             record(index, "<- user \(accept ? "accepts" : "declines")")
-            room.decide(accept ? .share : .decline, for: index)
+            // With several candidates on screen, accepting names the one asked about first (and
+            // declines the others); a decline declines them all.
+            if accept, let first = (room.device(index) as? Device)?.askedPeers.first {
+                room.decide(.share, about: first, for: index)
+            } else {
+                room.decide(accept ? .share : .decline, for: index)
+            }
             drained(index)
         }
     }

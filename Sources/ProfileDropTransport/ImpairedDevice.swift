@@ -60,6 +60,10 @@ public struct ImpairedDevice<Inner: SansIODevice>: SansIODevice {
         inner.decide(decision, at: time)
     }
 
+    public mutating func decide(_ decision: ConsentDecision, for peer: DeviceID, at time: Instant) {
+        inner.decide(decision, for: peer, at: time)
+    }
+
     public mutating func cancel(at time: Instant) { inner.cancel(at: time) }
 
     /// The wrapped device's next datagram, unless the impairment drops it; a duplicated one comes

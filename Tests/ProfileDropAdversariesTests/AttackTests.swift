@@ -131,7 +131,9 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
             let outcome = Attacks.runOne(runSeed: seed(.mitmRelay, .careful, n))
             #expect(outcome.cards == 0 && outcome.identities == 0, "\(outcome.summary)")
             #expect(outcome.codesEqual == false)
-            #expect(outcome.declines == 2)
+            // Each user declines the relay's session once its code has not shown on the other
+            // screen for a while; the first decline, relayed, may end the other's session first.
+            #expect((1...2).contains(outcome.declines))
             #expect(outcome.breaches.isEmpty)
         }
     }
@@ -319,20 +321,19 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
         }
     }
 
-    /// Careful users, asked one question at a time, can see questions about different sessions on
-    /// the two screens and decline their own pair's session; with no other candidate held, that
-    /// ends the run. The kind waits outside the default run for the fix, and some of its runs
-    /// breach (27 of 100 from seed 7).
-    @Test func carefulUsersBesideTheirHogsWaitForTheFix() {
-        #expect(Attacks.pendingFixKinds.contains(.sessionHogCareful))
-        var breached = 0
+    /// Careful users see every candidate with its code at once: each finds the pair's own code
+    /// among its hog's and picks it, which declines the hog (PROTOCOL.md 5, "Candidates"). The
+    /// kind is in the default run, and none of its runs breach (before: 27 of 100 from seed 7,
+    /// when one question was shown at a time).
+    @Test func carefulUsersBesideTheirHogsPickTheirPairAmongTheCandidates() {
+        #expect(!Attacks.pendingFixKinds.contains(.sessionHogCareful))
+        #expect(Attacks.defaultKinds.contains(.sessionHogCareful))
         for n in 0..<12 {
             let outcome = Attacks.runOne(
                 runSeed: UInt64(3000 + n), kind: .sessionHogCareful, users: .careless)
             #expect(outcome.problems.isEmpty, "\(outcome.problems)")
-            if !outcome.breaches.isEmpty { breached += 1 }
+            #expect(outcome.breaches.isEmpty, "\(outcome.screens)")
         }
-        #expect(breached > 0 && breached < 12)
     }
 
     /// The BEACON reflector runs by default since protocol 2.1's return routability: its phantoms'
@@ -392,9 +393,9 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
             #expect(race.racesWon > 0, "\(outcome.summary)")
             #expect(race.victimSessions == race.racesWon)
             #expect(race.genuineAccepts > 0)
-            // A careful user's decline ends its run; an unanswered request ends only its session,
-            // and the victims, free beside it, may then pair with each other as responders.
-            if users == .careful { #expect(race.genuineReported == 0) }
+            // A careful user declines the racer's session once its code has not shown on the other
+            // screen for a while, and an unanswered request ends only its session: either way the
+            // victims, free beside it, may then pair with each other as responders.
             #expect(outcome.codesEqual != true)
             #expect(outcome.cards == 0 && outcome.identities == 0)
             #expect(outcome.declines > 0)
@@ -436,7 +437,7 @@ private func unlessPending(_ kind: AttackKind, _ body: () -> Void) {
             compared += 1
             #expect(!equal, "\(outcome.summary)")
             let race = outcome.result(of: AcceptRacerAttack.self)
-            #expect(race?.racesWon == 2 && race?.victimSessions == 2)
+            #expect((race?.racesWon ?? 0) >= 2 && race?.victimSessions == race?.racesWon)
         }
         #expect(compared == 2)
     }

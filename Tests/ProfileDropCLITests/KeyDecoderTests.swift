@@ -23,9 +23,16 @@ import Testing
         #expect(decoder.feed(Array("sR".utf8)) == [.letter("s"), .letter("r")])
     }
 
+    /// A candidate's number, and Enter after `d` (declining every candidate listed).
+    @Test func digitsAndEnterAnswerAboutCandidates() {
+        var decoder = KeyDecoder()
+        #expect(decoder.feed(Array("s2".utf8)) == [.letter("s"), .digit(2)])
+        #expect(decoder.feed([UInt8(ascii: "d"), 0x0d]) == [.letter("d"), .enter])
+    }
+
     @Test func otherBytesAreIgnored() {
         var decoder = KeyDecoder()
-        #expect(decoder.feed([0x21, 0x31, 0x7f]) == [])
+        #expect(decoder.feed([0x21, 0x7f]) == [])
         // Shift-Tab (ESC [ Z) is a sequence, not a letter; ESC O A is the up arrow in application mode.
         #expect(decoder.feed([0x1b, 0x5b, 0x5a]) == [])
         #expect(decoder.feed([0x1b, 0x4f, 0x41]) == [.up])

@@ -160,6 +160,77 @@ import Testing
                 + "[r]eceive their card, [d]ecline (60 s)")
     }
 
+    static func candidates() -> [ConsentQuestion] {
+        [
+            ConsentQuestion(
+                peer: peer, code: "214244", knownPeerName: nil, interruptedBefore: 0, timeoutSeconds: 60,
+                offersCard: true),
+            ConsentQuestion(
+                peer: "2122232425262728", code: "903117", knownPeerName: "Kong (jae)", interruptedBefore: 0,
+                timeoutSeconds: 58, offersCard: true),
+        ]
+    }
+
+    /// Two devices in range at once: both are listed, numbered, each with its code, and the
+    /// answers name one by its number.
+    @Test func severalCandidatesAreANumberedList() {
+        let console = CapturingConsole()
+        var display = ShareDisplay(mode: .lines, console: console, consent: .ask)
+        let list = Self.candidates()
+        var snapshot = Self.snapshot(.consent, stage: .inRange, peer: Self.peer)
+        snapshot.question = list[1]
+        snapshot.candidates = list
+        display.show(snapshot)
+        #expect(
+            console.outputLines.suffix(4) == [
+                "2 devices ask to pair: pick the one whose code the other screen shows.",
+                "  1  code 214 244  NEW device",
+                "  2  code 903 117  known peer “Kong (jae)”",
+                "s1 share with 1, r1 receive only from 1, d1 decline 1 alone, d then Enter to decline all "
+                    + "(each 60 s)",
+            ])
+        // Declining one by its number names it, and leaves the other, asked about as a single
+        // candidate again.
+        var declined = Self.snapshot(.decision(.decline), stage: .inRange)
+        declined.answeredCandidate = Self.peer
+        declined.question = list[1]
+        declined.candidates = [list[1]]
+        display.show(declined)
+        #expect(console.outputLines.suffix(2).first == "you answered: decline 1 (code 214 244)")
+        #expect(
+            console.outputLines.last?.hasPrefix("pair with known peer “Kong (jae)”? code 903 117") == true)
+        // A candidate that leaves the list by itself is said so.
+        var left = Self.snapshot(
+            .sessionEnded(reason: "declined", detail: "declined by peer"), stage: .inRange)
+        left.question = list[1]
+        left.candidates = [list[1]]
+        display.show(left)
+        #expect(console.outputLines.suffix(2).first == "a candidate left the list: declined by peer")
+    }
+
+    /// The `--json` lines list the candidates while any is asked about, and a decision names the
+    /// candidate it answered.
+    @Test func theJSONLinesListTheCandidates() throws {
+        var (display, console) = Self.jsonDisplay()
+        var snapshot = Self.snapshot(.consent, stage: .inRange, peer: Self.peer)
+        snapshot.question = Self.candidates()[1]
+        snapshot.candidates = Self.candidates()
+        display.show(snapshot)
+        var decision = Self.snapshot(.decision(.share), stage: .inRange, peer: Self.peer)
+        decision.answeredCandidate = Self.peer
+        display.show(decision)
+        let lines = try Self.objects(console)
+        let consent = try #require(lines.first)
+        #expect(consent["event"] as? String == "consent" && consent["code"] as? String == "903117")
+        let listed = try #require(consent["candidates"] as? [[String: Any]])
+        #expect(listed.map { $0["code"] as? String } == ["214244", "903117"])
+        #expect(listed.map { $0["known"] as? Bool } == [false, true])
+        #expect(listed[1]["name"] as? String == "Kong (jae)" && listed[0]["peer"] as? String == Self.peer)
+        let answered = try #require(lines.last)
+        #expect(answered["decision"] as? String == "share" && answered["candidate"] as? String == Self.peer)
+        #expect(answered["candidates"] == nil)
+    }
+
     @Test func nothingMovedIsNotReportedAsExchanged() throws {
         var (display, console) = Self.jsonDisplay()
         display.finish(Self.closed(.nothingExchanged, detail: "nothing exchanged: both sides only receive"))

@@ -158,6 +158,40 @@ import Testing
         }
     }
 
+    /// With several candidates listed, an answer names one by its number (`s1`, `r 2`, `d3`), or
+    /// by its peer in `--json`; `d` alone declines them all.
+    @Test func answersNameACandidate() {
+        #expect(ConsentInput.parseLine("s1") == .decision(.share, candidate: .number(1)))
+        #expect(ConsentInput.parseLine(" R 2 ") == .decision(.receiveOnly, candidate: .number(2)))
+        #expect(ConsentInput.parseLine("decline 3") == .decision(.decline, candidate: .number(3)))
+        #expect(ConsentInput.parseLine("d") == .decision(.decline, candidate: nil))
+        #expect(
+            ConsentInput.parseJSON(#"{"decision":"share","candidate":"1112131415161718"}"#)
+                == .decision(.share, candidate: .peer("1112131415161718")))
+        #expect(
+            ConsentInput.parseJSON(#"{"candidate":2,"decision":"decline"}"#)
+                == .decision(.decline, candidate: .number(2)))
+        #expect(
+            ConsentInput.parseJSON(#"{"decision":"decline","candidate":null}"#)
+                == .decision(.decline, candidate: nil))
+        for bad in ["s0", "1", "q1", "s123", "s-1", "x2"] {
+            guard case .invalid = ConsentInput.parseLine(bad) else {
+                Issue.record("'\(bad)' was taken as an answer")
+                continue
+            }
+        }
+        for bad in [
+            #"{"decision":"share","candidate":0}"#, #"{"decision":"share","candidate":1.5}"#,
+            #"{"decision":"share","candidate":true}"#,
+            #"{"decision":"share","candidate":"a","candidate":"b"}"#,
+        ] {
+            guard case .invalid = ConsentInput.parseJSON(bad) else {
+                Issue.record("'\(bad)' was taken as an answer")
+                continue
+            }
+        }
+    }
+
     @Test func inputLinesHoweverTheReadsCutThem() {
         var splitter = LineSplitter()
         #expect(splitter.feed(Array("s\r\n{\"dec".utf8)) == [.text("s")])

@@ -104,6 +104,8 @@ struct CaptureRecordsTests {
             input(.pose(Pose(x: -0.0, y: 0, heading: Double(360).nextDown))),
             input(.pose(Pose(x: -1.5, y: 2, heading: -0.0))),
             input(.decision(.share)), input(.decision(.receiveOnly)), input(.decision(.decline)),
+            input(.candidateDecision(.share, peer: DeviceID(rawValue: 0x0102_0304_0506_0708))),
+            input(.candidateDecision(.decline, peer: DeviceID(rawValue: .max))),
             input(.cancel),
             input(.datagram(bytes: [], source: PeerAddress(ipv4: 0, port: 0))),
             input(.datagram(bytes: [1, 2, 3], source: PeerAddress(10, 0, 0, 1, port: 5000))),
@@ -244,7 +246,7 @@ struct CaptureRecordsTests {
         let seeds = Self.honestRecords().map { padded($0.encoded()) }.filter { $0.count < 4096 }
         var mutations = ByteMutations(seed: 0xCA97)
         let accepted = mutations.accepted(
-            rounds: 6_000, of: seeds, decode: { try? CaptureRecord(customData: $0) },
+            rounds: 6_500, of: seeds, decode: { try? CaptureRecord(customData: $0) },
             check: { record, bytes, round in
                 let again = record.encoded()
                 #expect(bytes == again || bytes == padded(again), "round \(round)")

@@ -88,6 +88,9 @@ struct TamperingDevice<Inner: SansIODevice>: SansIODevice {
     mutating func handleTimeout(at time: Instant) { inner.handleTimeout(at: time) }
     mutating func updatePose(_ pose: Pose, at time: Instant) { inner.updatePose(pose, at: time) }
     mutating func decide(_ decision: ConsentDecision, at time: Instant) { inner.decide(decision, at: time) }
+    mutating func decide(_ decision: ConsentDecision, for peer: DeviceID, at time: Instant) {
+        inner.decide(decision, for: peer, at: time)
+    }
     mutating func cancel(at time: Instant) { inner.cancel(at: time) }
     mutating func pollTransmit() -> OutgoingDatagram? { inner.pollTransmit() }
     mutating func pollEvent() -> DeviceEvent? { inner.pollEvent() }

@@ -523,6 +523,87 @@ extension VirtualRoom {
         }
     }
 
+    /// Bori asks its user; Kong and Max, both held in front of it, share. Both candidates are
+    /// asked about at once, each with its own code (PROTOCOL.md 5, "Candidates").
+    static func boriAskedAboutKongAndMax() -> VirtualRoom {
+        var room = VirtualRoom()
+        room.add(
+            Fixtures.configuration("Bori", consent: .askUser, seed: 1), pose: Pose(x: 0, y: 0, heading: 0),
+            seed: 11)
+        room.add(
+            Fixtures.configuration("Kong", seed: 2), pose: Pose(x: 7, y: 1, heading: 180), seed: 12)
+        room.add(
+            Fixtures.configuration("Max", seed: 3), pose: Pose(x: 7, y: -1, heading: 180), seed: 13)
+        var end = Instant.zero
+        while (room.devices.first?.askedPeers.count ?? 0) < 2 && end < Instant.zero + .seconds(30) {
+            end = end + .milliseconds(100)
+            room.run(until: end)
+        }
+        return room
+    }
+
+    @Test func everyCandidateIsAskedAboutAtOnceWithItsOwnCode() throws {
+        let room = Self.boriAskedAboutKongAndMax()
+        let kong = room.devices[1].deviceID
+        let max = room.devices[2].deviceID
+        #expect(Set(room.devices[0].askedPeers) == [kong, max])
+        let codes = room.events[0].compactMap { if case .verified(let shown) = $0 { shown } else { nil } }
+        #expect(Set(codes.map(\.peer)) == [kong, max])
+        // Each code is the one its own peer shows.
+        for (index, peer) in [(1, kong), (2, max)] {
+            let theirs = room.events[index].compactMap {
+                if case .verified(let shown) = $0 { shown.code } else { nil }
+            }
+            let ours = try #require(codes.first { $0.peer == peer })
+            #expect(theirs == [ours.code])
+        }
+        let asked = room.events[0].compactMap {
+            if case .consentRequested(let peer) = $0 { peer } else { nil }
+        }
+        #expect(Set(asked) == [kong, max] && asked.count == 2)
+    }
+
+    /// Picking one candidate declines the other, without ending the device: Bori and Kong
+    /// exchange, and Max's session ends as Bori's decline.
+    @Test func pickingOneCandidateDeclinesTheOthersAndExchangesWithIt() {
+        var room = Self.boriAskedAboutKongAndMax()
+        let bori = room.devices[0].deviceID
+        let kong = room.devices[1].deviceID
+        room.act(0) { $0.decide(.share, for: kong, at: $1) }
+        #expect(room.devices[0].askedPeers.isEmpty && !room.devices[0].isClosed)
+        room.run(until: room.now + .seconds(20))
+        #expect(room.closeReason(0) == .exchanged && room.closeReason(1) == .exchanged)
+        #expect(room.cards(0) == [Fixtures.card("Kong")] && room.cards(1) == [Fixtures.card("Bori")])
+        #expect(room.cards(2).isEmpty)
+        #expect(room.events[2].contains { $0 == .sessionEnded(peer: bori, reason: .declined(by: .peer)) })
+    }
+
+    /// Declining one candidate ends only its session; the old single answer then answers the one
+    /// left, and declining the last candidate ends the run as a decline does.
+    @Test func decliningOneCandidateEndsOnlyItsSession() {
+        var room = Self.boriAskedAboutKongAndMax()
+        let kong = room.devices[1].deviceID
+        let max = room.devices[2].deviceID
+        room.act(0) { $0.decide(.decline, for: max, at: $1) }
+        #expect(room.events[0].contains { $0 == .sessionEnded(peer: max, reason: .declined(by: .local)) })
+        #expect(room.devices[0].askedPeers == [kong] && !room.devices[0].isClosed)
+        // The single-answer form answers the one candidate left.
+        room.act(0) { $0.decide(.decline, at: $1) }
+        #expect(room.closeReason(0) == .declined(by: .local))
+    }
+
+    /// With several candidates asked about, the single-answer form declines them all, and takes
+    /// no share (it would not say with whom).
+    @Test func theSingleAnswerDeclinesEveryCandidateAndSharesWithNone() {
+        var room = Self.boriAskedAboutKongAndMax()
+        room.act(0) { $0.decide(.share, at: $1) }
+        #expect(room.devices[0].askedPeers.count == 2)
+        room.act(0) { $0.decide(.decline, at: $1) }
+        #expect(room.closeReason(0) == .declined(by: .local))
+        room.run(until: room.now + .seconds(5))
+        #expect(room.cards(0).isEmpty && room.cards(1).isEmpty && room.cards(2).isEmpty)
+    }
+
     /// A device in an exchange sends no QUERY (PROTOCOL.md 4, "Browse"): from its first handshake
     /// datagram until it closes it invites nobody, so it asks for no answers. Its first QUERY, before
     /// that, still goes out, and the one due 1 s later falls inside the exchange.

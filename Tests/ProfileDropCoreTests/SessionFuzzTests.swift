@@ -70,6 +70,11 @@ struct CheckedDevice: SansIODevice {
         checkBounds()
     }
 
+    mutating func decide(_ decision: ConsentDecision, for peer: DeviceID, at time: Instant) {
+        device.decide(decision, for: peer, at: time)
+        checkBounds()
+    }
+
     mutating func cancel(at time: Instant) {
         device.cancel(at: time)
         checkBounds()

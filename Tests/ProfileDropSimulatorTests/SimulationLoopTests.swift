@@ -144,6 +144,10 @@ private struct ToyDevice: SansIODevice {
 
     mutating func cancel(at time: Instant) {}
 
+    mutating func decide(_ decision: ConsentDecision, for peer: DeviceID, at time: Instant) {
+        decide(decision, at: time)
+    }
+
     mutating func decide(_ decision: ConsentDecision, at time: Instant) {
         guard let peer else { return }
         if decision != .decline {
@@ -200,6 +204,8 @@ private struct StuckDevice: SansIODevice {
     mutating func handleTimeout(at time: Instant) { counter.wakes += 1 }
     mutating func updatePose(_ pose: Pose, at time: Instant) {}
     mutating func decide(_ decision: ConsentDecision, at time: Instant) {}
+
+    mutating func decide(_ decision: ConsentDecision, for peer: DeviceID, at time: Instant) {}
     mutating func cancel(at time: Instant) {}
     mutating func pollTransmit() -> OutgoingDatagram? { nil }
     mutating func pollEvent() -> DeviceEvent? { nil }

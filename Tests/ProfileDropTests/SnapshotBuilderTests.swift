@@ -72,7 +72,8 @@ import Testing
         _ = builder.event(
             .verified(Verification(peer: Self.peer, code: "123456", knownPeer: known, interruptedBefore: 1)),
             Self.state(peer: Self.peer))
-        let question = builder.asked(timeoutSeconds: 60, offersCard: true, Self.state(peer: Self.peer))
+        let question = builder.asked(
+            peer: Self.peer, timeoutSeconds: 60, offersCard: true, Self.state(peer: Self.peer))
         let asked = try #require(question)
         #expect(asked.event == .consent)
         #expect(
@@ -82,10 +83,42 @@ import Testing
                     interruptedBefore: 1,
                     timeoutSeconds: 60, offersCard: true))
         #expect(asked.code == "123456" && asked.isKnownPeer == true)
-        let answer = builder.answered(.share, Self.state(peer: Self.peer))
+        let answer = builder.answered(.share, candidate: nil, Self.state(peer: Self.peer))
         let answered = try #require(answer)
         #expect(answered.question == nil && answered.event == .decision(.share))
         #expect(answered.jsonLine(timestamp: "T").contains(#""event":"decision","decision":"share""#))
+    }
+
+    /// Two candidates asked about at once: each question joins the list with its own code, the
+    /// code shown stays the first one's, an answer naming one removes what it answers, and a
+    /// candidate whose session ends leaves the list.
+    @Test func candidatesAskedAboutAtOnceAreListedAndAnsweredByName() throws {
+        var builder = SnapshotBuilder()
+        _ = builder.started(Self.state())
+        _ = builder.event(.inRange, Self.state(peer: Self.peer))
+        let third = DeviceID(rawValue: 0x3132_3334_3536_3738)
+        for (peer, code) in [(Self.peer, "111111"), (Self.other, "222222"), (third, "333333")] {
+            _ = builder.event(
+                .verified(Verification(peer: peer, code: code, knownPeer: nil, interruptedBefore: 0)),
+                Self.state(peer: Self.peer))
+            _ = builder.asked(peer: peer, timeoutSeconds: 60, offersCard: true, Self.state(peer: Self.peer))
+        }
+        let declinedSnapshot = builder.answered(
+            .decline, candidate: Self.other.description, Self.state(peer: Self.peer))
+        let declined = try #require(declinedSnapshot)
+        #expect(declined.candidates.map(\.code) == ["111111", "333333"])
+        #expect(declined.code == "111111" && declined.answeredCandidate == Self.other.description)
+        // The first one's session ends by itself: the next one's code is shown.
+        let endedSnapshot = builder.event(
+            .sessionEnded(peer: Self.peer, reason: .timeout(.consent)), Self.state(peer: third))
+        let ended = try #require(endedSnapshot)
+        #expect(ended.candidates.map(\.code) == ["333333"] && ended.code == "333333")
+        #expect(ended.stage == .inRange)
+        // Sharing with the last one leaves none listed, its code shown while the peer is awaited.
+        let pickedSnapshot = builder.answered(.share, candidate: third.description, Self.state(peer: third))
+        let picked = try #require(pickedSnapshot)
+        #expect(picked.candidates.isEmpty && picked.question == nil && picked.code == "333333")
+        #expect(picked.jsonLine(timestamp: "T").contains(#""candidate":"\#(third.description)""#))
     }
 
     @Test func hintsSayWhereTheDevicesWereOrWhereToLook() {

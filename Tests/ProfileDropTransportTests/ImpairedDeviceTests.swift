@@ -14,6 +14,7 @@ private struct QueueDevice: SansIODevice {
     mutating func handleTimeout(at time: Instant) {}
     mutating func updatePose(_ pose: Pose, at time: Instant) {}
     mutating func decide(_ decision: ConsentDecision, at time: Instant) {}
+    mutating func decide(_ decision: ConsentDecision, for peer: DeviceID, at time: Instant) {}
     mutating func cancel(at time: Instant) {}
     mutating func pollTransmit() -> OutgoingDatagram? { outbox.isEmpty ? nil : outbox.removeFirst() }
     mutating func pollEvent() -> DeviceEvent? { nil }

@@ -33,6 +33,8 @@ enum ShareCommand: Subcommand {
                 "s          share your card (when asked, after comparing the code)",
                 "r          receive the peer's card only, send none",
                 "d          decline",
+                "s1 r1 d1   with several devices listed: share with, receive from or decline device 1",
+                "d Enter    with several devices listed: decline them all",
                 "\u{2191} \u{2193}        move forward or back 1 cm (with --pose, not --still or --motion)",
                 "\u{2190} \u{2192}        turn 5 degrees left or right",
                 "q          quit (exit 4); Ctrl-C ends with exit 130; either declines a pending request",
@@ -41,7 +43,9 @@ enum ShareCommand: Subcommand {
             title: "answers when standard input is not a terminal",
             lines: [
                 "one per line: s or share, r or receive-only, d or decline, q to quit;",
-                "with --json: {\"decision\":\"share\"}, \"receive-only\" or \"decline\"",
+                "with several devices listed, followed by the device's number (s1, d2); d alone declines all;",
+                "with --json: {\"decision\":\"share\"}, \"receive-only\" or \"decline\",",
+                "naming one of several: {\"decision\":\"share\",\"candidate\":\"<peer>\"} (or 1, its number)",
             ]),
     ]
 

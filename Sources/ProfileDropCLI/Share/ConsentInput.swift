@@ -3,14 +3,24 @@ import ProfileDropJSON
 
 /// What one line of standard input asks of `share` when standard input is not a terminal.
 enum ConsentInput: Equatable {
-    /// An answer to the pending consent request.
-    case decision(ConsentAnswer)
+    /// An answer to the pending consent request: about one candidate of the list (`s1`, or
+    /// `{"decision":"share","candidate":1}`), or with nil about the one candidate shown (a
+    /// decline: about them all).
+    case decision(ConsentAnswer, candidate: Candidate? = nil)
     /// `q`: quit (lines mode only).
     case quit
     /// A blank line: nothing.
     case blank
     /// A line that is none of the above, with the reason.
     case invalid(String)
+
+    /// Which candidate of the list an answer names.
+    enum Candidate: Equatable {
+        /// Its number in the list shown, from 1.
+        case number(Int)
+        /// Its peer, as the `candidates` of the `--json` lines name it.
+        case peer(String)
+    }
 
     /// The words `--json` input uses for each decision, also used in its `decision` events.
     static func word(for decision: ConsentAnswer) -> String {
@@ -34,11 +44,26 @@ enum ConsentInput: Equatable {
         guard case .object(let members) = value else {
             return .invalid("expected an object like {\"decision\":\"share\"}, got \(value.typeName)")
         }
-        if let unknown = members.first(where: { $0.key != "decision" }) {
-            return .invalid("unknown member '\(unknown.key)'; the answer has only \"decision\"")
+        if let unknown = members.first(where: { $0.key != "decision" && $0.key != "candidate" }) {
+            return .invalid("unknown member '\(unknown.key)'; the answer has \"decision\" and \"candidate\"")
         }
-        guard members.count == 1, case .string(let word) = members[0].value else {
+        let decisions = members.filter { $0.key == "decision" }
+        guard decisions.count == 1, case .string(let word) = decisions[0].value else {
             return .invalid("\"decision\" must be one string: share, receive-only or decline")
+        }
+        let candidates = members.filter { $0.key == "candidate" }
+        var candidate: Candidate?
+        switch candidates.first?.value {
+        case nil, .null?:
+            candidate = nil
+        case .string(let peer)? where candidates.count == 1:
+            candidate = .peer(peer)
+        case .number(let number)?
+        where candidates.count == 1 && number >= 1 && number <= 99
+            && number.rounded() == number:
+            candidate = .number(Int(number))
+        default:
+            return .invalid("\"candidate\" must be one peer (a string) or a number from 1")
         }
         guard
             let decision = [ConsentAnswer.share, .receiveOnly, .decline].first(where: {
@@ -47,24 +72,38 @@ enum ConsentInput: Equatable {
         else {
             return .invalid("unknown decision '\(word)'; use share, receive-only or decline")
         }
-        return .decision(decision)
+        return .decision(decision, candidate: candidate)
     }
 
     /// One line of input in lines mode: `s`, `r`, `d` (or `share`, `receive`, `receive-only`,
-    /// `decline`), `q` to quit, or the `--json` form.
+    /// `decline`), each optionally followed by a candidate's number (`s1`, `r 2`, `decline 3`),
+    /// `q` to quit, or the `--json` form.
     static func parseLine(_ line: String) -> ConsentInput {
         let text = line.trimmingWhitespace().lowercased()
-        switch text {
-        case "": return .blank
-        case "s", "share": return .decision(.share)
-        case "r", "receive", "receive-only", "receive only": return .decision(.receiveOnly)
-        case "d", "decline": return .decision(.decline)
-        case "q", "quit": return .quit
-        default:
-            if text.hasPrefix("{") { return parseJSON(line) }
-            return .invalid(
-                "cannot read '\(String(text.prefix(40)))': answer s (share), r (receive only) or d (decline)")
+        if text.hasPrefix("{") { return parseJSON(line) }
+        let digits = text.reversed().prefix { $0.isASCII && $0.isNumber }
+        let word = String(text.dropLast(digits.count)).trimmingWhitespace()
+        var candidate: Candidate?
+        if !digits.isEmpty {
+            guard digits.count <= 2, let number = Int(String(digits.reversed())), number >= 1, !word.isEmpty
+            else { return invalidLine(text) }
+            candidate = .number(number)
         }
+        switch word {
+        case "": return .blank
+        case "s", "share": return .decision(.share, candidate: candidate)
+        case "r", "receive", "receive-only", "receive only":
+            return .decision(.receiveOnly, candidate: candidate)
+        case "d", "decline": return .decision(.decline, candidate: candidate)
+        case "q", "quit": return candidate == nil ? .quit : invalidLine(text)
+        default: return invalidLine(text)
+        }
+    }
+
+    private static func invalidLine(_ text: String) -> ConsentInput {
+        .invalid(
+            "cannot read '\(String(text.prefix(40)))': answer s (share), r (receive only) or d (decline), "
+                + "followed by the candidate's number when several are listed (s1, d2)")
     }
 }
 

@@ -16,6 +16,8 @@ struct ShareDisplay {
     private var pose: Pose?
     /// The last snapshot shown, for redrawing the status line.
     private var latest: PairingSnapshot?
+    /// The candidates listed last, numbered from 1: what an answer's number referred to.
+    private var shownCandidates: [ConsentQuestion] = []
 
     /// How the device decides: it asks its user before any card moves unless `--yes`, and with
     /// `--yes-known` only about a device that is not a known peer.
@@ -47,6 +49,7 @@ struct ShareDisplay {
     /// One snapshot of the run, before the closed one (``finish(_:)``).
     mutating func show(_ snapshot: PairingSnapshot) {
         latest = snapshot
+        if !snapshot.event.isDecisionEvent { shownCandidates = snapshot.candidates }
         switch snapshot.event {
         case .verified(let interruptedBefore):
             if let code = snapshot.code, !asksUser(knownPeer: snapshot.isKnownPeer ?? false) {
@@ -77,26 +80,37 @@ struct ShareDisplay {
                 snapshot: snapshot)
         case .consent:
             guard mode != .json, let question = snapshot.question else { break }
-            let who =
-                question.knownPeerName.map { "pair with known peer \(Self.quoted($0))?" }
-                ?? "pair with a NEW device?"
-            let choices =
-                question.offersCard ? "[s]hare, [r]eceive only, [d]ecline" : "[r]eceive their card, [d]ecline"
-            printLine(
-                "\(who) code \(Self.spaced(question.code)) — check that the other screen shows the same code. "
-                    + "\(choices) (\(question.timeoutSeconds) s)",
-                snapshot: snapshot)
+            if snapshot.candidates.count > 1 {
+                for line in Self.candidateList(snapshot.candidates) { printLine(line, snapshot: snapshot) }
+                return
+            }
+            printLine(Self.singlePrompt(question), snapshot: snapshot)
             return
         case .decision(let answer):
+            let listed = shownCandidates
+            shownCandidates = snapshot.candidates
             waitingForPeer = answer != .decline
             guard mode != .json else { break }
+            // With several listed, the answer names its candidate by the number it was shown with.
+            var named = ""
+            if let peer = snapshot.answeredCandidate,
+                let index = listed.firstIndex(where: { $0.peer == peer })
+            {
+                named = " \(index + 1) (code \(Self.spaced(listed[index].code)))"
+            }
             let text =
                 switch answer {
-                case .share: "you answered: share; waiting for the peer to accept"
-                case .receiveOnly: "you answered: receive only; waiting for the peer to accept"
-                case .decline: "you answered: decline"
+                case .share: "you answered: share\(named); waiting for the peer to accept"
+                case .receiveOnly: "you answered: receive only\(named); waiting for the peer to accept"
+                case .decline: "you answered: decline\(named)"
                 }
             printLine(text, snapshot: snapshot)
+            // A single candidate declined: the others stay asked about.
+            if snapshot.candidates.count > 1 {
+                for line in Self.candidateList(snapshot.candidates) { printLine(line, snapshot: snapshot) }
+            } else if let left = snapshot.candidates.first {
+                printLine(Self.singlePrompt(left), snapshot: snapshot)
+            }
             return
         case .peerRemembered(let name, let fingerprint, let stored):
             if let problem = snapshot.storeError {
@@ -109,6 +123,18 @@ struct ShareDisplay {
             }
             return
         case .sessionEnded(_, let detail):
+            if !snapshot.candidates.isEmpty {
+                // A candidate left the list; the others stay asked about.
+                printLine("a candidate left the list: \(detail)", snapshot: snapshot)
+                if snapshot.candidates.count > 1 {
+                    for line in Self.candidateList(snapshot.candidates) {
+                        printLine(line, snapshot: snapshot)
+                    }
+                } else if let question = snapshot.candidates.first {
+                    printLine(Self.singlePrompt(question), snapshot: snapshot)
+                }
+                return
+            }
             // On a terminal too, above the status line: the person should see why it went back to
             // looking (a peer that quit before the code no longer ends this run).
             printLine("session ended: \(detail); looking for another peer", snapshot: snapshot)
@@ -164,6 +190,35 @@ struct ShareDisplay {
             if let card = outcome.card { console.output("received: \(card.summary)".printable) }
             if let saved = outcome.savedPath { console.output("saved: \(saved)".printable) }
         }
+    }
+
+    /// The prompt for one candidate.
+    static func singlePrompt(_ question: ConsentQuestion) -> String {
+        let who =
+            question.knownPeerName.map { "pair with known peer \(Self.quoted($0))?" }
+            ?? "pair with a NEW device?"
+        let choices =
+            question.offersCard ? "[s]hare, [r]eceive only, [d]ecline" : "[r]eceive their card, [d]ecline"
+        return "\(who) code \(Self.spaced(question.code)) — check that the other screen shows the same code. "
+            + "\(choices) (\(question.timeoutSeconds) s)"
+    }
+
+    /// The prompt for several candidates at once (PROTOCOL.md 5, "Candidates"): each numbered with
+    /// its code, then the answers, which name a candidate by its number.
+    static func candidateList(_ candidates: [ConsentQuestion]) -> [String] {
+        var lines = [
+            "\(candidates.count) devices ask to pair: pick the one whose code the other screen shows."
+        ]
+        for (index, question) in candidates.enumerated() {
+            let who = question.knownPeerName.map { "known peer \(Self.quoted($0))" } ?? "NEW device"
+            lines.append("  \(index + 1)  code \(Self.spaced(question.code))  \(who)")
+        }
+        let offersCard = candidates.allSatisfy(\.offersCard)
+        let pick = offersCard ? "s1 share with 1, r1 receive only from 1" : "r1 receive 1's card"
+        lines.append(
+            "\(pick), d1 decline 1 alone, d then Enter to decline all (each \(candidates[0].timeoutSeconds) s)"
+        )
+        return lines
     }
 
     private static func interruptedBeforeWarning(_ count: Int) -> String {
@@ -247,7 +302,10 @@ struct ShareDisplay {
         case .peerFound:
             if let peer = snapshot.peer { text += " · \(peer)" }
         case .secured, .ranging, .inRange:
-            if let code = snapshot.code {
+            if snapshot.candidates.count > 1 {
+                // No one code stands for the list: each is on its line above.
+                text += " · \(snapshot.candidates.count) devices listed · your answer?"
+            } else if let code = snapshot.code {
                 text += " · code \(Self.spaced(code))"
                 if let known = snapshot.knownPeerName { text += " · known peer \(Self.quoted(known))" }
                 if snapshot.question != nil { text += " · your answer?" }
@@ -288,5 +346,13 @@ struct ShareDisplay {
     static func oneDecimal(_ value: Double) -> String {
         let rounded = (value * 10).rounded() / 10
         return rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
+    }
+}
+
+extension PairingSnapshot.Event {
+    /// Whether this is a decision, after which the candidates answered leave the list.
+    fileprivate var isDecisionEvent: Bool {
+        if case .decision = self { return true }
+        return false
     }
 }

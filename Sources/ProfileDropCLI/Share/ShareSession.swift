@@ -23,6 +23,11 @@ final class ShareSession {
     private var lineSplitter = LineSplitter()
     /// Whether the last snapshot carried a question waiting for the user.
     private var questionShown = false
+    /// The candidates the last snapshot listed, numbered from 1 on screen.
+    private var candidates: [ConsentQuestion] = []
+    /// A letter pressed while several candidates are listed, waiting for the candidate's number
+    /// (or, after `d`, Enter for all of them).
+    private var pendingLetter: Character?
 
     init(options: ShareOptions, console: Console) throws {
         self.options = options
@@ -79,6 +84,8 @@ final class ShareSession {
                     last = snapshot
                 } else {
                     questionShown = snapshot.question != nil
+                    candidates = snapshot.candidates
+                    if candidates.count < 2 { pendingLetter = nil }
                     display.show(snapshot)
                 }
             case .input(let bytes):
@@ -231,10 +238,26 @@ final class ShareSession {
             case .quit:
                 return .quit
             case .letter(let letter):
-                guard questionShown else { continue }
-                let answer: ConsentAnswer? =
-                    letter == "s" ? .share : letter == "r" ? .receiveOnly : letter == "d" ? .decline : nil
-                if let answer, pairing.answer(answer) { questionShown = false }
+                guard questionShown, let answer = Self.answer(for: letter) else {
+                    pendingLetter = nil
+                    continue
+                }
+                if candidates.count > 1 {
+                    // Several listed: the letter waits for the candidate's number.
+                    pendingLetter = letter
+                } else if pairing.answer(answer) {
+                    questionShown = false
+                }
+            case .digit(let number):
+                defer { pendingLetter = nil }
+                guard let letter = pendingLetter, let answer = Self.answer(for: letter),
+                    candidates.indices.contains(number - 1)
+                else { continue }
+                _ = pairing.answer(answer, candidate: candidates[number - 1].peer)
+            case .enter:
+                defer { pendingLetter = nil }
+                // `d` and Enter: decline them all.
+                if pendingLetter == "d" { _ = pairing.answer(.decline) }
             case .up, .down, .left, .right:
                 guard let current = pose else { continue }
                 let moved: Pose
@@ -243,7 +266,7 @@ final class ShareSession {
                 case .down: moved = current.moved(forward: -Self.keyStep.distance)
                 case .left: moved = current.turned(by: Self.keyStep.degrees)
                 case .right: moved = current.turned(by: -Self.keyStep.degrees)
-                case .quit, .letter: continue
+                case .quit, .letter, .digit, .enter: continue
                 }
                 // The room's edge stops the device, as the flags' limit does.
                 guard moved.isInsideRoom else { continue }
@@ -272,13 +295,41 @@ final class ShareSession {
             return .quit
         case .invalid(let detail):
             display.inputError(detail)
-        case .decision(let decision):
-            if pairing.answer(decision) {
-                questionShown = false
-            } else {
-                display.inputError("no consent request is pending")
+        case .decision(let decision, let candidate):
+            switch candidate {
+            case nil:
+                if pairing.answer(decision) {
+                    questionShown = false
+                } else if candidates.count > 1 {
+                    display.inputError(
+                        "\(candidates.count) candidates are listed: name one (s1, r2, d1) or decline all (d)")
+                } else {
+                    display.inputError("no consent request is pending")
+                }
+            case .number(let number):
+                guard candidates.indices.contains(number - 1) else {
+                    display.inputError("no candidate \(number) is listed")
+                    break
+                }
+                if !pairing.answer(decision, candidate: candidates[number - 1].peer) {
+                    display.inputError("candidate \(number) is no longer asked about")
+                }
+            case .peer(let peer):
+                if !pairing.answer(decision, candidate: peer) {
+                    display.inputError("no consent request about \(peer) is pending")
+                }
             }
         }
         return nil
+    }
+
+    /// The answer a letter key gives: `s`, `r` or `d`.
+    private static func answer(for letter: Character) -> ConsentAnswer? {
+        switch letter {
+        case "s": .share
+        case "r": .receiveOnly
+        case "d": .decline
+        default: nil
+        }
     }
 }

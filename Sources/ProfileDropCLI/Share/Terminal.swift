@@ -8,6 +8,10 @@ enum KeyPress: Equatable {
     case quit
     /// A letter key, lower-cased: the answers to a consent prompt.
     case letter(Character)
+    /// A digit key: which candidate of a list an answer is about.
+    case digit(Int)
+    /// Return or Enter: ends an answer about every candidate (`d`, then Enter).
+    case enter
 }
 
 /// Decodes key presses from raw terminal bytes, keeping an incomplete escape sequence for the next read.
@@ -43,6 +47,10 @@ struct KeyDecoder {
                     keys.append(.quit)
                 } else if (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first | 0x20) {
                     keys.append(.letter(Character(Unicode.Scalar(first | 0x20))))
+                } else if (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) {
+                    keys.append(.digit(Int(first - UInt8(ascii: "0"))))
+                } else if first == UInt8(ascii: "\r") || first == UInt8(ascii: "\n") {
+                    keys.append(.enter)
                 }
                 pending.removeFirst()
             }

@@ -356,6 +356,11 @@ extension SessionTimeline {
                         Mark(
                             lane: lane, time: entry.time, text: "user: \(Describe.decision(decision))",
                             kind: .decision))
+                case .candidateDecision(let decision, let peer):
+                    marks.append(
+                        Mark(
+                            lane: lane, time: entry.time,
+                            text: "user: \(Describe.decision(decision)) \(peer)", kind: .decision))
                 case .cancel:
                     marks.append(Mark(lane: lane, time: entry.time, text: "user: stop", kind: .decision))
                 case .timeout, .pose:

@@ -6,8 +6,9 @@ public enum ConsentPolicy: Sendable, Equatable {
     case receiveOnly
     /// Refuse: the exchange closes with `.declined`.
     case decline
-    /// Emit ``DeviceEvent/consentRequested(peer:)`` and wait for ``Device/decide(_:at:)``;
-    /// declines automatically after ``Timeouts/consent`` (60 s by default).
+    /// Emit ``DeviceEvent/consentRequested(peer:)`` and wait for ``Device/decide(_:for:at:)``
+    /// (or ``Device/decide(_:at:)`` for a single candidate); each candidate asked about declines
+    /// by itself ``Timeouts/consent`` (60 s by default) after it was asked.
     case askUser
     /// Share without asking with a peer that proved to be a known peer (its verification shows
     /// ``Verification/knownPeer``); ask, as ``askUser`` does, about any other device. A relay that

@@ -340,11 +340,11 @@ extension Device {
             && !halfOpen.isFresh(at: context.now) && discovery.hasPeerBesides(live)
     }
 
-    /// The live session a snapshot shows: the one moving cards, else the one whose question is on
-    /// screen, else the one that got furthest (the earliest of those).
+    /// The live session a snapshot shows: the one moving cards, else the first one whose question
+    /// is on screen, else the one that got furthest (the earliest of those).
     var focus: Int? {
         if let transferring = live.firstIndex(where: { $0.isTransferring }) { return transferring }
-        if let holder = context.questionHolder, let asked = liveIndex(of: holder) { return asked }
+        if let asked = live.firstIndex(where: { $0.isAskingUser }) { return asked }
         var best: Int?
         for index in live.indices where best.map({ live[index].progress > live[$0].progress }) ?? true {
             best = index
@@ -480,7 +480,6 @@ extension Device {
                 preconditionFailure("outcome of session \(outcome.sessionID), which is not live")
             }
             let session = live.remove(at: index)
-            if context.questionHolder == outcome.sessionID { context.questionHolder = nil }
             if case .error = outcome.reason { lastError = outcome.reason }
             if closingDevice || closeReason != nil {
                 // The device closes, or closed: its sessions end with it, unreported, and the peer
@@ -523,8 +522,8 @@ extension Device {
         return cut
     }
 
-    /// Acts on decided session outcomes, keeps the session table in order (one transfer alone, one
-    /// question at a time), then invites the next peer if a candidate place is free.
+    /// Acts on decided session outcomes, keeps the session table in order, then invites the next
+    /// peer if a candidate place is free.
     mutating func afterInput() {
         for index in live.indices where live[index].isSecured {
             discovery.handshakeCompleted(
@@ -532,7 +531,7 @@ extension Device {
             routability.prove(live[index].peerAddress, now: context.now)
         }
         takeOutcomes()
-        settleSessionTable()
+        discovery.setEngaged(live)
         // The peer we wait on may be a phantom. Go elsewhere if it is a newcomer and another peer
         // became established or was heard more often, or if three INVITEs to it went unanswered
         // while another peer waits (PROTOCOL.md 5, "Tentative invitations").
@@ -585,23 +584,6 @@ extension Device {
                 discovery.inviteAt = context.now + context.timeouts.handshakeRetransmit
             }
         }
-    }
-
-    /// Frees the question of a session that no longer asks, and lets the next verified session ask
-    /// its own. Takes the outcomes this decides.
-    private mutating func settleSessionTable() {
-        if let holder = context.questionHolder,
-            !(liveIndex(of: holder).map { live[$0].isAskingUser } ?? false)
-        {
-            context.questionHolder = nil
-        }
-        if context.questionHolder == nil, closeReason == nil,
-            let waiting = live.firstIndex(where: { $0.isAwaitingQuestion })
-        {
-            live[waiting].resume(context: &context)
-            takeOutcomes()
-        }
-        discovery.setEngaged(live)
     }
 
     private mutating func closeDevice(_ reason: CloseReason) {

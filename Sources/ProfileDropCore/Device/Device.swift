@@ -128,14 +128,44 @@ public struct Device {
         afterInput()
     }
 
-    /// The user's answer after ``DeviceEvent/consentRequested(peer:)``. Ignored when no request is
-    /// pending.
+    /// The user's answer after ``DeviceEvent/consentRequested(peer:)``, for the one candidate
+    /// asked about. With several on screen at once (PROTOCOL.md 5, "Candidates") a decline
+    /// declines every one of them, and sharing or receiving is ignored: it must name its
+    /// candidate (``decide(_:for:at:)``). Ignored when no request is pending.
     public mutating func decide(_ decision: ConsentDecision, at time: Instant) {
         advanceClock(to: time)
-        if let holder = context.questionHolder, let index = liveIndex(of: holder) {
-            live[index].decide(decision, context: &context)
+        let asked = live.indices.filter { live[$0].isAskingUser }
+        if asked.count == 1, let only = asked.first {
+            live[only].decide(decision, context: &context)
+        } else if decision == .decline {
+            // Each ends as our decline; the last one ends the device unless another candidate
+            // (one still ranging or verifying) is held.
+            for index in asked { live[index].decide(.decline, context: &context) }
         }
         afterInput()
+    }
+
+    /// The user's answer about the candidate `peer` (``DeviceEvent/consentRequested(peer:)``),
+    /// one of the candidates asked about at once. Sharing or receiving declines every other
+    /// candidate asked about, as our decline that does not end the device; declining ends only
+    /// that candidate's session, and the device only if it holds no other candidate. Ignored
+    /// when no request about `peer` is pending.
+    public mutating func decide(_ decision: ConsentDecision, for peer: DeviceID, at time: Instant) {
+        advanceClock(to: time)
+        if let picked = live.firstIndex(where: { $0.peer == peer && $0.isAskingUser }) {
+            live[picked].decide(decision, context: &context)
+            if decision != .decline {
+                for index in live.indices where index != picked && live[index].isAskingUser {
+                    live[index].decide(.decline, endsDevice: false, context: &context)
+                }
+            }
+        }
+        afterInput()
+    }
+
+    /// The peers asked about right now, in the order they were asked: the candidates on screen.
+    public var askedPeers: [DeviceID] {
+        live.indices.compactMap { live[$0].isAskingUser ? live[$0].peer : nil }
     }
 
     /// The owner stops the device: a live session is closed as declined by us, with

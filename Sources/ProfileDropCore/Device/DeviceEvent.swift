@@ -114,8 +114,11 @@ public enum DeviceEvent: Sendable, Equatable {
     case ranging(distanceCm: Double, bearingDeg: Double)
     /// Our proximity gate opened (we tell the peer with IN_RANGE).
     case inRange
-    /// Both devices are in range; with ``ConsentPolicy/askUser`` the device now waits for
-    /// ``Device/decide(_:at:)``.
+    /// Both devices are in range; with ``ConsentPolicy/askUser`` the device now waits for our
+    /// user's answer about `peer` (``Device/decide(_:for:at:)``, or ``Device/decide(_:at:)`` while
+    /// it is the only candidate asked about). Every candidate is asked about as it is verified,
+    /// beside the others already asked about: the user sees them all at once, each with the code
+    /// of the ``verified(_:)`` just before (PROTOCOL.md 5, "Candidates").
     case consentRequested(peer: DeviceID)
     /// Card transfer progress: `sent` of `total` chunks of our card acknowledged by the peer.
     case exchanging(sent: Int, total: Int)

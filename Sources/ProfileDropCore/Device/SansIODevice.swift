@@ -23,6 +23,8 @@ public protocol SansIODevice {
     mutating func updatePose(_ pose: Pose, at time: Instant)
     /// Passes on the owner's answer to a consent request.
     mutating func decide(_ decision: ConsentDecision, at time: Instant)
+    /// Passes on the owner's answer about one of the candidates asked about at once.
+    mutating func decide(_ decision: ConsentDecision, for peer: DeviceID, at time: Instant)
     /// The owner stops the device (quits, or the process is interrupted): a live session tells
     /// the peer at once, and the device closes.
     mutating func cancel(at time: Instant)

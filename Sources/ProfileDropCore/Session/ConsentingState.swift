@@ -4,10 +4,10 @@ struct ConsentingState {
     var verified = false
     /// When an unanswered user request declines by itself.
     var userDeadline: Instant?
-    /// Verified, and our user is to be asked, but another session's question is on screen: the
-    /// device shows one question at a time, in the order sessions were verified (PROTOCOL.md 5,
-    /// "Candidates").
-    var awaitingQuestion = false
+    /// Whether our user's decline of this session ends the device when it holds no other
+    /// candidate: not when the user declined it by picking another candidate of the list
+    /// (PROTOCOL.md 5, "Candidates").
+    var declineEndsDevice = true
     /// When the code must be known (``Timeouts/stall`` after entering consenting): until then the
     /// peer's part of it, or its PROOF, may be on its way.
     let verificationDeadline: Instant
@@ -29,11 +29,14 @@ extension ConsentingState: LiveState {
         link.sendControl(backOff: false, context: &context)
     }
 
-    /// The user's answer to our request.
+    /// The user's answer to our request; `endsDevice` false for a decline that came from picking
+    /// another candidate.
     mutating func decide(
-        _ decision: ConsentDecision, link: inout Link, localCard: [UInt8]?, context: inout SessionContext
+        _ decision: ConsentDecision, endsDevice: Bool, link: inout Link, localCard: [UInt8]?,
+        context: inout SessionContext
     ) {
         userDeadline = nil
+        declineEndsDevice = endsDevice
         Self.consent(decision, link: &link, localCard: localCard, context: &context)
     }
 
@@ -54,8 +57,7 @@ extension ConsentingState: LiveState {
     /// Verification steps as their facts arrive; then the decision by policy or by the user; then a
     /// decline closes, and two decisions to go on move the cards.
     mutating func advance(
-        link: inout Link, sessionID: UInt64, peer: DeviceID, localCard: [UInt8]?,
-        context: inout SessionContext
+        link: inout Link, peer: DeviceID, localCard: [UInt8]?, context: inout SessionContext
     ) -> Transition {
         if !verified {
             if link.pairing.localNonce == nil && link.pairing.commitment != nil {
@@ -67,23 +69,19 @@ extension ConsentingState: LiveState {
             verified = true
             peerDeadline = context.now + context.timeouts.consent + Self.peerConsentGrace
             let known = Self.knownPeer(link)
+            Self.emitVerified(link: link, peer: peer, code: code, context: &context)
             if let decision = context.configuration.consent.decision(knownPeer: known != nil) {
-                Self.emitVerified(link: link, peer: peer, code: code, context: &context)
                 Self.consent(decision, link: &link, localCard: localCard, context: &context)
             } else {
-                awaitingQuestion = true
+                // Shown at once beside any other candidate asked about, each with its own code and
+                // its own deadline (PROTOCOL.md 5, "Candidates").
+                userDeadline = context.now + context.timeouts.consent
+                context.emit(.consentRequested(peer: peer))
             }
         }
-        if awaitingQuestion, context.questionHolder == nil, let code = link.pairing.code {
-            // Our turn on screen: the code is shown with its question, never under another's.
-            awaitingQuestion = false
-            context.questionHolder = sessionID
-            userDeadline = context.now + context.timeouts.consent
-            Self.emitVerified(link: link, peer: peer, code: code, context: &context)
-            context.emit(.consentRequested(peer: peer))
-        }
         if link.localConsent == .decline {
-            return .close(.declined(by: .local), frames: link.declineFrames(), endsDevice: true)
+            return .close(
+                .declined(by: .local), frames: link.declineFrames(), endsDevice: declineEndsDevice)
         } else if link.peerConsent == .decline {
             return .close(
                 .declined(by: .peer), frames: [.close(CloseFrame(code: .declined))], endsDevice: false)
@@ -129,7 +127,7 @@ extension ConsentingState: LiveState {
     /// How the session ends when the device's overall limit passes during consent: a request still
     /// unanswered declines, as at its own deadline; otherwise the wait still open times out.
     func closeAtDeviceLimit(link: Link) -> Transition {
-        if userDeadline != nil || awaitingQuestion { return Self.unanswered(link: link) }
+        if userDeadline != nil { return Self.unanswered(link: link) }
         return verified ? .timeout(.peerConsent) : .timeout(.verification)
     }
 

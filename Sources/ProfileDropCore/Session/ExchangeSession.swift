@@ -110,14 +110,6 @@ struct ExchangeSession {
         }
     }
 
-    /// Whether this session waits for its turn to ask our user.
-    var isAwaitingQuestion: Bool {
-        switch state {
-        case .consenting(let consenting): consenting.awaitingQuestion
-        case .handshaking, .ranging, .transferring, .closing, .draining, .closed: false
-        }
-    }
-
     /// How far the session got, for choosing which one a snapshot shows: handshake 0, ranging 1,
     /// consent 2, transfer 3, ended 4.
     var progress: Int {
@@ -128,12 +120,6 @@ struct ExchangeSession {
         case .transferring: 3
         case .closing, .draining, .closed: 4
         }
-    }
-
-    /// Lets a session waiting for its question ask it, once the device freed the screen.
-    mutating func resume(context: inout SessionContext) {
-        advance(context: &context)
-        flush(context: &context)
     }
 
     /// Whether the session still has a live exchange (not closing, draining or closed): its outcome
@@ -333,12 +319,15 @@ struct ExchangeSession {
         return transferred
     }
 
-    /// The user's answer to a consent request.
-    mutating func decide(_ decision: ConsentDecision, context: inout SessionContext) {
+    /// The user's answer to a consent request; `endsDevice` false for a decline that came from
+    /// picking another candidate, which never ends the device.
+    mutating func decide(_ decision: ConsentDecision, endsDevice: Bool = true, context: inout SessionContext)
+    {
         guard case .consenting(var consenting) = state, consenting.userDeadline != nil,
             securedLink.localConsent == nil
         else { return }
-        consenting.decide(decision, link: &securedLink, localCard: localCard, context: &context)
+        consenting.decide(
+            decision, endsDevice: endsDevice, link: &securedLink, localCard: localCard, context: &context)
         state = .consenting(consenting)
         advance(context: &context)
         flush(context: &context)
@@ -374,7 +363,7 @@ struct ExchangeSession {
                 preconditionFailure("the state was just matched")
             }
             transition = consenting.advance(
-                link: &securedLink, sessionID: sessionID, peer: peer, localCard: localCard, context: &context)
+                link: &securedLink, peer: peer, localCard: localCard, context: &context)
             state = .consenting(consenting)
         case .transferring:
             guard case .transferring(var transferring) = takeState() else {

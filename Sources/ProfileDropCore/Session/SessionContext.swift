@@ -22,9 +22,6 @@ struct SessionContext {
     /// One frame list for every packet opened or built, lent out by ``withFrameList(_:)`` (use
     /// that, not this): an array per packet was one in eight of an exchange's allocations.
     var frameList: [Frame] = []
-    /// The session whose consent question is on screen: one at a time. A session takes it when
-    /// its turn comes; the device frees it once that question is answered or its session ended.
-    var questionHolder: UInt64?
 
     var timeouts: Timeouts { configuration.timeouts }
     var limits: Limits { configuration.limits }
