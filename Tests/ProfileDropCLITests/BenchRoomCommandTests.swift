@@ -5,9 +5,7 @@ import Testing
 
 @Suite struct BenchRoomCommandTests {
     func run(_ arguments: [String]) -> (code: Int32, output: [String], errors: [String]) {
-        let console = CapturingConsole()
-        let code = CommandLineTool.run(arguments: arguments, console: console)
-        return (code, console.outputLines, console.errorLines)
+        runInProcess(arguments)
     }
 
     @Test func aSmallRoomReportsEveryFigureAndTheRatioLast() {

@@ -55,9 +55,7 @@ import Testing
     }
 
     private func run(_ arguments: [String]) -> (code: Int32, output: [String], errors: [String]) {
-        let console = CapturingConsole()
-        let code = CommandLineTool.run(arguments: arguments, console: console)
-        return (code, console.outputLines, console.errorLines)
+        runInProcess(arguments)
     }
 
     /// Exit codes are listed with the words users read, never the names in the source.

@@ -9,9 +9,7 @@ import Testing
     static let scenario = TestPaths.packageRoot.appendingPathComponent("Scenarios/happy-pair.json").path
 
     func run(_ arguments: [String]) -> (code: Int32, output: [String], errors: [String]) {
-        let console = CapturingConsole()
-        let code = CommandLineTool.run(arguments: arguments, console: console)
-        return (code, console.outputLines, console.errorLines)
+        runInProcess(arguments)
     }
 
     @Test func aScenarioPrintsSeedFirstAndSummaryLastAndRepeatsByteForByte() {

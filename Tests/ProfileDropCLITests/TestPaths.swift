@@ -1,4 +1,5 @@
 import Foundation
+import ProfileDropCLI
 
 /// Paths the CLI tests need, found from this file's location so that tests run from any directory.
 enum TestPaths {
@@ -192,4 +193,11 @@ func send(_ payload: [UInt8], from descriptor: Int32, to destination: sockaddr_i
             }
         }
     }
+}
+
+/// Runs `profiledrop` in this process with a capturing console: its exit code and output lines.
+func runInProcess(_ arguments: [String]) -> (code: Int32, output: [String], errors: [String]) {
+    let console = CapturingConsole()
+    let code = CommandLineTool.run(arguments: arguments, console: console)
+    return (code, console.outputLines, console.errorLines)
 }

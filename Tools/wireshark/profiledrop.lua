@@ -169,6 +169,20 @@ function profiledrop.dissector(buffer, pinfo, tree)
         return range, item
     end
 
+    -- Zero bytes up to `minimum`, the datagram's padded length (INVITE, QUERY); flagged unless zero.
+    local function take_padding(minimum)
+        local padding = minimum - offset
+        if padding <= 0 then return end
+        local range = take(f.padding, padding)
+        if not range then return end
+        for index = 0, padding - 1 do
+            if range(index, 1):uint() ~= 0 then
+                subtree:add_proto_expert_info(e_reserved, "Padding is not zero")
+                return
+            end
+        end
+    end
+
     if type == 1 then
         local id = take(f.device_id, 8)
         local port = take(f.port, 2)
@@ -213,19 +227,7 @@ function profiledrop.dissector(buffer, pinfo, tree)
                 end
             end
             info = string.format("%s device=%s known=%d%s", name, hex64(id), count:uint(), at)
-            -- Zero bytes up to the minimum QUERY length.
-            local padding = QUERY_MINIMUM - offset
-            if complete and padding > 0 then
-                local range = take(f.padding, padding)
-                if range then
-                    for index = 0, padding - 1 do
-                        if range(index, 1):uint() ~= 0 then
-                            subtree:add_proto_expert_info(e_reserved, "Padding is not zero")
-                            break
-                        end
-                    end
-                end
-            end
+            if complete then take_padding(QUERY_MINIMUM) end
         end
     elseif type >= 3 and type <= 5 then
         local session = take(f.session_id, 8)
@@ -254,19 +256,7 @@ function profiledrop.dissector(buffer, pinfo, tree)
                 hex64(receiver), count)
             if type == 3 then
                 if has_cookie then info = info .. " cookie" end
-                -- Zero bytes up to the minimum INVITE length.
-                local padding = INVITE_MINIMUM - offset
-                if noise and padding > 0 then
-                    local range = take(f.padding, padding)
-                    if range then
-                        for index = 0, padding - 1 do
-                            if range(index, 1):uint() ~= 0 then
-                                subtree:add_proto_expert_info(e_reserved, "Padding is not zero")
-                                break
-                            end
-                        end
-                    end
-                end
+                if noise then take_padding(INVITE_MINIMUM) end
             end
         end
     elseif type == 6 then

@@ -32,8 +32,8 @@ public struct Device {
     let overallLimitAt: Instant
     var discovery: DiscoverySession
     /// The live sessions, whose outcome is not yet decided: at most one invitation of ours awaiting
-    /// ACCEPT, and up to ``maxCandidates`` secured sessions (PROTOCOL.md 5, "Candidates"), of which
-    /// at most one is transferring; once one is, it is the only one.
+    /// ACCEPT, and up to ``maxCandidates`` secured sessions (PROTOCOL.md 5, "Candidates"); every
+    /// agreed one may transfer, and the first exchange ends the device.
     var live: [ExchangeSession] = []
     /// A BUSY for our invitation, believed only if the invitee's ACCEPT has not come by its end.
     var heldRefusal: HeldRefusal?

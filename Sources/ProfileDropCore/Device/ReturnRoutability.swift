@@ -3,11 +3,11 @@
 /// lately, which pay for the PROBEs that ask an unproven address to prove it.
 ///
 /// Both tables are bounded and expire, so neither a flood of sources nor a long run grows them,
-/// and credit cannot be banked: bytes heard more than ``creditHorizon`` before the host's latest
-/// datagram pay for nothing.
+/// and credit cannot be banked: it is capped, and expires ``creditHorizon`` after the host's latest
+/// BEACON or QUERY.
 struct ReturnRoutability {
-    /// Credit of one host: the bytes of its BEACONs and QUERYs heard within the horizon, less the
-    /// PROBEs they paid for.
+    /// Credit of one host: the bytes of its BEACONs and QUERYs, up to the cap, less the PROBEs they
+    /// paid for.
     private struct Credit {
         var bytes: Int
         var expiresAt: Instant
