@@ -89,7 +89,9 @@ public struct Device {
         context.emit(.advertising)
         self.context = context
         self.admission = Admission(
-            limits: configuration.limits, knownSources: configuration.limits.maxPeers + Self.maxLingering + 1)
+            limits: configuration.limits,
+            // The table, the live sessions (the candidates and our invitation) and those closing.
+            knownSources: configuration.limits.maxPeers + Self.maxCandidates + 1 + Self.maxLingering)
         runTimers()
     }
 
