@@ -8,10 +8,10 @@ import Testing
 @Suite struct AnnouncerTests {
     static let me = DeviceID(rawValue: 42)
 
-    static func context() -> SessionContext {
+    static func context(seed: UInt64 = 5) -> SessionContext {
         SessionContext(
             configuration: Fixtures.configuration("Bori", seed: 5), deviceID: me,
-            random: DeterministicRandom(seed: 5), measurementNoise: DeterministicRandom(seed: 5), now: .zero,
+            random: DeterministicRandom(seed: seed), measurementNoise: DeterministicRandom(seed: 5), now: .zero,
             pose: Pose(x: 0, y: 0, heading: 0))
     }
 
@@ -102,5 +102,30 @@ import Testing
         #expect(announcer.pose.x == 6)
         announcer.moved(to: Pose(x: 6, y: 0, heading: 0), announcing: true, context: context)
         #expect(announcer.motionAnnounceAt == Instant.zero + .milliseconds(10) + Announcer.motionAnnounceGap)
+    }
+
+    /// A device walking steadily announces on its schedule and after every 5 cm, but never sends
+    /// two BEACONs within 100 ms: they could arrive in the other order and make its address look
+    /// contested. The skipped one's schedule goes on, and the sequence numbers stay contiguous.
+    @Test(arguments: 1...12 as ClosedRange<UInt64>)
+    func aWalkingDeviceNeverSendsTwoBeaconsWithinAHundredMilliseconds(seed: UInt64) {
+        var context = Self.context(seed: seed)
+        var announcer = Self.announcer()
+        var beacons: [(time: Instant, sequence: UInt32)] = []
+        var x = 0.0
+        // 1 cm every 13 ms, about 77 cm/s, for 20 s.
+        while context.now < .zero + .seconds(20) {
+            let step = context.now + .milliseconds(13)
+            for sent in Self.run(&announcer, until: step, context: &context) {
+                if case .beacon(let beacon) = sent.packet { beacons.append((sent.time, beacon.sequence)) }
+            }
+            context.now = step
+            x += 1
+            announcer.moved(to: Pose(x: x, y: 0, heading: 0), announcing: true, context: context)
+        }
+        let gaps = zip(beacons.dropFirst(), beacons).map { $0.0.time - $0.1.time }
+        #expect(beacons.count > 30, "moving announces about every half second")
+        #expect(gaps.allSatisfy { $0 >= .milliseconds(100) }, "\(gaps.filter { $0 < .milliseconds(100) })")
+        #expect(beacons.map(\.sequence) == Array(7..<UInt32(7 + beacons.count)))
     }
 }

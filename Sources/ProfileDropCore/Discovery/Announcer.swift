@@ -28,6 +28,10 @@ struct Announcer {
     /// distance for longer than this time (PROTOCOL.md section 4).
     static let motionStep: Double = 5
     static let motionAnnounceGap: Duration = .milliseconds(500)
+    /// The least time between two of our BEACONs: two sent closer together can arrive in the other
+    /// order, and the older one's lower sequence number would make every receiver take our address
+    /// for contested (PROTOCOL.md section 4).
+    static let minimumBeaconGap: Duration = .milliseconds(100)
 
     /// An announcer whose first BEACON is due at `announceAt` and first QUERY at `queryAt`, and
     /// whose BEACONs count from `sequence`. The caller draws the three, in the order the device's
@@ -77,7 +81,9 @@ struct Announcer {
     ) {
         let now = context.now
         if now >= announceAt {
-            sendBeacon(busy: busy, context: &context)
+            // Skipped right after another BEACON (an extra one after a move), which said the same;
+            // the schedule goes on.
+            if !sentBeaconRecently(now) { sendBeacon(busy: busy, context: &context) }
             let interval = context.timeouts.announceInitial.doubled(
                 announceCount, cap: context.timeouts.announceCap)
             announceCount += 1
@@ -85,7 +91,8 @@ struct Announcer {
         }
         if let due = motionAnnounceAt, now >= due {
             motionAnnounceAt = nil
-            sendBeacon(busy: busy, context: &context)
+            // Right after another BEACON, which gave a position at most that old, it is moot.
+            if !sentBeaconRecently(now) { sendBeacon(busy: busy, context: &context) }
         }
         if let due = answerAt, now >= due {
             answerAt = nil
@@ -108,6 +115,10 @@ struct Announcer {
             queryCount += 1
             queryAt = now + context.jittered(interval)
         }
+    }
+
+    private func sentBeaconRecently(_ now: Instant) -> Bool {
+        lastBeaconAt.map { now - $0 < Self.minimumBeaconGap } ?? false
     }
 
     private mutating func sendBeacon(busy: Bool, context: inout SessionContext) {
