@@ -353,12 +353,16 @@ public struct DeviceFuzz {
         let answering = sessionByte >= 240 ? deviceInvitation : nil
         let session = sessionByte < 160 ? peer.sessionID : answering?.sessionID ?? input.uint64()
         var packet: Packet
+        // A BEACON names its source's port half the time: the device takes only such BEACONs into
+        // its table, and a 16-bit match is too rare for the fuzzer to find on its own.
+        var beaconNamesItsPort = false
         // SECURE is forged elsewhere, sealed under the live keys; every other type is picked here.
         let cleartextTypes = PacketType.allCases.filter { $0 != .secure }
         switch cleartextTypes[Int(input.byte()) % cleartextTypes.count] {
         case .secure:
             preconditionFailure("SECURE is not a cleartext type")
         case .beacon:
+            beaconNamesItsPort = input.byte() & 1 == 0
             packet = .beacon(
                 Beacon(
                     deviceID: id(&input), port: 1 + input.uint16() % 65535, busy: input.byte() & 1 == 1,
@@ -400,6 +404,10 @@ public struct DeviceFuzz {
             packet = .probeAck(Probe(challenge: input.uint64()))
         }
         var source = sourceAddress(&input)
+        if beaconNamesItsPort, case .beacon(var beacon) = packet {
+            beacon.port = source.port
+            packet = .beacon(beacon)
+        }
         switch packet {
         case .invite(let forged), .accept(let forged), .confirm(let forged):
             // A handshake packet of the peer's own session from its address: the device cannot tell
