@@ -440,6 +440,10 @@ public struct DeviceFuzz {
     /// fuzzer made up: it proves that address receives, so the device's INVITE that answers it is
     /// no amplification.
     var echoing = false
+    /// Made-up addresses whose echo of the device's PROBE we delivered: they proved that they
+    /// receive, so the device may send them more than they sent (PROTOCOL.md 5, "Return
+    /// routability"), a BUSY(retry)'s INVITE with its cookie, say.
+    var provenAddresses: Set<PeerAddress> = []
 
     // MARK: - Time and delivery
 
@@ -522,9 +526,9 @@ public struct DeviceFuzz {
         let accepted = counters.datagramsAccepted - countersBefore.datagramsAccepted
         findings.check(
             rejected + accepted == 1, "a datagram counted \(accepted) accepted, \(rejected) rejected")
-        if source != peer.address, !echoing {
-            // A forged source never proves it receives at its address: at most one answer, no
-            // larger than what came from it (PROTOCOL.md 5, "Amplification").
+        if source != peer.address, !echoing, !provenAddresses.contains(source) {
+            // A forged source that never echoed a PROBE has not proved it receives at its address:
+            // at most one answer, no larger than what came from it (PROTOCOL.md 5, "Amplification").
             let answers = lastSent.filter { $0.destination == .unicast(source) }
             findings.check(
                 answers.count <= 1 && answers.allSatisfy { $0.bytes.count <= bytes.count },
@@ -610,6 +614,7 @@ public struct DeviceFuzz {
             for probe in probes {
                 guard case .probe(let challenge)? = try? Packet(datagram: probe.bytes) else { continue }
                 echoing = true
+                provenAddresses.insert(probe.address)
                 deliver(Packet.probeAck(challenge).encoded(), from: probe.address)
                 echoing = false
             }
