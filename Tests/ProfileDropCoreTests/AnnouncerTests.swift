@@ -11,7 +11,8 @@ import Testing
     static func context(seed: UInt64 = 5) -> SessionContext {
         SessionContext(
             configuration: Fixtures.configuration("Bori", seed: 5), deviceID: me,
-            random: DeterministicRandom(seed: seed), measurementNoise: DeterministicRandom(seed: 5), now: .zero,
+            random: DeterministicRandom(seed: seed), measurementNoise: DeterministicRandom(seed: 5),
+            now: .zero,
             pose: Pose(x: 0, y: 0, heading: 0))
     }
 
