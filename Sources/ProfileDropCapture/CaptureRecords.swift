@@ -5,8 +5,9 @@ import ProfileDropCrypto
 public enum CaptureFormat {
     /// The version of the replay records this implementation writes and reads. Version 2 records
     /// devices of protocol version 2: its keylog carries their identity and known peers. Version 3
-    /// adds the faulty-host table's size to the device record.
-    public static let version: UInt16 = 3
+    /// adds the faulty-host table's size to the device record. Version 4 records devices of
+    /// protocol 2.1 (wire version 3), and answers about one candidate (input kind 6).
+    public static let version: UInt16 = 4
     /// The Private Enterprise Number in our Custom Blocks: 32473, reserved for documentation by
     /// RFC 5612. The records are a project format, not one registered to an organisation.
     public static let enterpriseNumber: UInt32 = 32473

@@ -275,9 +275,9 @@ struct CaptureRecorderTests {
     }
 
     /// Records and keylogs of an earlier format version (1: protocol version 1; 2: before the fault
-    /// back-off) and of a later one are refused in one line that says which.
+    /// back-off; 3: wire version 2) and of a later one are refused in one line that says which.
     @Test(
-        arguments: [(1, true), (2, true), (4, true), (1, false), (2, false), (4, false)] as [(UInt8, Bool)])
+        arguments: [(1, true), (3, true), (5, true), (1, false), (3, false), (5, false)] as [(UInt8, Bool)])
     func otherRecordVersionsAreRejectedClearly(version: UInt8, withKeylog: Bool) throws {
         var run = try TwoDeviceRun(options: CaptureOptions(keylog: withKeylog))
         run.run(until: Instant.zero + .seconds(1))
@@ -295,8 +295,8 @@ struct CaptureRecorderTests {
                 writer.append(block)
             }
         }
-        let older = version < 3 ? ", written by an earlier build" : ""
-        let advice = version < 3 ? ": capture the run again" : ""
+        let older = version < CaptureFormat.version ? ", written by an earlier build" : ""
+        let advice = version < CaptureFormat.version ? ": capture the run again" : ""
         // The keylog comes first in the file, so its version is the first one read.
         let what = withKeylog ? "keylog" : "replay records"
         do {
@@ -306,7 +306,7 @@ struct CaptureRecorderTests {
             #expect(error.code == .unsupportedVersion)
             #expect(
                 error.diagnostic
-                    == "\(what) of format version \(version)\(older); this build reads version 3\(advice)")
+                    == "\(what) of format version \(version)\(older); this build reads version \(CaptureFormat.version)\(advice)")
         }
     }
 

@@ -305,9 +305,11 @@ end
 
 local records = Proto("profiledrop_record", "ProfileDrop replay record")
 local ENTERPRISE = 32473
-local RECORD_VERSION = 3
+local RECORD_VERSION = 4
 local record_kinds = { [1] = "DEVICE", [2] = "INPUT", [3] = "END" }
-local input_kinds = { [1] = "timeout", [2] = "pose", [3] = "decision", [4] = "datagram", [5] = "cancel" }
+local input_kinds = {
+    [1] = "timeout", [2] = "pose", [3] = "decision", [4] = "datagram", [5] = "cancel", [6] = "decision about",
+}
 local consent_policies = {
     [1] = "share", [2] = "receive-only", [3] = "decline", [4] = "ask user", [5] = "share with known peers",
 }
@@ -406,6 +408,11 @@ function records.dissector(buffer, pinfo, tree)
             elseif input == 3 then
                 subtree:add(r.decision, buffer(32, 1))
                 detail = " " .. (decisions[buffer(32, 1):uint()] or "?")
+            elseif input == 6 then
+                -- A decision about one candidate: the decision, then the candidate's device id.
+                subtree:add(r.decision, buffer(32, 1))
+                detail = string.format(" %s %s", decisions[buffer(32, 1):uint()] or "?",
+                    buffer(33, 8):bytes():tohex():lower())
             elseif input == 4 then
                 subtree:add(r.source, buffer(32, 4))
                 subtree:add(r.source_port, buffer(36, 2))
