@@ -339,6 +339,22 @@ enum ConformanceVectorGenerator {
 
     // MARK: - Handshake and secure channel
 
+    /// Both sides' handshakes of one session, as the vectors run them (the tests read the ids and
+    /// keys back from the file).
+    static func handshakes(
+        sessionID: UInt64, initiatorID: DeviceID, responderID: DeviceID, initiatorStatic: X25519.PrivateKey,
+        responderStatic: X25519.PrivateKey
+    ) -> (initiator: HandshakeState, responder: HandshakeState) {
+        (
+            HandshakeRules.handshake(
+                role: .initiator, sessionID: sessionID, initiator: initiatorID, responder: responderID,
+                staticKey: initiatorStatic),
+            HandshakeRules.handshake(
+                role: .responder, sessionID: sessionID, initiator: initiatorID, responder: responderID,
+                staticKey: responderStatic)
+        )
+    }
+
     static func handshake() throws -> JSONValue {
         let initiatorStatic = try X25519.PrivateKey(rawRepresentation: fixed("handshake initiator static"))
         let responderStatic = try X25519.PrivateKey(rawRepresentation: fixed("handshake responder static"))
@@ -346,12 +362,9 @@ enum ConformanceVectorGenerator {
         let responderEphemeral = fixed("handshake responder ephemeral")
         var initiatorRandom = ScriptedRandom(initiatorEphemeral)
         var responderRandom = ScriptedRandom(responderEphemeral)
-        var initiator = HandshakeRules.handshake(
-            role: .initiator, sessionID: sessionID, initiator: initiatorID, responder: responderID,
-            staticKey: initiatorStatic)
-        var responder = HandshakeRules.handshake(
-            role: .responder, sessionID: sessionID, initiator: initiatorID, responder: responderID,
-            staticKey: responderStatic)
+        var (initiator, responder) = handshakes(
+            sessionID: sessionID, initiatorID: initiatorID, responderID: responderID,
+            initiatorStatic: initiatorStatic, responderStatic: responderStatic)
         let parameters = HandshakeRules.parameters(Limits()).encoded()
         let message1 = try initiator.writeMessage(payload: [], random: &initiatorRandom)
         _ = try responder.readMessage(message1)

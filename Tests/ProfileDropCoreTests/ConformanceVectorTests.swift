@@ -140,12 +140,9 @@ import Testing
                 == (try file.member("responder_static_public").bytes()))
         var initiatorRandom = ScriptedRandom(try file.member("initiator_ephemeral_private").bytes())
         var responderRandom = ScriptedRandom(try file.member("responder_ephemeral_private").bytes())
-        var initiator = HandshakeRules.handshake(
-            role: .initiator, sessionID: sessionID, initiator: initiatorID, responder: responderID,
-            staticKey: initiatorStatic)
-        var responder = HandshakeRules.handshake(
-            role: .responder, sessionID: sessionID, initiator: initiatorID, responder: responderID,
-            staticKey: responderStatic)
+        var (initiator, responder) = ConformanceVectorGenerator.handshakes(
+            sessionID: sessionID, initiatorID: initiatorID, responderID: responderID,
+            initiatorStatic: initiatorStatic, responderStatic: responderStatic)
 
         let messages = try file.member("messages").items()
         try #require(messages.count == 3)

@@ -68,6 +68,20 @@ extension ScriptedPeerRun {
         return try #require(endedSessions.first, "\(events.suffix(6).map(\.event))")
     }
 
+    /// Runs until the first session ends and expects it cut as stalled 10 s after our side was done
+    /// (the peer's card verified, ours acknowledged), with CLOSE(timeout) to the peer, no card
+    /// delivered and nobody remembered.
+    mutating func expectStalledOnceOurSideWasDone() throws {
+        let ended = try firstSessionEnd()
+        #expect(ended.reason == .timeout(.transferStalled))
+        let verified = try #require(cardVerifiedAt)
+        let acknowledged = try #require(acknowledgedAt)
+        #expect(ended.time == max(verified, acknowledged) + .seconds(10))
+        #expect(peer.receivedClose == CloseFrame(code: .timeout))
+        #expect(deliveredCards == 0)
+        #expect(remembered == 0)
+    }
+
     static func isConsentRequested(_ event: DeviceEvent) -> Bool {
         if case .consentRequested = event { true } else { false }
     }
@@ -607,14 +621,7 @@ func expectProtocolError(
         run.run(until: .zero + .seconds(20)) { $0.time(of: ScriptedPeerRun.isExchanging) != nil }
         #expect(run.inRangeAt != nil)
         run.peer.withheld = .ranging
-        let ended = try run.firstSessionEnd()
-        #expect(ended.reason == .timeout(.transferStalled))
-        let verified = try #require(run.cardVerifiedAt)
-        let acknowledged = try #require(run.acknowledgedAt)
-        #expect(ended.time == max(verified, acknowledged) + .seconds(10))
-        #expect(run.peer.receivedClose == CloseFrame(code: .timeout))
-        #expect(run.deliveredCards == 0)
-        #expect(run.remembered == 0)
+        try run.expectStalledOnceOurSideWasDone()
     }
 }
 
@@ -670,14 +677,7 @@ func expectProtocolError(
     @Test func aWithheldBondStallsTheTransferAndNobodyIsRemembered() throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
         run.peer.withheld = .bond
-        let ended = try run.firstSessionEnd()
-        #expect(ended.reason == .timeout(.transferStalled))
-        let verified = try #require(run.cardVerifiedAt)
-        let acknowledged = try #require(run.acknowledgedAt)
-        #expect(ended.time == max(verified, acknowledged) + .seconds(10))
-        #expect(run.peer.receivedClose == CloseFrame(code: .timeout))
-        #expect(run.remembered == 0)
-        #expect(run.deliveredCards == 0)
+        try run.expectStalledOnceOurSideWasDone()
         // The device sent its own BOND: only the peer's was missing.
         #expect(run.peer.sawPeerBond)
     }
