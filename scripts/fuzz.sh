@@ -87,6 +87,8 @@ ensure_lld() {
 }
 
 # `swift build --sanitize=fuzzer` links libFuzzer but leaves the code uninstrumented, hence -Xswiftc.
+# FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION lets the crypto module remember X25519 results
+# (X25519FuzzingMemo.swift): fuzz builds only, never a release.
 # The Fuzz package depends on the main package by path, and SwiftPM does not notice a source file
 # added to it: a scratch build made before the file existed fails to find it. So the scratch
 # directory starts again whenever the list of the main package's sources changed.
@@ -116,7 +118,8 @@ build() {
     fi
     for product in FuzzSeeds "$@"; do
         swift build --package-path Fuzz --scratch-path "$scratch" -c release \
-            -Xswiftc -sanitize="$sanitizers" -Xswiftc -use-ld=lld --product "$product" ||
+            -Xswiftc -sanitize="$sanitizers" -Xswiftc -use-ld=lld \
+            -Xswiftc -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION --product "$product" ||
             { exec {build_lock}>&-; return 1; }
     done
     exec {build_lock}>&-

@@ -59,12 +59,21 @@ public enum X25519 {
 
         private init(validatedSecret secret: SecureBytes) {
             self.secret = secret
+            #if FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+                if let known = X25519FuzzingMemo.publicKey(of: secret) {
+                    publicKey = PublicKey(checkedBytes: known)
+                    return
+                }
+            #endif
             var publicBytes = [UInt8](filling: 0, count: X25519.keyLength)
             let result = secret.withUnsafeBytes { scalar in
                 crypto_scalarmult_base(&publicBytes, scalar.sodiumPointer)
             }
             precondition(result == 0, "crypto_scalarmult_base failed on a 32-byte scalar")
             publicKey = PublicKey(checkedBytes: publicBytes)
+            #if FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+                X25519FuzzingMemo.remember(publicKey: publicBytes, of: secret)
+            #endif
         }
 
         /// The raw private scalar. Copies the secret into an unwiped array: only for explicit
@@ -75,6 +84,12 @@ public enum X25519 {
         /// - Throws: ``CryptoError/weakPublicKey`` when libsodium reports an all-zero result, which
         ///   happens exactly when the peer's key has small order.
         public func sharedSecret(with peer: PublicKey) throws -> SecureBytes {
+            #if FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+                if let known = X25519FuzzingMemo.sharedSecret(of: secret, with: peer) {
+                    guard let bytes = known else { throw CryptoError.weakPublicKey }
+                    return SecureBytes(bytes)
+                }
+            #endif
             var failed = false
             let shared = SecureBytes(count: X25519.keyLength) { output in
                 let result = secret.withUnsafeBytes { scalar in
@@ -84,6 +99,10 @@ public enum X25519 {
                 }
                 failed = result != 0
             }
+            #if FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+                X25519FuzzingMemo.remember(
+                    sharedSecret: failed ? nil : shared.exportBytes(), of: secret, with: peer)
+            #endif
             if failed { throw CryptoError.weakPublicKey }
             return shared
         }
