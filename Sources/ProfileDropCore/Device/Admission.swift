@@ -1,7 +1,7 @@
 /// A token bucket: `perSecond` tokens a second, holding at most twice that (the burst).
 struct TokenBucket {
-    private let perSecond: Double
-    private let burst: Double
+    private var perSecond: Double
+    private var burst: Double
     private var tokens: Double
     private var updated: Instant?
 
@@ -9,6 +9,14 @@ struct TokenBucket {
         self.perSecond = Double(max(perSecond, 1))
         self.burst = Double(max(perSecond, 1)) * 2
         self.tokens = burst
+    }
+
+    /// Changes the rate (and the burst, twice the rate) from now on; the tokens held stay, up to
+    /// the new burst.
+    mutating func setRate(perSecond: Int) {
+        self.perSecond = Double(max(perSecond, 1))
+        self.burst = self.perSecond * 2
+        tokens = min(tokens, burst)
     }
 
     /// When the bucket was last charged, if ever.
@@ -55,6 +63,55 @@ struct RateLimiter<Key: Hashable & Comparable> {
     }
 }
 
+/// The rate at which unknown sources that behave like announcing devices send unsolicited
+/// datagrams: a datagram counts when its IP address's previous datagram came a second or more
+/// before. A flood from fresh spoofed addresses never counts, nor does an address that sends
+/// faster than once a second; a flood counts only by repeating its addresses at a device's pace,
+/// address by address (PROTOCOL.md 7, "Rate limits").
+struct SettledRate {
+    /// Addresses remembered, in two generations of this many: when the newer is full it becomes
+    /// the older and the older is forgotten. A hall of a thousand devices fits; a pool of spoofed
+    /// addresses much larger than that is forgotten before its addresses come back.
+    static let generation = 1024
+    /// The shortest gap before an address's datagram for it to count.
+    static let minimumGap = Duration.seconds(1)
+    /// The rate is measured over whole windows of this length; the last one complete is reported.
+    static let window = Duration.seconds(5)
+
+    private var recent: [UInt32: Instant] = [:]
+    private var older: [UInt32: Instant] = [:]
+    private var windowStart: Instant?
+    private var inWindow = 0
+    /// Datagrams a second counted over the last complete window.
+    private(set) var perSecond = 0
+
+    /// Notes one datagram from `address` at `now`.
+    mutating func note(_ address: UInt32, now: Instant) {
+        roll(to: now)
+        let previous = recent[address] ?? older[address]
+        if previous == nil || recent[address] == nil, recent.count >= Self.generation {
+            older = recent
+            recent = [:]
+        }
+        recent[address] = now
+        if let previous, now - previous >= Self.minimumGap { inWindow += 1 }
+    }
+
+    /// Ends the window if it is over at `now`.
+    private mutating func roll(to now: Instant) {
+        guard let start = windowStart else {
+            windowStart = now
+            return
+        }
+        guard now - start >= Self.window else { return }
+        // A window with nothing after it (a silence of more than one window) counts as empty.
+        perSecond =
+            now - start >= Self.window + Self.window ? 0 : inWindow / Int(Self.window.components.seconds)
+        inWindow = 0
+        windowStart = now
+    }
+}
+
 /// Which unsolicited datagrams (BEACON, QUERY, an INVITE of no session, datagrams naming an unknown
 /// session) a device takes, as PROTOCOL.md section 7 specifies:
 ///
@@ -63,6 +120,8 @@ struct RateLimiter<Key: Hashable & Comparable> {
 ///   other sources, spoofed or not, never starves a pair that already found each other;
 /// - from any other source, one budget per source **IP address** (its ports do not matter), then
 ///   the **global** budget shared by all of them: a sender spoofing many addresses meets that one.
+///   The global budget follows the room: twice the ``SettledRate`` of unknown sources, never
+///   below the configured one and never above ``ceilingFactor`` times it.
 struct Admission {
     /// Why a datagram was refused.
     enum Refusal: Equatable {
@@ -70,25 +129,43 @@ struct Admission {
         case knownPeer
         /// The source address's budget is spent.
         case address
-        /// The budget shared by all unknown sources is spent.
-        case global
+        /// The budget shared by all unknown sources, `perSecond` at the time, is spent.
+        case global(perSecond: Int)
     }
+
+    /// The global budget's ceiling, as a multiple of the configured one: what a flood that repeats
+    /// its spoofed addresses at a device's pace can make a device parse, at most.
+    static let ceilingFactor = 5
 
     private var knownPeers: RateLimiter<PeerAddress>
     private var addresses: RateLimiter<UInt32>
     private var global: TokenBucket
+    private var settled = SettledRate()
+    private let globalFloor: Int
+    private(set) var globalPerSecond: Int
 
     init(limits: Limits, knownSources: Int) {
         knownPeers = RateLimiter(perSecond: limits.unsolicitedPerSecond, capacity: knownSources)
         addresses = RateLimiter(perSecond: limits.unsolicitedPerSecond, capacity: limits.rateLimitedSources)
         global = TokenBucket(perSecond: limits.globalUnsolicitedPerSecond)
+        globalFloor = limits.globalUnsolicitedPerSecond
+        globalPerSecond = limits.globalUnsolicitedPerSecond
     }
 
     /// Charges one datagram from `source`; nil when it is admitted, otherwise which budget was
-    /// spent. A datagram refused by its address's budget does not touch the global one.
+    /// spent. A datagram refused by its address's budget does not touch the global one, nor counts
+    /// towards the settled rate.
     mutating func admit(_ source: PeerAddress, known: Bool, now: Instant) -> Refusal? {
         if known { return knownPeers.admit(source, now: now) ? nil : .knownPeer }
         guard addresses.admit(source.ipv4, now: now) else { return .address }
-        return global.take(now: now) ? nil : .global
+        settled.note(source.ipv4, now: now)
+        let target = min(
+            max(globalFloor, settled.perSecond.multipliedReportingOverflow(by: 2).partialValue),
+            globalFloor.multipliedReportingOverflow(by: Self.ceilingFactor).partialValue)
+        if target != globalPerSecond {
+            globalPerSecond = target
+            global.setRate(perSecond: target)
+        }
+        return global.take(now: now) ? nil : .global(perSecond: globalPerSecond)
     }
 }

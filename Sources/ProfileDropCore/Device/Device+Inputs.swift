@@ -110,10 +110,9 @@ extension Device {
         case .address:
             throw ProtocolError(
                 .rateLimited, "address of \(source) exceeds \(limits.unsolicitedPerSecond) datagrams/s")
-        case .global:
+        case .global(let perSecond):
             throw ProtocolError(
-                .rateLimited,
-                "\(source): unknown sources together exceed \(limits.globalUnsolicitedPerSecond) datagrams/s")
+                .rateLimited, "\(source): unknown sources together exceed \(perSecond) datagrams/s")
         }
     }
 
