@@ -180,6 +180,7 @@ public struct AttackKind: Hashable, Sendable, CaseIterable, RawRepresentable, Cu
         .sessionHogKnown,
         .lateDecliner,
         .beaconReflector,
+        .hallImitator,
     ]
 
     /// The kind's name, as `--kinds` takes it.

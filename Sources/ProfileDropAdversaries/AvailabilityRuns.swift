@@ -131,12 +131,12 @@ enum Availability {
 
     /// The run of a cleartext attacker that forges on its timer with `behaviour`: the pair, timed
     /// against the same room without it.
-    static func cleartextRun(runSeed: UInt64, kind: AttackKind, behaviour: CleartextBehaviour)
-        -> AttackTrial<NoKindFigures>
-    {
+    static func cleartextRun(
+        runSeed: UInt64, kind: AttackKind, behaviour: CleartextBehaviour, fixedBudget: Int? = nil
+    ) -> AttackTrial<NoKindFigures> {
         let pair = VictimPair(runSeed: runSeed)
         var (outcome, result, stage) = startPairRun(pair, runSeed: runSeed, kind: kind)
-        let budget = budget(runSeed: runSeed)
+        let budget = fixedBudget ?? budget(runSeed: runSeed)
         result.budget = budget
         let attacker = CleartextAttacker(
             behaviour: behaviour, budget: budget,

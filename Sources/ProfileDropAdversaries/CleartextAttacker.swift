@@ -28,6 +28,11 @@ enum CleartextBehaviour: Sendable, Equatable {
     /// every victim that invites one sends its INVITEs to the target (PROTOCOL.md 5,
     /// "Amplification").
     case reflector
+    /// BEACONs of a hall's worth of fake ids (``CleartextAttacker/imitatedHall``), each from its own
+    /// spoofed address and dead port, each heard by every victim once a second: the pace at which
+    /// a hall's devices count towards the settled rate, so that the victims' budget of unknown
+    /// sources rises to its ceiling (PROTOCOL.md 7, rule 3) and they parse every phantom.
+    case hallImitation
 }
 
 /// A cleartext attacker on the LAN: it hears every multicast datagram and sends, at a fixed budget
@@ -190,6 +195,25 @@ final class CleartextAttacker {
             return ForgedDatagram(
                 bytes: Packet.beacon(beacon).encoded(), source: kept[index].source,
                 recipient: recipient.member)
+        case .hallImitation:
+            // Claims a victim's own position, as the kept phantoms do, so that the phantoms rank
+            // as near as the partner.
+            guard let heard = targets.lazy.compactMap(\.beacon).first else { return nil }
+            if kept.isEmpty {
+                for index in 0..<Self.imitatedHall {
+                    let address = PeerAddress(ipv4: Self.spoofedBase + UInt32(index), port: deadPort())
+                    kept.append((DeviceID(rawValue: random.nextUInt64()), address, 0))
+                }
+            }
+            // Every victim hears each BEACON (one datagram each), then the next phantom speaks.
+            let recipient = targets[keptSent % targets.count]
+            let index = keptSent / targets.count % kept.count
+            if keptSent % targets.count == 0 { kept[index].sequence &+= 1 }
+            keptSent += 1
+            let bytes = forgedBeacon(
+                from: heard, id: kept[index].id, port: kept[index].source.port, sequence: kept[index].sequence
+            )
+            return ForgedDatagram(bytes: bytes, source: kept[index].source, recipient: recipient.member)
         case .flood:
             let source = PeerAddress(
                 ipv4: Self.spoofedBase + 0x100 + UInt32(sentDatagrams / 256 % 4),
@@ -224,6 +248,9 @@ final class CleartextAttacker {
     static let reflectedPhantomCount = 8
     /// The address the reflector makes the victims send to: in ``spoofedBase``'s range.
     static let reflectionTarget = PeerAddress(ipv4: spoofedBase + 0x3FF, port: 40_000)
+
+    /// The hall imitator's phantoms, each at its own address of ``spoofedBase``'s range.
+    static let imitatedHall = 1000
 
     /// 10.0.200.0/22: addresses nobody in the room holds.
     static let spoofedBase: UInt32 = 0x0A00_C800

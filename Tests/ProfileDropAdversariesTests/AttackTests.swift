@@ -858,6 +858,23 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
         }
     }
 
+    /// The hall imitator sends what a conference hall sends, a thousand phantoms each once a second
+    /// to each victim, at its fixed rate and no more. It raises the victims' budget of unknown
+    /// sources (PROTOCOL.md 7, rule 3) without filling their tables past the limit; that the pair
+    /// then exchanges is what its fix must make true (PROTOCOL.md 11.6, item 22).
+    @Test func theHallImitatorStaysAtAHallsRateAndWithinTheTables() {
+        let outcome = Attacks.runOne(runSeed: 1, kind: .hallImitator, users: .careless)
+        let result = outcome.availability
+        #expect(result?.budget == 2 * CleartextAttacker.imitatedHall)
+        #expect((result?.peakRate ?? Int.max) <= (result?.budget ?? 0))
+        #expect(outcome.problems.isEmpty)
+        #expect(
+            Attacks.pendingFixKinds.contains(.hallImitator) && !Attacks.defaultKinds.contains(.hallImitator))
+        unlessPending(.hallImitator) {
+            #expect(outcome.breaches.isEmpty, "\(outcome.breaches)")
+        }
+    }
+
     /// Whatever a malicious session does, the victim pairs with the honest device in time; the
     /// malicious session ends with its real cause, or, when the victim exchanged first, with the
     /// victim's run (PROTOCOL.md 5, "Candidates").
