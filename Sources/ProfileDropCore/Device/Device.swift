@@ -32,8 +32,8 @@ public struct Device {
     let overallLimitAt: Instant
     var discovery: DiscoverySession
     /// The live sessions, whose outcome is not yet decided: at most one invitation of ours awaiting
-    /// ACCEPT, and up to ``maxCandidates`` secured sessions (PROTOCOL.md 5, "Candidates"); every
-    /// agreed one may transfer, and the first exchange ends the device.
+    /// ACCEPT, and up to ``InvitationArbiter/maxCandidates`` secured sessions (PROTOCOL.md 5,
+    /// "Candidates"); every agreed one may transfer, and the first exchange ends the device.
     var live: [ExchangeSession] = []
     /// A BUSY for our invitation, believed only if the invitee's ACCEPT has not come by its end.
     var heldRefusal: HeldRefusal?
@@ -57,10 +57,6 @@ public struct Device {
 
     /// Sessions kept closing or draining after they ended.
     static let maxLingering = 4
-
-    /// Secured sessions held at once up to consent: one peer that stalls, or several, cannot keep
-    /// the device from the one held against it (PROTOCOL.md 5, "Candidates").
-    static let maxCandidates = 3
 
     /// Creates a device and starts its discovery session at `now`.
     ///
@@ -91,7 +87,8 @@ public struct Device {
         self.admission = Admission(
             limits: configuration.limits,
             // The table, the live sessions (the candidates and our invitation) and those closing.
-            knownSources: configuration.limits.maxPeers + Self.maxCandidates + 1 + Self.maxLingering)
+            knownSources: configuration.limits.maxPeers + InvitationArbiter.maxCandidates + 1
+                + Self.maxLingering)
         runTimers()
     }
 
