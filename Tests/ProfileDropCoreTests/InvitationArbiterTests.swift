@@ -65,6 +65,36 @@ import Testing
 
     static let accepted = Arbiter.Decision.acceptHalfOpen(packet(), from: peerAddress, cookieEchoed: false)
 
+    // MARK: - Asked on every input
+
+    @Test func theDeviceInvitesOnlyWhenOpenNotInvitingWithAPlaceFreeNoFreshHandshakeAndSomeoneToInvite() {
+        #expect(
+            Arbiter.mayInvite(
+                isClosed: false, isInviting: false, candidateCount: 2, hasFreshHalfOpen: false,
+                hasPeerToInvite: true))
+        for (closed, inviting, candidates, fresh, peer) in [
+            (true, false, 0, false, true), (false, true, 0, false, true), (false, false, 3, false, true),
+            (false, false, 0, true, true), (false, false, 0, false, false),
+        ] {
+            #expect(
+                !Arbiter.mayInvite(
+                    isClosed: closed, isInviting: inviting, candidateCount: candidates,
+                    hasFreshHalfOpen: fresh,
+                    hasPeerToInvite: peer))
+        }
+    }
+
+    @Test func beaconsSayBusyOnlyWithEveryCandidatePlaceTakenAndQueriesStopForASecuredOrKnownSession() {
+        let full = Arbiter.announcement(candidateCount: 3, isInviting: false, isTentative: false)
+        #expect(full == Arbiter.Announcement(saysBusy: true, sendsNoQuery: true))
+        let one = Arbiter.announcement(candidateCount: 1, isInviting: false, isTentative: false)
+        #expect(one == Arbiter.Announcement(saysBusy: false, sendsNoQuery: true))
+        let known = Arbiter.announcement(candidateCount: 0, isInviting: true, isTentative: false)
+        #expect(known == Arbiter.Announcement(saysBusy: false, sendsNoQuery: true))
+        let tentative = Arbiter.announcement(candidateCount: 0, isInviting: true, isTentative: true)
+        #expect(tentative == Arbiter.Announcement(saysBusy: false, sendsNoQuery: false))
+    }
+
     // MARK: - Routing an INVITE
 
     @Test func theLowerIdAnswersAHalfOpenHandshakesInviteSentAgainWhileInvitingItsSenderWithItsOwn() {

@@ -187,11 +187,12 @@ extension Device {
     /// invitation.
     var candidateCount: Int { live.count - (invitationIndex == nil ? 0 : 1) }
 
-    /// Whether the device invites its next peer when one is due: it is open, holds no invitation
-    /// already, has a candidate place free, and no fresh half-open handshake is completing.
+    /// Whether the device invites its next peer when one is due, by the rule of ``InvitationArbiter``.
     var mayInvite: Bool {
-        closeReason == nil && invitationIndex == nil && candidateCount < InvitationArbiter.maxCandidates
-            && !halfOpen.isFresh(at: context.now) && discovery.hasPeerBesides(live)
+        InvitationArbiter.mayInvite(
+            isClosed: closeReason != nil, isInviting: invitationIndex != nil, candidateCount: candidateCount,
+            hasFreshHalfOpen: halfOpen.isFresh(at: context.now),
+            hasPeerToInvite: discovery.hasPeerBesides(live))
     }
 
     /// The live session a snapshot shows: the one moving cards, else the first one whose question
@@ -220,12 +221,10 @@ extension Device {
     mutating func runTimers() {
         // Before the exchange's own timer: a refusal held until the INVITE's retransmission replaces it.
         if heldRefusal != nil { settle(.timersDue) }
-        // Busy to others only once no candidate place is free: a stalled session holds one place,
-        // and the device stays open to the peer held against it.
-        // A device holding a session (even an invitation of a peer it met before) sends no QUERY.
-        let quiet = candidateCount > 0 || (invitationIndex != nil && !isInvitingTentatively)
-        discovery.runTimers(
-            busy: candidateCount >= InvitationArbiter.maxCandidates, quiet: quiet, context: &context)
+        let announcement = InvitationArbiter.announcement(
+            candidateCount: candidateCount, isInviting: invitationIndex != nil,
+            isTentative: isInvitingTentatively)
+        discovery.runTimers(busy: announcement.saysBusy, quiet: announcement.sendsNoQuery, context: &context)
         for index in live.indices where live[index].isProbeDue(context: context) {
             // A PROBE again only as the host's credit allows: its next BEACON brings more.
             if routability.spend(

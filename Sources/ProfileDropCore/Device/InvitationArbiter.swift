@@ -172,6 +172,42 @@ struct InvitationArbiter {
         }
     }
 
+    // MARK: - Asked on every input
+
+    // These two read few facts, some of them costly, on every input: they take them as they need
+    // them rather than from a view.
+
+    /// PROTOCOL.md 5, "Candidates": the device invites its next peer whenever it is open, has no
+    /// invitation awaiting ACCEPT, a candidate place is free, no fresh half-open handshake is
+    /// completing ("Fresh period") and its table holds a peer it has no live session with.
+    static func mayInvite(
+        isClosed: Bool, isInviting: @autoclosure () -> Bool, candidateCount: @autoclosure () -> Int,
+        hasFreshHalfOpen: @autoclosure () -> Bool, hasPeerToInvite: @autoclosure () -> Bool
+    ) -> Bool {
+        !isClosed && !isInviting() && candidateCount() < maxCandidates && !hasFreshHalfOpen()
+            && hasPeerToInvite()
+    }
+
+    /// What the device's BEACONs and QUERYs say of its sessions.
+    struct Announcement: Equatable {
+        /// BEACONs say busy.
+        let saysBusy: Bool
+        /// No QUERY goes out.
+        let sendsNoQuery: Bool
+    }
+
+    /// PROTOCOL.md 5, "Candidates" and "Tentative invitations": BEACONs say busy only while every
+    /// candidate place is taken (a stalled session holds one place, and the device stays open to
+    /// the peer held against it); no QUERY goes out while the device holds a secured session or an
+    /// invitation that is not tentative (of a peer it met before).
+    static func announcement(candidateCount: Int, isInviting: Bool, isTentative: @autoclosure () -> Bool)
+        -> Announcement
+    {
+        Announcement(
+            saysBusy: candidateCount >= maxCandidates,
+            sendsNoQuery: candidateCount > 0 || (isInviting && !isTentative()))
+    }
+
     // MARK: - INVITE
 
     /// Whether our invitation awaits ACCEPT from `peer`: the one case where an INVITE from that peer
