@@ -250,7 +250,7 @@ extension Device {
         let focused = focus.map { live[$0].sessionID }
         for index in live.indices { live[index].closeAtDeviceLimit(context: &context) }
         let cut = takeOutcomes(closingDevice: true, focused: focused)
-        closeDevice(reasonAtLimit(cut: cut))
+        closeDevice(discovery.ended.reasonAtLimit(cut: cut))
     }
 
     /// Closes the live session as the owner's cancellation (``ExchangeSession/cancelByOwner(context:)``),
@@ -261,27 +261,6 @@ extension Device {
         for index in live.indices { live[index].cancelByOwner(context: &context) }
         takeOutcomes(closingDevice: true, focused: focused)
         closeDevice(.declined(by: .local))
-    }
-
-    /// Why the device closes at its overall limit, most informative first: the latest error a
-    /// session of the run ended with (a peer broke a rule, which trying again will not mend); else
-    /// the reason the live session was closed with at the limit (`cut`), unless it was a handshake
-    /// and the last session ended out of range; else `out of range` if the last session ended so;
-    /// else `timeout: no exchange`.
-    ///
-    /// A handshake cut at the limit is a new attempt that had no time to say anything, while an
-    /// out-of-range session measured the peer: two devices whose limits fall a few milliseconds
-    /// apart, the later one inviting the other again just as it closed, should both say why they
-    /// did not pair.
-    func reasonAtLimit(cut: CloseReason?) -> CloseReason {
-        if let lastError { return lastError }
-        let measured: CloseReason? =
-            switch lastFailure {
-            case .outOfRange, .declined, .timeout(.consent): lastFailure
-            case .exchanged, .timeout, .error, nil: nil
-            }
-        if let cut, !(cut == .timeout(.handshake) && measured != nil) { return cut }
-        return measured ?? .timeout(.noExchange)
     }
 
     /// Acts on decided session outcomes: an exchange ends the device, and so does our user's own
@@ -298,42 +277,23 @@ extension Device {
                 preconditionFailure("outcome of session \(outcome.sessionID), which is not live")
             }
             let session = live.remove(at: index)
-            if case .error = outcome.reason { lastError = outcome.reason }
             if closingDevice || closeReason != nil {
                 // The device closes, or closed: its sessions end with it, unreported, and the peer
                 // it shows stays the one of the session that ended it (or the one it showed).
-                if outcome.sessionID == focused {
-                    cut = outcome.reason
-                    lastPeer = outcome.peer
-                }
+                let shown = outcome.sessionID == focused
+                if shown { cut = outcome.reason }
+                discovery.sessionEnded(outcome, of: session, as: .withDevice(shown: shown), context: &context)
             } else if outcome.endsDevice
                 && (outcome.reason == .exchanged || !live.contains(where: { !$0.isAwaitingAccept }))
             {
-                lastPeer = outcome.peer
+                discovery.sessionEnded(outcome, of: session, as: .endsDevice, context: &context)
                 closeDevice(outcome.reason)
                 // Every other live session ends as our decline: one exchange ends the run, and a
                 // peer still moving cards beside it is told at once.
                 for index in live.indices { live[index].cancelByOwner(context: &context) }
             } else {
-                lastPeer = outcome.peer
-                // An unanswered invitation says less than what an earlier session measured.
-                if outcome.reason != .timeout(.handshake) || lastFailure == nil {
-                    lastFailure = outcome.reason
-                }
                 context.emit(.sessionEnded(peer: outcome.peer, reason: outcome.reason))
-                if session.isInitiator, outcome.reason == .timeout(.handshake) {
-                    // Neither ACCEPT nor BUSY came from the address we invited.
-                    discovery.invitationUnanswered(
-                        to: outcome.peer, at: session.peerAddress, context: &context)
-                } else {
-                    discovery.sessionFailed(with: outcome.peer, context: &context)
-                    if session.handshakeCompleted {
-                        discovery.hostSessionFailed(at: session.peerAddress, context: context)
-                    }
-                    if outcome.reason.isPeerFault {
-                        discovery.peerFaulted(at: session.peerAddress, context: &context)
-                    }
-                }
+                discovery.sessionEnded(outcome, of: session, as: .reported, context: &context)
             }
             if session.nextDeadline != nil { lingering.append(session) }
         }

@@ -42,11 +42,6 @@ public struct Device {
     /// Sessions that ended and are still closing or draining; bounded.
     var lingering: [ExchangeSession] = []
     var closeReason: CloseReason?
-    var lastPeer: DeviceID?
-    var lastFailure: CloseReason?
-    /// The latest error a session of this run ended with: what the device reports if its overall
-    /// limit passes without an exchange.
-    var lastError: CloseReason?
     /// Budgets of unsolicited datagrams (PROTOCOL.md section 7).
     var admission: Admission
     /// Devices of another protocol version already reported, oldest first; bounded.
@@ -235,7 +230,7 @@ public struct Device {
     /// A display snapshot.
     public var snapshot: DeviceSnapshot {
         var snapshot = DeviceSnapshot(
-            stage: .discovering, deviceID: deviceID, peer: lastPeer, distanceCm: nil,
+            stage: .discovering, deviceID: deviceID, peer: discovery.ended.lastPeer, distanceCm: nil,
             bearingDeg: nil, sentChunks: 0, totalSendChunks: 0, receivedChunks: 0, totalReceiveChunks: 0,
             peersSeen: discovery.peerCount, closeReason: closeReason)
         if let focus { live[focus].fill(&snapshot) }
