@@ -4,7 +4,28 @@
 ///
 /// It reads no clock, sends nothing and changes nothing: the device gathers the view, asks, and
 /// applies the answer in one place (`Device.apply(_:)`). Every row of ``decide(_:)`` names the
-/// section that states it, in the order the protocol gives the rules.
+/// section that states it, in the order the protocol gives the rules:
+///
+/// - `invite` (2; 5, "Answering INVITE"): a half-open handshake's INVITE crossing ours, we the
+///   lower id → `resendCrossingInvite`; a session of ours → `routeToSession`; else
+///   `answerAfterRateLimits`.
+/// - `newInvite` (5, "Answering INVITE", steps 1–7; "Cookies"): `refuseStaleID`; `reject` (our
+///   own); `refuse` (BUSY 2); crossing: `resendCrossingInvite` if we are lower, else on to step 6;
+///   `refuseWhileBusy` (places taken or peer held; a fresh half-open handshake alone);
+///   `askForCookie`; `acceptHalfOpen`.
+/// - `busy` (5, "Addresses", "Refusals are held", "Cookies"): not our invitation, or not its
+///   address → `reject`; retry → `sendInviteWithCookie`; the first refusal → `holdRefusal`.
+/// - `timersDue` (5, "Refusals are held", "Stale ids"): a hold ended → `dropHeldRefusal` if the
+///   invitation ended, else `believeBusy` or `forgetStaleID`.
+/// - `outcomesTaken` (5, "Tentative invitations"): `abandonTentative` after a second INVITE among
+///   equally near candidates, for a newcomer outranked, or after a third INVITE.
+/// - `halfOpenCompleted` (5, "Half-open handshakes"): `dropInvitation` (our invitee there) or
+///   `abandonTentative`.
+/// - `settled` (5, "Candidates"): `dropHalfOpen` beside a secured session of its id or address.
+/// - `inputHandled` (5, "Refusals are held"): `dropHeldRefusal` once its invitation ended.
+///
+/// Two rules asked on every input, whether the device invites (`mayInvite`) and what its
+/// announcements say (`announcement`), take their facts lazily instead.
 struct InvitationArbiter {
     /// What the device holds, as the rules read it.
     let view: View
