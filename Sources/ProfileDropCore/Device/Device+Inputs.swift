@@ -40,28 +40,21 @@ extension Device {
             }
             routability.prove(source, now: context.now)
         case .invite(let invite):
-            let isHalfOpen = halfOpen.index(of: invite.sessionID) != nil
-            if isHalfOpen, deviceID < invite.sender, isAwaitingAccept(from: invite.sender, at: source) {
-                // The INVITE of a handshake we accepted before we invited its sender, sent again:
-                // a crossing INVITE like any other (PROTOCOL.md 2). We stay initiator and send ours
-                // again rather than ACCEPT again: the sender, the higher id, keeps its invitation
-                // beside ours, and two ACCEPTs crossing would complete both handshakes, one at
-                // each side.
-                resendInvitationForCrossing()
-                return
-            }
-            if liveIndex(of: invite.sessionID) != nil || isHalfOpen
-                || lingering.contains(where: { $0.sessionID == invite.sessionID })
-            {
-                try routeToSession(packet, sessionID: invite.sessionID, source: source)
-                return
-            }
-            try admit(source)
-            try handleInvite(invite, from: source)
+            let known: InvitationArbiter.KnownSession =
+                if halfOpen.index(of: invite.sessionID) != nil {
+                    .halfOpen
+                } else if liveIndex(of: invite.sessionID) != nil
+                    || lingering.contains(where: { $0.sessionID == invite.sessionID })
+                {
+                    .other
+                } else {
+                    .none
+                }
+            try apply(invitations.decide(.invite(invite, from: source, known)))
         case .accept(let message), .confirm(let message):
             try routeToSession(packet, sessionID: message.sessionID, source: source)
         case .busy(let busy):
-            try handleBusy(busy, from: source)
+            try apply(invitations.decide(.busy(busy, from: source)))
         case .secure(let secure):
             try routeToSession(secure, source: source)
         }
@@ -97,7 +90,7 @@ extension Device {
     /// Charges an unsolicited datagram from `source` (section 7): an established peer's address or
     /// a session's address on its own budget, any other source on its IP address's budget and
     /// then on the budget all of them share.
-    private mutating func admit(_ source: PeerAddress) throws(ProtocolError) {
+    mutating func admit(_ source: PeerAddress) throws(ProtocolError) {
         let known =
             live.contains { $0.peerAddress == source } || lingering.contains { $0.peerAddress == source }
             || discovery.isEstablished(source)
@@ -117,7 +110,7 @@ extension Device {
     }
 
     /// Hands a handshake packet to its session; it must come from the session's peer address.
-    private mutating func routeToSession(_ packet: Packet, sessionID: UInt64, source: PeerAddress)
+    mutating func routeToSession(_ packet: Packet, sessionID: UInt64, source: PeerAddress)
         throws(ProtocolError)
     {
         try routeToSession(sessionID, type: packet.type, source: source) {
@@ -165,16 +158,10 @@ extension Device {
             if session.isHalfOpen {
                 halfOpen.update(session, at: halfOpenIndex)
             } else {
-                // Its CONFIRM verified: the half-open handshake becomes a candidate. An invitation
-                // of ours still awaiting ACCEPT is abandoned without an outcome: silently when it
-                // invited this very peer at this address (the tie-break's crossing INVITE),
-                // otherwise a tentative one as if unanswered (its peer may be a phantom).
+                // Its CONFIRM verified: the half-open handshake becomes a candidate, and our
+                // invitation may end for it.
                 halfOpen.remove(at: halfOpenIndex)
-                if isAwaitingAccept(from: session.peer, at: session.peerAddress) {
-                    if let invitationIndex { live.remove(at: invitationIndex) }
-                } else if isInvitingTentatively {
-                    abandonTentativeInvitation()
-                }
+                settle(.halfOpenCompleted(.init(peer: session.peer, address: session.peerAddress)))
                 live.append(session)
             }
             return
@@ -185,139 +172,6 @@ extension Device {
         }
         try admit(source)
         throw ProtocolError(.unknownSession, "no session \(sessionID)")
-    }
-
-    /// An INVITE of no existing session (PROTOCOL.md 5): refused, answered with a cookie, or
-    /// accepted as a half-open handshake.
-    private mutating func handleInvite(_ invite: HandshakePacket, from source: PeerAddress)
-        throws(ProtocolError)
-    {
-        guard invite.receiver == deviceID else {
-            // Tell the inviter at once that the id it holds for this address is not ours, rather
-            // than leave it waiting out a handshake; the answer is smaller than the INVITE.
-            context.send(
-                .busy(
-                    Busy(
-                        sessionID: invite.sessionID, sender: invite.receiver, receiver: invite.sender,
-                        reason: .staleID)),
-                to: .unicast(source))
-            throw ProtocolError(.unexpectedMessage, "INVITE addressed to \(invite.receiver)")
-        }
-        guard invite.sender != deviceID else { throw ProtocolError(.ownDatagram, "our own INVITE") }
-        guard closeReason == nil,
-            !discovery.prefersNotToAccept(
-                invite.sender, from: source, now: context.now)
-        else {
-            refuse(invite, from: source, reason: .unavailable)
-            return
-        }
-        if isAwaitingAccept(from: invite.sender, at: source) {
-            // Both invited each other (section 2): only the INVITE of the very peer we invite, from
-            // the address we invite it at, counts; the lower device id stays initiator.
-            if deviceID < invite.sender {
-                // We stay initiator; the peer most likely has not seen our INVITE (or needs it with
-                // its cookie), or it would have dropped its own: ours again now, not at the next
-                // back-off.
-                resendInvitationForCrossing()
-                return
-            }
-            // The peer stays initiator: we accept its INVITE, and our invitation goes on beside it
-            // until one of the two handshakes completes. Its id and address are in every BEACON, so
-            // the crossing INVITE may be a forger's, whose handshake never completes; abandoning
-            // ours for it let one spoofed datagram cancel the invitation.
-        } else if candidateCount >= Self.maxCandidates
-            || live.contains(where: {
-                !$0.isAwaitingAccept && ($0.peer == invite.sender || $0.peerAddress == source)
-            })
-        {
-            // Every candidate place is taken, or this peer already has a session: busy. Anyone else invites beside our sessions, even beside our invitation of a peer
-            // that may be a phantom: the first handshake to complete becomes a candidate (a phantom
-            // never does). Even an established peer's INVITE waits for its CONFIRM: its id is in
-            // every BEACON and an XX first message is any 32 bytes, so until then it may be a
-            // forger's (PROTOCOL.md 11.4). So does our invitee's own id from another address: the
-            // address we hold may be a racer's, whose BEACON in that name we heard first (PROTOCOL.md
-            // 4). And a peer that completed its handshake and stalls holds one candidate place, not
-            // the device (PROTOCOL.md 11.6, item 10).
-            refuse(invite, from: source, reason: .inSession)
-            discovery.refusedWhileBusy(invite.sender, context: context)
-            return
-        } else if live.isEmpty, halfOpen.isFresh(at: context.now) {
-            // A handshake that began alone completes within a round trip: let it.
-            refuse(invite, from: source, reason: .inSession)
-            discovery.refusedWhileBusy(invite.sender, context: context)
-            return
-        }
-        let cookieEchoed =
-            halfOpen.isUnderLoad && halfOpen.hasValidCookie(invite, from: source, context: &context)
-        if cookieEchoed { routability.prove(source, now: context.now) }
-        if halfOpen.isUnderLoad && !cookieEchoed {
-            // Under load, no state and no key for a source that has not shown it receives there.
-            let cookie = halfOpen.cookie(for: invite, from: source, context: &context)
-            context.send(
-                .busy(
-                    Busy(
-                        sessionID: invite.sessionID, sender: deviceID, receiver: invite.sender,
-                        reason: .retry,
-                        cookie: cookie)),
-                to: .unicast(source))
-            return
-        }
-        let session = try ExchangeSession.accept(invite, from: source, context: &context)
-        halfOpen.admit(session, context: context)
-    }
-
-    /// BUSY for the invitation we are making: believed only from the address we invited. A
-    /// refusal ends the invitation; BUSY(retry) sends the INVITE again with its cookie.
-    private mutating func handleBusy(_ busy: Busy, from source: PeerAddress) throws(ProtocolError) {
-        guard let index = invitationIndex, live[index].sessionID == busy.sessionID,
-            busy.sender == live[index].peer, busy.receiver == deviceID
-        else {
-            throw ProtocolError(
-                .unknownSession, "BUSY for session \(busy.sessionID), which we are not inviting")
-        }
-        guard live[index].peerAddress == source else {
-            throw ProtocolError(
-                .unexpectedMessage,
-                "BUSY for session \(busy.sessionID) from \(source), not the invited address")
-        }
-        switch busy.reason {
-        case .retry:
-            try live[index].retry(with: busy.cookie, context: &context)
-        case .inSession, .unavailable, .staleID:
-            // The invitation's first refusal is held; later ones change nothing, so that a forger
-            // cannot prolong the wait.
-            guard heldRefusal?.busy.sessionID != busy.sessionID,
-                let until = live[index].refusalHeldUntil(now: context.now)
-            else { return }
-            heldRefusal = HeldRefusal(busy: busy, until: until)
-        }
-    }
-
-    /// Believes a held refusal once its time came and the invitation it refused still awaits ACCEPT:
-    /// ends the invitation, then backs off from the peer (BUSY 1 or 2) or forgets its id at that
-    /// address (BUSY 4, another device answers there).
-    private mutating func applyHeldRefusal() {
-        guard let refusal = heldRefusal, context.now >= refusal.until else { return }
-        heldRefusal = nil
-        let busy = refusal.busy
-        guard let index = invitationIndex, live[index].sessionID == busy.sessionID else { return }
-        let session = live.remove(at: index)
-        switch busy.reason {
-        case .inSession, .unavailable:
-            context.emit(.peerBusy(busy.sender))
-            discovery.peerBusy(busy.sender, context: &context)
-        case .staleID:
-            discovery.forget(busy.sender, at: session.peerAddress, context: &context)
-        case .retry:
-            preconditionFailure("BUSY(retry) is followed at once, never held")
-        }
-    }
-
-    /// Whether our invitation of `peer` at `address` still waits for its ACCEPT: the one case where
-    /// an INVITE from that peer at that address is a crossing INVITE (PROTOCOL.md 2).
-    func isAwaitingAccept(from peer: DeviceID, at address: PeerAddress) -> Bool {
-        guard let invitationIndex else { return false }
-        return live[invitationIndex].peer == peer && live[invitationIndex].peerAddress == address
     }
 
     // MARK: - The session table
@@ -332,11 +186,12 @@ extension Device {
     /// invitation.
     var candidateCount: Int { live.count - (invitationIndex == nil ? 0 : 1) }
 
-    /// Whether the device invites its next peer when one is due: it is open, holds no invitation
-    /// already, has a candidate place free, and no fresh half-open handshake is completing.
+    /// Whether the device invites its next peer when one is due, by the rule of ``InvitationArbiter``.
     var mayInvite: Bool {
-        closeReason == nil && invitationIndex == nil && candidateCount < Self.maxCandidates
-            && !halfOpen.isFresh(at: context.now) && discovery.hasPeerBesides(live)
+        InvitationArbiter.mayInvite(
+            isClosed: closeReason != nil, isInviting: invitationIndex != nil, candidateCount: candidateCount,
+            hasFreshHalfOpen: halfOpen.isFresh(at: context.now),
+            hasPeerToInvite: discovery.hasPeerBesides(live))
     }
 
     /// The live session a snapshot shows: the one moving cards, else the first one whose question
@@ -351,12 +206,6 @@ extension Device {
         return best
     }
 
-    /// Sends our invitation's INVITE again for a crossing INVITE (PROTOCOL.md 2).
-    private mutating func resendInvitationForCrossing() {
-        guard let invitationIndex else { return }
-        live[invitationIndex].resendInviteForCrossing(context: &context)
-    }
-
     /// Whether we wait for ACCEPT from a peer that never completed a handshake with us: a tentative
     /// invitation, which may be a phantom's (even one kept alive until established), keeps us neither
     /// busy to others nor from other candidates (PROTOCOL.md 5).
@@ -367,45 +216,14 @@ extension Device {
         return !discovery.isVerified(peer: live[invitationIndex].peer)
     }
 
-    /// Ends a tentative invitation without an outcome. If the INVITE went out `unansweredAfter`
-    /// times without an answer, as an unanswered one (the peer it named ranks last from now on, as
-    /// a phantom should); sooner, silently: the peer has not failed to answer yet, we only went
-    /// elsewhere, and a real peer on a lossy link must not be blamed for it.
-    mutating func abandonTentativeInvitation(unansweredAfter: Int = Self.unansweredTransmissions) {
-        guard let invitationIndex else { return }
-        let session = live.remove(at: invitationIndex)
-        if (session.inviteTransmissions ?? 0) >= unansweredAfter {
-            discovery.invitationUnanswered(to: session.peer, at: session.peerAddress, context: &context)
-        }
-    }
-
-    /// INVITE transmissions without an answer after which a tentative invitation given up counts as
-    /// unanswered: 750 ms with the default retransmission schedule.
-    static let unansweredTransmissions = 3
-
-    /// The same while another candidate ranks as near as the invitee (both within the gate band's
-    /// far edge): 250 ms, one INVITE's wait. Which of such peers is the device held against ours is
-    /// a draw, and a forger's phantoms claiming our spot tie with it (PROTOCOL.md 11.6 item 6), so
-    /// each wrong draw costs one wait, not three.
-    static let unansweredTransmissionsAmongEquals = 2
-
-    private mutating func refuse(_ invite: HandshakePacket, from source: PeerAddress, reason: BusyReason) {
-        context.send(
-            .busy(
-                Busy(sessionID: invite.sessionID, sender: deviceID, receiver: invite.sender, reason: reason)),
-            to: .unicast(source))
-    }
-
     /// Runs due timers of the discovery session, the live sessions and lingering sessions.
     mutating func runTimers() {
         // Before the exchange's own timer: a refusal held until the INVITE's retransmission replaces it.
-        applyHeldRefusal()
-        // Busy to others only once no candidate place is free: a stalled session holds one place,
-        // and the device stays open to the peer held against it.
-        // A device holding a session (even an invitation of a peer it met before) sends no QUERY.
-        let quiet = candidateCount > 0 || (invitationIndex != nil && !isInvitingTentatively)
-        discovery.runTimers(
-            busy: candidateCount >= Self.maxCandidates, quiet: quiet, context: &context)
+        if heldRefusal != nil { settle(.timersDue) }
+        let announcement = InvitationArbiter.announcement(
+            candidateCount: candidateCount, isInviting: invitationIndex != nil,
+            isTentative: isInvitingTentatively)
+        discovery.runTimers(busy: announcement.saysBusy, quiet: announcement.sendsNoQuery, context: &context)
         for index in live.indices where live[index].isProbeDue(context: context) {
             // A PROBE again only as the host's credit allows: its next BEACON brings more.
             if routability.spend(
@@ -431,7 +249,7 @@ extension Device {
         let focused = focus.map { live[$0].sessionID }
         for index in live.indices { live[index].closeAtDeviceLimit(context: &context) }
         let cut = takeOutcomes(closingDevice: true, focused: focused)
-        closeDevice(reasonAtLimit(cut: cut))
+        closeDevice(discovery.ended.reasonAtLimit(cut: cut))
     }
 
     /// Closes the live session as the owner's cancellation (``ExchangeSession/cancelByOwner(context:)``),
@@ -442,27 +260,6 @@ extension Device {
         for index in live.indices { live[index].cancelByOwner(context: &context) }
         takeOutcomes(closingDevice: true, focused: focused)
         closeDevice(.declined(by: .local))
-    }
-
-    /// Why the device closes at its overall limit, most informative first: the latest error a
-    /// session of the run ended with (a peer broke a rule, which trying again will not mend); else
-    /// the reason the live session was closed with at the limit (`cut`), unless it was a handshake
-    /// and the last session ended out of range; else `out of range` if the last session ended so;
-    /// else `timeout: no exchange`.
-    ///
-    /// A handshake cut at the limit is a new attempt that had no time to say anything, while an
-    /// out-of-range session measured the peer: two devices whose limits fall a few milliseconds
-    /// apart, the later one inviting the other again just as it closed, should both say why they
-    /// did not pair.
-    func reasonAtLimit(cut: CloseReason?) -> CloseReason {
-        if let lastError { return lastError }
-        let measured: CloseReason? =
-            switch lastFailure {
-            case .outOfRange, .declined, .timeout(.consent): lastFailure
-            case .exchanged, .timeout, .error, nil: nil
-            }
-        if let cut, !(cut == .timeout(.handshake) && measured != nil) { return cut }
-        return measured ?? .timeout(.noExchange)
     }
 
     /// Acts on decided session outcomes: an exchange ends the device, and so does our user's own
@@ -479,42 +276,23 @@ extension Device {
                 preconditionFailure("outcome of session \(outcome.sessionID), which is not live")
             }
             let session = live.remove(at: index)
-            if case .error = outcome.reason { lastError = outcome.reason }
             if closingDevice || closeReason != nil {
                 // The device closes, or closed: its sessions end with it, unreported, and the peer
                 // it shows stays the one of the session that ended it (or the one it showed).
-                if outcome.sessionID == focused {
-                    cut = outcome.reason
-                    lastPeer = outcome.peer
-                }
+                let shown = outcome.sessionID == focused
+                if shown { cut = outcome.reason }
+                discovery.sessionEnded(outcome, of: session, as: .withDevice(shown: shown), context: &context)
             } else if outcome.endsDevice
                 && (outcome.reason == .exchanged || !live.contains(where: { !$0.isAwaitingAccept }))
             {
-                lastPeer = outcome.peer
+                discovery.sessionEnded(outcome, of: session, as: .endsDevice, context: &context)
                 closeDevice(outcome.reason)
                 // Every other live session ends as our decline: one exchange ends the run, and a
                 // peer still moving cards beside it is told at once.
                 for index in live.indices { live[index].cancelByOwner(context: &context) }
             } else {
-                lastPeer = outcome.peer
-                // An unanswered invitation says less than what an earlier session measured.
-                if outcome.reason != .timeout(.handshake) || lastFailure == nil {
-                    lastFailure = outcome.reason
-                }
                 context.emit(.sessionEnded(peer: outcome.peer, reason: outcome.reason))
-                if session.isInitiator, outcome.reason == .timeout(.handshake) {
-                    // Neither ACCEPT nor BUSY came from the address we invited.
-                    discovery.invitationUnanswered(
-                        to: outcome.peer, at: session.peerAddress, context: &context)
-                } else {
-                    discovery.sessionFailed(with: outcome.peer, context: &context)
-                    if session.handshakeCompleted {
-                        discovery.hostSessionFailed(at: session.peerAddress, context: context)
-                    }
-                    if outcome.reason.isPeerFault {
-                        discovery.peerFaulted(at: session.peerAddress, context: &context)
-                    }
-                }
+                discovery.sessionEnded(outcome, of: session, as: .reported, context: &context)
             }
             if session.nextDeadline != nil { lingering.append(session) }
         }
@@ -531,42 +309,23 @@ extension Device {
         }
         takeOutcomes()
         discovery.setEngaged(live)
-        // The peer we wait on may be a phantom. Go elsewhere if it is a newcomer and another peer
-        // became established or was heard more often, or if three INVITEs to it went unanswered
-        // while another peer waits (PROTOCOL.md 5, "Tentative invitations").
+        // The peer we wait on may be a phantom: go elsewhere? (Ranked only while it may be one.)
         if isInvitingTentatively, let invitationIndex {
-            let invitee = live[invitationIndex].peer
-            let newcomer = !discovery.isEstablished(peer: invitee)
-            let transmissions = live[invitationIndex].inviteTransmissions ?? 0
-            let unanswered = transmissions >= Self.unansweredTransmissions
-            if transmissions >= Self.unansweredTransmissionsAmongEquals
-                && discovery.hasEquallyNearCandidate(than: invitee, context: context)
-            {
-                abandonTentativeInvitation(unansweredAfter: Self.unansweredTransmissionsAmongEquals)
-            } else if newcomer
-                && (discovery.hasEstablishedCandidate(now: context.now)
-                    || discovery.hasBetterHeardCandidate(than: invitee, now: context.now))
-                || unanswered && discovery.hasOtherCandidate(than: invitee, now: context.now)
-            {
-                abandonTentativeInvitation()
-            }
+            settle(.outcomesTaken(tentativeRanking(of: live[invitationIndex].peer)))
         }
-        // No half-open handshake waits beside a secured session of the same pair: it is the other
-        // handshake of a crossing, or a forger's in its name.
         if !halfOpen.sessions.isEmpty {
-            let secured = live.filter(\.isSecured)
-            halfOpen.removeAll { half in
-                secured.contains { $0.peer == half.peer || $0.peerAddress == half.peerAddress }
-            }
+            settle(
+                .settled(
+                    halfOpen: halfOpen.sessions.map { .init(peer: $0.peer, address: $0.peerAddress) },
+                    secured: live.compactMap {
+                        $0.isSecured ? .init(peer: $0.peer, address: $0.peerAddress) : nil
+                    }))
         }
         // After a session ended, so that a limit that passed during it applies now, not one call later.
         enforceOverallLimit()
         if !lingering.isEmpty { lingering.removeAll { $0.nextDeadline == nil } }
         if lingering.count > Self.maxLingering { lingering.removeFirst(lingering.count - Self.maxLingering) }
-        // A refusal outlives neither the invitation it refused nor that invitation's wait for ACCEPT.
-        if let refusal = heldRefusal, invitationIndex.map({ live[$0].sessionID }) != refusal.busy.sessionID {
-            heldRefusal = nil
-        }
+        if heldRefusal != nil { settle(.inputHandled) }
         if mayInvite, let invitee = discovery.nextInvitee(context: &context) {
             // An address that has not proved it receives gets a PROBE first, paid by what its host
             // sent us lately; the INVITE waits for the echo (PROTOCOL.md 5, "Return routability").

@@ -32,8 +32,8 @@ public struct Device {
     let overallLimitAt: Instant
     var discovery: DiscoverySession
     /// The live sessions, whose outcome is not yet decided: at most one invitation of ours awaiting
-    /// ACCEPT, and up to ``maxCandidates`` secured sessions (PROTOCOL.md 5, "Candidates"); every
-    /// agreed one may transfer, and the first exchange ends the device.
+    /// ACCEPT, and up to ``InvitationArbiter/maxCandidates`` secured sessions (PROTOCOL.md 5,
+    /// "Candidates"); every agreed one may transfer, and the first exchange ends the device.
     var live: [ExchangeSession] = []
     /// A BUSY for our invitation, believed only if the invitee's ACCEPT has not come by its end.
     var heldRefusal: HeldRefusal?
@@ -42,11 +42,6 @@ public struct Device {
     /// Sessions that ended and are still closing or draining; bounded.
     var lingering: [ExchangeSession] = []
     var closeReason: CloseReason?
-    var lastPeer: DeviceID?
-    var lastFailure: CloseReason?
-    /// The latest error a session of this run ended with: what the device reports if its overall
-    /// limit passes without an exchange.
-    var lastError: CloseReason?
     /// Budgets of unsolicited datagrams (PROTOCOL.md section 7).
     var admission: Admission
     /// Devices of another protocol version already reported, oldest first; bounded.
@@ -57,10 +52,6 @@ public struct Device {
 
     /// Sessions kept closing or draining after they ended.
     static let maxLingering = 4
-
-    /// Secured sessions held at once up to consent: one peer that stalls, or several, cannot keep
-    /// the device from the one held against it (PROTOCOL.md 5, "Candidates").
-    static let maxCandidates = 3
 
     /// Creates a device and starts its discovery session at `now`.
     ///
@@ -91,7 +82,8 @@ public struct Device {
         self.admission = Admission(
             limits: configuration.limits,
             // The table, the live sessions (the candidates and our invitation) and those closing.
-            knownSources: configuration.limits.maxPeers + Self.maxCandidates + 1 + Self.maxLingering)
+            knownSources: configuration.limits.maxPeers + InvitationArbiter.maxCandidates + 1
+                + Self.maxLingering)
         runTimers()
     }
 
@@ -238,7 +230,7 @@ public struct Device {
     /// A display snapshot.
     public var snapshot: DeviceSnapshot {
         var snapshot = DeviceSnapshot(
-            stage: .discovering, deviceID: deviceID, peer: lastPeer, distanceCm: nil,
+            stage: .discovering, deviceID: deviceID, peer: discovery.ended.lastPeer, distanceCm: nil,
             bearingDeg: nil, sentChunks: 0, totalSendChunks: 0, receivedChunks: 0, totalReceiveChunks: 0,
             peersSeen: discovery.peerCount, closeReason: closeReason)
         if let focus { live[focus].fill(&snapshot) }

@@ -4,7 +4,7 @@
 /// one, and it arrives before the invitee's ACCEPT. Only the invitee can answer ACCEPT, so the
 /// invitation keeps waiting for it a little: if ACCEPT comes, the handshake goes on and the BUSY is
 /// dropped; if not, the refusal applies when the hold ends (PROTOCOL.md 5, "Refusals").
-struct HeldRefusal {
+struct HeldRefusal: Equatable {
     /// The BUSY, already matched against the invitation: its session, both ids and its source.
     let busy: Busy
     /// When the refusal applies, unless ACCEPT came first.

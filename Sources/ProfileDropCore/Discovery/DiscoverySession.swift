@@ -2,13 +2,16 @@
 /// answers to others' QUERYs), the ``PeerTable`` (peers heard, in two tiers), the
 /// ``InviteeRanking`` (whom to invite next, whose invitation to refuse) and the ``HostReputation``
 /// (back-offs and failure counts per host). This type routes each input to the parts it concerns,
-/// in the order the protocol's random draws fix, and closes them together.
+/// in the order the protocol's random draws fix, and closes them together. It also keeps what the
+/// device's ended sessions leave (``EndedSessions``), which it learns with the back-offs they set.
 struct DiscoverySession {
     private(set) var announcer: Announcer
     private(set) var table: PeerTable
     private(set) var ranking: InviteeRanking
     private(set) var reputation = HostReputation()
     private(set) var isClosed = false
+    /// What the device's ended sessions leave: the peer it shows, why it did not pair.
+    private(set) var ended = EndedSessions()
     private var lifetime: Duration = .seconds(15)
 
     init(deviceID: DeviceID, port: UInt16, context: inout SessionContext) {
@@ -187,6 +190,24 @@ struct DiscoverySession {
         }
         sessionFailed(with: peer, context: &context)
         table.enforceUnverifiedCap(context.limits, pose: announcer.pose)
+    }
+
+    /// Takes the outcome of `session`, which the device took as `ending`: noted in ``ended``, and a
+    /// reported end backs off from the peer (PROTOCOL.md 5, "Back-off" and "Faulty hosts"), or
+    /// counts an invitation unanswered when neither ACCEPT nor BUSY came from the address we invited.
+    mutating func sessionEnded(
+        _ outcome: SessionOutcome, of session: ExchangeSession, as ending: EndedSessions.Ending,
+        context: inout SessionContext
+    ) {
+        ended.record(outcome, as: ending)
+        guard ending == .reported else { return }
+        if session.isInitiator, outcome.reason == .timeout(.handshake) {
+            invitationUnanswered(to: outcome.peer, at: session.peerAddress, context: &context)
+        } else {
+            sessionFailed(with: outcome.peer, context: &context)
+            if session.handshakeCompleted { hostSessionFailed(at: session.peerAddress, context: context) }
+            if outcome.reason.isPeerFault { peerFaulted(at: session.peerAddress, context: &context) }
+        }
     }
 
     /// Backs off from `peer` after a session that ended without an exchange.

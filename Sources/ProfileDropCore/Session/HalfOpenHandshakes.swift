@@ -73,9 +73,9 @@ struct HalfOpenHandshakes {
     /// Takes out the handshake at `index`, which completed.
     mutating func remove(at index: Int) { sessions.remove(at: index) }
 
-    /// Drops the half-open handshakes `shouldDrop` picks.
-    mutating func removeAll(where shouldDrop: (ExchangeSession) -> Bool) {
-        sessions.removeAll(where: shouldDrop)
+    /// Drops the half-open handshakes at `offsets` of ``sessions``.
+    mutating func remove(atOffsets offsets: [Int]) {
+        sessions = sessions.indices.filter { !offsets.contains($0) }.map { sessions[$0] }
         if sessions.isEmpty { freshUntil = nil }
     }
 
@@ -149,15 +149,18 @@ struct HalfOpenHandshakes {
     }
 
     /// Whether `invite` carries a cookie we handed its source for it, in this time bucket or the
-    /// previous one. Compared in constant time.
-    mutating func hasValidCookie(
-        _ invite: HandshakePacket, from source: PeerAddress, context: inout SessionContext
-    ) -> Bool {
-        guard invite.cookie.count == WireConstants.cookieLength else { return false }
-        let current = Self.bucket(context.now, context.timeouts)
+    /// previous one. Compared in constant time. Before the secret is drawn no cookie was handed out,
+    /// so none is valid; the secret is drawn by the first ``cookie(for:from:context:)``.
+    func hasValidCookie(_ invite: HandshakePacket, from source: PeerAddress, now: Instant, timeouts: Timeouts)
+        -> Bool
+    {
+        guard let secret, invite.cookie.count == WireConstants.cookieLength else { return false }
+        let current = Self.bucket(now, timeouts)
         var valid = false
         for bucket in [current, current &- 1] where bucket <= current {
-            let expected = cookie(invite, from: source, bucket: bucket, random: &context.random)
+            let expected = Self.cookie(
+                secret: secret, bucket: bucket, source: source, sessionID: invite.sessionID,
+                sender: invite.sender, receiver: invite.receiver)
             var difference: UInt8 = 0
             for (a, b) in zip(expected, invite.cookie) { difference |= a ^ b }
             if difference == 0 { valid = true }
