@@ -226,13 +226,7 @@ extension Device {
         discovery.runTimers(busy: announcement.saysBusy, quiet: announcement.sendsNoQuery, context: &context)
         for index in live.indices where live[index].isProbeDue(context: context) {
             // A PROBE again only as the host's credit allows: its next BEACON brings more.
-            if routability.spend(
-                WireConstants.probeSize, toHost: live[index].peerAddress.ipv4, now: context.now)
-            {
-                live[index].sendProbeAgain(context: &context)
-            } else {
-                context.counters.probesWithoutCredit += 1
-            }
+            if payForProbe(to: live[index].peerAddress) { live[index].sendProbeAgain(context: &context) }
         }
         for index in live.indices { live[index].handleTimeout(context: &context) }
         halfOpen.runTimers(context: &context)
@@ -330,18 +324,25 @@ extension Device {
             // An address that has not proved it receives gets a PROBE first, paid by what its host
             // sent us lately; the INVITE waits for the echo (PROTOCOL.md 5, "Return routability").
             let proven = routability.isProven(invitee.address, now: context.now)
-            if proven
-                || routability.spend(WireConstants.probeSize, toHost: invitee.address.ipv4, now: context.now)
-            {
+            if proven || payForProbe(to: invitee.address) {
                 live.append(
                     ExchangeSession.initiate(
                         to: invitee.id, at: invitee.address, proven: proven, context: &context))
             } else {
-                context.counters.probesWithoutCredit += 1
                 // Its host sent nothing lately: try again once its next BEACON may have come.
                 discovery.inviteAt = context.now + context.timeouts.handshakeRetransmit
             }
         }
+    }
+
+    /// Pays for one PROBE to `address` from its host's credit (PROTOCOL.md 5, "Return
+    /// routability"); false, counted as a PROBE without credit, when the credit does not cover it.
+    private mutating func payForProbe(to address: PeerAddress) -> Bool {
+        guard routability.spend(WireConstants.probeSize, toHost: address.ipv4, now: context.now) else {
+            context.counters.probesWithoutCredit += 1
+            return false
+        }
+        return true
     }
 
     private mutating func closeDevice(_ reason: CloseReason) {
