@@ -248,7 +248,7 @@ struct MaliciousPeer: DatagramSpeaker {
         case .token(let token):
             session.peerToken = token
         case .inRange(let inRange):
-            if inRange { session.peerInRange = true }
+            session.takeInRange(inRange)
         case .consent(let decision, let offer):
             session.takeConsent(decision, offer: offer, maxChunks: 1024)
             session.peerInRange = true

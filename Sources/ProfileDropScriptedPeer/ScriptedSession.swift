@@ -19,7 +19,7 @@ package struct ScriptedSession {
     /// Our session; as responder, that of the device's INVITE once it came.
     package private(set) var sessionID: UInt64
     /// Every draw of ours after the first ones the owner made: ephemeral keys, PROOF, nonces.
-    package var random: DeterministicRandom
+    private var random: DeterministicRandom
     private let staticKey: X25519.PrivateKey
     private var noise: HandshakeState
     /// Noise message 1, written once: every INVITE of ours carries it.
@@ -29,9 +29,9 @@ package struct ScriptedSession {
     /// The ACCEPT we sent, as responder: sent again for every INVITE of the session.
     package private(set) var acceptDatagram: [UInt8]?
     /// The keys of both directions, once the handshake completed.
-    package private(set) var transport: NoiseTransport?
+    private var transport: NoiseTransport?
     /// The handshake's hash, which the verification code binds.
-    package private(set) var handshakeHash: [UInt8] = []
+    private var handshakeHash: [UInt8] = []
     /// The next SECURE packet number we use.
     package var nextPacketNumber: UInt64 = 0
 
@@ -55,12 +55,14 @@ package struct ScriptedSession {
 
     /// The device's token.
     package var peerToken: DiscoveryToken?
-    /// Whether we count the device as in range.
+    /// Whether we count the device as in range: its IN_RANGE came (or, for a peer that takes them
+    /// so, a frame only a device in range sends).
     package var peerInRange = false
     /// The device's decision.
     package private(set) var peerConsent: ConsentDecision?
-    /// The device's offer, and the chunks of its card we hold.
+    /// The device's offer: the first one it sent.
     package private(set) var peerOffer: CardOffer?
+    /// The chunks of the device's card we hold, one slot per chunk of its offer.
     package private(set) var peerChunks: [[UInt8]?] = []
     /// The digest of the device's card, once every chunk arrived (whether or not it matches).
     package private(set) var verifiedPeerCard: [UInt8]?
@@ -70,8 +72,9 @@ package struct ScriptedSession {
     private var ackedChunks: [Bool]
     /// Whether the device sent its IDENT.
     package private(set) var sawPeerIdent = false
-    /// As initiator: the device's commitment, and the nonce it revealed.
+    /// As initiator: the device's commitment.
     package private(set) var peerCommitment: [UInt8]?
+    /// As initiator: the nonce the device revealed.
     package private(set) var peerRevealed: [UInt8]?
     /// As responder: the device's NONCE.
     package private(set) var peerNonce: [UInt8]?
@@ -245,6 +248,11 @@ package struct ScriptedSession {
     }
 
     // MARK: - The device's frames
+
+    /// The device's IN_RANGE: once it said so, the device stays in range for us.
+    package mutating func takeInRange(_ inRange: Bool) {
+        if inRange { peerInRange = true }
+    }
 
     /// The device's CONSENT: its decision, and its offer the first time one comes, for which we hold
     /// room for at most `maxChunks` chunks.

@@ -260,7 +260,7 @@ public struct ScriptedPeer {
             let held = session.peerToken
             findings.check(held == nil || ranging.token == held, "the device's RANGING token differs")
         case .inRange(let inRange):
-            if inRange { session.peerInRange = true }
+            session.takeInRange(inRange)
         case .consent(let decision, let offer):
             session.takeConsent(decision, offer: offer)
         case .cardChunk(let index, let data):
