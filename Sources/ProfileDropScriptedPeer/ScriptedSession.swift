@@ -174,8 +174,7 @@ package struct ScriptedSession {
     /// As initiator, after ``readAccept(_:)``: CONFIRM (Noise message 3) carrying `parameters`, kept
     /// in ``confirmDatagram``; the handshake is complete.
     package mutating func confirm(with parameters: HandshakeParameters) throws -> [UInt8] {
-        let message = try noise.writeMessage(payload: parameters.encoded(), random: &random)
-        let datagram = handshakeDatagram(.confirm, message)
+        let datagram = try writeHandshake(.confirm, carrying: parameters)
         confirmDatagram = datagram
         handshakeHash = noise.handshakeHash
         transport = noise.split()
@@ -195,10 +194,16 @@ package struct ScriptedSession {
     /// As responder, after ``readInvite(_:)``: ACCEPT (Noise message 2) carrying `parameters`, kept
     /// in ``acceptDatagram``.
     package mutating func accept(with parameters: HandshakeParameters) throws -> [UInt8] {
-        let message = try noise.writeMessage(payload: parameters.encoded(), random: &random)
-        let datagram = handshakeDatagram(.accept, message)
+        let datagram = try writeHandshake(.accept, carrying: parameters)
         acceptDatagram = datagram
         return datagram
+    }
+
+    /// Our next Noise message, carrying `parameters`, in a `type` packet.
+    private mutating func writeHandshake(_ type: PacketType, carrying parameters: HandshakeParameters) throws
+        -> [UInt8]
+    {
+        handshakeDatagram(type, try noise.writeMessage(payload: parameters.encoded(), random: &random))
     }
 
     /// As responder: reads the device's CONFIRM (Noise message 3) and the parameters it carries; the
