@@ -50,12 +50,19 @@ let package = Package(
                 "ProfileDropCore", "ProfileDropCrypto", "ProfileDropNoise", "ProfileDropJSON",
                 "ProfileDropCardFile",
             ]),
+        // A protocol peer's secured session written against the wire and Noise API: the handshake,
+        // SECURE packets, and the rules for a device's frames. The fuzz harness's scripted peer and
+        // the adversaries' malicious peer each script what to send on it.
+        .target(
+            name: "ProfileDropScriptedPeer",
+            dependencies: ["ProfileDropCore", "ProfileDropCrypto", "ProfileDropNoise"]),
         // Adversaries against honest victims in the simulator's room: each kind, its run and its breach
         // rule, and the runner behind `simulate --attacks`.
         .target(
             name: "ProfileDropAdversaries",
             dependencies: [
                 "ProfileDropCore", "ProfileDropCrypto", "ProfileDropNoise", "ProfileDropSimulator",
+                "ProfileDropScriptedPeer",
             ]),
         // Real UDP sockets (IPv4/IPv6 multicast discovery, unicast exchange) and the loop that drives
         // a device on them.
@@ -105,7 +112,9 @@ let package = Package(
         // product, and the core tests replay the stored inputs and drive the scripted peer through it.
         .target(
             name: "FuzzSupport",
-            dependencies: ["ProfileDropCore", "ProfileDropNoise", "ProfileDropCrypto"],
+            dependencies: [
+                "ProfileDropCore", "ProfileDropNoise", "ProfileDropCrypto", "ProfileDropScriptedPeer",
+            ],
             path: "Fuzz/Sources/FuzzSupport"),
 
         // Helpers shared by the test targets (seeded byte mutations, caught errors); no dependencies.

@@ -1,6 +1,6 @@
 import ProfileDropCore
 import ProfileDropCrypto
-import ProfileDropNoise
+import ProfileDropScriptedPeer
 import ProfileDropSimulator
 
 /// How a ``MaliciousPeer`` misbehaves once it holds an authenticated session with its victim.
@@ -48,21 +48,17 @@ enum MaliciousBehaviour: Sendable, Equatable {
     var offersTooMuch: Bool { self == .oversize || self == .withholdCloseAck }
 }
 
-/// A malicious authenticated peer, written against the public wire and Noise API only (the
-/// simulator does not depend on the fuzz package, whose `ScriptedPeer` it follows): it invites its
-/// victim, completes the XX handshake with a key of its own, and speaks the secured protocol
-/// honestly as initiator (token, identity as a stranger, ranging from 7 cm in front of the victim,
-/// the verification nonce, consent, its card, acknowledgements), except for what its
-/// ``MaliciousBehaviour`` changes.
+/// A malicious authenticated peer, on the `ScriptedSession` the fuzz harness's scripted peer also
+/// speaks through: it invites its victim, completes the XX handshake with a key of its own, and
+/// speaks the secured protocol honestly as initiator (token, identity as a stranger, ranging from
+/// 7 cm in front of the victim, the verification nonce, consent, its card, acknowledgements),
+/// except for what its ``MaliciousBehaviour`` changes.
 ///
 /// It never beacons, so nobody else invites it. It stops for good once the victim closes the
 /// session (it acknowledges the CLOSE) or it gave up the handshake; it invites only once.
 struct MaliciousPeer: DatagramSpeaker {
     let behaviour: MaliciousBehaviour
-    let deviceID: DeviceID
-    let target: DeviceID
     let targetAddress: PeerAddress
-    let sessionID: UInt64
     /// Our claimed pose: 7 cm in front of the victim, facing it.
     let pose = VictimPair.poses[1]
     /// The interval of honest control packets: the victim's ranging interval.
@@ -73,37 +69,14 @@ struct MaliciousPeer: DatagramSpeaker {
     /// How often a slow behaviour sends its one packet: under the victim's idle time.
     static let slowInterval: Duration = .seconds(4)
 
-    private var noise: HandshakeState
-    private var random: DeterministicRandom
-    private var transport: NoiseTransport?
-    private var confirmDatagram: [UInt8]?
-    private var nextPacketNumber: UInt64 = 0
+    /// The handshake, our keys and card, and what each side told the other.
+    private var session: ScriptedSession
     private var rangingSequence: UInt32 = 0
     private var ticks = 0
     private var inviteAt: Instant?
     private var invites = 0
     private var tickAt: Instant?
-
-    private let card: [UInt8]
-    private let offer: CardOffer
-    private let token: DiscoveryToken
-    private let ident: [UInt8]
-    private let bondShare: [UInt8]
-    private var proof: [UInt8]?
-    private var sawPeerIdent = false
-    private var peerToken: DiscoveryToken?
-    private var peerInRange = false
-    private var peerConsent: ConsentDecision?
-    private var peerOffer: CardOffer?
-    private var peerChunks: [[UInt8]?] = []
-    private var verifiedPeerCard: [UInt8]?
-    private var peerReceipts: Receipts = []
-    private var ackedChunks: [Bool]
-    private var peerCommitment: [UInt8]?
-    private var nonce: [UInt8]?
-    private var peerRevealed: [UInt8]?
-    private var handshakeHash: [UInt8] = []
-    private var sawPeerBond = false
+    private var inviteDatagram: [UInt8]?
     /// The slow transfer's next chunk.
     private var slowChunk = 0
     private var outbox: [OutgoingDatagram] = []
@@ -120,8 +93,12 @@ struct MaliciousPeer: DatagramSpeaker {
     /// After the victim's first CLOSE: the datagrams each side sent the other, and when the
     /// victim's last one arrived.
     private(set) var afterClose = (sent: 0, received: 0, lastReceivedAt: Instant?.none)
+    /// Our device id.
+    var deviceID: DeviceID { session.deviceID }
+    /// The victim's device id.
+    var target: DeviceID { session.target }
     /// The verification code, once the victim revealed its nonce.
-    private(set) var code: String?
+    var code: String? { session.code }
     /// Datagrams we sent.
     private(set) var sentDatagrams = 0
     /// The IDENT and PROOF we send in place of our own: taken from another session, to replay
@@ -142,36 +119,32 @@ struct MaliciousPeer: DatagramSpeaker {
         seedMaterial: [UInt8], inviteAt: Instant, deviceID: DeviceID? = nil
     ) {
         self.behaviour = behaviour
-        self.target = target
         self.targetAddress = targetAddress
         self.inviteAt = inviteAt
         var random = DeterministicRandom(seedMaterial: seedMaterial)
         let drawn = DeviceID(rawValue: random.nextUInt64())
-        self.deviceID = deviceID ?? drawn
-        sessionID = random.nextUInt64()
+        let sessionID = random.nextUInt64()
         let key = X25519.PrivateKey(using: &random)
-        token = DiscoveryToken(random.bytes(DiscoveryToken.length))
-        ident = random.bytes(WireConstants.identityFieldLength)
-        bondShare = random.bytes(WireConstants.identityFieldLength)
-        let honest = card.encoded()
+        let token = DiscoveryToken(random.bytes(DiscoveryToken.length))
+        let ident = random.bytes(WireConstants.identityFieldLength)
+        let bondShare = random.bytes(WireConstants.identityFieldLength)
+        let bytes: [UInt8]
         switch behaviour {
         case .slowTransfer:
             // As large as the victim takes: random bytes, whose digest we offer.
-            self.card = random.bytes(Limits().maxCardBytes)
+            bytes = random.bytes(Limits().maxCardBytes)
         case .oversize, .badIndex, .badDigest, .fakeAck, .neverAck, .falseSack, .consentStall, .slowloris,
             .withholdCloseAck, .falseReceipt, .earlyDecline, .withholdInRange, .lateDecline:
-            self.card = honest
+            bytes = card.encoded()
         }
-        let length =
-            behaviour.offersTooMuch ? UInt32(Limits().maxCardBytes + 1) : UInt32(self.card.count)
-        offer = CardOffer(
+        let length = behaviour.offersTooMuch ? UInt32(Limits().maxCardBytes + 1) : UInt32(bytes.count)
+        let offer = CardOffer(
             length: length, chunkSize: UInt16(WireConstants.chunkSize),
-            digest: BLAKE2b.hash(self.card, outputLength: WireConstants.digestLength))
-        ackedChunks = Array(repeating: false, count: offer.chunkCount)
-        self.random = random
-        noise = HandshakeRules.handshake(
-            role: .initiator, sessionID: sessionID, initiator: self.deviceID, responder: target,
-            staticKey: key)
+            digest: BLAKE2b.hash(bytes, outputLength: WireConstants.digestLength))
+        session = ScriptedSession(
+            isResponder: false, deviceID: deviceID ?? drawn, target: target, sessionID: sessionID,
+            staticKey: key, token: token, ident: ident, bondShare: bondShare, card: bytes, offer: offer,
+            random: random)
     }
 
     var nextDeadline: Instant? {
@@ -200,7 +173,7 @@ struct MaliciousPeer: DatagramSpeaker {
     // MARK: - Handshake
 
     private mutating func sendInvite(at time: Instant) {
-        guard transport == nil else {
+        guard !session.isSecured else {
             inviteAt = nil
             return
         }
@@ -211,27 +184,14 @@ struct MaliciousPeer: DatagramSpeaker {
             return
         }
         if invites == 0 {
-            guard let message = try? noise.writeMessage(payload: [], random: &random) else {
+            guard let message = session.inviteNoiseMessage() else {
                 preconditionFailure("the first XX message needs nothing but randomness")
             }
-            inviteDatagram = handshake(.invite, message)
+            inviteDatagram = session.handshakeDatagram(.invite, message)
         }
         invites += 1
         if let inviteDatagram { queue(inviteDatagram) }
         inviteAt = time + .milliseconds(250) * (1 << (invites - 1))
-    }
-
-    private var inviteDatagram: [UInt8]?
-
-    private func handshake(_ type: PacketType, _ message: [UInt8]) -> [UInt8] {
-        let packet = HandshakePacket(
-            sessionID: sessionID, sender: deviceID, receiver: target, noiseMessage: message)
-        switch type {
-        case .invite: return Packet.invite(packet).encoded()
-        case .confirm: return Packet.confirm(packet).encoded()
-        case .beacon, .query, .accept, .busy, .secure, .probe, .probeAck:
-            preconditionFailure("we send no \(type)")
-        }
     }
 
     private mutating func queue(_ bytes: [UInt8]) {
@@ -247,39 +207,27 @@ struct MaliciousPeer: DatagramSpeaker {
             return
         }
         switch packet {
-        case .accept(let accept) where accept.sessionID == sessionID && accept.sender == target:
-            if let confirmDatagram {
-                queue(confirmDatagram)
+        case .accept(let accept) where accept.sessionID == session.sessionID && accept.sender == target:
+            if let confirm = session.confirmDatagram {
+                queue(confirm)
                 return
             }
-            guard !noise.isComplete, !noise.isMyTurnToWrite,
-                let payload = try? noise.readMessage(accept.noiseMessage),
-                (try? HandshakeParameters(decoding: payload)) != nil
-            else { return }
             let ours = HandshakeParameters(maxCardBytes: UInt32(Limits().maxCardBytes), receiveWindow: 64)
-            guard let message = try? noise.writeMessage(payload: ours.encoded(), random: &random) else {
-                return
-            }
-            let confirm = handshake(.confirm, message)
-            confirmDatagram = confirm
+            guard session.awaitsHandshakeMessage, (try? session.readAccept(accept)) != nil,
+                let confirm = try? session.confirm(with: ours)
+            else { return }
             queue(confirm)
-            handshakeHash = noise.handshakeHash
-            transport = noise.split()
             securedAt = time
             inviteAt = nil
             tickAt = time
-        case .busy(let busy) where busy.sessionID == sessionID:
+        case .busy(let busy) where busy.sessionID == session.sessionID:
             // Taken: give up.
             endedAt = time
         case .probe(let probe):
             // Answered as an honest device does, so that the victim may invite it too.
             queue(Packet.probeAck(probe).encoded())
-        case .secure(let secure) where secure.sessionID == sessionID:
-            guard let transport,
-                let plaintext = try? transport.receiver.decrypt(
-                    nonce: secure.packetNumber, ad: secure.header, ciphertext: secure.ciphertext),
-                let frames = try? Frame.decodeAll(plaintext)
-            else { return }
+        case .secure(let secure) where secure.sessionID == session.sessionID:
+            guard let frames = try? session.open(secure) else { return }
             observed.append("SECURE " + IdentityReplayer.observable(frames))
             for frame in frames { absorb(frame, at: time) }
         case .beacon, .query, .invite, .accept, .confirm, .busy, .secure, .probeAck:
@@ -290,16 +238,7 @@ struct MaliciousPeer: DatagramSpeaker {
 
     /// Seals `frames` as our next SECURE packet and queues it.
     private mutating func send(_ frames: [Frame]) {
-        guard let transport else { return }
-        let plaintext = Frame.encode(frames)
-        let number = nextPacketNumber
-        nextPacketNumber += 1
-        let header = SecurePacket.header(
-            sessionID: sessionID, packetNumber: number,
-            ciphertextLength: plaintext.count + WireConstants.tagSize)
-        guard let ciphertext = try? transport.sender.encrypt(nonce: number, ad: header, plaintext: plaintext)
-        else { return }
-        queue(header + ciphertext)
+        if let datagram = session.seal(Frame.encode(frames)) { queue(datagram) }
     }
 
     // MARK: - The secured session
@@ -307,25 +246,16 @@ struct MaliciousPeer: DatagramSpeaker {
     private mutating func absorb(_ frame: Frame, at time: Instant) {
         switch frame {
         case .token(let token):
-            peerToken = token
+            session.peerToken = token
         case .inRange(let inRange):
-            if inRange { peerInRange = true }
+            session.takeInRange(inRange)
         case .consent(let decision, let offer):
-            peerConsent = decision
-            peerInRange = true
-            if let offer, peerOffer == nil {
-                peerOffer = offer
-                peerChunks = Array(repeating: nil, count: min(offer.chunkCount, 1024))
-            }
+            session.takeConsent(decision, offer: offer, maxChunks: 1024)
+            session.peerInRange = true
         case .cardChunk(let index, let data):
-            guard peerOffer != nil, Int(index) < peerChunks.count else { return }
-            peerChunks[Int(index)] = Array(data)
-            if verifiedPeerCard == nil, peerChunks.allSatisfy({ $0 != nil }) {
-                verifiedPeerCard = BLAKE2b.hash(
-                    peerChunks.flatMap { $0 ?? [] }, outputLength: WireConstants.digestLength)
-            }
+            session.takeChunk(index: index, data: data)
         case .cardSack(let sack):
-            for index in ackedChunks.indices where sack.covers(index) { ackedChunks[index] = true }
+            session.takeSack(sack)
         case .close where behaviour == .withholdCloseAck:
             // Never acknowledged: the ticks go on, each drawing the victim's CLOSE again.
             if victimClosedAt == nil { victimClosedAt = time }
@@ -335,23 +265,19 @@ struct MaliciousPeer: DatagramSpeaker {
             endedAt = time
             endedByClose = true
         case .receipt(let receipts):
-            peerReceipts = receipts
+            session.peerReceipts = receipts
         case .ident(let bytes):
             if peerIdentity.ident == nil { peerIdentity.ident = bytes }
-            sawPeerIdent = true
             // A stranger's PROOF: we recognise nobody.
-            if proof == nil { proof = random.bytes(WireConstants.identityFieldLength) }
+            session.takeIdent()
         case .commit(let commitment):
-            peerCommitment = commitment
-            peerInRange = true
-            if nonce == nil { nonce = random.bytes(VerificationCode.nonceLength) }
+            session.takeCommit(commitment)
+            session.peerInRange = true
         case .reveal(let revealed):
-            guard let nonce, peerRevealed == nil else { return }
-            peerRevealed = revealed
-            code = VerificationCode.code(
-                handshakeHash: handshakeHash, initiatorNonce: nonce, responderNonce: revealed)
+            // The first REVEAL only.
+            if session.peerRevealed == nil { session.takeReveal(revealed) }
         case .bond:
-            sawPeerBond = true
+            session.sawPeerBond = true
         case .proof(let bytes):
             if peerIdentity.proof == nil { peerIdentity.proof = bytes }
         case .ranging, .cardAck, .closeAck, .nonce:
@@ -368,7 +294,7 @@ struct MaliciousPeer: DatagramSpeaker {
         ticks += 1
         tickAt = time + Self.tick
         switch behaviour {
-        case .lateDecline where code != nil && peerInRange:
+        case .lateDecline where code != nil && session.peerInRange:
             // The code is known on both sides (the victim revealed): decline, then close.
             send(facts() + [.consent(.decline, nil), .close(CloseFrame(code: .declined))])
             endedAt = time
@@ -383,14 +309,14 @@ struct MaliciousPeer: DatagramSpeaker {
         case .slowloris:
             tickAt = time + Self.slowInterval
             rangingSequence += 1
-            send([.ranging(RangingFrame(sequence: rangingSequence, pose: pose, token: token))])
+            send([.ranging(RangingFrame(sequence: rangingSequence, pose: pose, token: session.token))])
             return
         case .slowTransfer where transferring:
             // Only what keeps the session alive: one packet every few seconds, with one chunk and
             // our outstanding facts.
             tickAt = time + Self.slowInterval
             send(facts())
-            if let chunk = chunk(slowChunk) {
+            if let chunk = session.chunk(slowChunk) {
                 send([chunk])
                 slowChunk += 1
             }
@@ -400,7 +326,7 @@ struct MaliciousPeer: DatagramSpeaker {
             break
         }
         rangingSequence += 1
-        send(facts() + [.ranging(RangingFrame(sequence: rangingSequence, pose: pose, token: token))])
+        send(facts() + [.ranging(RangingFrame(sequence: rangingSequence, pose: pose, token: session.token))])
         guard transferring else { return }
         switch behaviour {
         case .oversize, .withholdCloseAck:
@@ -408,15 +334,15 @@ struct MaliciousPeer: DatagramSpeaker {
             return
         case .badIndex:
             // A chunk past the end of our own offer.
-            let bogus = UInt16(clamping: offer.chunkCount + 3)
-            send([.cardChunk(index: bogus, data: card.prefix(Int(offer.chunkSize)))])
+            let bogus = UInt16(clamping: session.offer.chunkCount + 3)
+            send([.cardChunk(index: bogus, data: session.card.prefix(Int(session.offer.chunkSize)))])
             return
         case .badDigest, .fakeAck, .neverAck, .falseSack, .slowTransfer, .consentStall, .slowloris,
             .falseReceipt, .earlyDecline, .withholdInRange, .lateDecline:
             break
         }
-        for index in 0..<offer.chunkCount where !ackedChunks[index] {
-            guard case .cardChunk(let number, let data)? = chunk(index) else { continue }
+        for index in session.unacknowledgedChunks {
+            guard case .cardChunk(let number, let data)? = session.chunk(index) else { continue }
             // For the bad digest, the offered length with other bytes.
             send([
                 .cardChunk(
@@ -425,75 +351,61 @@ struct MaliciousPeer: DatagramSpeaker {
         }
     }
 
-    /// Chunk `index` of our card, if the card has it.
-    private func chunk(_ index: Int) -> Frame? {
-        let start = index * Int(offer.chunkSize)
-        guard index < offer.chunkCount, start < card.count else { return nil }
-        let end = min(card.count, start + Int(offer.chunkSize))
-        return .cardChunk(index: UInt16(index), data: card[start..<end])
-    }
-
     /// Whether both of us agreed: cards move.
     private var transferring: Bool {
-        decided && peerConsent != nil && peerConsent != .decline
+        decided && session.peerAgreed
     }
 
     /// Whether we send our decision: once the code is known and both are in range (never, for the
     /// consent stall).
     private var decided: Bool {
-        behaviour != .consentStall && behaviour != .lateDecline && ticks >= 4 && peerInRange && code != nil
+        behaviour != .consentStall && behaviour != .lateDecline && ticks >= 4 && session.peerInRange
+            && code != nil
     }
 
     /// Our facts the victim does not yet hold, and our receipts, as an honest initiator sends them.
     private func facts() -> [Frame] {
+        let peerReceipts = session.peerReceipts
         var frames: [Frame] = []
-        if !peerReceipts.contains(.token) { frames.append(.token(token)) }
-        if !peerReceipts.contains(.ident) { frames.append(.ident(replayedIdentity?.ident ?? ident)) }
-        if let proof, !peerReceipts.contains(.proof) {
+        if !peerReceipts.contains(.token) { frames.append(.token(session.token)) }
+        if !peerReceipts.contains(.ident) { frames.append(.ident(replayedIdentity?.ident ?? session.ident)) }
+        if let proof = session.proof, !peerReceipts.contains(.proof) {
             frames.append(.proof(replayedIdentity?.proof ?? proof))
         }
         let inRange = ticks >= 4 && behaviour != .withholdInRange
         if inRange && !peerReceipts.contains(.consent) { frames.append(.inRange(true)) }
-        if inRange, let nonce, peerRevealed == nil, !peerReceipts.contains(.verification) {
+        if inRange, let nonce = session.nonce, session.peerRevealed == nil,
+            !peerReceipts.contains(.verification)
+        {
             frames.append(.nonce(nonce))
         }
-        if decided && !peerReceipts.contains(.consent) { frames.append(.consent(.share, offer)) }
+        if decided && !peerReceipts.contains(.consent) { frames.append(.consent(.share, session.offer)) }
         if transferring && !peerReceipts.contains(.bond) {
-            frames.append(.bond(resolvingKey: ident, share: bondShare))
+            frames.append(.bond(resolvingKey: session.ident, share: session.bondShare))
         }
         switch behaviour {
         case .fakeAck:
             // The digest of the victim's offer, repeated from its CONSENT: no chunk needed.
-            if transferring, let peerOffer, !peerReceipts.contains(.cardAck) {
+            if transferring, let peerOffer = session.peerOffer, !peerReceipts.contains(.cardAck) {
                 frames.append(.cardAck(digest: peerOffer.digest))
             }
         case .neverAck, .falseSack:
             break
         case .oversize, .badIndex, .badDigest, .slowTransfer, .consentStall, .slowloris, .withholdCloseAck,
             .falseReceipt, .earlyDecline, .withholdInRange, .lateDecline:
-            if let verifiedPeerCard, !peerReceipts.contains(.cardAck) {
-                frames.append(.cardAck(digest: verifiedPeerCard))
+            if let verified = session.verifiedPeerCard, !peerReceipts.contains(.cardAck) {
+                frames.append(.cardAck(digest: verified))
             }
         }
-        if behaviour == .falseSack, let peerOffer {
+        if behaviour == .falseSack, let peerOffer = session.peerOffer {
             // Every chunk held, none needed.
             frames.append(
                 .cardSack(
                     CardSack(count: peerOffer.chunkCount, cumulative: peerOffer.chunkCount) { _ in true }))
-        } else if peerOffer != nil, behaviour != .fakeAck {
-            frames.append(
-                .cardSack(
-                    CardSack(count: peerChunks.count, cumulative: peerChunks.prefix { $0 != nil }.count) {
-                        peerChunks[$0] != nil
-                    }))
+        } else if behaviour != .fakeAck, let sack = session.sack {
+            frames.append(.cardSack(sack))
         }
-        var receipts: Receipts = []
-        if peerToken != nil { receipts.insert(.token) }
-        if peerConsent != nil { receipts.insert(.consent) }
-        if sawPeerIdent { receipts.insert(.ident) }
-        if peerRevealed != nil { receipts.insert(.verification) }
-        if sawPeerBond { receipts.insert(.bond) }
-        frames.append(.receipt(behaviour == .falseReceipt ? .all : receipts))
+        frames.append(.receipt(behaviour == .falseReceipt ? .all : session.receipts))
         return frames
     }
 }

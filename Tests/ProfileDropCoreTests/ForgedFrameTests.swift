@@ -140,8 +140,8 @@ func expectProtocolError(
     /// instead of its NONCE. The device never held a NONCE, so its peer learnt no code: no warning.
     @Test func aCommitFromTheInitiatorIsUnexpected() throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
-        run.run(until: .zero + .seconds(20)) { $0.peer.peerCommitment != nil }
-        let commitment = try #require(run.peer.peerCommitment)
+        run.run(until: .zero + .seconds(20)) { $0.peer.session.peerCommitment != nil }
+        let commitment = try #require(run.peer.session.peerCommitment)
         try run.endsInError(afterInjecting: [.commit(commitment)], .unexpectedMessage)
         #expect(run.interruptions.isEmpty)
         #expect(run.shownCodes.isEmpty)
@@ -150,9 +150,9 @@ func expectProtocolError(
     /// A NONCE while the device is still ranging, before it committed.
     @Test func aNonceBeforeOurCommitmentIsUnexpected() throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
-        run.run(until: .zero + .seconds(20)) { $0.peer.sawPeerIdent }
+        run.run(until: .zero + .seconds(20)) { $0.peer.session.sawPeerIdent }
         #expect(run.device.stage == .ranging)
-        #expect(run.peer.peerCommitment == nil)
+        #expect(run.peer.session.peerCommitment == nil)
         try run.endsInError(
             afterInjecting: [.nonce(Array(repeating: 0x4E, count: VerificationCode.nonceLength))],
             .unexpectedMessage)
@@ -166,7 +166,7 @@ func expectProtocolError(
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
         run.run(until: .zero + .seconds(20)) { $0.peer.code != nil }
         let code = try #require(run.peer.code)
-        let nonce = try #require(run.peer.nonce)
+        let nonce = try #require(run.peer.session.nonce)
         let ended = try run.endsInError(afterInjecting: [.reveal(nonce)], .unexpectedMessage)
         #expect(run.shownCodes == [code])
         #expect(run.interruptions.map(\.code) == [code])
@@ -178,7 +178,7 @@ func expectProtocolError(
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
         run.run(until: .zero + .seconds(20)) { $0.peer.code != nil }
         let code = try #require(run.peer.code)
-        var other = try #require(run.peer.nonce)
+        var other = try #require(run.peer.session.nonce)
         other[0] ^= 0xFF
         try run.endsInError(afterInjecting: [.nonce(other)], .unexpectedMessage)
         #expect(run.interruptions.map(\.code) == [code])
@@ -205,8 +205,8 @@ func expectProtocolError(
     @Test func aRevealThatDoesNotOpenTheCommitmentEndsThePairingLoudly() throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration(), peerInvites: false)
         run.peer.withheld = .reveal
-        run.run(until: .zero + .seconds(20)) { $0.peer.peerNonce != nil }
-        #expect(run.peer.peerNonce != nil)
+        run.run(until: .zero + .seconds(20)) { $0.peer.session.peerNonce != nil }
+        #expect(run.peer.session.peerNonce != nil)
         let ended = try run.endsInError(
             afterInjecting: [.reveal(Array(repeating: 0x52, count: VerificationCode.nonceLength))],
             .commitmentMismatch)
@@ -226,7 +226,7 @@ func expectProtocolError(
         #expect(ended.reason == .timeout(.verification))
         let waited = ended.time - consenting
         #expect(waited > .milliseconds(9500) && waited <= .seconds(10), "ended \(waited) after \(consenting)")
-        #expect(run.peer.peerNonce != nil, "the device sent its NONCE")
+        #expect(run.peer.session.peerNonce != nil, "the device sent its NONCE")
         #expect(run.peer.receivedClose == CloseFrame(code: .timeout))
         #expect(run.shownCodes.isEmpty)
         #expect(run.interruptions.count == 1)
@@ -245,7 +245,7 @@ func expectProtocolError(
         #expect(ended.reason == .timeout(.verification))
         let waited = ended.time - consenting
         #expect(waited > .milliseconds(9500) && waited <= .seconds(10), "ended \(waited) after \(consenting)")
-        #expect(run.peer.peerNonce == nil, "the device sent NONCE without a commitment")
+        #expect(run.peer.session.peerNonce == nil, "the device sent NONCE without a commitment")
         #expect(run.peer.receivedClose == CloseFrame(code: .timeout))
         #expect(run.interruptions.isEmpty)
         #expect(run.shownCodes.isEmpty)
@@ -259,7 +259,7 @@ func expectProtocolError(
     ])
     func aNonceFromTheResponderOrARevealBeforeOurNonceIsUnexpected(_ frame: Frame) throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration(), peerInvites: false)
-        run.run(until: .zero + .seconds(20)) { $0.peer.sawPeerIdent }
+        run.run(until: .zero + .seconds(20)) { $0.peer.session.sawPeerIdent }
         #expect(run.peer.isSecured)
         #expect(run.device.stage == .ranging)
         try run.endsInError(afterInjecting: [frame], .unexpectedMessage)
@@ -270,8 +270,8 @@ func expectProtocolError(
     @Test func aChangedCommitmentIsUnexpected() throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration(), peerInvites: false)
         run.peer.withheld = .reveal
-        run.run(until: .zero + .seconds(20)) { $0.peer.peerNonce != nil }
-        var other = try #require(run.peer.commitment)
+        run.run(until: .zero + .seconds(20)) { $0.peer.session.peerNonce != nil }
+        var other = try #require(run.peer.session.commitment)
         other[0] ^= 0xFF
         try run.endsInError(afterInjecting: [.commit(other)], .unexpectedMessage)
         #expect(run.interruptions.count == 1 && run.interruptions.first?.code == nil)
@@ -283,8 +283,8 @@ func expectProtocolError(
     /// A second IDENT that differs from the first: CLOSE(error 17).
     @Test func aSecondDifferentIdentIsUnexpected() throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
-        run.run(until: .zero + .seconds(20)) { $0.peer.peerReceipts.contains(.ident) }
-        var other = run.peer.ident
+        run.run(until: .zero + .seconds(20)) { $0.peer.session.peerReceipts.contains(.ident) }
+        var other = run.peer.session.ident
         other[0] ^= 0xFF
         try run.endsInError(afterInjecting: [.ident(other)], .unexpectedMessage)
     }
@@ -293,7 +293,7 @@ func expectProtocolError(
     @Test func aProofBeforeTheIdentIsUnexpected() throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
         run.peer.withheld = .ident
-        run.run(until: .zero + .seconds(20)) { $0.peer.sawPeerIdent }
+        run.run(until: .zero + .seconds(20)) { $0.peer.session.sawPeerIdent }
         try run.endsInError(
             afterInjecting: [.proof(Array(repeating: 0x50, count: 32))], .unexpectedMessage)
     }
@@ -306,7 +306,7 @@ func expectProtocolError(
     @Test func aDeclineBeforeOurCodeEndsOnlyTheSession() throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
         run.peer.withheld = .nonce
-        run.run(until: .zero + .seconds(20)) { $0.peer.sawPeerIdent }
+        run.run(until: .zero + .seconds(20)) { $0.peer.session.sawPeerIdent }
         run.inject([.consent(.decline, nil)])
         let ended = try run.firstSessionEnd()
         #expect(ended.reason == .timeout(.verification))
@@ -350,7 +350,7 @@ func expectProtocolError(
     @Test func aChangedConsentIsUnexpected() throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
         run.peer.withheld = .chunks
-        run.run(until: .zero + .seconds(20)) { $0.peer.peerReceipts.contains(.consent) }
+        run.run(until: .zero + .seconds(20)) { $0.peer.session.peerReceipts.contains(.consent) }
         try run.endsInError(afterInjecting: [.consent(.receiveOnly, nil)], .unexpectedMessage)
     }
 }
@@ -410,7 +410,7 @@ func expectProtocolError(
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
         switch stage {
         case .ranging:
-            run.run(until: .zero + .seconds(20)) { $0.peer.sawPeerIdent }
+            run.run(until: .zero + .seconds(20)) { $0.peer.session.sawPeerIdent }
             #expect(run.device.stage == .ranging)
         case .consenting:
             run.run(until: .zero + .seconds(20)) { $0.peer.code != nil }
@@ -446,7 +446,7 @@ func expectProtocolError(
     @Test(arguments: [CloseCode.outOfRange, .timeout])
     func aCloseAsOutOfRangeOrTimeoutEndsTheSessionAndCountsAFailure(code: CloseCode) throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
-        run.run(until: .zero + .seconds(20)) { $0.peer.sawPeerIdent }
+        run.run(until: .zero + .seconds(20)) { $0.peer.session.sawPeerIdent }
         run.inject([.close(CloseFrame(code: code)), .receipt([])])
         let ended = try run.firstSessionEnd()
         #expect(ended.reason == (code == .outOfRange ? .outOfRange : .timeout(.peerGaveUp)))
@@ -470,7 +470,7 @@ func expectProtocolError(
             run.run(until: .zero + .seconds(20)) { $0.inRangeAt != nil }
             run.run(until: run.now + .milliseconds(500))
         } else {
-            run.run(until: .zero + .seconds(20)) { $0.peer.sawPeerIdent }
+            run.run(until: .zero + .seconds(20)) { $0.peer.session.sawPeerIdent }
         }
         #expect((run.inRangeAt != nil) == consenting)
         #expect(run.shownCodes.isEmpty)
@@ -506,7 +506,7 @@ func expectProtocolError(
     ])
     func aCloseWithAnyErrorCodeEndsTheSession(wire: UInt16, shown: ProtocolError.Code) throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
-        run.run(until: .zero + .seconds(20)) { $0.peer.sawPeerIdent }
+        run.run(until: .zero + .seconds(20)) { $0.peer.session.sawPeerIdent }
         run.inject([.close(CloseFrame(code: .error, errorCode: wire)), .receipt([])])
         let ended = try run.firstSessionEnd()
         #expect(ended.reason == .error(ProtocolError(shown, "peer closed with error \(wire)")))
@@ -522,7 +522,7 @@ func expectProtocolError(
     /// A second TOKEN that differs from the first: CLOSE(error 13).
     @Test func aSecondDifferentTokenIsATokenMismatch() throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
-        run.run(until: .zero + .seconds(20)) { $0.peer.peerReceipts.contains(.token) }
+        run.run(until: .zero + .seconds(20)) { $0.peer.session.peerReceipts.contains(.token) }
         try run.endsInError(
             afterInjecting: [.token(DiscoveryToken(Array(0x10..<0x20)))], .tokenMismatch)
     }
@@ -531,7 +531,7 @@ func expectProtocolError(
     /// used (the token is checked first).
     @Test func aRangingWithAnotherTokenIsATokenMismatch() throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
-        run.run(until: .zero + .seconds(20)) { $0.peer.peerReceipts.contains(.token) }
+        run.run(until: .zero + .seconds(20)) { $0.peer.session.peerReceipts.contains(.token) }
         let ranging = RangingFrame(
             sequence: 1_000, pose: run.peer.pose, token: DiscoveryToken(Array(0x10..<0x20)))
         try run.endsInError(afterInjecting: [.ranging(ranging)], .tokenMismatch)
@@ -549,7 +549,7 @@ func expectProtocolError(
         #expect(ended.time - secured >= .seconds(3) && ended.time - secured <= .milliseconds(3250))
         #expect(run.peer.receivedClose == CloseFrame(code: .outOfRange))
         #expect(run.inRangeAt == nil)
-        #expect(run.peer.peerCommitment == nil, "the device committed without its own gate open")
+        #expect(run.peer.session.peerCommitment == nil, "the device committed without its own gate open")
         #expect(run.shownCodes.isEmpty && run.interruptions.isEmpty)
     }
 
@@ -564,13 +564,13 @@ func expectProtocolError(
         run.afterTick = { peer in
             let stale = RangingFrame(
                 sequence: peer.rangingSequence - 1, pose: Pose(x: 7, y: 0, heading: 180), token: peer.token)
-            peer.send([.ranging(stale), .ident(peer.ident)])
+            peer.send([.ranging(stale), .ident(peer.session.ident)])
         }
         let ended = try run.firstSessionEnd()
         #expect(ended.reason == .outOfRange)
         #expect(run.inRangeAt == nil)
         #expect(run.rejections.isEmpty, "\(run.rejections)")
-        #expect(run.peer.peerReceipts.contains(.ident))
+        #expect(run.peer.session.peerReceipts.contains(.ident))
     }
 
     /// The same stale packets with the sequence of the honest RANGING just sent (a duplicate) are
@@ -588,7 +588,9 @@ func expectProtocolError(
             // Our next honest RANGING must still be newer.
             peer.rangingSequence += ahead
         }
-        run.run(until: .zero + .seconds(8)) { !$0.endedSessions.isEmpty || $0.peer.peerCommitment != nil }
+        run.run(until: .zero + .seconds(8)) {
+            !$0.endedSessions.isEmpty || $0.peer.session.peerCommitment != nil
+        }
         #expect((run.inRangeAt != nil) == (ahead == 1))
         #expect(run.rejections.isEmpty, "\(run.rejections)")
     }
@@ -632,9 +634,11 @@ func expectProtocolError(
     @Test func aBondBeforeConsentIsUnexpected() throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
         run.run(until: .zero + .seconds(20)) { $0.peer.code != nil }
-        #expect(run.peer.peerReceipts.contains(.consent) == false)
+        #expect(run.peer.session.peerReceipts.contains(.consent) == false)
         let ended = try run.endsInError(
-            afterInjecting: [.bond(resolvingKey: run.peer.ident, share: Array(repeating: 0xB0, count: 32))],
+            afterInjecting: [
+                .bond(resolvingKey: run.peer.session.ident, share: Array(repeating: 0xB0, count: 32))
+            ],
             .unexpectedMessage)
         #expect(run.interruptions.map(\.reason) == [ended.reason])
     }
@@ -679,7 +683,7 @@ func expectProtocolError(
         run.peer.withheld = .bond
         try run.expectStalledOnceOurSideWasDone()
         // The device sent its own BOND: only the peer's was missing.
-        #expect(run.peer.sawPeerBond)
+        #expect(run.peer.session.sawPeerBond)
     }
 }
 
@@ -731,7 +735,7 @@ func expectProtocolError(
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
         run.peer.withheld = .acknowledgements
         run.run(until: .zero + .seconds(20)) { $0.time(of: ScriptedPeerRun.isExchanging) != nil }
-        let offer = try #require(run.peer.peerOffer)
+        let offer = try #require(run.peer.session.peerOffer)
         let count = offer.chunkCount
         #expect(count == 3)
         run.inject([.cardSack(CardSack(count: count, cumulative: count) { _ in true })])

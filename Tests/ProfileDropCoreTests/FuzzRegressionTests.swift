@@ -46,7 +46,7 @@ import Testing
         let outcomes = DeviceFuzz.prefixes.map { $0.last?.device.closedReason }
         #expect(outcomes == [.exchanged, nil, .exchanged, .declined(by: .local)])
         let sharing = DeviceFuzz.prefixes[0]
-        #expect(sharing.last?.peer.verifiedPeerCard != nil, "the peer got the device's card")
+        #expect(sharing.last?.peer.session.verifiedPeerCard != nil, "the peer got the device's card")
         #expect(sharing.last?.findings.violations.isEmpty == true)
         #expect(sharing.contains { $0.device.stage == .exchanging })
     }

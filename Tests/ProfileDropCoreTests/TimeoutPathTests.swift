@@ -283,7 +283,8 @@ struct ScriptedPeerRun {
         switch stall {
         case .verification:
             #expect(interrupted.isEmpty, "\(interrupted)")
-            #expect(run.peer.peerCommitment != nil, "the device committed: verification was under way")
+            #expect(
+                run.peer.session.peerCommitment != nil, "the device committed: verification was under way")
         case .consent:
             #expect(interrupted.map(\.reason) == [.timeout(.peerConsent)])
             #expect(interrupted.first?.code != nil && interrupted.first?.code == run.peer.code)
@@ -304,7 +305,7 @@ struct ScriptedPeerRun {
         #expect(ended.reason == .timeout(.transferStalled))
         #expect(ended.time == verified + .seconds(10), "verified at \(verified), ended at \(ended.time)")
         // The peer did get every chunk: only its acknowledgements were missing.
-        #expect(run.peer.verifiedPeerCard != nil)
+        #expect(run.peer.session.verifiedPeerCard != nil)
         #expect(!run.events.contains { if case .cardReceived = $0.event { true } else { false } })
     }
 

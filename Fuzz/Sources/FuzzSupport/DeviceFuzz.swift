@@ -270,7 +270,7 @@ public struct DeviceFuzz {
 
     private func digest(_ input: inout FuzzBytes) -> [UInt8] {
         switch input.byte() % 3 {
-        case 0: return peer.offer.digest
+        case 0: return peer.session.offer.digest
         case 1: return BLAKE2b.hash(configuration.card?.encoded() ?? [], outputLength: 32)
         default: return input.take(32)
         }
@@ -296,11 +296,11 @@ public struct DeviceFuzz {
             switch input.byte() % 4 {
             case 0: return .consent(.decline, nil)
             case 1: return .consent(.receiveOnly, nil)
-            case 2: return .consent(.share, peer.offer)
+            case 2: return .consent(.share, peer.session.offer)
             default:
                 let length = UInt32(input.uint16()) << UInt32(input.byte() % 16) | 1
                 let chunkSize = 1 + input.uint16() % 1157
-                var offer = CardOffer(length: length, chunkSize: chunkSize, digest: peer.offer.digest)
+                var offer = CardOffer(length: length, chunkSize: chunkSize, digest: peer.session.offer.digest)
                 if offer.chunkCount > Int(UInt16.max) { offer.chunkSize = 1157 }
                 return .consent(.share, offer)
             }
