@@ -753,7 +753,7 @@ extension VirtualRoom {
                 room.act(1) { device, _ in
                     guard var kong = device as? Device, let index = kong.live.firstIndex(where: \.isSecured)
                     else { return }
-                    kong.live[index].securedLink.peerReceipts = []
+                    kong.sessions[live: index].securedLink.peerReceipts = []
                     device = kong
                 }
             }

@@ -35,17 +35,15 @@ extension Device {
             guard let index = invitationIndex, live[index].peerAddress == source, live[index].isProbing else {
                 throw ProtocolError(.unexpectedMessage, "PROBE_ACK from \(source), which we are not probing")
             }
-            guard live[index].probeAnswered(echo.challenge, context: &context) else {
+            guard sessions[live: index].probeAnswered(echo.challenge, context: &context) else {
                 throw ProtocolError(.unexpectedMessage, "PROBE_ACK from \(source) echoes another challenge")
             }
             routability.prove(source, now: context.now)
         case .invite(let invite):
             let known: InvitationArbiter.KnownSession =
-                if halfOpen.index(of: invite.sessionID) != nil {
+                if sessions.index(of: invite.sessionID, in: .halfOpen) != nil {
                     .halfOpen
-                } else if liveIndex(of: invite.sessionID) != nil
-                    || lingering.contains(where: { $0.sessionID == invite.sessionID })
-                {
+                } else if sessions.route(sessionID: invite.sessionID) != nil {
                     .other
                 } else {
                     .none
@@ -91,9 +89,7 @@ extension Device {
     /// a session's address on its own budget, any other source on its IP address's budget and
     /// then on the budget all of them share.
     mutating func admit(_ source: PeerAddress) throws(ProtocolError) {
-        let known =
-            live.contains { $0.peerAddress == source } || lingering.contains { $0.peerAddress == source }
-            || discovery.isEstablished(source)
+        let known = sessions.isKnownSource(source) || discovery.isEstablished(source)
         let limits = configuration.limits
         switch admission.admit(source, known: known, now: context.now) {
         case nil: return
@@ -138,49 +134,40 @@ extension Device {
             case .invite, .accept, .confirm: true
             case .beacon, .query, .busy, .secure, .probe, .probeAck: false
             }
-        let liveIndex = liveIndex(of: sessionID)
-        let halfOpenIndex = liveIndex == nil ? halfOpen.index(of: sessionID) : nil
-        let sessionAddress =
-            liveIndex.map { live[$0].peerAddress }
-            ?? (halfOpenIndex.map { halfOpen.sessions[$0].peerAddress }
-                ?? lingering.first { $0.sessionID == sessionID }?.peerAddress)
-        if isHandshake, let sessionAddress, sessionAddress != source {
+        // One lookup finds the session, whatever its role.
+        guard let entry = sessions.route(sessionID: sessionID) else {
+            try admit(source)
+            throw ProtocolError(.unknownSession, "no session \(sessionID)")
+        }
+        if isHandshake, sessions.peerAddress(at: entry) != source {
             throw ProtocolError(.unexpectedMessage, "\(type) for session \(sessionID) from \(source)")
         }
-        if let liveIndex {
+        switch entry.role {
+        case .live:
             // Mutated in place in the table, so its buffers are not copied.
-            try deliver(&live[liveIndex], &context)
-            return
-        }
-        if let halfOpenIndex {
-            var session = halfOpen.sessions[halfOpenIndex]
+            try deliver(&sessions[live: entry.index], &context)
+        case .halfOpen:
+            // Stored back only if it handled the datagram.
+            var session = sessions.session(at: entry)
             try deliver(&session, &context)
             if session.isHalfOpen {
-                halfOpen.update(session, at: halfOpenIndex)
+                sessions.updateHalfOpen(session, at: entry.index)
             } else {
                 // Its CONFIRM verified: the half-open handshake becomes a candidate, and our
                 // invitation may end for it.
-                halfOpen.remove(at: halfOpenIndex)
+                sessions.removeHalfOpen(at: entry.index)
                 settle(.halfOpenCompleted(.init(peer: session.peer, address: session.peerAddress)))
-                live.append(session)
+                sessions.insertLive(session)
             }
-            return
+        case .lingering:
+            try deliver(&sessions[lingering: entry.index], &context)
         }
-        if let index = lingering.firstIndex(where: { $0.sessionID == sessionID }) {
-            try deliver(&lingering[index], &context)
-            return
-        }
-        try admit(source)
-        throw ProtocolError(.unknownSession, "no session \(sessionID)")
     }
 
     // MARK: - The session table
 
-    /// Where session `sessionID` is among the live sessions.
-    func liveIndex(of sessionID: UInt64) -> Int? { live.firstIndex { $0.sessionID == sessionID } }
-
     /// Where our invitation awaiting ACCEPT is among the live sessions.
-    var invitationIndex: Int? { live.firstIndex { $0.isAwaitingAccept } }
+    var invitationIndex: Int? { sessions.invitationIndex }
 
     /// Secured live sessions (and handshakes we accepted that completed): every live one but our
     /// invitation.
@@ -226,11 +213,13 @@ extension Device {
         discovery.runTimers(busy: announcement.saysBusy, quiet: announcement.sendsNoQuery, context: &context)
         for index in live.indices where live[index].isProbeDue(context: context) {
             // A PROBE again only as the host's credit allows: its next BEACON brings more.
-            if payForProbe(to: live[index].peerAddress) { live[index].sendProbeAgain(context: &context) }
+            if payForProbe(to: live[index].peerAddress) {
+                sessions[live: index].sendProbeAgain(context: &context)
+            }
         }
-        for index in live.indices { live[index].handleTimeout(context: &context) }
-        halfOpen.runTimers(context: &context)
-        for index in lingering.indices { lingering[index].handleTimeout(context: &context) }
+        for index in live.indices { sessions[live: index].handleTimeout(context: &context) }
+        sessions.runHalfOpenTimers(context: &context)
+        for index in lingering.indices { sessions[lingering: index].handleTimeout(context: &context) }
     }
 
     /// Closes the device once its overall limit passed, whatever its session is doing: a live
@@ -241,7 +230,7 @@ extension Device {
     mutating func enforceOverallLimit() {
         guard closeReason == nil, context.now >= overallLimitAt else { return }
         let focused = focus.map { live[$0].sessionID }
-        for index in live.indices { live[index].closeAtDeviceLimit(context: &context) }
+        for index in live.indices { sessions[live: index].closeAtDeviceLimit(context: &context) }
         let cut = takeOutcomes(closingDevice: true, focused: focused)
         closeDevice(discovery.ended.reasonAtLimit(cut: cut))
     }
@@ -251,7 +240,7 @@ extension Device {
     mutating func stopForOwner() {
         guard closeReason == nil else { return }
         let focused = focus.map { live[$0].sessionID }
-        for index in live.indices { live[index].cancelByOwner(context: &context) }
+        for index in live.indices { sessions[live: index].cancelByOwner(context: &context) }
         takeOutcomes(closingDevice: true, focused: focused)
         closeDevice(.declined(by: .local))
     }
@@ -266,10 +255,10 @@ extension Device {
         var cut: CloseReason?
         while let outcome = context.outcomes.pop() {
             // Only live sessions decide: lingering ones already did.
-            guard let index = liveIndex(of: outcome.sessionID) else {
+            guard let index = sessions.index(of: outcome.sessionID, in: .live) else {
                 preconditionFailure("outcome of session \(outcome.sessionID), which is not live")
             }
-            let session = live.remove(at: index)
+            let session = sessions.removeLive(at: index)
             if closingDevice || closeReason != nil {
                 // The device closes, or closed: its sessions end with it, unreported, and the peer
                 // it shows stays the one of the session that ended it (or the one it showed).
@@ -283,12 +272,12 @@ extension Device {
                 closeDevice(outcome.reason)
                 // Every other live session ends as our decline: one exchange ends the run, and a
                 // peer still moving cards beside it is told at once.
-                for index in live.indices { live[index].cancelByOwner(context: &context) }
+                for index in live.indices { sessions[live: index].cancelByOwner(context: &context) }
             } else {
                 context.emit(.sessionEnded(peer: outcome.peer, reason: outcome.reason))
                 discovery.sessionEnded(outcome, of: session, as: .reported, context: &context)
             }
-            if session.nextDeadline != nil { lingering.append(session) }
+            if session.nextDeadline != nil { sessions.insertLingering(session) }
         }
         return cut
     }
@@ -317,15 +306,14 @@ extension Device {
         }
         // After a session ended, so that a limit that passed during it applies now, not one call later.
         enforceOverallLimit()
-        if !lingering.isEmpty { lingering.removeAll { $0.nextDeadline == nil } }
-        if lingering.count > Self.maxLingering { lingering.removeFirst(lingering.count - Self.maxLingering) }
+        sessions.pruneLingering()
         if heldRefusal != nil { settle(.inputHandled) }
         if mayInvite, let invitee = discovery.nextInvitee(context: &context) {
             // An address that has not proved it receives gets a PROBE first, paid by what its host
             // sent us lately; the INVITE waits for the echo (PROTOCOL.md 5, "Return routability").
             let proven = routability.isProven(invitee.address, now: context.now)
             if proven || payForProbe(to: invitee.address) {
-                live.append(
+                sessions.insertLive(
                     ExchangeSession.initiate(
                         to: invitee.id, at: invitee.address, proven: proven, context: &context))
             } else {
@@ -349,7 +337,7 @@ extension Device {
         guard closeReason == nil else { return }
         closeReason = reason
         discovery.close()
-        halfOpen.removeAll()
+        sessions.removeAllHalfOpen()
         context.emit(.closed(reason))
     }
 }

@@ -61,7 +61,7 @@ extension Device {
             try apply(invitations.decide(.newInvite(newInvite(invite, from: source))))
         case .resendCrossingInvite:
             guard let invitationIndex else { return }
-            live[invitationIndex].resendInviteForCrossing(context: &context)
+            sessions[live: invitationIndex].resendInviteForCrossing(context: &context)
         case .refuse(let busy, let destination):
             context.send(.busy(busy), to: .unicast(destination))
         case .refuseWhileBusy(let busy, let destination):
@@ -71,7 +71,7 @@ extension Device {
             context.send(.busy(busy), to: .unicast(destination))
             throw error
         case .askForCookie(let invite, let source):
-            let cookie = halfOpen.cookie(for: invite, from: source, context: &context)
+            let cookie = sessions.cookie(for: invite, from: source, context: &context)
             context.send(
                 .busy(
                     Busy(
@@ -82,36 +82,36 @@ extension Device {
         case .acceptHalfOpen(let invite, let source, let cookieEchoed):
             if cookieEchoed { routability.prove(source, now: context.now) }
             let session = try ExchangeSession.accept(invite, from: source, context: &context)
-            halfOpen.admit(session, context: context)
+            sessions.insertHalfOpen(session, context: context)
         case .reject(let error):
             throw error
         case .sendInviteWithCookie(let cookie):
             guard let invitationIndex else { return }
-            try live[invitationIndex].retry(with: cookie, context: &context)
+            try sessions[live: invitationIndex].retry(with: cookie, context: &context)
         case .holdRefusal(let refusal):
             heldRefusal = refusal
         case .dropHeldRefusal:
             heldRefusal = nil
         case .believeBusy(let peer):
             heldRefusal = nil
-            if let invitationIndex { live.remove(at: invitationIndex) }
+            if let invitationIndex { sessions.removeLive(at: invitationIndex) }
             context.emit(.peerBusy(peer))
             discovery.peerBusy(peer, context: &context)
         case .forgetStaleID(let peer):
             heldRefusal = nil
             guard let invitationIndex else { return }
-            let session = live.remove(at: invitationIndex)
+            let session = sessions.removeLive(at: invitationIndex)
             discovery.forget(peer, at: session.peerAddress, context: &context)
         case .dropInvitation:
-            if let invitationIndex { live.remove(at: invitationIndex) }
+            if let invitationIndex { sessions.removeLive(at: invitationIndex) }
         case .abandonTentative(let countsUnanswered):
             guard let invitationIndex else { return }
-            let session = live.remove(at: invitationIndex)
+            let session = sessions.removeLive(at: invitationIndex)
             if countsUnanswered {
                 discovery.invitationUnanswered(to: session.peer, at: session.peerAddress, context: &context)
             }
         case .dropHalfOpen(let offsets):
-            halfOpen.remove(atOffsets: offsets)
+            sessions.removeHalfOpen(atOffsets: offsets)
         }
     }
 }

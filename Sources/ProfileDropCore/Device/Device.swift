@@ -31,16 +31,18 @@ public struct Device {
     /// When the overall limit ends the device: its start plus `timeouts.overall`, computed once.
     let overallLimitAt: Instant
     var discovery: DiscoverySession
+    /// Every session the device holds, live, half-open or lingering, indexed for routing.
+    var sessions = SessionTable()
     /// The live sessions, whose outcome is not yet decided: at most one invitation of ours awaiting
     /// ACCEPT, and up to ``InvitationArbiter/maxCandidates`` secured sessions (PROTOCOL.md 5,
     /// "Candidates"); every agreed one may transfer, and the first exchange ends the device.
-    var live: [ExchangeSession] = []
+    var live: [ExchangeSession] { sessions.live }
     /// A BUSY for our invitation, believed only if the invitee's ACCEPT has not come by its end.
     var heldRefusal: HeldRefusal?
     /// INVITEs we accepted whose CONFIRM has not arrived, side by side (PROTOCOL.md 5).
-    var halfOpen = HalfOpenHandshakes()
+    var halfOpen: HalfOpenHandshakes { sessions.halfOpen }
     /// Sessions that ended and are still closing or draining; bounded.
-    var lingering: [ExchangeSession] = []
+    var lingering: [ExchangeSession] { sessions.lingering }
     var closeReason: CloseReason?
     /// Budgets of unsolicited datagrams (PROTOCOL.md section 7).
     var admission: Admission
@@ -51,7 +53,7 @@ public struct Device {
     var routability = ReturnRoutability()
 
     /// Sessions kept closing or draining after they ended.
-    static let maxLingering = 4
+    static let maxLingering = SessionTable.maxLingering
 
     /// Creates a device and starts its discovery session at `now`.
     ///
@@ -130,11 +132,11 @@ public struct Device {
         advanceClock(to: time)
         let asked = live.indices.filter { live[$0].isAskingUser }
         if asked.count == 1, let only = asked.first {
-            live[only].decide(decision, context: &context)
+            sessions[live: only].decide(decision, context: &context)
         } else if decision == .decline {
             // Each ends as our decline; the last one ends the device unless another candidate
             // (one still ranging or verifying) is held.
-            for index in asked { live[index].decide(.decline, context: &context) }
+            for index in asked { sessions[live: index].decide(.decline, context: &context) }
         }
         afterInput()
     }
@@ -147,10 +149,10 @@ public struct Device {
     public mutating func decide(_ decision: ConsentDecision, for peer: DeviceID, at time: Instant) {
         advanceClock(to: time)
         if let picked = live.firstIndex(where: { $0.peer == peer && $0.isAskingUser }) {
-            live[picked].decide(decision, context: &context)
+            sessions[live: picked].decide(decision, context: &context)
             if decision != .decline {
                 for index in live.indices where index != picked && live[index].isAskingUser {
-                    live[index].decide(.decline, endsDevice: false, context: &context)
+                    sessions[live: index].decide(.decline, endsDevice: false, context: &context)
                 }
             }
         }

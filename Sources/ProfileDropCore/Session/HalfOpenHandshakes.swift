@@ -44,9 +44,6 @@ struct HalfOpenHandshakes {
     /// first INVITE retransmission should our ACCEPT be lost.
     static func freshPeriod(_ timeouts: Timeouts) -> Duration { timeouts.handshakeRetransmit * 2 }
 
-    /// The index of the half-open handshake of `sessionID`.
-    func index(of sessionID: UInt64) -> Int? { sessions.firstIndex { $0.sessionID == sessionID } }
-
     /// The earliest instant a half-open handshake expires or the fresh period ends; nil if none.
     func nextDeadline(now: Instant) -> Instant? {
         // Asked after every input, and almost always with nothing open: no array for the answer.
