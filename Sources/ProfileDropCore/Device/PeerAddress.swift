@@ -26,8 +26,31 @@ public struct PeerAddress: Hashable, Comparable, Sendable, CustomStringConvertib
 
     /// `a.b.c.d:port`.
     public var description: String {
-        let octets = [24, 16, 8, 0].map { String((ipv4 >> UInt32($0)) & 0xFF) }
-        return octets.joined(separator: ".") + ":\(port)"
+        // Written digit by digit into the string's own storage: a refused datagram's diagnostic
+        // names its source, and in a crowd most of what a device hears is refused.
+        String(unsafeUninitializedCapacity: 21) { buffer in
+            var count = 0
+            func append(_ value: UInt32) {
+                var divisor: UInt32 = 1
+                while value / divisor >= 10 { divisor *= 10 }
+                while divisor > 0 {
+                    buffer[count] = UInt8(ascii: "0") + UInt8(value / divisor % 10)
+                    count += 1
+                    divisor /= 10
+                }
+            }
+            for shift in stride(from: UInt32(24), through: 0, by: -8) {
+                if shift != 24 {
+                    buffer[count] = UInt8(ascii: ".")
+                    count += 1
+                }
+                append((ipv4 >> shift) & 0xFF)
+            }
+            buffer[count] = UInt8(ascii: ":")
+            count += 1
+            append(UInt32(port))
+            return count
+        }
     }
 }
 
