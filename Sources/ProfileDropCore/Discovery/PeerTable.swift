@@ -68,10 +68,10 @@ struct DiscoveredPeer {
 /// passes in.
 struct PeerTable {
     private(set) var peers: [DiscoveredPeer] = []
-    /// Each entry's id and address, in the order of ``peers``: looked up for every datagram (which
-    /// entry a BEACON updates, whether a source is established), read here without walking the
-    /// entries themselves, which are large.
-    private(set) var keys: [(id: DeviceID, address: PeerAddress)] = []
+    /// Each entry's id, address and ``DiscoveredPeer/lastSeen``, in the order of ``peers``: looked
+    /// up for every datagram (which entry a BEACON updates, whether a source is established, when
+    /// the next entry expires), read here without walking the entries themselves, which are large.
+    private(set) var keys: [(id: DeviceID, address: PeerAddress, lastSeen: Instant)] = []
     /// How far a peer may be, by its position, and still be invited or answered: the far-abort
     /// distance (``Limits/farAbortDistance``), beyond which ranging ends early anyway.
     let reach: Double
@@ -94,7 +94,7 @@ struct PeerTable {
     /// Fills ``keys`` again after entries were removed.
     private mutating func rebuildKeys() {
         keys.removeAll(keepingCapacity: true)
-        for peer in peers { keys.append((peer.id, peer.address)) }
+        for peer in peers { keys.append((peer.id, peer.address, peer.lastSeen)) }
     }
 
     /// How far `peer` is by its hint, from `pose`; nil when it gave no position.
@@ -113,7 +113,7 @@ struct PeerTable {
         // A loop, not map and min: the device's deadline is asked after every input, and an array
         // per call was most of its cost.
         var oldest: Instant?
-        for peer in peers where oldest.map({ peer.lastSeen < $0 }) ?? true { oldest = peer.lastSeen }
+        for key in keys where oldest.map({ key.lastSeen < $0 }) ?? true { oldest = key.lastSeen }
         return oldest
     }
 
@@ -121,7 +121,7 @@ struct PeerTable {
     mutating func expire(now: Instant, lifetime: Duration) {
         // Checked first: removing nothing still costs a pass that rebuilds the array's tail.
         let expired = { (peer: DiscoveredPeer) in now - peer.lastSeen >= lifetime }
-        if peers.contains(where: expired) {
+        if keys.contains(where: { now - $0.lastSeen >= lifetime }) {
             peers.removeAll(where: expired)
             rebuildKeys()
         }
@@ -171,6 +171,7 @@ struct PeerTable {
             peers[index].sequence = beacon.sequence
             peers[index].lastTaken = beacon
             peers[index].lastSeen = now
+            keys[index].lastSeen = now
             let contested = peers[index].contestedAt.map { now - $0 < context.timeouts.peerLifetime } ?? false
             peers[index].busy = contested ? false : beacon.busy
             peers[index].position = contested ? nil : beacon.position
@@ -198,7 +199,7 @@ struct PeerTable {
         peer.lastTaken = beacon
         let position = keys.firstIndex { $0.id > beacon.deviceID } ?? keys.endIndex
         peers.insert(peer, at: position)
-        keys.insert((peer.id, peer.address), at: position)
+        keys.insert((peer.id, peer.address, now), at: position)
         context.emit(.peerFound(beacon.deviceID))
     }
 
@@ -249,10 +250,14 @@ struct PeerTable {
         -> Bool
     {
         let tableFull = peers.count >= max(limits.maxPeers, 1)
-        guard tableFull || !verified else { return true }
+        // Room in the table: only a full unverified tier makes an entry go.
+        if !tableFull {
+            guard !verified, unverifiedCount >= unverifiedCap(limits) else { return true }
+        }
         // One pass over the entries, each rank computed once: a crowd's every new BEACON asks this
-        // of a full table. Whether the unverified tier is full decides which entries may go, so the
-        // weakest is kept both ways: among all that may go, and among the unverified ones.
+        // of a full table. In a full table, whether the unverified tier is full too decides which
+        // entries may go, so the weakest is kept both ways: among all that may go, and among the
+        // unverified ones.
         typealias Weakest = (index: Int, rank: (Int, Int, Double, Instant, DeviceID))
         var unverified = 0
         var weakestOfAll: Weakest?
@@ -260,12 +265,13 @@ struct PeerTable {
         for index in peers.indices {
             let peer = peers[index]
             if peer.isUnverified { unverified += 1 }
-            guard !peer.verified, !peer.suspended else { continue }
+            // With room in the table the tier is full: only unverified entries may go.
+            guard !peer.verified, !peer.suspended, tableFull || peer.isUnverified else { continue }
             let far = !isInReach(peer, from: pose)
             let heardOnce = peer.isUnverified && peer.hearings <= 1
             guard near ? far || heardOnce : far && heardOnce else { continue }
             let rank = evictionRank(index, pose: pose)
-            if weakestOfAll.map({ rank < $0.rank }) ?? true { weakestOfAll = (index, rank) }
+            if tableFull, weakestOfAll.map({ rank < $0.rank }) ?? true { weakestOfAll = (index, rank) }
             if peer.isUnverified, weakestUnverified.map({ rank < $0.rank }) ?? true {
                 weakestUnverified = (index, rank)
             }
@@ -318,7 +324,7 @@ struct PeerTable {
             entry.verified = true
             let position = keys.firstIndex { $0.id > peer } ?? keys.endIndex
             peers.insert(entry, at: position)
-            keys.insert((peer, address), at: position)
+            keys.insert((peer, address, context.now), at: position)
             return
         }
         if peers[index].address == address {
@@ -330,6 +336,7 @@ struct PeerTable {
             peers[index].sequence = nil
             peers[index].conflictAt = nil
             peers[index].lastSeen = context.now
+            keys[index].lastSeen = context.now
         }
         peers[index].verified = true
         peers[index].unanswered = false
