@@ -60,15 +60,16 @@ public struct EventQueue<Payload> {
         }
         heap.append(Key(time: time, sequence: nextSequence, slot: slot))
         nextSequence += 1
-        siftUp(from: heap.count - 1)
+        heap.withUnsafeMutableBufferPointer { Self.siftUp($0, from: $0.count - 1) }
     }
 
     /// Removes and returns the earliest event.
     public mutating func pop() -> Entry? {
-        guard !heap.isEmpty else { return nil }
-        heap.swapAt(0, heap.count - 1)
-        let key = heap.removeLast()
-        if !heap.isEmpty { siftDown(from: 0) }
+        guard let key = heap.first else { return nil }
+        let last = heap.removeLast()
+        if !heap.isEmpty {
+            heap.withUnsafeMutableBufferPointer { Self.replaceRoot($0, with: last) }
+        }
         guard let payload = payloads[key.slot].take() else {
             preconditionFailure("an empty slot in the heap")
         }
@@ -86,15 +87,36 @@ public struct EventQueue<Payload> {
         lhs.time != rhs.time ? lhs.time < rhs.time : lhs.sequence < rhs.sequence
     }
 
-    private mutating func siftUp(from start: Int) {
-        BinaryHeap.siftUp(
-            from: start, precedes: { Self.precedes(heap[$0], heap[$1]) }, swap: { heap.swapAt($0, $1) })
+    /// Moves the key at `start` up to its place, shifting its ancestors down into the hole rather
+    /// than swapping.
+    private static func siftUp(_ heap: UnsafeMutableBufferPointer<Key>, from start: Int) {
+        let key = heap[start]
+        var hole = start
+        while hole > 0 {
+            let parent = (hole - 1) / 2
+            guard precedes(key, heap[parent]) else { break }
+            heap[hole] = heap[parent]
+            hole = parent
+        }
+        heap[hole] = key
     }
 
-    private mutating func siftDown(from start: Int) {
-        BinaryHeap.siftDown(
-            from: start, count: heap.count, precedes: { Self.precedes(heap[$0], heap[$1]) },
-            swap: { heap.swapAt($0, $1) })
+    /// Puts `key` in place of the root, which was popped: the hole the root left goes down to a
+    /// leaf along the earlier children (one comparison a level), and `key`, the former last leaf,
+    /// rises from there, seldom far. Every heap pops in the same order: keys are totally ordered.
+    private static func replaceRoot(_ heap: UnsafeMutableBufferPointer<Key>, with key: Key) {
+        let count = heap.count
+        var hole = 0
+        while true {
+            let left = 2 * hole + 1
+            guard left < count else { break }
+            let right = left + 1
+            let child = right < count && precedes(heap[right], heap[left]) ? right : left
+            heap[hole] = heap[child]
+            hole = child
+        }
+        heap[hole] = key
+        siftUp(heap, from: hole)
     }
 }
 

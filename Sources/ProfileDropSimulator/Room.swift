@@ -181,7 +181,7 @@ public struct Room {
     private var devices: [any SansIODevice] = []
     private var speakers: [any DatagramSpeaker] = []
     private var addresses = AddressBook()
-    private var flights = EventQueue<InFlightDatagram>()
+    private var flights = FlightQueue()
     private var alarms = EventQueue<Int>()
     private var datagramCount: UInt64 = 0
     /// What the participant being drained sent, kept between drains for its capacity.
@@ -410,8 +410,7 @@ public struct Room {
 
     /// Hands the copy at the head of the queue, due now, to its recipient unless the hook refuses it.
     private mutating func deliverNextFlight() -> RoomStep? {
-        guard let entry = flights.pop() else { preconditionFailure("no copy in flight") }
-        let copy = entry.payload
+        guard let copy = flights.pop() else { preconditionFailure("no copy in flight") }
         if !arrives(copy) { return .lost(copy) }
         deliveredCount += 1
         switch slots[copy.recipient] {
@@ -505,9 +504,12 @@ public struct Room {
         hook?.sending(datagram, from: source, number: number, at: now)
         switch datagram.destination {
         case .multicast:
+            // The copies go in flight as one batch, sorted once (``FlightQueue``).
+            flights.beginBatch()
             for target in slots.indices where target != source {
                 route(datagram.bytes, number: number, from: source, to: target, multicast: true)
             }
+            flights.endBatch()
         case .unicast:
             if let recipient {
                 route(datagram.bytes, number: number, from: source, to: recipient, multicast: false)

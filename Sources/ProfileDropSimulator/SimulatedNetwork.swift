@@ -178,8 +178,12 @@ public struct NetworkFaultHook: DatagramHook {
             base = base + reorderExtra
         }
         let first = corrupted(copy.bytes)
+        guard duplicateDraw < faults.duplicationRate else {
+            // An unchanged copy keeps its payload: no copy of the arrival to build and take apart.
+            guard first.corrupted else { return .arriveAt(base + jitterFirst) }
+            return .arrival(Arrival(copy, at: base + jitterFirst, bytes: first.bytes, altered: true))
+        }
         let arrival = Arrival(copy, at: base + jitterFirst, bytes: first.bytes, altered: first.corrupted)
-        guard duplicateDraw < faults.duplicationRate else { return .arrival(arrival) }
         statistics.duplicated += 1
         let second = corrupted(copy.bytes)
         return .arrivals([

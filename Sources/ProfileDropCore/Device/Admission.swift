@@ -36,10 +36,20 @@ struct TokenBucket {
 
 /// Token buckets per key, for a bounded number of keys; the key charged longest ago is forgotten
 /// first (it comes back with a full bucket).
+///
+/// In a crowd of more sources than ``capacity``, nearly every datagram finds no bucket and forgets
+/// the stalest key: the keys sit in slots found by a scan, which for the few dozen keys of a
+/// device's budgets reads less memory than a hash table (and hashes nothing), and in order of
+/// their last charge, so that the stalest is the first.
 struct RateLimiter<Key: Hashable & Comparable> {
     private let perSecond: Int
     private let capacity: Int
-    private var buckets: [Key: TokenBucket] = [:]
+    /// The keys by slot.
+    private var keys: [Key] = []
+    /// Their buckets, by the same slots.
+    private var buckets: [TokenBucket] = []
+    /// The keys by when they were last charged.
+    private var staleness = TimeOrder<Key>()
 
     init(perSecond: Int, capacity: Int) {
         self.perSecond = perSecond
@@ -48,17 +58,25 @@ struct RateLimiter<Key: Hashable & Comparable> {
 
     /// Takes one token for `key`; false when its bucket is empty.
     mutating func admit(_ key: Key, now: Instant) -> Bool {
-        var bucket = buckets[key] ?? TokenBucket(perSecond: perSecond)
-        let admitted = bucket.take(now: now)
-        if buckets[key] == nil && buckets.count >= capacity {
-            // Evict the stalest key; ties by key keep the choice deterministic.
-            if let stalest = buckets.min(by: {
-                ($0.value.lastCharged ?? now, $0.key) < ($1.value.lastCharged ?? now, $1.key)
-            })?.key {
-                buckets[stalest] = nil
-            }
+        if let slot = keys.firstIndex(of: key) {
+            let charged = buckets[slot].lastCharged
+            let admitted = buckets[slot].take(now: now)
+            if let charged { staleness.move(key, from: charged, to: now) }
+            return admitted
         }
-        buckets[key] = bucket
+        var bucket = TokenBucket(perSecond: perSecond)
+        let admitted = bucket.take(now: now)
+        // Evict the stalest key; ties by key keep the choice deterministic. Its slot takes the new one.
+        if keys.count >= capacity, let stalest = staleness.removeFirst(),
+            let slot = keys.firstIndex(of: stalest)
+        {
+            keys[slot] = key
+            buckets[slot] = bucket
+        } else {
+            keys.append(key)
+            buckets.append(bucket)
+        }
+        staleness.insert(key, at: now)
         return admitted
     }
 }

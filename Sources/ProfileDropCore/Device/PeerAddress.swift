@@ -26,8 +26,57 @@ public struct PeerAddress: Hashable, Comparable, Sendable, CustomStringConvertib
 
     /// `a.b.c.d:port`.
     public var description: String {
-        let octets = [24, 16, 8, 0].map { String((ipv4 >> UInt32($0)) & 0xFF) }
-        return octets.joined(separator: ".") + ":\(port)"
+        // Written digit by digit into the string's own storage: a refused datagram's diagnostic
+        // names its source, and in a crowd most of what a device hears is refused.
+        String(unsafeUninitializedCapacity: 21) { buffer in
+            var count = Self.writeHost(ipv4, into: buffer)
+            buffer[count] = UInt8(ascii: ":")
+            count += 1
+            Self.writeDecimal(UInt32(port), into: buffer, at: &count)
+            return count
+        }
+    }
+
+    /// Writes the dotted host (at most 15 bytes) into `buffer`; returns its length.
+    fileprivate static func writeHost(_ ipv4: UInt32, into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        var count = 0
+        for shift in stride(from: UInt32(24), through: 0, by: -8) {
+            if shift != 24 {
+                buffer[count] = UInt8(ascii: ".")
+                count += 1
+            }
+            writeDecimal((ipv4 >> shift) & 0xFF, into: buffer, at: &count)
+        }
+        return count
+    }
+
+    /// Writes `value` in decimal into `buffer` from `count` on, and advances `count`.
+    fileprivate static func writeDecimal(
+        _ value: UInt32, into buffer: UnsafeMutableBufferPointer<UInt8>, at count: inout Int
+    ) {
+        var divisor: UInt32 = 1
+        while value / divisor >= 10 { divisor *= 10 }
+        while divisor > 0 {
+            buffer[count] = UInt8(ascii: "0") + UInt8(value / divisor % 10)
+            count += 1
+            divisor /= 10
+        }
+    }
+}
+
+extension PeerAddress: TextOutputStreamable {
+    /// Writes ``description`` as two strings short enough to need no storage of their own (the
+    /// host, then `:port`): an address interpolated into a diagnostic costs no allocation.
+    public func write<Target: TextOutputStream>(to target: inout Target) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { buffer in
+            let hostLength = Self.writeHost(ipv4, into: buffer)
+            target.write(
+                String(decoding: UnsafeBufferPointer(rebasing: buffer[..<hostLength]), as: UTF8.self))
+            buffer[0] = UInt8(ascii: ":")
+            var count = 1
+            Self.writeDecimal(UInt32(port), into: buffer, at: &count)
+            target.write(String(decoding: UnsafeBufferPointer(rebasing: buffer[..<count]), as: UTF8.self))
+        }
     }
 }
 

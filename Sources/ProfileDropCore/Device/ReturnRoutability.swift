@@ -13,7 +13,14 @@ struct ReturnRoutability {
         var expiresAt: Instant
     }
 
-    private var credits: [UInt32: Credit] = [:]
+    /// Hosts with credit by slot, found by a scan: in a crowd of more hosts than
+    /// ``maxCreditHosts``, nearly every BEACON or QUERY comes from a host without credit, which
+    /// makes way for it, and a scan of a few dozen addresses reads less memory than a hash table.
+    private var hosts: [UInt32] = []
+    /// Their credits, by the same slots.
+    private var credits: [Credit] = []
+    /// The hosts by when their credit expires.
+    private var expiries = TimeOrder<UInt32>()
     /// Proven addresses and until when the proof holds.
     private var proven: [PeerAddress: Instant] = [:]
 
@@ -34,18 +41,27 @@ struct ReturnRoutability {
     /// Credits `bytes` received from the host `ipv4` at `now` (a BEACON or a QUERY: datagrams
     /// nothing answers by unicast).
     mutating func received(_ bytes: Int, fromHost ipv4: UInt32, now: Instant) {
-        let held = credits[ipv4].map { $0.expiresAt > now ? $0.bytes : 0 } ?? 0
-        if credits[ipv4] == nil, credits.count >= Self.maxCreditHosts { makeRoomForCredit(now: now) }
-        credits[ipv4] = Credit(
-            bytes: min(held + max(bytes, 0), Self.maxCredit), expiresAt: now + Self.creditHorizon)
+        let expiresAt = now + Self.creditHorizon
+        if let slot = hosts.firstIndex(of: ipv4) {
+            let credit = credits[slot]
+            let held = credit.expiresAt > now ? credit.bytes : 0
+            credits[slot] = Credit(bytes: min(held + max(bytes, 0), Self.maxCredit), expiresAt: expiresAt)
+            expiries.move(ipv4, from: credit.expiresAt, to: expiresAt)
+            return
+        }
+        if hosts.count >= Self.maxCreditHosts { makeRoomForCredit(now: now) }
+        hosts.append(ipv4)
+        credits.append(Credit(bytes: min(max(bytes, 0), Self.maxCredit), expiresAt: expiresAt))
+        expiries.insert(ipv4, at: expiresAt)
     }
 
     /// Spends `bytes` of the credit of the host `ipv4` for a datagram sent there unasked; false,
     /// spending nothing, when the credit does not cover it.
     mutating func spend(_ bytes: Int, toHost ipv4: UInt32, now: Instant) -> Bool {
-        guard var credit = credits[ipv4], credit.expiresAt > now, credit.bytes >= bytes else { return false }
-        credit.bytes -= bytes
-        credits[ipv4] = credit
+        guard let slot = hosts.firstIndex(of: ipv4), credits[slot].expiresAt > now,
+            credits[slot].bytes >= bytes
+        else { return false }
+        credits[slot].bytes -= bytes
         return true
     }
 
@@ -68,10 +84,21 @@ struct ReturnRoutability {
 
     /// Drops expired credits, and if none had expired the one expiring soonest.
     private mutating func makeRoomForCredit(now: Instant) {
-        credits = credits.filter { $0.value.expiresAt > now }
-        guard credits.count >= Self.maxCreditHosts,
-            let oldest = credits.min(by: { ($0.value.expiresAt, $0.key) < ($1.value.expiresAt, $1.key) })
-        else { return }
-        credits[oldest.key] = nil
+        // A credit holds while it expires after now.
+        while let earliest = expiries.first, earliest.time <= now {
+            _ = expiries.removeFirst()
+            forget(earliest.key)
+        }
+        guard hosts.count >= Self.maxCreditHosts, let oldest = expiries.removeFirst() else { return }
+        forget(oldest)
+    }
+
+    /// Removes the credit of `ipv4`; the last slot fills its place.
+    private mutating func forget(_ ipv4: UInt32) {
+        guard let slot = hosts.firstIndex(of: ipv4) else { return }
+        hosts.swapAt(slot, hosts.endIndex - 1)
+        hosts.removeLast()
+        credits.swapAt(slot, credits.endIndex - 1)
+        credits.removeLast()
     }
 }

@@ -46,7 +46,7 @@ struct DiscoverySession {
     func hasPeerBesides(_ sessions: [ExchangeSession]) -> Bool {
         sessions.isEmpty
             ? !table.peers.isEmpty
-            : table.peers.contains { peer in !sessions.contains { $0.peer == peer.id } }
+            : table.keys.contains { key in !sessions.contains { $0.peer == key.id } }
     }
 
     /// Notes the peers of the device's live sessions; assigns only on change, so an unchanged

@@ -68,6 +68,10 @@ struct DiscoveredPeer {
 /// passes in.
 struct PeerTable {
     private(set) var peers: [DiscoveredPeer] = []
+    /// Each entry's id, address and ``DiscoveredPeer/lastSeen``, in the order of ``peers``: looked
+    /// up for every datagram (which entry a BEACON updates, whether a source is established, when
+    /// the next entry expires), read here without walking the entries themselves, which are large.
+    private(set) var keys: [(id: DeviceID, address: PeerAddress, lastSeen: Instant)] = []
     /// How far a peer may be, by its position, and still be invited or answered: the far-abort
     /// distance (``Limits/farAbortDistance``), beyond which ranging ends early anyway.
     let reach: Double
@@ -82,7 +86,16 @@ struct PeerTable {
     var count: Int { peers.count }
 
     /// The entry of `peer`, if the table holds it.
-    func entry(_ peer: DeviceID) -> DiscoveredPeer? { peers.first { $0.id == peer } }
+    func entry(_ peer: DeviceID) -> DiscoveredPeer? { index(of: peer).map { peers[$0] } }
+
+    /// Where `peer`'s entry is.
+    private func index(of peer: DeviceID) -> Int? { keys.firstIndex { $0.id == peer } }
+
+    /// Fills ``keys`` again after entries were removed.
+    private mutating func rebuildKeys() {
+        keys.removeAll(keepingCapacity: true)
+        for peer in peers { keys.append((peer.id, peer.address, peer.lastSeen)) }
+    }
 
     /// How far `peer` is by its hint, from `pose`; nil when it gave no position.
     func hintDistance(_ peer: DiscoveredPeer, from pose: Pose) -> Double? {
@@ -100,7 +113,7 @@ struct PeerTable {
         // A loop, not map and min: the device's deadline is asked after every input, and an array
         // per call was most of its cost.
         var oldest: Instant?
-        for peer in peers where oldest.map({ peer.lastSeen < $0 }) ?? true { oldest = peer.lastSeen }
+        for key in keys where oldest.map({ key.lastSeen < $0 }) ?? true { oldest = key.lastSeen }
         return oldest
     }
 
@@ -108,7 +121,10 @@ struct PeerTable {
     mutating func expire(now: Instant, lifetime: Duration) {
         // Checked first: removing nothing still costs a pass that rebuilds the array's tail.
         let expired = { (peer: DiscoveredPeer) in now - peer.lastSeen >= lifetime }
-        if peers.contains(where: expired) { peers.removeAll(where: expired) }
+        if keys.contains(where: { now - $0.lastSeen >= lifetime }) {
+            peers.removeAll(where: expired)
+            rebuildKeys()
+        }
     }
 
     /// The ids a QUERY lists as already known: the nearest from `pose`, at most `limit`, in id
@@ -136,7 +152,7 @@ struct PeerTable {
                 .conflict, "beacon of \(beacon.deviceID) names port \(beacon.port) from \(source)")
         }
         let now = context.now
-        if let index = peers.firstIndex(where: { $0.id == beacon.deviceID }) {
+        if let index = index(of: beacon.deviceID) {
             guard peers[index].address == source else {
                 peers[index].conflictAt = now
                 throw ProtocolError(
@@ -155,6 +171,7 @@ struct PeerTable {
             peers[index].sequence = beacon.sequence
             peers[index].lastTaken = beacon
             peers[index].lastSeen = now
+            keys[index].lastSeen = now
             let contested = peers[index].contestedAt.map { now - $0 < context.timeouts.peerLifetime } ?? false
             peers[index].busy = contested ? false : beacon.busy
             peers[index].position = contested ? nil : beacon.position
@@ -180,12 +197,17 @@ struct PeerTable {
             busy: beacon.busy, retryAt: now, busyUntil: now)
         peer.position = beacon.position
         peer.lastTaken = beacon
-        let position = peers.firstIndex { $0.id > beacon.deviceID } ?? peers.endIndex
+        let position = keys.firstIndex { $0.id > beacon.deviceID } ?? keys.endIndex
         peers.insert(peer, at: position)
+        keys.insert((peer.id, peer.address, now), at: position)
         context.emit(.peerFound(beacon.deviceID))
     }
 
-    private var unverifiedCount: Int { peers.reduce(0) { $0 + ($1.isUnverified ? 1 : 0) } }
+    private var unverifiedCount: Int {
+        var count = 0
+        for index in peers.indices where peers[index].isUnverified { count += 1 }
+        return count
+    }
     var establishedCount: Int { peers.reduce(0) { $0 + ($1.isEstablished ? 1 : 0) } }
 
     /// At least one, at most the table.
@@ -227,20 +249,38 @@ struct PeerTable {
     )
         -> Bool
     {
-        let tierFull = !verified && unverifiedCount >= unverifiedCap(limits)
-        guard tierFull || peers.count >= max(limits.maxPeers, 1) else { return true }
-        let evictable = peers.indices.filter { index in
+        let tableFull = peers.count >= max(limits.maxPeers, 1)
+        // Room in the table: only a full unverified tier makes an entry go.
+        if !tableFull {
+            guard !verified, unverifiedCount >= unverifiedCap(limits) else { return true }
+        }
+        // One pass over the entries, each rank computed once: a crowd's every new BEACON asks this
+        // of a full table. In a full table, whether the unverified tier is full too decides which
+        // entries may go, so the weakest is kept both ways: among all that may go, and among the
+        // unverified ones.
+        typealias Weakest = (index: Int, rank: (Int, Int, Double, Instant, DeviceID))
+        var unverified = 0
+        var weakestOfAll: Weakest?
+        var weakestUnverified: Weakest?
+        for index in peers.indices {
             let peer = peers[index]
-            guard !peer.verified, !peer.suspended, !tierFull || peer.isUnverified else { return false }
+            if peer.isUnverified { unverified += 1 }
+            // With room in the table the tier is full: only unverified entries may go.
+            guard !peer.verified, !peer.suspended, tableFull || peer.isUnverified else { continue }
             let far = !isInReach(peer, from: pose)
             let heardOnce = peer.isUnverified && peer.hearings <= 1
-            return near ? far || heardOnce : far && heardOnce
+            guard near ? far || heardOnce : far && heardOnce else { continue }
+            let rank = evictionRank(index, pose: pose)
+            if tableFull, weakestOfAll.map({ rank < $0.rank }) ?? true { weakestOfAll = (index, rank) }
+            if peer.isUnverified, weakestUnverified.map({ rank < $0.rank }) ?? true {
+                weakestUnverified = (index, rank)
+            }
         }
-        guard let weakest = evictable.min(by: { evictionRank($0, pose: pose) < evictionRank($1, pose: pose) })
-        else {
-            return false
-        }
+        let tierFull = !verified && unverified >= unverifiedCap(limits)
+        guard tierFull || tableFull else { return true }
+        guard let weakest = (tierFull ? weakestUnverified : weakestOfAll)?.index else { return false }
         peers.remove(at: weakest)
+        keys.remove(at: weakest)
         return true
     }
 
@@ -248,23 +288,24 @@ struct PeerTable {
     mutating func enforceUnverifiedCap(_ limits: Limits, pose: Pose) {
         while unverifiedCount > unverifiedCap(limits), let weakest = weakestUnverified(pose: pose) {
             peers.remove(at: weakest)
+            keys.remove(at: weakest)
         }
     }
 
     /// Whether `peer` is an established entry of the table (verified, or heard long enough).
     func isEstablished(peer: DeviceID) -> Bool {
-        peers.contains { $0.id == peer && $0.isEstablished }
+        index(of: peer).map { peers[$0].isEstablished } ?? false
     }
 
     /// Whether `peer` completed a handshake with us in this run.
     func isVerified(peer: DeviceID) -> Bool {
-        peers.contains { $0.id == peer && $0.verified }
+        index(of: peer).map { peers[$0].verified } ?? false
     }
 
     /// Whether `source` is the address of an established peer (its datagrams are charged on its own
     /// budget, section 7).
     func isEstablished(_ source: PeerAddress) -> Bool {
-        peers.contains { $0.address == source && $0.isEstablished }
+        keys.indices.contains { keys[$0].address == source && peers[$0].isEstablished }
     }
 
     /// Notes a completed handshake with `peer`, whose session address is `address`. At the peer's
@@ -275,13 +316,15 @@ struct PeerTable {
     mutating func handshakeCompleted(
         with peer: DeviceID, at address: PeerAddress, closed: Bool, pose: Pose, context: SessionContext
     ) {
-        guard let index = peers.firstIndex(where: { $0.id == peer }) else {
+        guard let index = index(of: peer) else {
             guard !closed, makeRoomForNewcomer(context.limits, pose: pose, verified: true) else { return }
             var entry = DiscoveredPeer(
                 id: peer, address: address, firstHeard: context.now, lastSeen: context.now, sequence: nil,
                 busy: false, retryAt: context.now, busyUntil: context.now)
             entry.verified = true
-            peers.insert(entry, at: peers.firstIndex { $0.id > peer } ?? peers.endIndex)
+            let position = keys.firstIndex { $0.id > peer } ?? keys.endIndex
+            peers.insert(entry, at: position)
+            keys.insert((peer, address, context.now), at: position)
             return
         }
         if peers[index].address == address {
@@ -289,9 +332,11 @@ struct PeerTable {
         } else {
             guard peers[index].suspended, !peers[index].verified else { return }
             peers[index].address = address
+            keys[index].address = address
             peers[index].sequence = nil
             peers[index].conflictAt = nil
             peers[index].lastSeen = context.now
+            keys[index].lastSeen = context.now
         }
         peers[index].verified = true
         peers[index].unanswered = false
@@ -305,7 +350,7 @@ struct PeerTable {
     mutating func invitationUnanswered(
         to peer: DeviceID, at address: PeerAddress, pose: Pose, context: SessionContext
     ) -> Bool {
-        guard let index = peers.firstIndex(where: { $0.id == peer }), peers[index].address == address,
+        guard let index = index(of: peer), peers[index].address == address,
             !peers[index].verified
         else { return false }
         peers[index].unanswered = true
@@ -320,7 +365,7 @@ struct PeerTable {
     /// Counts a failed session against `peer` and backs off from it: from
     /// ``Timeouts/retryBackoff``, doubled per failure, up to ``Timeouts/retryBackoffCap``.
     mutating func sessionFailed(with peer: DeviceID, context: inout SessionContext) {
-        guard let index = peers.firstIndex(where: { $0.id == peer }) else { return }
+        guard let index = index(of: peer) else { return }
         peers[index].failures += 1
         let backoff = context.timeouts.retryBackoff.doubled(
             peers[index].failures - 1, cap: context.timeouts.retryBackoffCap)
@@ -329,17 +374,18 @@ struct PeerTable {
 
     /// Backs off briefly from `peer` after it answered BUSY.
     mutating func peerBusy(_ peer: DeviceID, context: inout SessionContext) {
-        guard let index = peers.firstIndex(where: { $0.id == peer }) else { return }
+        guard let index = index(of: peer) else { return }
         peers[index].busyUntil = context.now + context.randomDuration(in: context.timeouts.busyBackoff)
     }
 
     /// Notes when `peer`'s invitation was refused only because we were busy (nil: no longer).
     mutating func setWanted(_ peer: DeviceID, at time: Instant?) {
-        if let index = peers.firstIndex(where: { $0.id == peer }) { peers[index].wantedAt = time }
+        if let index = index(of: peer) { peers[index].wantedAt = time }
     }
 
     /// Removes `peer` at `address`.
     mutating func remove(_ peer: DeviceID, at address: PeerAddress) {
         peers.removeAll { $0.id == peer && $0.address == address }
+        rebuildKeys()
     }
 }

@@ -481,10 +481,12 @@ extension ByteReader {
                     "query lists \(count) known answers; a datagram holds at most \(Query.maxKnownAnswers)")
             }
             var known: [DeviceID] = []
+            known.reserveCapacity(Int(count))
             for _ in 0..<count {
                 known.append(DeviceID(rawValue: try require("query known answer", as: UInt64.self)))
             }
-            let padding = try requireBytes(
+            // Read in place: every device in a room reads every QUERY.
+            let padding = try requireSlice(
                 "QUERY padding", count: Packet.queryPadding(position: position != nil, known: Int(count)))
             guard padding.allSatisfy({ $0 == 0 }) else {
                 throw ProtocolError(.malformed, "QUERY padding is not zero")

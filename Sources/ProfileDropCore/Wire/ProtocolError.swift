@@ -97,8 +97,12 @@ public struct ProtocolError: Error, Equatable, Hashable, Sendable, CustomStringC
     public init(_ code: Code, _ diagnostic: String) {
         self.code = code
         // Most diagnostics are plain ASCII without line breaks: kept as they are, without walking
-        // their characters.
-        let isPlain = diagnostic.utf8.allSatisfy { $0 >= 0x20 ? $0 < 0x80 : ($0 < 0x0A || $0 > 0x0D) }
+        // their characters. Read from the string's contiguous storage when it has one: a crowd's
+        // refusals make this a hot path.
+        let isPlainByte = { (byte: UInt8) in byte >= 0x20 ? byte < 0x80 : (byte < 0x0A || byte > 0x0D) }
+        let isPlain =
+            diagnostic.utf8.withContiguousStorageIfAvailable { $0.allSatisfy(isPlainByte) }
+            ?? diagnostic.utf8.allSatisfy(isPlainByte)
         self.diagnostic = isPlain ? diagnostic : String(diagnostic.map { $0.isNewline ? " " : $0 })
     }
 
