@@ -168,11 +168,7 @@ final class CleartextAttacker {
                 let port = deadPort()
                 kept.append((DeviceID(rawValue: random.nextUInt64()), spoofed(port: port), 1))
             }
-            // Every victim hears each BEACON (one datagram each), then the next phantom speaks.
-            let recipient = targets[keptSent % targets.count]
-            let index = keptSent / targets.count % kept.count
-            if keptSent % targets.count == 0 { kept[index].sequence &+= 1 }
-            keptSent += 1
+            let (recipient, index) = nextKeptBeacon()
             let heard = heardBeacons[index % heardBeacons.count]
             let bytes = forgedBeacon(
                 from: heard, id: kept[index].id, port: kept[index].source.port, sequence: kept[index].sequence
@@ -184,11 +180,7 @@ final class CleartextAttacker {
                     kept.append((DeviceID(rawValue: random.nextUInt64()), Self.reflectionTarget, 0))
                 }
             }
-            // Every victim hears each BEACON (one datagram each), then the next phantom speaks.
-            let recipient = targets[keptSent % targets.count]
-            let index = keptSent / targets.count % kept.count
-            if keptSent % targets.count == 0 { kept[index].sequence &+= 1 }
-            keptSent += 1
+            let (recipient, index) = nextKeptBeacon()
             let beacon = Beacon(
                 deviceID: kept[index].id, port: kept[index].source.port, busy: false,
                 sequence: kept[index].sequence)
@@ -205,11 +197,7 @@ final class CleartextAttacker {
                     kept.append((DeviceID(rawValue: random.nextUInt64()), address, 0))
                 }
             }
-            // Every victim hears each BEACON (one datagram each), then the next phantom speaks.
-            let recipient = targets[keptSent % targets.count]
-            let index = keptSent / targets.count % kept.count
-            if keptSent % targets.count == 0 { kept[index].sequence &+= 1 }
-            keptSent += 1
+            let (recipient, index) = nextKeptBeacon()
             let bytes = forgedBeacon(
                 from: heard, id: kept[index].id, port: kept[index].source.port, sequence: kept[index].sequence
             )
@@ -242,6 +230,16 @@ final class CleartextAttacker {
             let pick = old[Int(random.uniform(below: UInt64(old.count)))]
             return ForgedDatagram(bytes: pick.bytes, source: ownAddress, recipient: victim.member)
         }
+    }
+
+    /// The next kept phantom's BEACON and who hears it: every victim hears each BEACON (one datagram
+    /// each), then the next phantom speaks, its sequence number one higher.
+    private func nextKeptBeacon() -> (recipient: Target, index: Int) {
+        let recipient = targets[keptSent % targets.count]
+        let index = keptSent / targets.count % kept.count
+        if keptSent % targets.count == 0 { kept[index].sequence &+= 1 }
+        keptSent += 1
+        return (recipient, index)
     }
 
     /// The reflector's phantoms: as many as the kit used.

@@ -106,8 +106,9 @@ struct SettledRate {
     /// Notes one datagram from `address` at `now`.
     mutating func note(_ address: UInt32, now: Instant) {
         roll(to: now)
-        let previous = recent[address] ?? older[address]
-        if previous == nil || recent[address] == nil, recent.count >= Self.generation {
+        let inRecent = recent[address]
+        let previous = inRecent ?? older[address]
+        if inRecent == nil, recent.count >= Self.generation {
             older = recent
             recent = [:]
         }
