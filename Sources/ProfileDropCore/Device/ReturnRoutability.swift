@@ -73,7 +73,13 @@ struct ReturnRoutability {
     /// Notes that `address` showed it receives: it echoed our challenge or a cookie, or completed
     /// a handshake with us.
     mutating func prove(_ address: PeerAddress, now: Instant) {
-        if proven[address] == nil, proven.count >= Self.maxProven {
+        // A secured session proves its address again on every input: renewing in place is one
+        // hash lookup, not two.
+        if let held = proven.index(forKey: address) {
+            proven.values[held] = now + Self.proofLifetime
+            return
+        }
+        if proven.count >= Self.maxProven {
             // Expired proofs first, else the one expiring soonest (the oldest).
             if let oldest = proven.min(by: { ($0.value, $0.key) < ($1.value, $1.key) }) {
                 proven[oldest.key] = nil

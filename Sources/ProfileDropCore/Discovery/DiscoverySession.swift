@@ -44,16 +44,17 @@ struct DiscoverySession {
     /// invite, which is asked after every input and answered here without building the ranking's
     /// view.
     func hasPeerBesides(_ sessions: [ExchangeSession]) -> Bool {
+        // By index: iterating the sessions themselves would copy each one to read its peer.
         sessions.isEmpty
             ? !table.peers.isEmpty
-            : table.keys.contains { key in !sessions.contains { $0.peer == key.id } }
+            : table.keys.contains { key in !sessions.indices.contains { sessions[$0].peer == key.id } }
     }
 
     /// Notes the peers of the device's live sessions; assigns only on change, so an unchanged
     /// table costs no allocation.
     mutating func setEngaged(_ sessions: [ExchangeSession]) {
-        guard !engaged.elementsEqual(sessions.lazy.map(\.peer)) else { return }
-        engaged = sessions.map(\.peer)
+        guard !engaged.elementsEqual(sessions.indices.lazy.map { sessions[$0].peer }) else { return }
+        engaged = sessions.indices.map { sessions[$0].peer }
     }
 
     // MARK: - Reading
