@@ -88,6 +88,11 @@ public struct PairingConfiguration: Sendable {
         public var ipv6: Bool
         /// Testing only: the fraction of outgoing datagrams dropped on purpose (`--impair-loss`).
         public var sendLoss: Double
+        /// The local IPv4 address the exchange binds to and sends from (`--address`); nil takes the
+        /// interface's own. Devices on one host each take one of their own (on loopback
+        /// 127.0.0.2, 127.0.0.3, …): a device counts what one address sends it unasked against
+        /// one budget, as it would one phone on a LAN (PROTOCOL.md 7).
+        public var address: String? = nil
 
         /// Every usable interface, port 47544, IPv6 where possible, no loss.
         public init(

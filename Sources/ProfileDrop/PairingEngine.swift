@@ -113,8 +113,18 @@ final class PairingEngine: @unchecked Sendable {
         }
         var endpoint = DiscoveryEndpoint()
         endpoint.port = configuration.network.port
+        var unicastAddress: IPv4Address?
+        if let text = configuration.network.address {
+            guard let address = IPv4Address(text) else {
+                throw PairingError(.configuration, "--address takes an IPv4 address a.b.c.d, got '\(text)'")
+            }
+            unicastAddress = address
+        }
         do {
-            host = try UDPHost(interfaces: interfaces, endpoint: endpoint, clock: clock)
+            host = try UDPHost(
+                interfaces: interfaces, endpoint: endpoint, unicastAddress: unicastAddress, clock: clock)
+        } catch let error as TransportError where error.code == .addressNotAvailable {
+            throw PairingError(.configuration, error.diagnostic)
         } catch {
             throw PairingError(.network, "\(error)")
         }

@@ -9,6 +9,8 @@ public struct TransportError: Error, Equatable, CustomStringConvertible {
         case interfaceNotFound
         /// The interface exists but is down, or cannot do multicast and is not loopback.
         case interfaceUnusable
+        /// The local address asked for is not one of this machine's.
+        case addressNotAvailable
         /// No interface qualifies for the default selection.
         case noInterface
         /// The operating system refused: not allowed for this user or by policy.

@@ -67,12 +67,16 @@ public final class UDPHost {
 
     /// Opens and configures the sockets.
     /// - Parameters:
+    ///   - unicastAddress: the local IPv4 address the exchange's socket binds to, the source of
+    ///     everything the device sends over IPv4; nil takes the first interface's address (with one
+    ///     interface) or any. Several devices on one host each take an address of their own (on
+    ///     loopback 127.0.0.2, 127.0.0.3, …), as devices on a LAN each have one.
     ///   - clock: the clock of the deadlines given to ``wait(until:alsoWatching:)``.
     /// - Throws: ``TransportError`` with a specific code: port in use, permission denied, or a
     ///   socket call that failed.
     public init(
         interfaces: [NetworkInterface], endpoint: DiscoveryEndpoint = DiscoveryEndpoint(),
-        clock: MonotonicClock = MonotonicClock()
+        unicastAddress: IPv4Address? = nil, clock: MonotonicClock = MonotonicClock()
     ) throws {
         precondition(!interfaces.isEmpty, "the caller selects at least one interface")
         self.clock = clock
@@ -94,7 +98,7 @@ public final class UDPHost {
         // exchange can leave through another interface.
         let unicast = try UDPSocket(family: AF_INET)
         let firstIPv4 = ipv4Interfaces.first?.ipv4Addresses.first
-        let bindAddress = interfaces.count == 1 ? firstIPv4 ?? .any : .any
+        let bindAddress = unicastAddress ?? (interfaces.count == 1 ? firstIPv4 ?? .any : .any)
         try unicast.bind(to: .ipv4(bindAddress, port: 0))
         if let firstIPv4 { try unicast.configureIPv4MulticastSending(interfaceAddress: firstIPv4) }
         unicastSocket = unicast

@@ -42,6 +42,9 @@ public final class UDPSocket {
                     .addressInUse, "port \(address.port) is already in use by another program (\(address))")
             case EACCES, EPERM:
                 throw TransportError(.permissionDenied, "permission denied binding \(address)")
+            case EADDRNOTAVAIL:
+                throw TransportError(
+                    .addressNotAvailable, "cannot bind \(address): not an address of this machine")
             default:
                 throw Self.error("cannot bind \(address)")
             }

@@ -95,6 +95,25 @@ import Testing
         #expect(console.errorLines.first?.contains("no interface named 'nope0'") == true)
     }
 
+    /// `--address` takes a dotted IPv4 address of this machine; anything else is one line and exit
+    /// code 2, before any datagram is sent.
+    @Test(arguments: [
+        ("127.0.0.300", "--address takes an IPv4 address a.b.c.d, got '127.0.0.300'"),
+        ("lo", "--address takes an IPv4 address a.b.c.d, got 'lo'"),
+        // TEST-NET-2: never an address of this machine.
+        ("198.51.100.7", "cannot bind 198.51.100.7:0: not an address of this machine"),
+    ])
+    func addressThatCannotBeUsedIsNamed(address: String, error: String) {
+        let console = CapturingConsole()
+        let code = CommandLineTool.run(
+            arguments: [
+                "share", "--receive-only", "--interface", "lo", "--port", "47329", "--address", address,
+                "--timeout", "1",
+            ], console: console)
+        #expect(code == 2)
+        #expect(console.errorLines == ["profiledrop share: \(error)"])
+    }
+
     /// Asking is the default; `--confirm` says so again; `--yes` shares without asking, `--yes-known`
     /// with known peers only, and `--receive-only` offers no card either way.
     @Test func consentPolicyFromTheFlags() throws {

@@ -12,7 +12,7 @@ enum ShareCommand: Subcommand {
             Options.save, Options.receiveOnly, Options.yes, Options.yesKnown, Options.confirm,
             Options.timeout, Options.keyFile,
             Options.knownPeers, Options.port, Options.verbose, Options.capture, Options.keylog,
-            Options.impairLoss,
+            Options.impairLoss, Options.address,
         ]
     )
     static let synopsis = ["--profile FILE [OPTIONS]", "--receive-only [OPTIONS]"]
@@ -113,6 +113,9 @@ enum ShareCommand: Subcommand {
             "capture", valueName: "FILE.pcapng", help: "record the session for Wireshark and replay")
         static let keylog = Flag(
             "keylog", help: "with --capture: also record the session secrets replay needs")
+        static let address = Option.text(
+            "address", valueName: "A.B.C.D",
+            help: "send from this local IPv4 address (default: the interface's), e.g. 127.0.0.2 on lo")
         static let impairLoss = Option<Double>(
             "impair-loss", valueName: "P", help: "testing: drop this fraction of outgoing datagrams"
         ) {
@@ -143,6 +146,8 @@ struct ShareOptions {
     var port: UInt16 = PairingConfiguration.Network().port
     /// Testing: the fraction of outgoing datagrams dropped (`--impair-loss`).
     var sendLoss: Double = 0
+    /// The local address to send from (`--address`); nil: the interface's.
+    var address: String?
     /// The file of the device's long-term identity secret.
     var staticKeyPath: String
     /// The known-peers file: read at start, written when an exchange completes.
@@ -204,6 +209,7 @@ struct ShareOptions {
         interfaces = arguments.allValues(ShareCommand.Options.interface)
         if let port = arguments.value(ShareCommand.Options.port) { self.port = port }
         if let loss = arguments.value(ShareCommand.Options.impairLoss) { sendLoss = loss }
+        address = arguments.value(ShareCommand.Options.address)
         staticKeyPath = try arguments.value(ShareCommand.Options.keyFile) ?? defaultKeyFile()
         knownPeersPath =
             arguments.value(ShareCommand.Options.knownPeers) ?? knownPeersFile(besideKeyFile: staticKeyPath)
@@ -226,9 +232,11 @@ struct ShareOptions {
         case .still(let start), .interactive(let start): pose = .fixed(start)
         case .scripted(let script): pose = .scripted(script)
         }
+        var network = PairingConfiguration.Network(interfaces: interfaces, port: port, sendLoss: sendLoss)
+        network.address = address
         return PairingConfiguration(
             card: card, identity: .keyFile(staticKeyPath), knownPeers: .file(knownPeersPath),
-            network: .init(interfaces: interfaces, port: port, sendLoss: sendLoss), motion: pose,
+            network: network, motion: pose,
             consent: consent, timeout: timeout,
             capture: capturePath.map { PairingConfiguration.Capture(path: $0, keylog: keylog) })
     }
