@@ -215,15 +215,29 @@ enum Availability {
         var result = AvailabilityResult()
         var calm = AttackStage(users: users, victimsKnown: known)
         pair.addVictims(to: &calm, phase: "availability", knownPeers: knownPeers)
-        calm.run(until: runLimit) { _ in false }
-        result.baseline = exchangeTime(calm.victims, from: .zero)
+        measureBaseline(calm, from: .zero, result: &result, outcome: &outcome)
+        var stage = AttackStage(users: users, victimsKnown: known)
+        pair.addVictims(to: &stage, phase: "availability", knownPeers: knownPeers)
+        return (outcome, result, stage)
+    }
+
+    /// Runs `calm`, the room without the attacker, to the run's limit (calling `step` after each of
+    /// its steps), and records the pair's exchange time from `start` as the baseline of `result`; a
+    /// pair that did not exchange is a failed setup, noted in `outcome`.
+    static func measureBaseline(
+        _ calm: AttackStage, from start: Instant, result: inout AvailabilityResult,
+        outcome: inout AttackOutcome, step: (inout AttackStage) -> Void = { _ in }
+    ) {
+        var calm = calm
+        calm.run(until: runLimit) { stage in
+            step(&stage)
+            return false
+        }
+        result.baseline = exchangeTime(calm.victims, from: start)
         if result.baseline == nil {
             outcome.problems.append(
                 "setup: the pair did not exchange without the attacker, so nothing was measured")
         }
-        var stage = AttackStage(users: users, victimsKnown: known)
-        pair.addVictims(to: &stage, phase: "availability", knownPeers: knownPeers)
-        return (outcome, result, stage)
     }
 
     /// After a run against the pair: its exchange time from `start`, required whenever the pair
@@ -328,6 +342,21 @@ enum Availability {
             add()
             return true
         }
+    }
+
+    /// A forger's budget of datagrams a second, spent against the current second of the run.
+    struct DatagramBudget {
+        /// Datagrams a second.
+        let perSecond: Int
+        private var thisSecond = SecondCounter()
+
+        init(perSecond: Int) {
+            precondition(perSecond > 0, "a budget of at least one datagram a second")
+            self.perSecond = perSecond
+        }
+
+        /// Counts one datagram at `time` if its second has room for it; returns whether it had.
+        mutating func spend(at time: Instant) -> Bool { thisSecond.spend(at: time, budget: perSecond) }
     }
 
     /// What the attacker sent and the victims held, step by step.

@@ -28,8 +28,7 @@ public struct RacedBeaconResult: Sendable {
 /// entry never falls silent. It holds no key, and sends at most its budget of datagrams in any
 /// second.
 final class BeaconRacer {
-    /// Datagrams a second.
-    let budget: Int
+    private var budget: Availability.DatagramBudget
     /// Where its BEACONs come from, and the port they name.
     let address: PeerAddress
     /// The victims, as room members.
@@ -38,13 +37,11 @@ final class BeaconRacer {
     private var heard: [(member: Int, beacon: Beacon?)] = []
     /// Victims that first spoke after another victim's BEACON had been heard: those it raced.
     private var newcomers: [Int] = []
-    private var thisSecond = Availability.SecondCounter()
     private(set) var forged = 0
     private(set) var unsent = 0
 
     init(budget: Int, address: PeerAddress, victims: [Int]) {
-        precondition(budget > 0, "a budget of at least one datagram a second")
-        self.budget = budget
+        self.budget = Availability.DatagramBudget(perSecond: budget)
         self.address = address
         self.victims = victims
     }
@@ -78,7 +75,7 @@ final class BeaconRacer {
 
     /// `beacon` from our address, naming our port; nil when this second's budget is spent.
     private func forge(_ beacon: Beacon, to recipient: Int, at time: Instant) -> ForgedDatagram? {
-        guard thisSecond.spend(at: time, budget: budget) else {
+        guard budget.spend(at: time) else {
             unsent += 1
             return nil
         }
@@ -183,16 +180,9 @@ extension Availability {
         var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: .careless)
         var result = AvailabilityResult()
 
-        var calm = racedStage(pair, users: .careless, meet: meet)
-        calm.run(until: runLimit) { stage in
-            stepRacedNewcomer(pair, in: &stage)
-            return false
-        }
-        result.baseline = exchangeTime(calm.victims, from: join)
-        if result.baseline == nil {
-            outcome.problems.append(
-                "setup: the pair did not exchange without the attacker, so nothing was measured")
-        }
+        measureBaseline(
+            racedStage(pair, users: .careless, meet: meet), from: join, result: &result, outcome: &outcome
+        ) { stepRacedNewcomer(pair, in: &$0) }
 
         var stage = racedStage(pair, users: .careless, meet: meet)
         let budget = budget(runSeed: runSeed)

@@ -68,8 +68,7 @@ final class BusyForger {
         var recipient: Int { datagram.recipient }
     }
 
-    /// Datagrams a second.
-    let budget: Int
+    private var budget: Availability.DatagramBudget
     /// The reasons it gives, in turn.
     let reasons: [BusyReason]
     private var random: DeterministicRandom
@@ -77,16 +76,14 @@ final class BusyForger {
     private var turn: Int
     /// Each invitation seen and its reason.
     private var invitations: [(sessionID: UInt64, reason: BusyReason)] = []
-    private var thisSecond = Availability.SecondCounter()
     private(set) var forged = [0, 0, 0, 0]
     private(set) var unanswered = 0
 
     /// A forger of `budget` datagrams a second whose invitations get `reasons` in turn, from one
     /// drawn from `seedMaterial`.
     init(budget: Int, seedMaterial: [UInt8], reasons: [BusyReason] = BusyForger.allReasons) {
-        precondition(budget > 0, "a budget of at least one datagram a second")
         precondition(!reasons.isEmpty, "at least one reason")
-        self.budget = budget
+        self.budget = Availability.DatagramBudget(perSecond: budget)
         self.reasons = reasons
         random = DeterministicRandom(seedMaterial: seedMaterial)
         turn = Int(random.uniform(below: UInt64(reasons.count)))
@@ -108,7 +105,7 @@ final class BusyForger {
             turn += 1
             invitations.append((invite.sessionID, reason))
         }
-        guard thisSecond.spend(at: time, budget: budget) else {
+        guard budget.spend(at: time) else {
             unanswered += 1
             return nil
         }

@@ -59,8 +59,9 @@ final class CleartextAttacker {
     }
 
     let behaviour: CleartextBehaviour
-    /// Datagrams a second.
-    let budget: Int
+    /// The time between two forgeries: 1/budget seconds, rounded up so that no second holds more
+    /// than the budget.
+    let interval: Duration
     let ownAddress: PeerAddress
     private(set) var targets: [Target]
     private var random: DeterministicRandom
@@ -92,8 +93,8 @@ final class CleartextAttacker {
         seedMaterial: [UInt8], previousRun: [Recorded] = [], startAt: Instant
     ) {
         precondition(budget > 0, "a budget of at least one datagram a second")
+        interval = .nanoseconds((1_000_000_000 + Int64(budget) - 1) / Int64(budget))
         self.behaviour = behaviour
-        self.budget = budget
         self.targets = targets
         self.ownAddress = ownAddress
         self.previousRun = previousRun
@@ -116,11 +117,9 @@ final class CleartextAttacker {
         }
     }
 
-    /// Forges what is due at `time`, one datagram per 1/budget seconds (rounded up, so that no
-    /// second holds more than the budget).
+    /// Forges what is due at `time`, one datagram per ``interval``.
     func fire(at time: Instant) {
         guard var due = nextSendAt else { return }
-        let interval = Duration.nanoseconds((1_000_000_000 + Int64(budget) - 1) / Int64(budget))
         while due <= time {
             if let forged = forge(at: time) {
                 pending.append(forged)

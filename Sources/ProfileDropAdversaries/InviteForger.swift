@@ -39,17 +39,14 @@ final class InviteForger {
         case invitee
     }
 
-    /// Datagrams a second.
-    let budget: Int
+    private(set) var budget: Availability.DatagramBudget
     let name: Name
     private var random: DeterministicRandom
-    private var thisSecond = Availability.SecondCounter()
     private(set) var forged = 0
     private(set) var unanswered = 0
 
     init(budget: Int, name: Name, seedMaterial: [UInt8]) {
-        precondition(budget > 0, "a budget of at least one datagram a second")
-        self.budget = budget
+        self.budget = Availability.DatagramBudget(perSecond: budget)
         self.name = name
         random = DeterministicRandom(seedMaterial: seedMaterial)
     }
@@ -60,7 +57,7 @@ final class InviteForger {
     func answer(_ invite: HandshakePacket, from inviter: Int, to destination: PeerAddress, at time: Instant)
         -> ForgedDatagram?
     {
-        guard thisSecond.spend(at: time, budget: budget) else {
+        guard budget.spend(at: time) else {
             unanswered += 1
             return nil
         }
@@ -133,15 +130,8 @@ extension Availability {
         var outcome = AttackOutcome(runSeed: runSeed, kind: kind, users: .careless)
         var result = AvailabilityResult()
 
-        var calm = newcomerStage(pair)
-        calm.run(until: runLimit) { stage in
-            addNewcomer(pair, to: &stage)
-            return false
-        }
-        result.baseline = exchangeTime(calm.victims, from: join)
-        if result.baseline == nil {
-            outcome.problems.append(
-                "setup: the pair did not exchange without the attacker, so nothing was measured")
+        measureBaseline(newcomerStage(pair), from: join, result: &result, outcome: &outcome) {
+            addNewcomer(pair, to: &$0)
         }
 
         var stage = newcomerStage(pair)
@@ -189,7 +179,7 @@ extension Availability {
     ) -> ForgedInviteResult {
         let tap = UnicastTap(victims: members)
         stage.room.hook = TapHook(tap: tap)
-        result.budget = forger.budget
+        result.budget = forger.budget.perSecond
         // The forger is no participant: it only injects, as a spoofer does.
         var meter = Meter(attacker: -1)
         var watch = InvitationWatch()

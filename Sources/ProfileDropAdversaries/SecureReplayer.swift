@@ -31,18 +31,15 @@ final class SecureReplayer {
         case replay, tamper, reflect
     }
 
-    /// Datagrams a second.
-    let budget: Int
+    private var budget: Availability.DatagramBudget
     /// The longest a copy comes after its original, in milliseconds.
     static let longestDelayMilliseconds: UInt64 = 3_000
     private var random: DeterministicRandom
     private var turn = 0
-    private var thisSecond = Availability.SecondCounter()
     private(set) var result = ReplayedSecureResult()
 
     init(budget: Int, seedMaterial: [UInt8]) {
-        precondition(budget > 0, "a budget of at least one datagram a second")
-        self.budget = budget
+        self.budget = Availability.DatagramBudget(perSecond: budget)
         random = DeterministicRandom(seedMaterial: seedMaterial)
     }
 
@@ -53,7 +50,7 @@ final class SecureReplayer {
         _ bytes: [UInt8], from sender: Int, at senderAddress: PeerAddress, to recipient: Int,
         at recipientAddress: PeerAddress, time: Instant
     ) -> (copy: ForgedDatagram, delay: Duration)? {
-        guard thisSecond.spend(at: time, budget: budget) else {
+        guard budget.spend(at: time) else {
             result.unanswered += 1
             return nil
         }

@@ -43,10 +43,9 @@ public struct CipherState: Sendable {
     public mutating func encryptWithAd(
         _ ad: some ContiguousBytes, plaintext: some ContiguousBytes
     ) throws -> [UInt8] {
-        guard let key else { return plaintext.withUnsafeBytes { Array($0) } }
-        let ciphertext = try Self.seal(key: key, nonce: nonce, ad: ad, plaintext: plaintext)
-        nonce += 1  // Cannot overflow: seal rejected maxNonce.
-        return ciphertext
+        try advancing(plaintext) { key, nonce in
+            try Self.seal(key: key, nonce: nonce, ad: ad, plaintext: plaintext)
+        }
     }
 
     /// DecryptWithAd: decrypts at the current nonce and increments it only when the tag verifies.
@@ -55,10 +54,20 @@ public struct CipherState: Sendable {
     public mutating func decryptWithAd(
         _ ad: some ContiguousBytes, ciphertext: some ContiguousBytes
     ) throws -> [UInt8] {
-        guard let key else { return ciphertext.withUnsafeBytes { Array($0) } }
-        let plaintext = try Self.open(key: key, nonce: nonce, ad: ad, ciphertext: ciphertext)
-        nonce += 1  // Cannot overflow: open rejected maxNonce.
-        return plaintext
+        try advancing(ciphertext) { key, nonce in
+            try Self.open(key: key, nonce: nonce, ad: ad, ciphertext: ciphertext)
+        }
+    }
+
+    /// A sequential operation: `operation` with the key at the current nonce, which then moves on
+    /// unless it threw. Without a key, `input` as it is.
+    private mutating func advancing(
+        _ input: some ContiguousBytes, _ operation: (ChaChaPoly.Key, UInt64) throws -> [UInt8]
+    ) rethrows -> [UInt8] {
+        guard let key else { return input.withUnsafeBytes { Array($0) } }
+        let output = try operation(key, nonce)
+        nonce += 1  // Cannot overflow: seal and open reject maxNonce.
+        return output
     }
 
     /// Encrypts at an explicit `nonce` without touching the state. Requires a key.
@@ -66,8 +75,24 @@ public struct CipherState: Sendable {
     public func encrypt(
         nonce: UInt64, ad: some ContiguousBytes, plaintext: some ContiguousBytes
     ) throws -> [UInt8] {
-        guard let key else { preconditionFailure("explicit-nonce encryption needs a key") }
-        return try Self.seal(key: key, nonce: nonce, ad: ad, plaintext: plaintext)
+        try Self.seal(key: explicitKey("encryption"), nonce: nonce, ad: ad, plaintext: plaintext)
+    }
+
+    /// Decrypts at an explicit `nonce` without touching the state. Requires a key.
+    /// - Throws: `.decryptFailed`, `.messageTooShort`, `.messageTooLong` or `.nonceExhausted`.
+    public func decrypt(
+        nonce: UInt64, ad: some ContiguousBytes, ciphertext: some ContiguousBytes
+    ) throws -> [UInt8] {
+        try Self.open(key: explicitKey("decryption"), nonce: nonce, ad: ad, ciphertext: ciphertext)
+    }
+
+    /// Decrypts `ciphertext` at an explicit `nonce` without touching the state: the raw-buffer form,
+    /// non-generic, for a transport that opens one datagram after another. Requires a key.
+    /// - Throws: `.decryptFailed`, `.messageTooShort`, `.messageTooLong` or `.nonceExhausted`.
+    public func decrypt(
+        nonce: UInt64, ad: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer
+    ) throws -> [UInt8] {
+        try Self.open(key: explicitKey("decryption"), nonce: nonce, ad: ad, ciphertext: ciphertext)
     }
 
     /// Encrypts `plaintext` at an explicit `nonce` into `output`, which holds exactly the ciphertext
@@ -78,21 +103,8 @@ public struct CipherState: Sendable {
         nonce: UInt64, ad: UnsafeRawBufferPointer, plaintext: UnsafeRawBufferPointer,
         into output: UnsafeMutableRawBufferPointer
     ) throws {
-        guard let key else { preconditionFailure("explicit-nonce encryption needs a key") }
-        try Self.checkSealable(nonce: nonce, length: plaintext.count)
-        ChaChaPoly.seal(
-            plaintext, key: key, nonce: ChaChaPoly.Nonce(noiseCounter: nonce), authenticating: ad,
-            into: output)
-    }
-
-    /// Decrypts `ciphertext` at an explicit `nonce` without touching the state: the raw-buffer form,
-    /// non-generic, for a transport that opens one datagram after another. Requires a key.
-    /// - Throws: `.decryptFailed`, `.messageTooShort`, `.messageTooLong` or `.nonceExhausted`.
-    public func decrypt(
-        nonce: UInt64, ad: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer
-    ) throws -> [UInt8] {
-        guard let key else { preconditionFailure("explicit-nonce decryption needs a key") }
-        return try Self.open(key: key, nonce: nonce, ad: ad, ciphertext: ciphertext)
+        try Self.seal(
+            key: explicitKey("encryption"), nonce: nonce, ad: ad, plaintext: plaintext, into: output)
     }
 
     /// Decrypts `ciphertext` at an explicit `nonce` into `output`, which holds exactly the
@@ -103,24 +115,9 @@ public struct CipherState: Sendable {
         nonce: UInt64, ad: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer,
         into output: UnsafeMutableRawBufferPointer
     ) throws {
-        guard let key else { preconditionFailure("explicit-nonce decryption needs a key") }
+        let key = explicitKey("decryption")
         try Self.checkOpenable(nonce: nonce, length: ciphertext.count)
-        do {
-            try ChaChaPoly.open(
-                ciphertext, key: key, nonce: ChaChaPoly.Nonce(noiseCounter: nonce), authenticating: ad,
-                into: output)
-        } catch {
-            throw NoiseError(.decryptFailed, "authentication tag did not verify at nonce \(nonce)")
-        }
-    }
-
-    /// Decrypts at an explicit `nonce` without touching the state. Requires a key.
-    /// - Throws: `.decryptFailed`, `.messageTooShort`, `.messageTooLong` or `.nonceExhausted`.
-    public func decrypt(
-        nonce: UInt64, ad: some ContiguousBytes, ciphertext: some ContiguousBytes
-    ) throws -> [UInt8] {
-        guard let key else { preconditionFailure("explicit-nonce decryption needs a key") }
-        return try Self.open(key: key, nonce: nonce, ad: ad, ciphertext: ciphertext)
+        try Self.open(key: key, nonce: nonce, ad: ad, ciphertext: ciphertext, into: output)
     }
 
     /// Rekey (spec sections 4.2 and 11.3): the key becomes the first 32 bytes of
@@ -134,21 +131,40 @@ public struct CipherState: Sendable {
         self.key = newKey
     }
 
+    /// The key, which the explicit-nonce operations require: calling one without is a programming
+    /// error, not a peer's doing.
+    private func explicitKey(_ operation: String) -> ChaChaPoly.Key {
+        guard let key else { preconditionFailure("explicit-nonce \(operation) needs a key") }
+        return key
+    }
+
+    /// Every encryption: the checks, then the ciphertext and tag in a new array.
     private static func seal(
         key: ChaChaPoly.Key, nonce: UInt64, ad: some ContiguousBytes, plaintext: some ContiguousBytes
     ) throws -> [UInt8] {
-        try checkSealable(nonce: nonce, length: plaintext.withUnsafeBytes { $0.count })
-        let nonce = ChaChaPoly.Nonce(noiseCounter: nonce)
-        return plaintext.withUnsafeBytes { message in
-            ad.withUnsafeBytes { ad in ChaChaPoly.seal(message, key: key, nonce: nonce, authenticating: ad) }
+        try plaintext.withUnsafeBytes { plaintext in
+            try ad.withUnsafeBytes { ad in
+                try [UInt8](byteCount: plaintext.count + ChaChaPoly.tagLength) { output in
+                    try seal(key: key, nonce: nonce, ad: ad, plaintext: plaintext, into: output)
+                }
+            }
         }
+    }
+
+    /// Every encryption into a buffer sized for the ciphertext and tag, after the checks.
+    private static func seal(
+        key: ChaChaPoly.Key, nonce: UInt64, ad: UnsafeRawBufferPointer, plaintext: UnsafeRawBufferPointer,
+        into output: UnsafeMutableRawBufferPointer
+    ) throws {
+        try checkSealable(nonce: nonce, length: plaintext.count)
+        ChaChaPoly.seal(
+            plaintext, key: key, nonce: ChaChaPoly.Nonce(noiseCounter: nonce), authenticating: ad,
+            into: output)
     }
 
     /// Throws unless a plaintext of `length` bytes may be sealed at `nonce`.
     private static func checkSealable(nonce: UInt64, length: Int) throws {
-        guard nonce != maxNonce else {
-            throw NoiseError(.nonceExhausted, "nonce 2^64-1 is reserved; the key is used up")
-        }
+        try checkNonce(nonce)
         guard length <= noiseMaxMessageLength - ChaChaPoly.tagLength else {
             throw NoiseError(
                 .messageTooLong,
@@ -156,11 +172,38 @@ public struct CipherState: Sendable {
         }
     }
 
+    /// Every decryption: the checks, then the plaintext in a new array.
+    private static func open(
+        key: ChaChaPoly.Key, nonce: UInt64, ad: some ContiguousBytes, ciphertext: some ContiguousBytes
+    ) throws -> [UInt8] {
+        try ciphertext.withUnsafeBytes { ciphertext in
+            try checkOpenable(nonce: nonce, length: ciphertext.count)
+            return try ad.withUnsafeBytes { ad in
+                try [UInt8](byteCount: ciphertext.count - ChaChaPoly.tagLength) { output in
+                    try open(key: key, nonce: nonce, ad: ad, ciphertext: ciphertext, into: output)
+                }
+            }
+        }
+    }
+
+    /// Decrypts into a buffer sized for the plaintext; the caller has made the checks. A tag that
+    /// does not verify is `.decryptFailed`.
+    private static func open(
+        key: ChaChaPoly.Key, nonce: UInt64, ad: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer,
+        into output: UnsafeMutableRawBufferPointer
+    ) throws {
+        do {
+            try ChaChaPoly.open(
+                ciphertext, key: key, nonce: ChaChaPoly.Nonce(noiseCounter: nonce), authenticating: ad,
+                into: output)
+        } catch {
+            throw NoiseError(.decryptFailed, "authentication tag did not verify at nonce \(nonce)")
+        }
+    }
+
     /// Throws unless a ciphertext of `length` bytes may be opened at `nonce`.
     private static func checkOpenable(nonce: UInt64, length: Int) throws {
-        guard nonce != maxNonce else {
-            throw NoiseError(.nonceExhausted, "nonce 2^64-1 is reserved; the key is used up")
-        }
+        try checkNonce(nonce)
         guard length <= noiseMaxMessageLength else {
             throw NoiseError(.messageTooLong, "ciphertext of \(length) bytes exceeds the 65535-byte limit")
         }
@@ -170,19 +213,10 @@ public struct CipherState: Sendable {
         }
     }
 
-    private static func open(
-        key: ChaChaPoly.Key, nonce: UInt64, ad: some ContiguousBytes, ciphertext: some ContiguousBytes
-    ) throws -> [UInt8] {
-        try checkOpenable(nonce: nonce, length: ciphertext.withUnsafeBytes { $0.count })
-        do {
-            let aeadNonce = ChaChaPoly.Nonce(noiseCounter: nonce)
-            return try ciphertext.withUnsafeBytes { sealed in
-                try ad.withUnsafeBytes { ad in
-                    try ChaChaPoly.open(sealed, key: key, nonce: aeadNonce, authenticating: ad)
-                }
-            }
-        } catch {
-            throw NoiseError(.decryptFailed, "authentication tag did not verify at nonce \(nonce)")
+    /// Throws for the reserved nonce 2^64-1.
+    private static func checkNonce(_ nonce: UInt64) throws {
+        guard nonce != maxNonce else {
+            throw NoiseError(.nonceExhausted, "nonce 2^64-1 is reserved; the key is used up")
         }
     }
 }

@@ -422,15 +422,7 @@ final class InteractiveShare: Sendable {
     private let collector = Collector()
 
     init(_ arguments: [String]) throws {
-        // A write to a process that already exited must fail, not kill the test runner.
-        signal(SIGPIPE, SIG_IGN)
-        let output = Pipe()
-        let errors = Pipe()
-        process.executableURL = TestPaths.executable
-        process.arguments = arguments
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
+        let (output, errors) = process.prepareProfiledrop(arguments, input: input)
         let collector = collector
         Thread.detachNewThread {
             var pending = Data()

@@ -217,14 +217,7 @@ final class TimedShare: @unchecked Sendable {  // Every collected field is guard
     private var errorsEnded = false
 
     init(_ arguments: [String], input: FileHandle = FileHandle.nullDevice) throws {
-        signal(SIGPIPE, SIG_IGN)
-        let output = Pipe()
-        let errorPipe = Pipe()
-        process.executableURL = TestPaths.executable
-        process.arguments = arguments
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errorPipe
+        let (output, errorPipe) = process.prepareProfiledrop(arguments, input: input)
         Thread.detachNewThread { [self] in
             var pending = Data()
             while case let data = output.fileHandleForReading.availableData, !data.isEmpty {

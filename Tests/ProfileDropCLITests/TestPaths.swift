@@ -63,6 +63,23 @@ extension TestPaths {
     }
 }
 
+extension Process {
+    /// Sets this process up to run `profiledrop` with `arguments`, reading `input`, and returns the
+    /// new pipes its output and errors go to. A write to it once it has exited fails rather than
+    /// kill the test runner.
+    func prepareProfiledrop(_ arguments: [String], input: Any) -> (output: Pipe, errors: Pipe) {
+        signal(SIGPIPE, SIG_IGN)
+        let output = Pipe()
+        let errors = Pipe()
+        executableURL = TestPaths.executable
+        self.arguments = arguments
+        standardInput = input
+        standardOutput = output
+        standardError = errors
+        return (output, errors)
+    }
+}
+
 /// A `profiledrop` child process whose output is collected.
 final class ToolProcess: @unchecked Sendable {  // The collected data is read only after group.wait().
     let process = Process()

@@ -36,6 +36,19 @@ enum ConformanceVectorGenerator {
     static let responderID = DeviceID(rawValue: 0x99AA_BBCC_DDEE_FF00)
     static let sessionID: UInt64 = 0x0123_4567_89AB_CDEF
 
+    /// A handshake packet of ``sessionID`` from the initiator to the responder.
+    static func fromInitiator(_ noiseMessage: [UInt8], cookie: [UInt8] = []) -> HandshakePacket {
+        HandshakePacket(
+            sessionID: sessionID, sender: initiatorID, receiver: responderID, noiseMessage: noiseMessage,
+            cookie: cookie)
+    }
+
+    /// A handshake packet of ``sessionID`` from the responder to the initiator.
+    static func fromResponder(_ noiseMessage: [UInt8]) -> HandshakePacket {
+        HandshakePacket(
+            sessionID: sessionID, sender: responderID, receiver: initiatorID, noiseMessage: noiseMessage)
+    }
+
     // MARK: - Datagrams
 
     static func wire() -> JSONValue {
@@ -83,39 +96,23 @@ enum ConformanceVectorGenerator {
             ),
             (
                 "INVITE without a cookie: padded to 144 bytes",
-                .invite(
-                    HandshakePacket(
-                        sessionID: sessionID, sender: initiatorID, receiver: responderID, noiseMessage: noise1
-                    ))
+                .invite(fromInitiator(noise1))
             ),
             (
                 "INVITE with a cookie",
-                .invite(
-                    HandshakePacket(
-                        sessionID: sessionID, sender: initiatorID, receiver: responderID,
-                        noiseMessage: noise1,
-                        cookie: fixed("wire cookie", 16)))
+                .invite(fromInitiator(noise1, cookie: fixed("wire cookie", 16)))
             ),
             (
                 "INVITE whose Noise message needs no padding (100 bytes)",
-                .invite(
-                    HandshakePacket(
-                        sessionID: sessionID, sender: initiatorID, receiver: responderID,
-                        noiseMessage: fixed("wire long noise message", 100)))
+                .invite(fromInitiator(fixed("wire long noise message", 100)))
             ),
             (
                 "ACCEPT",
-                .accept(
-                    HandshakePacket(
-                        sessionID: sessionID, sender: responderID, receiver: initiatorID,
-                        noiseMessage: fixed("wire noise message 2", 103)))
+                .accept(fromResponder(fixed("wire noise message 2", 103)))
             ),
             (
                 "CONFIRM",
-                .confirm(
-                    HandshakePacket(
-                        sessionID: sessionID, sender: initiatorID, receiver: responderID,
-                        noiseMessage: fixed("wire noise message 3", 71)))
+                .confirm(fromInitiator(fixed("wire noise message 3", 71)))
             ),
             (
                 "ACCEPT with an empty Noise message",
@@ -395,15 +392,9 @@ enum ConformanceVectorGenerator {
             ])
         }
         let datagrams = [
-            Packet.invite(
-                HandshakePacket(
-                    sessionID: sessionID, sender: initiatorID, receiver: responderID, noiseMessage: message1)),
-            .accept(
-                HandshakePacket(
-                    sessionID: sessionID, sender: responderID, receiver: initiatorID, noiseMessage: message2)),
-            .confirm(
-                HandshakePacket(
-                    sessionID: sessionID, sender: initiatorID, receiver: responderID, noiseMessage: message3)),
+            Packet.invite(fromInitiator(message1)),
+            .accept(fromResponder(message2)),
+            .confirm(fromInitiator(message3)),
         ].map { $0.encoded() }
         let initiatorTransport = initiator.split()
         let responderTransport = responder.split()
@@ -581,13 +572,9 @@ enum ConformanceVectorGenerator {
             ),
             (
                 "invalid",
-                .array(
-                    invalid.map { name, bytes in
-                        let code = VectorFormat.failure { () throws(ProtocolError) in
-                            _ = try HandshakeParameters(decoding: bytes)
-                        }
-                        return VectorFormat.failureVector(name, bytes, code)
-                    })
+                VectorFormat.failureVectors(invalid) { bytes throws(ProtocolError) in
+                    _ = try HandshakeParameters(decoding: bytes)
+                }
             ),
         ])
     }
@@ -746,20 +733,15 @@ enum ConformanceVectorGenerator {
                 Busy(
                     sessionID: sessionID, sender: responderID, receiver: initiatorID, reason: .retry,
                     cookie: cookie))
-            var message = ByteWriter(capacity: 64)
-            message.writeBytes(HalfOpenHandshakes.cookieLabel)
-            message.writeInteger(bucket)
-            message.writeInteger(source.ipv4)
-            message.writeInteger(source.port)
-            message.writeInteger(sessionID)
-            message.writeInteger(initiatorID.rawValue)
-            message.writeInteger(responderID.rawValue)
+            let message = HalfOpenHandshakes.cookieMessage(
+                bucket: bucket, source: source, sessionID: sessionID, sender: initiatorID,
+                receiver: responderID)
             return .object([
                 ("secret", hex(secret)), ("time_ns", .integer(Int(time))), ("bucket", .integer(Int(bucket))),
                 ("source_ipv4", .string(String(source.description.split(separator: ":")[0]))),
                 ("source_port", .integer(Int(source.port))), ("session_id", VectorFormat.id(sessionID)),
                 ("sender_id", VectorFormat.id(initiatorID.rawValue)),
-                ("receiver_id", VectorFormat.id(responderID.rawValue)), ("hmac_message", hex(message.bytes)),
+                ("receiver_id", VectorFormat.id(responderID.rawValue)), ("hmac_message", hex(message)),
                 ("cookie", hex(cookie)), ("busy_retry_datagram", hex(busy.encoded())),
             ])
         }
@@ -913,21 +895,9 @@ enum ConformanceVectorGenerator {
                 position: PositionHint(x: 1, y: 2))
         ).encoded()
         let query = Packet.query(Query(deviceID: initiatorID, knownAnswers: [responderID])).encoded()
-        let invite = Packet.invite(
-            HandshakePacket(
-                sessionID: sessionID, sender: initiatorID, receiver: responderID,
-                noiseMessage: fixed("invalid noise message 1"))
-        ).encoded()
-        let accept = Packet.accept(
-            HandshakePacket(
-                sessionID: sessionID, sender: responderID, receiver: initiatorID,
-                noiseMessage: fixed("invalid noise message 2", 48))
-        ).encoded()
-        let confirm = Packet.confirm(
-            HandshakePacket(
-                sessionID: sessionID, sender: initiatorID, receiver: responderID,
-                noiseMessage: fixed("invalid noise message 3", 48))
-        ).encoded()
+        let invite = Packet.invite(fromInitiator(fixed("invalid noise message 1"))).encoded()
+        let accept = Packet.accept(fromResponder(fixed("invalid noise message 2", 48))).encoded()
+        let confirm = Packet.confirm(fromInitiator(fixed("invalid noise message 3", 48))).encoded()
         let busy = Packet.busy(
             Busy(sessionID: sessionID, sender: responderID, receiver: initiatorID, reason: .inSession)
         )
@@ -1086,23 +1056,15 @@ enum ConformanceVectorGenerator {
             ),
             (
                 "datagrams",
-                .array(
-                    datagrams.map { name, bytes in
-                        let code = VectorFormat.failure { () throws(ProtocolError) in
-                            _ = try Packet(datagram: bytes)
-                        }
-                        return VectorFormat.failureVector(name, bytes, code)
-                    })
+                VectorFormat.failureVectors(datagrams) { bytes throws(ProtocolError) in
+                    _ = try Packet(datagram: bytes)
+                }
             ),
             (
                 "frames",
-                .array(
-                    frames.map { name, bytes in
-                        let code = VectorFormat.failure { () throws(ProtocolError) in
-                            _ = try Frame.decodeAll(bytes)
-                        }
-                        return VectorFormat.failureVector(name, bytes, code)
-                    })
+                VectorFormat.failureVectors(frames) { bytes throws(ProtocolError) in
+                    _ = try Frame.decodeAll(bytes)
+                }
             ),
         ])
     }

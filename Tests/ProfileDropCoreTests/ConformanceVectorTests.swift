@@ -780,6 +780,16 @@ enum VectorFormat {
         ])
     }
 
+    /// The failure vectors of the named `inputs`, each with the code `decode` fails with on it.
+    static func failureVectors(
+        _ inputs: [(String, [UInt8])], decode: ([UInt8]) throws(ProtocolError) -> Void
+    ) -> JSONValue {
+        .array(
+            inputs.map { name, bytes in
+                failureVector(name, bytes, failure { () throws(ProtocolError) in try decode(bytes) })
+            })
+    }
+
     /// The error a failure vector names, checked to be one code by name and number.
     static func expectedCode(_ vector: JSONValue) throws -> ProtocolError.Code {
         let name = try vector.member("error").text()

@@ -8,6 +8,22 @@ import Testing
     static let digest = (0..<32).map { UInt8($0) }
     static let token = DiscoveryToken((0..<16).map { UInt8(0xA0 + $0) })
 
+    /// A handshake packet of `sessionID` from device `sender` to device `receiver`.
+    static func handshake(
+        _ sessionID: UInt64, from sender: UInt64, to receiver: UInt64, noise: [UInt8], cookie: [UInt8] = []
+    ) -> HandshakePacket {
+        HandshakePacket(
+            sessionID: sessionID, sender: DeviceID(rawValue: sender), receiver: DeviceID(rawValue: receiver),
+            noiseMessage: noise, cookie: cookie)
+    }
+
+    /// A BUSY of session 5 from device 3 to device 4.
+    static func busy(_ reason: BusyReason, cookie: [UInt8] = []) -> Busy {
+        Busy(
+            sessionID: 5, sender: DeviceID(rawValue: 3), receiver: DeviceID(rawValue: 4), reason: reason,
+            cookie: cookie)
+    }
+
     static let packets: [Packet] = [
         .beacon(
             Beacon(
@@ -24,46 +40,19 @@ import Testing
                 deviceID: DeviceID(rawValue: 7), position: PositionHint(x: 12, y: -7),
                 knownAnswers: [DeviceID(rawValue: 1)])),
         .query(Query(deviceID: DeviceID(rawValue: 7), knownAnswers: (1...32).map { DeviceID(rawValue: $0) })),
-        .invite(
-            HandshakePacket(
-                sessionID: 42, sender: DeviceID(rawValue: 1), receiver: DeviceID(rawValue: 2),
-                noiseMessage: Array(repeating: 9, count: 32))),
-        .accept(
-            HandshakePacket(
-                sessionID: 42, sender: DeviceID(rawValue: 2), receiver: DeviceID(rawValue: 1),
-                noiseMessage: Array(repeating: 8, count: 103))),
-        .confirm(
-            HandshakePacket(
-                sessionID: 42, sender: DeviceID(rawValue: 1), receiver: DeviceID(rawValue: 2),
-                noiseMessage: [])),
-        .busy(
-            Busy(
-                sessionID: 5, sender: DeviceID(rawValue: 3), receiver: DeviceID(rawValue: 4),
-                reason: .inSession)),
-        .busy(
-            Busy(
-                sessionID: 5, sender: DeviceID(rawValue: 3), receiver: DeviceID(rawValue: 4),
-                reason: .unavailable)),
+        .invite(handshake(42, from: 1, to: 2, noise: Array(repeating: 9, count: 32))),
+        .accept(handshake(42, from: 2, to: 1, noise: Array(repeating: 8, count: 103))),
+        .confirm(handshake(42, from: 1, to: 2, noise: [])),
+        .busy(busy(.inSession)),
+        .busy(busy(.unavailable)),
         .secure(
             SecurePacket(sessionID: 77, packetNumber: 1 << 40, ciphertext: Array(repeating: 1, count: 16))),
         .secure(SecurePacket(sessionID: 77, packetNumber: 0, ciphertext: Array(repeating: 2, count: 1178))),
-        .invite(
-            HandshakePacket(
-                sessionID: 43, sender: DeviceID(rawValue: 1), receiver: DeviceID(rawValue: 2),
-                noiseMessage: Array(repeating: 9, count: 32), cookie: Array(1...16))),
+        .invite(handshake(43, from: 1, to: 2, noise: Array(repeating: 9, count: 32), cookie: Array(1...16))),
         // A Noise message long enough that the INVITE needs no padding.
-        .invite(
-            HandshakePacket(
-                sessionID: 44, sender: DeviceID(rawValue: 1), receiver: DeviceID(rawValue: 2),
-                noiseMessage: Array(repeating: 7, count: 120))),
-        .busy(
-            Busy(
-                sessionID: 5, sender: DeviceID(rawValue: 3), receiver: DeviceID(rawValue: 4), reason: .retry,
-                cookie: Array(repeating: 0xC0, count: 16))),
-        .busy(
-            Busy(
-                sessionID: 5, sender: DeviceID(rawValue: 3), receiver: DeviceID(rawValue: 4),
-                reason: .staleID)),
+        .invite(handshake(44, from: 1, to: 2, noise: Array(repeating: 7, count: 120))),
+        .busy(busy(.retry, cookie: Array(repeating: 0xC0, count: 16))),
+        .busy(busy(.staleID)),
         .probe(Probe(challenge: 0x0102_0304_0506_0708)),
         .probeAck(Probe(challenge: .max)),
     ]

@@ -39,16 +39,22 @@ import Testing
             (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) }
         }
         mutating func length(upTo limit: Int) -> Int { Int(next() % UInt64(limit + 1)) }
+
+        /// The key of test round `round`: one of each of ``keyLengths`` first, then random ones of
+        /// up to `limit` bytes.
+        mutating func key(round: Int, upTo limit: Int) -> [UInt8] {
+            let lengths = HMACReferenceTests.keyLengths
+            return bytes(round < lengths.count ? lengths[round] : length(upTo: limit))
+        }
     }
 
-    /// Key lengths around the block size and the hash size, plus random ones up to 300 bytes.
+    /// Key lengths around the block size and the hash size.
     static let keyLengths = [0, 1, 32, 63, 64, 65, 127, 128, 129, 200, 256, 300]
 
     @Test func rawBufferHMACMatchesReference() {
         var random = SeededBytes(state: 1)
         for round in 0..<200 {
-            let keyLength = round < Self.keyLengths.count ? Self.keyLengths[round] : random.length(upTo: 300)
-            let key = random.bytes(keyLength)
+            let key = random.key(round: round, upTo: 300)
             let first = random.bytes(random.length(upTo: 300))
             let second = random.bytes(random.length(upTo: 70))
             var tag = [UInt8](repeating: 0, count: HMACBLAKE2b.outputLength)
@@ -63,7 +69,7 @@ import Testing
                 }
             }
             let expected = Self.referenceHMAC(key: key, message: first + second)
-            #expect(tag == expected, "key \(keyLength) bytes, message \(first.count)+\(second.count) bytes")
+            #expect(tag == expected, "key \(key.count) bytes, message \(first.count)+\(second.count) bytes")
             #expect(HMACBLAKE2b.authenticate(key: key, parts: [first, second]) == expected)
         }
     }
@@ -71,8 +77,7 @@ import Testing
     @Test func hkdfMatchesReference() {
         var random = SeededBytes(state: 2)
         for round in 0..<100 {
-            let saltLength = round < Self.keyLengths.count ? Self.keyLengths[round] : random.length(upTo: 200)
-            let salt = random.bytes(saltLength)
+            let salt = random.key(round: round, upTo: 200)
             let inputKeyMaterial = random.bytes(random.length(upTo: 200))
             // Up to nine blocks the scratch memory is on the stack, beyond on the heap: both ways.
             let count = [1, 2, 3, 4, 8, 9, 10, 255][round % 8]
@@ -87,7 +92,7 @@ import Testing
             #expect(derived.count == count * HKDFBLAKE2b.blockLength)
             #expect(
                 derived == Self.referenceHKDF(salt: salt, inputKeyMaterial: inputKeyMaterial, count: count),
-                "salt \(saltLength) bytes, input \(inputKeyMaterial.count) bytes, \(count) blocks")
+                "salt \(salt.count) bytes, input \(inputKeyMaterial.count) bytes, \(count) blocks")
         }
     }
 

@@ -175,10 +175,8 @@ public enum FileFuzz {
     // MARK: Known peers
 
     static func checkKnownPeers(_ contents: [UInt8], into violations: inout [String]) {
-        let directory = workDirectory()
-        defer { remove(directory) }
-        let path = directory + "/known-peers"
-        write(contents, to: path)
+        let path = workFile(contents, named: "known-peers")
+        defer { remove(directoryOf: path) }
         let peers: [KnownPeer]
         do {
             peers = try KnownPeersStore.load(at: path)
@@ -201,7 +199,7 @@ public enum FileFuzz {
             if read(path) != contents { violations.append("known peers: a rejected store was overwritten") }
             return
         }
-        let copy = directory + "/known-peers-copy"
+        let copy = path + "-copy"
         do {
             try KnownPeersStore.save(peers, at: copy)
             let once = read(copy)
@@ -240,10 +238,8 @@ public enum FileFuzz {
     // MARK: Static key files
 
     static func checkKeyFile(_ contents: [UInt8], into violations: inout [String]) {
-        let directory = workDirectory()
-        defer { remove(directory) }
-        let path = directory + "/static-key"
-        write(contents, to: path)
+        let path = workFile(contents, named: "static-key")
+        defer { remove(directoryOf: path) }
         let key: X25519.PrivateKey?
         do {
             key = try StaticKeyStore.load(at: path)
@@ -259,7 +255,7 @@ public enum FileFuzz {
             violations.append("key file: an existing file loads as no key")
             return
         }
-        let copy = directory + "/static-key-copy"
+        let copy = path + "-copy"
         write(Array((Hex.encode(key.rawRepresentation) + "\n").utf8), to: copy)
         let again = try? StaticKeyStore.loadOrCreate(at: copy)
         if again?.key.rawRepresentation != key.rawRepresentation || again?.created != false {
@@ -270,10 +266,8 @@ public enum FileFuzz {
     // MARK: Scenarios
 
     static func checkScenario(_ text: [UInt8], into violations: inout [String]) {
-        let directory = workDirectory()
-        defer { remove(directory) }
-        let path = directory + "/scenario.json"
-        write(text, to: path)
+        let path = workFile(text, named: "scenario.json")
+        defer { remove(directoryOf: path) }
         let scenario: Scenario
         do {
             scenario = try Scenario.load(contentsOf: path)
@@ -429,6 +423,19 @@ public enum FileFuzz {
 
     private static func remove(_ directory: String) {
         try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// The path of a file named `name` holding `contents`, alone in a fresh ``workDirectory()``,
+    /// which the caller removes with ``remove(directoryOf:)``.
+    private static func workFile(_ contents: [UInt8], named name: String) -> String {
+        let path = workDirectory() + "/" + name
+        write(contents, to: path)
+        return path
+    }
+
+    /// Removes the work directory of a ``workFile(_:named:)``.
+    private static func remove(directoryOf path: String) {
+        remove(String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)]))
     }
 
     /// Replaces the file at `path` with `bytes`, mode 0600 (the stores refuse anything looser).

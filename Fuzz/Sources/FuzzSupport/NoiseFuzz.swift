@@ -110,44 +110,44 @@ public enum NoiseFuzz {
             findings.fail("the genuine message 1 was rejected")
             return findings
         }
-        guard let message2 = try? responder.writeMessage(payload: parameters, random: &random) else {
-            findings.fail("message 2 could not be written")
-            return findings
-        }
-        if !testResponder {
-            let forged = substitute(for: message2, input: &input)
-            if forged != message2 {
-                _ = read(forged, into: &initiator, genuine: message2, mustAuthenticate: true, &findings)
-                if initiator.isComplete || initiator.isMyTurnToWrite { return findings }
-            }
-        }
         guard
-            read(message2, into: &initiator, genuine: message2, mustAuthenticate: true, &findings)
-                == parameters
-        else {
-            findings.fail("the genuine message 2 was rejected or changed")
-            return findings
-        }
-        guard let message3 = try? initiator.writeMessage(payload: parameters, random: &random) else {
-            findings.fail("message 3 could not be written")
-            return findings
-        }
-        if testResponder {
-            let forged = substitute(for: message3, input: &input)
-            if forged != message3 {
-                _ = read(forged, into: &responder, genuine: message3, mustAuthenticate: true, &findings)
-                if responder.isComplete { return findings }
-            }
-        }
-        guard
-            read(message3, into: &responder, genuine: message3, mustAuthenticate: true, &findings)
-                == parameters
-        else {
-            findings.fail("the genuine message 3 was rejected or changed")
-            return findings
-        }
+            deliver(
+                2, from: &responder, to: &initiator, payload: parameters, forging: !testResponder,
+                random: &random, input: &input, &findings),
+            deliver(
+                3, from: &initiator, to: &responder, payload: parameters, forging: testResponder,
+                random: &random, input: &input, &findings)
+        else { return findings }
         checkTransport(initiator, responder, input: &input, &findings)
         return findings
+    }
+
+    /// Handshake message `number`, authenticated and carrying `payload`, from `writer` to `reader`:
+    /// when `forging`, first the forgery the input makes of it, then the genuine message, which
+    /// `reader` must accept unchanged. Returns whether the handshake goes on: not when the message
+    /// could not be written or was rejected, nor once `reader` went past it on a forgery.
+    private static func deliver(
+        _ number: Int, from writer: inout HandshakeState, to reader: inout HandshakeState,
+        payload: [UInt8], forging: Bool, random: inout DeterministicRandom, input: inout FuzzBytes,
+        _ findings: inout FuzzFindings
+    ) -> Bool {
+        guard let message = try? writer.writeMessage(payload: payload, random: &random) else {
+            findings.fail("message \(number) could not be written")
+            return false
+        }
+        if forging {
+            let forged = substitute(for: message, input: &input)
+            if forged != message {
+                _ = read(forged, into: &reader, genuine: message, mustAuthenticate: true, &findings)
+                if reader.isComplete || reader.isMyTurnToWrite { return false }
+            }
+        }
+        guard read(message, into: &reader, genuine: message, mustAuthenticate: true, &findings) == payload
+        else {
+            findings.fail("the genuine message \(number) was rejected or changed")
+            return false
+        }
+        return true
     }
 
     /// After an accepted forged message 1 the honest initiator must refuse the responder's reply.

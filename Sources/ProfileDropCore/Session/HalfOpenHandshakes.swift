@@ -116,16 +116,21 @@ struct HalfOpenHandshakes {
         secret: [UInt8], bucket: UInt64, source: PeerAddress, sessionID: UInt64, sender: DeviceID,
         receiver: DeviceID
     ) -> [UInt8] {
+        let message = cookieMessage(
+            bucket: bucket, source: source, sessionID: sessionID, sender: sender, receiver: receiver)
+        return Array(
+            HMACBLAKE2b.authenticate(key: secret, parts: [message]).prefix(WireConstants.cookieLength))
+    }
+
+    /// The message a cookie authenticates: ``cookieLabel``, then `bucket`, `source`, `sessionID`,
+    /// `sender` and `receiver` as big-endian integers.
+    static func cookieMessage(
+        bucket: UInt64, source: PeerAddress, sessionID: UInt64, sender: DeviceID, receiver: DeviceID
+    ) -> [UInt8] {
         var message = ByteWriter(capacity: 64)
         message.writeBytes(cookieLabel)
-        message.writeInteger(bucket)
-        message.writeInteger(source.ipv4)
-        message.writeInteger(source.port)
-        message.writeInteger(sessionID)
-        message.writeInteger(sender.rawValue)
-        message.writeInteger(receiver.rawValue)
-        return Array(
-            HMACBLAKE2b.authenticate(key: secret, parts: [message.bytes]).prefix(WireConstants.cookieLength))
+        message.writeIntegers(bucket, source.ipv4, source.port, sessionID, sender.rawValue, receiver.rawValue)
+        return message.bytes
     }
 
     static let cookieLabel = Array("ProfileDrop cookie".utf8)

@@ -12,10 +12,7 @@ package enum HandshakeRules {
     package static func prologue(sessionID: UInt64, initiator: DeviceID, responder: DeviceID) -> [UInt8] {
         var writer = ByteWriter(capacity: 36)
         writer.writeBytes(WireConstants.prologueLabel)
-        writer.writeInteger(WireConstants.version)
-        writer.writeInteger(sessionID)
-        writer.writeInteger(initiator.rawValue)
-        writer.writeInteger(responder.rawValue)
+        writer.writeIntegers(WireConstants.version, sessionID, initiator.rawValue, responder.rawValue)
         return writer.bytes
     }
 

@@ -105,6 +105,15 @@ protocol ByteSink {
     mutating func writeBytes(_ data: some Sequence<UInt8>)
 }
 
+extension ByteSink {
+    /// Appends each of `values` in turn, big-endian: a run of fixed-width fields.
+    mutating func writeIntegers<each T: FixedWidthInteger & UnsignedInteger>(_ values: repeat each T) {
+        for value in repeat each values {
+            writeInteger(value)
+        }
+    }
+}
+
 extension ByteWriter: ByteSink {}
 
 /// Big-endian writes into memory sized beforehand for exactly what is written: a sealed datagram,
