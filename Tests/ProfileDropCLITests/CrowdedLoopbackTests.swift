@@ -169,9 +169,10 @@ import Testing
     /// discovery group, each sending from a loopback address of its own as phones on a LAN do:
     /// every device exchanges with its partner and nobody else, and the last process exits within
     /// 1.5 times the time a lone pair takes, measured just before in the same run with the same
-    /// flags. Fifty processes on two cores beside the rest of the suite measure
-    /// the machine more than the protocol, so it runs on its own when asked:
-    /// `PROFILEDROP_CROWD_50=1 swift test --filter twentyFiveClosePairs` (CONTRIBUTING.md, "Test").
+    /// flags. Fifty processes on two cores beside the rest of the suite, or fifty debug builds,
+    /// measure the machine more than the protocol, so it runs on its own when asked, against a
+    /// release build: `PROFILEDROP_CROWD_50=1 PROFILEDROP_TOOL=$PWD/.build/release/profiledrop
+    /// swift test --filter twentyFiveClosePairs` (CONTRIBUTING.md, "Test").
     @Test(.enabled(if: ProcessInfo.processInfo.environment["PROFILEDROP_CROWD_50"] == "1"))
     func twentyFiveClosePairsEachExchangeOnlyWithTheirPartnerWithinOneAndAHalfALonePairsTime()
         async throws

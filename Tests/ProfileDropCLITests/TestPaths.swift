@@ -53,8 +53,14 @@ final class TestDirectories: @unchecked Sendable {  // `directories` is guarded 
 }
 
 extension TestPaths {
-    /// The `profiledrop` executable built beside the test bundle.
+    /// The `profiledrop` executable built beside the test bundle, or the one `PROFILEDROP_TOOL`
+    /// names: a test that times many processes against a lone pair on two cores measures the debug
+    /// build's CPU more than the protocol, and is run against a release build
+    /// (CONTRIBUTING.md, "Test").
     static var executable: URL {
+        if let tool = ProcessInfo.processInfo.environment["PROFILEDROP_TOOL"], !tool.isEmpty {
+            return URL(fileURLWithPath: tool)
+        }
         let buildDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             .deletingLastPathComponent()
         let beside = buildDirectory.appendingPathComponent("profiledrop")
