@@ -54,7 +54,9 @@ import Testing
                 nil
             }
         }
-        let probe = try #require(probes.first)
+        // The first went ahead on the BEACON ("Probing ahead"); the invitation's own came next.
+        #expect(probes.count == 2)
+        let probe = try #require(probes.last)
         #expect(!lone.sent.contains { if case .invite = $0.packet { true } else { false } })
         // A wrong challenge, or the right one from another address, is dropped and sends nothing.
         lone.deliver(.probeAck(Probe(challenge: probe.challenge ^ 1)), from: peer, at: lone.device.now)
@@ -68,6 +70,52 @@ import Testing
         let invite = try #require(lone.sent.first { if case .invite = $0.packet { true } else { false } })
         #expect(invite.destination == .unicast(peer) && invite.time == echoedAt)
         #expect(lone.device.routability.isProven(peer, now: echoedAt))
+    }
+
+    /// PROTOCOL.md 5, "Probing ahead": every candidate's BEACON draws a PROBE at once, within its
+    /// host's credit, at most ``ReturnRoutability/maxProbesAhead`` waiting; the one address that
+    /// echoes is proven, and its peer invited next with no PROBE of its own; an echo of a PROBE that
+    /// made way is dropped.
+    @Test func candidatesAreProbedAheadAndTheOneThatEchoesIsInvitedFirst() throws {
+        var lone = Lone()
+        lone.echoesProbes = false
+        func address(_ index: Int) -> PeerAddress {
+            PeerAddress(10, 0, UInt8(index / 250), UInt8(1 + index % 250), port: 4000)
+        }
+        func beacon(_ index: Int) -> Packet {
+            .beacon(
+                Beacon(
+                    deviceID: DeviceID(rawValue: UInt64(100 + index)), port: 4000, busy: false, sequence: 1,
+                    position: PositionHint(x: 0, y: 0)))
+        }
+        // A hundred fresh ids within 100 ms, before the first invitation is due.
+        for index in 0..<100 {
+            lone.deliver(beacon(index), from: address(index), at: .zero + .milliseconds(index))
+        }
+        #expect(lone.device.counters.probesSent == 100)
+        #expect(lone.device.routability.probesAhead.count == ReturnRoutability.maxProbesAhead)
+        for index in 0..<100 {
+            let probes = lone.sent.filter { $0.destination == .unicast(address(index)) }
+            #expect(
+                probes.count == 1 && probes.allSatisfy { if case .probe = $0.packet { true } else { false } })
+        }
+        // The oldest made way: its echo proves nothing.
+        let first = try #require(lone.sent.first { $0.destination == .unicast(address(0)) })
+        guard case .probe(let stale) = first.packet else { return }
+        lone.deliver(.probeAck(stale), from: address(0), at: lone.device.now)
+        #expect(lone.device.counters.rejected(.unexpectedMessage) == 1)
+        // The latest echoes: proven, and invited next, with its INVITE at once.
+        let last = try #require(lone.sent.last { $0.destination == .unicast(address(99)) })
+        guard case .probe(let echo) = last.packet else { return }
+        lone.deliver(.probeAck(echo), from: address(99), at: lone.device.now)
+        #expect(lone.device.routability.isProven(address(99), now: lone.device.now))
+        lone.run(until: .zero + .seconds(1))
+        let invite = try #require(lone.sent.first { if case .invite = $0.packet { true } else { false } })
+        #expect(invite.destination == .unicast(address(99)))
+        let probes = lone.sent.filter {
+            if case .probe = $0.packet { $0.destination == .unicast(address(99)) } else { false }
+        }
+        #expect(probes.count == 1, "no second PROBE")
     }
 
     @Test func everyProbeIsAnsweredOnceWithItsOwnSize() {

@@ -17,6 +17,10 @@ struct DiscoveredPeer {
     var busy: Bool
     /// A handshake with it completed in this run, at ``address``.
     var verified = false
+    /// ``address`` echoed a PROBE of ours (PROTOCOL.md 5, "Probing ahead"): it receives there, which
+    /// no phantom at a spoofed address or a dead port can show. Kept over unanswered newcomers and
+    /// invited before any other peer.
+    var answered = false
     /// An invitation to ``address`` went unanswered (neither ACCEPT nor BUSY) before it was
     /// verified: it is not long-heard any more, whatever its beacons say.
     var unanswered = false
@@ -53,6 +57,9 @@ struct DiscoveredPeer {
     /// Verified, or heard long enough at one address: invited before any other peer, never
     /// evicted by a new device id, and its datagrams are charged on its own budget.
     var isEstablished: Bool { verified || (longHeard && !unanswered) }
+
+    /// Answered a PROBE, or verified: its address receives.
+    var receives: Bool { answered || verified }
 
     /// Neither established nor suspended: the tier capped at ``Limits/maxUnverifiedPeers``.
     /// Suspended entries are kept apart, so that a disputed id stays remembered (and uninvited)
@@ -144,7 +151,10 @@ struct PeerTable {
     ///   another address; `.replayed` when its sequence number is not above the last one taken
     ///   from that peer; `.tableFull` when every entry is established and none can make room.
     ///   Nothing changes then but the note of a conflict.
-    mutating func take(_ beacon: Beacon, from source: PeerAddress, pose: Pose, context: inout SessionContext)
+    mutating func take(
+        _ beacon: Beacon, from source: PeerAddress, pose: Pose, proven: Bool = false,
+        context: inout SessionContext
+    )
         throws(ProtocolError)
     {
         guard beacon.port == source.port else {
@@ -176,6 +186,7 @@ struct PeerTable {
             peers[index].busy = contested ? false : beacon.busy
             peers[index].position = contested ? nil : beacon.position
             peers[index].hearings = peers[index].hearings < Int.max ? peers[index].hearings + 1 : Int.max
+            if proven { peers[index].answered = true }
             if !peers[index].longHeard, now - peers[index].firstHeard >= Self.longHeard,
                 establishedCount < establishedRoom(context.limits)
             {
@@ -184,7 +195,7 @@ struct PeerTable {
             return
         }
         let near = (beacon.position?.distance(to: pose) ?? 0) <= reach
-        guard makeRoomForNewcomer(context.limits, pose: pose, near: near) else {
+        guard makeRoomForNewcomer(context.limits, pose: pose, answered: proven, near: near) else {
             throw ProtocolError(
                 .tableFull,
                 near
@@ -197,6 +208,7 @@ struct PeerTable {
             busy: beacon.busy, retryAt: now, busyUntil: now)
         peer.position = beacon.position
         peer.lastTaken = beacon
+        peer.answered = proven
         let position = keys.firstIndex { $0.id > beacon.deviceID } ?? keys.endIndex
         peers.insert(peer, at: position)
         keys.insert((peer.id, peer.address, now), at: position)
@@ -225,12 +237,12 @@ struct PeerTable {
         }
     }
 
-    /// Orders entries for eviction: out of reach first, then fewest hearings, then farthest by hint,
-    /// then heard longest ago, then lowest id.
-    private func evictionRank(_ index: Int, pose: Pose) -> (Int, Int, Double, Instant, DeviceID) {
+    /// Orders entries for eviction: out of reach first, then unanswered before answered, then fewest
+    /// hearings, then farthest by hint, then heard longest ago, then lowest id.
+    private func evictionRank(_ index: Int, pose: Pose) -> (Int, Int, Int, Double, Instant, DeviceID) {
         let peer = peers[index]
         return (
-            isInReach(peer, from: pose) ? 1 : 0, peer.hearings,
+            isInReach(peer, from: pose) ? 1 : 0, peer.answered ? 1 : 0, peer.hearings,
             -(hintDistance(peer, from: pose) ?? 0),
             peer.lastSeen, peer.id
         )
@@ -243,9 +255,13 @@ struct PeerTable {
     /// the unverified tier when that is what is full): we would not invite it, and in a room of
     /// more devices than the table holds the near ones must find a place. A newcomer out of reach
     /// displaces only an entry out of reach. Entries out of reach go first (``evictionRank``).
-    /// A verified newcomer needs no unverified slot, only room in the table.
+    /// A verified newcomer needs no unverified slot, only room in the table. An entry that answered
+    /// a PROBE is never an entry heard once that may go (only out of reach may it), and for a
+    /// newcomer that answered one (`answered`), any entry that did not and no handshake verified
+    /// may go, however often it was heard: a peer shown to receive is kept over phantoms, which
+    /// cannot be.
     mutating func makeRoomForNewcomer(
-        _ limits: Limits, pose: Pose, verified: Bool = false, near: Bool = true
+        _ limits: Limits, pose: Pose, verified: Bool = false, answered: Bool = false, near: Bool = true
     )
         -> Bool
     {
@@ -258,7 +274,7 @@ struct PeerTable {
         // of a full table. In a full table, whether the unverified tier is full too decides which
         // entries may go, so the weakest is kept both ways: among all that may go, and among the
         // unverified ones.
-        typealias Weakest = (index: Int, rank: (Int, Int, Double, Instant, DeviceID))
+        typealias Weakest = (index: Int, rank: (Int, Int, Int, Double, Instant, DeviceID))
         var unverified = 0
         var weakestOfAll: Weakest?
         var weakestUnverified: Weakest?
@@ -268,8 +284,10 @@ struct PeerTable {
             // With room in the table the tier is full: only unverified entries may go.
             guard !peer.verified, !peer.suspended, tableFull || peer.isUnverified else { continue }
             let far = !isInReach(peer, from: pose)
-            let heardOnce = peer.isUnverified && peer.hearings <= 1
-            guard near ? far || heardOnce : far && heardOnce else { continue }
+            let heardOnce = peer.isUnverified && !peer.answered && peer.hearings <= 1
+            // Only a newcomer within reach gets here with `answered`: it is one we would invite.
+            let outranked = answered && !peer.answered
+            guard near ? far || heardOnce || outranked : far && heardOnce else { continue }
             let rank = evictionRank(index, pose: pose)
             if tableFull, weakestOfAll.map({ rank < $0.rank }) ?? true { weakestOfAll = (index, rank) }
             if peer.isUnverified, weakestUnverified.map({ rank < $0.rank }) ?? true {
@@ -360,6 +378,35 @@ struct PeerTable {
         peers[index].suspended = true
         enforceUnverifiedCap(context.limits, pose: pose)
         return true
+    }
+
+    /// Notes that `address` echoed a PROBE we sent ahead for the peer that sent `beacon`
+    /// (PROTOCOL.md 5, "Probing ahead"): every entry at that address is answered. When the peer's
+    /// entry was evicted meanwhile (a flood churns the entries heard once faster than a round trip),
+    /// it comes back answered from `beacon`, if an entry may make way for it as for a newcomer that
+    /// answered; a peer we hold at another address is left as it is.
+    mutating func addressAnswered(
+        _ address: PeerAddress, beacon: Beacon, pose: Pose, context: inout SessionContext
+    ) {
+        var held = false
+        for index in keys.indices where keys[index].address == address {
+            peers[index].answered = true
+            if peers[index].id == beacon.deviceID { held = true }
+        }
+        guard !held, beacon.port == address.port, index(of: beacon.deviceID) == nil else { return }
+        let near = (beacon.position?.distance(to: pose) ?? 0) <= reach
+        guard makeRoomForNewcomer(context.limits, pose: pose, answered: true, near: near) else { return }
+        let now = context.now
+        var peer = DiscoveredPeer(
+            id: beacon.deviceID, address: address, firstHeard: now, lastSeen: now, sequence: beacon.sequence,
+            busy: beacon.busy, retryAt: now, busyUntil: now)
+        peer.position = beacon.position
+        peer.lastTaken = beacon
+        peer.answered = true
+        let position = keys.firstIndex { $0.id > beacon.deviceID } ?? keys.endIndex
+        peers.insert(peer, at: position)
+        keys.insert((peer.id, peer.address, now), at: position)
+        context.emit(.peerFound(beacon.deviceID))
     }
 
     /// Counts a failed session against `peer` and backs off from it: from
