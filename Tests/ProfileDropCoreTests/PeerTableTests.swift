@@ -104,6 +104,12 @@ import Testing
         // Two answered entries fill the tier: an echo for an evicted peer finds no place.
         table.addressAnswered(Self.address(8), beacon: Self.beacon(8, 1), pose: Self.here, context: &context)
         #expect(table.peers.map(\.id.rawValue) == [1, 7])
+        // A host answers for one id: another id from host 7, on another port, is not answered.
+        let otherPort = PeerAddress(10, 0, 0, 7, port: 4001)
+        table.addressAnswered(
+            otherPort, beacon: Beacon(deviceID: DeviceID(rawValue: 9), port: 4001, busy: false, sequence: 1),
+            pose: Self.here, context: &context)
+        #expect(table.entry(DeviceID(rawValue: 9)) == nil)
     }
 
     /// An echo for a peer churned out before it came brings the peer back, answered.

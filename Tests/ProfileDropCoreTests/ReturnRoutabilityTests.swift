@@ -80,7 +80,7 @@ import Testing
         var lone = Lone()
         lone.echoesProbes = false
         func address(_ index: Int) -> PeerAddress {
-            PeerAddress(10, 0, UInt8(index / 250), UInt8(1 + index % 250), port: 4000)
+            PeerAddress(10, 1, UInt8(index / 250), UInt8(1 + index % 250), port: 4000)
         }
         func beacon(_ index: Int) -> Packet {
             .beacon(

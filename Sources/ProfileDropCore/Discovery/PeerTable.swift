@@ -58,8 +58,11 @@ struct DiscoveredPeer {
     /// evicted by a new device id, and its datagrams are charged on its own budget.
     var isEstablished: Bool { verified || (longHeard && !unanswered) }
 
-    /// Answered a PROBE, or verified: its address receives.
-    var receives: Bool { answered || verified }
+    /// Verified, or answered a PROBE with no invitation of it unanswered since: its address
+    /// receives, and it is kept and invited first. An id that answers PROBEs but not INVITEs (an
+    /// attacker that receives, or a relay of another device's address) loses that at its first
+    /// invitation.
+    var receives: Bool { verified || (answered && !unanswered) }
 
     /// Neither established nor suspended: the tier capped at ``Limits/maxUnverifiedPeers``.
     /// Suspended entries are kept apart, so that a disputed id stays remembered (and uninvited)
@@ -162,6 +165,7 @@ struct PeerTable {
                 .conflict, "beacon of \(beacon.deviceID) names port \(beacon.port) from \(source)")
         }
         let now = context.now
+        let answered = proven && !answersFor(host: source.ipv4, besides: beacon.deviceID)
         if let index = index(of: beacon.deviceID) {
             guard peers[index].address == source else {
                 peers[index].conflictAt = now
@@ -186,7 +190,7 @@ struct PeerTable {
             peers[index].busy = contested ? false : beacon.busy
             peers[index].position = contested ? nil : beacon.position
             peers[index].hearings = peers[index].hearings < Int.max ? peers[index].hearings + 1 : Int.max
-            if proven { peers[index].answered = true }
+            if answered { peers[index].answered = true }
             if !peers[index].longHeard, now - peers[index].firstHeard >= Self.longHeard,
                 establishedCount < establishedRoom(context.limits)
             {
@@ -195,7 +199,7 @@ struct PeerTable {
             return
         }
         let near = (beacon.position?.distance(to: pose) ?? 0) <= reach
-        guard makeRoomForNewcomer(context.limits, pose: pose, answered: proven, near: near) else {
+        guard makeRoomForNewcomer(context.limits, pose: pose, answered: answered, near: near) else {
             throw ProtocolError(
                 .tableFull,
                 near
@@ -208,7 +212,7 @@ struct PeerTable {
             busy: beacon.busy, retryAt: now, busyUntil: now)
         peer.position = beacon.position
         peer.lastTaken = beacon
-        peer.answered = proven
+        peer.answered = answered
         let position = keys.firstIndex { $0.id > beacon.deviceID } ?? keys.endIndex
         peers.insert(peer, at: position)
         keys.insert((peer.id, peer.address, now), at: position)
@@ -237,12 +241,13 @@ struct PeerTable {
         }
     }
 
-    /// Orders entries for eviction: out of reach first, then unanswered before answered, then fewest
+    /// Orders entries for eviction: out of reach first, then those that do not receive (neither
+    /// answered nor verified) before those that do, then fewest
     /// hearings, then farthest by hint, then heard longest ago, then lowest id.
     private func evictionRank(_ index: Int, pose: Pose) -> (Int, Int, Int, Double, Instant, DeviceID) {
         let peer = peers[index]
         return (
-            isInReach(peer, from: pose) ? 1 : 0, peer.answered ? 1 : 0, peer.hearings,
+            isInReach(peer, from: pose) ? 1 : 0, peer.receives ? 1 : 0, peer.hearings,
             -(hintDistance(peer, from: pose) ?? 0),
             peer.lastSeen, peer.id
         )
@@ -284,9 +289,9 @@ struct PeerTable {
             // With room in the table the tier is full: only unverified entries may go.
             guard !peer.verified, !peer.suspended, tableFull || peer.isUnverified else { continue }
             let far = !isInReach(peer, from: pose)
-            let heardOnce = peer.isUnverified && !peer.answered && peer.hearings <= 1
+            let heardOnce = peer.isUnverified && !peer.receives && peer.hearings <= 1
             // Only a newcomer within reach gets here with `answered`: it is one we would invite.
-            let outranked = answered && !peer.answered
+            let outranked = answered && !peer.receives
             guard near ? far || heardOnce || outranked : far && heardOnce else { continue }
             let rank = evictionRank(index, pose: pose)
             if tableFull, weakestOfAll.map({ rank < $0.rank }) ?? true { weakestOfAll = (index, rank) }
@@ -380,20 +385,31 @@ struct PeerTable {
         return true
     }
 
+    /// Whether an entry other than `peer` at host `ipv4` is answered (and no invitation of it went
+    /// unanswered since). A host answers for one id at a time: an attacker that receives at its
+    /// own address answers every PROBE on any port, and would otherwise hold every unverified
+    /// place with ids it answers for.
+    private func answersFor(host ipv4: UInt32, besides peer: DeviceID) -> Bool {
+        keys.indices.contains {
+            keys[$0].address.ipv4 == ipv4 && keys[$0].id != peer && peers[$0].answered
+                && !peers[$0].unanswered
+        }
+    }
+
     /// Notes that `address` echoed a PROBE we sent ahead for the peer that sent `beacon`
-    /// (PROTOCOL.md 5, "Probing ahead"): every entry at that address is answered. When the peer's
-    /// entry was evicted meanwhile (a flood churns the entries heard once faster than a round trip),
+    /// (PROTOCOL.md 5, "Probing ahead"): that peer's entry at that address is answered, unless
+    /// another id at that host is (``answersFor(host:besides:)``). When the peer's entry was evicted meanwhile (a flood churns the entries heard once faster than a round trip),
     /// it comes back answered from `beacon`, if an entry may make way for it as for a newcomer that
     /// answered; a peer we hold at another address is left as it is.
     mutating func addressAnswered(
         _ address: PeerAddress, beacon: Beacon, pose: Pose, context: inout SessionContext
     ) {
-        var held = false
-        for index in keys.indices where keys[index].address == address {
-            peers[index].answered = true
-            if peers[index].id == beacon.deviceID { held = true }
+        guard !answersFor(host: address.ipv4, besides: beacon.deviceID) else { return }
+        if let index = index(of: beacon.deviceID) {
+            if keys[index].address == address { peers[index].answered = true }
+            return
         }
-        guard !held, beacon.port == address.port, index(of: beacon.deviceID) == nil else { return }
+        guard beacon.port == address.port else { return }
         let near = (beacon.position?.distance(to: pose) ?? 0) <= reach
         guard makeRoomForNewcomer(context.limits, pose: pose, answered: true, near: near) else { return }
         let now = context.now
