@@ -118,6 +118,34 @@ import Testing
         #expect(probes.count == 1, "no second PROBE")
     }
 
+    /// PROTOCOL.md 7, rule 1: a proven address is a known source, charged on its own budget, so a
+    /// flood that spends the global budget no longer sheds it; an unproven one still meets it.
+    @Test func aProvenAddressIsChargedOnItsOwnBudgetNotTheGlobalOne() throws {
+        var lone = Lone(unsolicitedPerSecond: 20, globalUnsolicitedPerSecond: 1)
+        lone.echoesProbes = false
+        let peer = PeerAddress(10, 1, 0, 7, port: 4000)
+        func beacon(_ id: UInt64, _ sequence: UInt32) -> Packet {
+            .beacon(Beacon(deviceID: DeviceID(rawValue: id), port: 4000, busy: false, sequence: sequence))
+        }
+        lone.deliver(beacon(5, 1), from: peer, at: .zero)
+        let ahead = try #require(lone.sent.first { $0.destination == .unicast(peer) })
+        guard case .probe(let probe) = ahead.packet else { return }
+        lone.deliver(.probeAck(probe), from: peer, at: .zero + .milliseconds(1))
+        #expect(lone.device.routability.isProven(peer, now: lone.device.now))
+        // Fresh sources spend the global budget (1 a second, burst 2).
+        for index in 0..<4 {
+            lone.deliver(
+                beacon(UInt64(50 + index), 1), from: PeerAddress(10, 1, 1, UInt8(index), port: 4000),
+                at: .zero + .milliseconds(2))
+        }
+        let limited = lone.device.counters.rejected(.rateLimited)
+        #expect(limited > 0)
+        lone.deliver(beacon(5, 2), from: peer, at: .zero + .milliseconds(3))
+        #expect(lone.device.counters.rejected(.rateLimited) == limited, "the proven address was shed")
+        lone.deliver(beacon(60, 1), from: PeerAddress(10, 1, 2, 1, port: 4000), at: .zero + .milliseconds(3))
+        #expect(lone.device.counters.rejected(.rateLimited) == limited + 1)
+    }
+
     @Test func everyProbeIsAnsweredOnceWithItsOwnSize() {
         var lone = Lone()
         let stranger = PeerAddress(10, 0, 0, 9, port: 5000)
