@@ -12,14 +12,15 @@ extension AttackKind {
 /// ``CleartextAttacker/imitatedHall`` phantoms once a second.
 ///
 /// Breach rule: the pair does not exchange within ``Availability/maxRatio`` times its time in the
-/// same room without the attacker, and the rules every availability run shares.
+/// same room without the attacker, and the rules every availability run shares. The pair finds
+/// each other by probing ahead (PROTOCOL.md 5, "Probing ahead"; 11.6 item 22): the partner is the
+/// one candidate whose address echoes a PROBE.
 enum HallImitatorAttack: AdversaryKind {
     static let name = "hall-imitator"
     /// Each phantom once a second to each of the two victims.
     static let rate = 2 * CleartextAttacker.imitatedHall
     static let budget = AttackBudget.datagramsPerSecond(ceiling: rate)
-    static let pendingFix: String? =
-        "a thousand phantoms crowd the partner out of the table and the invitations (PROTOCOL.md 11.6, item 22)"
+    static let pendingFix: String? = nil
 
     static func run(runSeed: UInt64, users: AttackUsers) -> AttackTrial<NoKindFigures> {
         Availability.cleartextRun(runSeed: runSeed, kind: kind, behaviour: .hallImitation, fixedBudget: rate)

@@ -860,16 +860,18 @@ private func maliciousSeeds(late: Bool, count: Int) -> [UInt64] {
 
     /// The hall imitator sends what a conference hall sends, a thousand phantoms each once a second
     /// to each victim, at its fixed rate and no more. It raises the victims' budget of unknown
-    /// sources (PROTOCOL.md 7, rule 3) without filling their tables past the limit; that the pair
-    /// then exchanges is what its fix must make true (PROTOCOL.md 11.6, item 22).
-    @Test func theHallImitatorStaysAtAHallsRateAndWithinTheTables() {
+    /// sources (PROTOCOL.md 7, rule 3) without filling their tables past the limit, and the pair
+    /// still exchanges in time: probing ahead finds the one candidate that answers (PROTOCOL.md 5,
+    /// "Probing ahead"; 11.6, item 22).
+    @Test func theHallImitatorStaysAtAHallsRateAndWithinTheTablesAndThePairExchanges() {
         let outcome = Attacks.runOne(runSeed: 1, kind: .hallImitator, users: .careless)
         let result = outcome.availability
         #expect(result?.budget == 2 * CleartextAttacker.imitatedHall)
         #expect((result?.peakRate ?? Int.max) <= (result?.budget ?? 0))
         #expect(outcome.problems.isEmpty)
         #expect(
-            Attacks.pendingFixKinds.contains(.hallImitator) && !Attacks.defaultKinds.contains(.hallImitator))
+            !Attacks.pendingFixKinds.contains(.hallImitator) && Attacks.defaultKinds.contains(.hallImitator))
+        #expect(result?.underAttack != nil, "the pair did not exchange")
         unlessPending(.hallImitator) {
             #expect(outcome.breaches.isEmpty, "\(outcome.breaches)")
         }

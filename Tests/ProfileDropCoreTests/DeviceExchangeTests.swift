@@ -621,7 +621,11 @@ extension VirtualRoom {
                 if sent.queries.last.map({ $0.source != source || $0.at != copy.sentAt }) ?? true {
                     sent.queries.append((source, copy.sentAt))
                 }
-            } else if !copy.multicast, sent.firstUnicast[source] == nil {
+            } else if !copy.multicast, sent.firstUnicast[source] == nil,
+                copy.bytes[3] != PacketType.probe.rawValue, copy.bytes[3] != PacketType.probeAck.rawValue
+            {
+                // A PROBE sent ahead on the peer's first BEACON (PROTOCOL.md 5, "Probing ahead"),
+                // and its echo, come before any invitation: the exchange starts with the INVITE.
                 sent.firstUnicast[source] = copy.sentAt
             }
             return .deliver

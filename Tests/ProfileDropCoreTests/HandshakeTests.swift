@@ -333,7 +333,10 @@ import Testing
         // Just after one of the timer's retransmissions, a crossing INVITE still draws ours: the gap
         // counts only the INVITEs that crossing INVITEs drew (the invitee's back-off runs in step
         // with ours, so its INVITEs tend to come just after each of ours).
-        lone.run(until: crossed + .milliseconds(400))
+        // Up to the timer's next INVITE and no further: a BEACON or QUERY of ours may come soon after.
+        for step in 1...1_000 where ours(after: crossed).isEmpty {
+            lone.run(until: crossed + .milliseconds(Int64(step)))
+        }
         let retransmitted = try #require(ours(after: crossed).first)
         lone.deliver(crossing(), from: Self.ghost, at: retransmitted + .milliseconds(10))
         #expect(ours(after: retransmitted) == [retransmitted + .milliseconds(10)])

@@ -361,6 +361,24 @@ import Testing
         #expect(twice.decide(.outcomesTaken(other)) == .noChange)
     }
 
+    /// PROTOCOL.md 5, "Probing ahead": while our tentative invitee's PROBE waits for its echo, a
+    /// candidate that answered one is invited instead, counting nothing against the invitee; once
+    /// the invitee's address answered, or with no answered candidate, the invitation goes on.
+    @Test func aProbedInvitationIsGivenUpSilentlyForACandidateThatAnswered() {
+        let answered = Arbiter.TentativeRanking(
+            equallyNearCandidate: false, establishedCandidate: false, betterHeardCandidate: false,
+            otherCandidate: true, answeredCandidate: true)
+        var probing = Self.invitation(established: true, transmissions: 1)
+        probing.isProbing = true
+        #expect(
+            Self.arbiter(invitation: probing).decide(.outcomesTaken(answered))
+                == .abandonTentative(countsUnanswered: false))
+        #expect(
+            Self.arbiter(invitation: probing).decide(.outcomesTaken(Self.ranking(other: true))) == .noChange)
+        let inviting = Self.invitation(established: true, transmissions: 1)
+        #expect(Self.arbiter(invitation: inviting).decide(.outcomesTaken(answered)) == .noChange)
+    }
+
     // MARK: - Half-open handshakes
 
     @Test func aCompletedHalfOpenHandshakeOfOurInviteeEndsOurInvitationWithoutAnOutcome() {

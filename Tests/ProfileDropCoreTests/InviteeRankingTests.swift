@@ -53,6 +53,33 @@ import Testing
         #expect(drawn == [5, 6], "both inside the band are drawn, the one at 20 cm never")
     }
 
+    /// PROTOCOL.md 5, "Probing ahead": a peer whose address answered a PROBE is invited before any
+    /// other, however near the others claim to be; with none answered, the nearest as before.
+    @Test func aPeerThatAnsweredAProbeIsInvitedFirst() throws {
+        var context = Self.context()
+        var table = try Self.table([(2, 6), (3, 30), (4, 6)], context: &context)
+        let unanswered = InviteeRanking.View(table: table, reputation: HostReputation(), pose: Self.here)
+        let ranking = InviteeRanking(inviteAt: .zero)
+        var drawn: Set<UInt64> = []
+        for _ in 0..<32 {
+            drawn.insert(ranking.nextInvitee(in: unanswered, context: &context)?.id.rawValue ?? 0)
+        }
+        #expect(drawn == [2, 4])
+        #expect(
+            !InviteeRanking.hasAnsweredCandidate(
+                than: DeviceID(rawValue: 2), in: unanswered, now: context.now))
+        table.addressAnswered(
+            PeerAddress(10, 0, 0, 3, port: 4000),
+            beacon: Beacon(deviceID: DeviceID(rawValue: 3), port: 4000, busy: false, sequence: 2),
+            pose: Self.here, context: &context)
+        let answered = InviteeRanking.View(table: table, reputation: HostReputation(), pose: Self.here)
+        for _ in 0..<8 { #expect(ranking.nextInvitee(in: answered, context: &context)?.id.rawValue == 3) }
+        #expect(
+            InviteeRanking.hasAnsweredCandidate(than: DeviceID(rawValue: 2), in: answered, now: context.now))
+        #expect(
+            !InviteeRanking.hasAnsweredCandidate(than: DeviceID(rawValue: 3), in: answered, now: context.now))
+    }
+
     @Test func fewerFailuresComeFirstAndABackedOffHostIsNoCandidate() throws {
         var context = Self.context()
         var table = try Self.table([(2, 6), (3, 30)], context: &context)

@@ -73,6 +73,65 @@ import Testing
         #expect(table.peers.map(\.id.rawValue) == [1, 2, 4], "the farthest heard once (3, at 20 cm) went")
     }
 
+    /// PROTOCOL.md 4, "Tiers", and 5, "Probing ahead": an entry whose address answered a PROBE is
+    /// no entry heard once that a newcomer may displace, and a newcomer that answered displaces an
+    /// entry that did not however often it was heard; newcomers that did not answer still churn
+    /// only among entries heard once.
+    @Test func anEntryThatAnsweredAProbeIsKeptOverPhantomsAndAnAnsweredNewcomerDisplacesThem() throws {
+        var context = Self.context(maxPeers: 8, maxUnverified: 2)
+        var table = PeerTable(reach: 50)
+        try table.take(Self.beacon(1, 1), from: Self.address(1), pose: Self.here, context: &context)
+        try table.take(Self.beacon(2, 1), from: Self.address(2), pose: Self.here, context: &context)
+        table.addressAnswered(Self.address(1), beacon: Self.beacon(1, 1), pose: Self.here, context: &context)
+        #expect(table.entry(DeviceID(rawValue: 1))?.answered == true)
+        #expect(table.entry(DeviceID(rawValue: 2))?.answered == false)
+        // Phantoms heard once churn among themselves; the answered entry stays.
+        for id in UInt64(3)...6 {
+            try table.take(
+                Self.beacon(id, 1), from: Self.address(UInt8(id)), pose: Self.here, context: &context)
+        }
+        #expect(table.peers.map(\.id.rawValue) == [1, 6])
+        // Heard twice, an unanswered entry refuses a newcomer that did not answer ...
+        try table.take(Self.beacon(6, 2), from: Self.address(6), pose: Self.here, context: &context)
+        #expect(throws: ProtocolError.self) {
+            try table.take(Self.beacon(7, 1), from: Self.address(7), pose: Self.here, context: &context)
+        }
+        // ... but not one whose address proved it receives, whether from its BEACON or its echo.
+        try table.take(
+            Self.beacon(7, 1), from: Self.address(7), pose: Self.here, proven: true, context: &context)
+        #expect(table.peers.map(\.id.rawValue) == [1, 7])
+        #expect(table.entry(DeviceID(rawValue: 7))?.answered == true)
+        // Two answered entries fill the tier: an echo for an evicted peer finds no place.
+        table.addressAnswered(Self.address(8), beacon: Self.beacon(8, 1), pose: Self.here, context: &context)
+        #expect(table.peers.map(\.id.rawValue) == [1, 7])
+        // A host answers for one id: another id from host 7, on another port, is not answered.
+        let otherPort = PeerAddress(10, 0, 0, 7, port: 4001)
+        table.addressAnswered(
+            otherPort, beacon: Beacon(deviceID: DeviceID(rawValue: 9), port: 4001, busy: false, sequence: 1),
+            pose: Self.here, context: &context)
+        #expect(table.entry(DeviceID(rawValue: 9)) == nil)
+    }
+
+    /// An echo for a peer churned out before it came brings the peer back, answered.
+    @Test func anEchoForAnEvictedPeerBringsItBackAnswered() throws {
+        var context = Self.context(maxPeers: 8, maxUnverified: 2)
+        var table = PeerTable(reach: 50)
+        for id in UInt64(1)...3 {
+            try table.take(
+                Self.beacon(id, 1), from: Self.address(UInt8(id)), pose: Self.here, context: &context)
+        }
+        #expect(table.entry(DeviceID(rawValue: 1)) == nil)
+        table.addressAnswered(Self.address(1), beacon: Self.beacon(1, 1), pose: Self.here, context: &context)
+        #expect(table.entry(DeviceID(rawValue: 1))?.answered == true)
+        #expect(table.count == 2)
+        // An echo from a port the BEACON did not name brings nothing.
+        table.addressAnswered(
+            Self.address(9),
+            beacon: Beacon(deviceID: DeviceID(rawValue: 4), port: 4001, busy: false, sequence: 1),
+            pose: Self.here, context: &context)
+        #expect(table.entry(DeviceID(rawValue: 4)) == nil)
+    }
+
     @Test func aHandshakeVerifiesAndAnUnansweredInvitationDemotes() throws {
         var context = Self.context()
         var table = PeerTable(reach: 50)

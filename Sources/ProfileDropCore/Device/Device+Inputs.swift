@@ -21,7 +21,10 @@ extension Device {
             try admit(source)
             // Nothing answers a BEACON by unicast: its bytes pay for a PROBE to its host.
             routability.received(bytes.count, fromHost: source.ipv4, now: context.now)
-            try discovery.receive(beacon, from: source, context: &context)
+            try discovery.receive(
+                beacon, from: source, proven: routability.isProven(source, now: context.now),
+                context: &context)
+            probeAhead(beacon, from: source)
         case .query(let query):
             guard query.deviceID != deviceID else { throw ProtocolError(.ownDatagram, "our own query") }
             try admit(source)
@@ -32,13 +35,24 @@ extension Device {
             try admit(source)
             context.send(.probeAck(probe), to: .unicast(source))
         case .probeAck(let echo):
-            guard let index = invitationIndex, live[index].peerAddress == source, live[index].isProbing else {
-                throw ProtocolError(.unexpectedMessage, "PROBE_ACK from \(source), which we are not probing")
+            let probing = invitationIndex.flatMap {
+                live[$0].peerAddress == source && live[$0].isProbing ? $0 : nil
             }
-            guard sessions[live: index].probeAnswered(echo.challenge, context: &context) else {
-                throw ProtocolError(.unexpectedMessage, "PROBE_ACK from \(source) echoes another challenge")
+            if let index = probing, sessions[live: index].probeAnswered(echo.challenge, context: &context) {
+                routability.prove(source, now: context.now)
+                return
             }
-            routability.prove(source, now: context.now)
+            // A PROBE sent ahead (PROTOCOL.md 5, "Probing ahead"): the address receives.
+            guard let beacon = routability.answerAhead(echo.challenge, from: source, now: context.now) else {
+                throw ProtocolError(
+                    .unexpectedMessage,
+                    probing == nil
+                        ? "PROBE_ACK from \(source), which we are not probing"
+                        : "PROBE_ACK from \(source) echoes another challenge")
+            }
+            discovery.addressAnswered(source, beacon: beacon, context: &context)
+            // Our invitation there need not wait for the echo of its own PROBE.
+            if let index = probing { sessions[live: index].addressProven(context: &context) }
         case .invite(let invite):
             let known: InvitationArbiter.KnownSession =
                 if sessions.index(of: invite.sessionID, in: .halfOpen) != nil {
@@ -85,11 +99,31 @@ extension Device {
         context.emit(.incompatiblePeer(sender, version: bytes[2]))
     }
 
-    /// Charges an unsolicited datagram from `source` (section 7): an established peer's address or
-    /// a session's address on its own budget, any other source on its IP address's budget and
-    /// then on the budget all of them share.
+    /// Sends a PROBE ahead of any invitation to the peer of `beacon`, just taken from `source`
+    /// (PROTOCOL.md 5, "Probing ahead"): while a candidate place is free, to a candidate whose
+    /// address has not proved it receives, is not the address our invitation probes, and has no
+    /// PROBE waiting; paid from its host's credit like any PROBE.
+    private mutating func probeAhead(_ beacon: Beacon, from source: PeerAddress) {
+        guard closeReason == nil, candidateCount < InvitationArbiter.maxCandidates,
+            !routability.isProven(source, now: context.now),
+            !routability.isProbingAhead(source, now: context.now),
+            invitationIndex.map({ live[$0].peerAddress != source }) ?? true,
+            discovery.isCandidate(beacon.deviceID, at: source, now: context.now),
+            payForProbe(to: source)
+        else { return }
+        let challenge = context.random.nextUInt64()
+        context.send(.probe(Probe(challenge: challenge)), to: .unicast(source))
+        context.counters.probesSent += 1
+        routability.probedAhead(source, challenge: challenge, beacon: beacon, now: context.now)
+    }
+
+    /// Charges an unsolicited datagram from `source` (section 7): an established peer's address, a
+    /// session's address or a proven one on its own budget, any other source on its IP address's
+    /// budget and then on the budget all of them share.
     mutating func admit(_ source: PeerAddress) throws(ProtocolError) {
-        let known = sessions.isKnownSource(source) || discovery.isEstablished(source)
+        let known =
+            sessions.isKnownSource(source) || discovery.isEstablished(source)
+            || routability.isProven(source, now: context.now)
         let limits = configuration.limits
         switch admission.admit(source, known: known, now: context.now) {
         case nil: return

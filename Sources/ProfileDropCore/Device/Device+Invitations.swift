@@ -8,7 +8,7 @@ extension Device {
                 invitee: .init(peer: live[index].peer, address: live[index].peerAddress),
                 isTentative: !discovery.isVerified(peer: live[index].peer),
                 isEstablished: discovery.isEstablished(peer: live[index].peer),
-                transmissions: live[index].inviteTransmissions ?? 0,
+                transmissions: live[index].inviteTransmissions ?? 0, isProbing: live[index].isProbing,
                 refusalHeldUntil: live[index].refusalHeldUntil(now: context.now))
         }
         return InvitationArbiter(
@@ -37,7 +37,8 @@ extension Device {
             equallyNearCandidate: discovery.hasEquallyNearCandidate(than: invitee, context: context),
             establishedCandidate: discovery.hasEstablishedCandidate(now: context.now),
             betterHeardCandidate: discovery.hasBetterHeardCandidate(than: invitee, now: context.now),
-            otherCandidate: discovery.hasOtherCandidate(than: invitee, now: context.now))
+            otherCandidate: discovery.hasOtherCandidate(than: invitee, now: context.now),
+            answeredCandidate: discovery.hasAnsweredCandidate(than: invitee, now: context.now))
     }
 
     /// Asks the rules about `event`, which concerns no received datagram, and applies the decision.

@@ -83,9 +83,10 @@ public struct Device {
         self.context = context
         self.admission = Admission(
             limits: configuration.limits,
-            // The table, the live sessions (the candidates and our invitation) and those closing.
+            // The table, the live sessions (the candidates and our invitation), those closing and
+            // the proven addresses.
             knownSources: configuration.limits.maxPeers + InvitationArbiter.maxCandidates + 1
-                + Self.maxLingering)
+                + Self.maxLingering + ReturnRoutability.maxProven)
         runTimers()
     }
 

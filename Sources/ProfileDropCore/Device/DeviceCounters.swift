@@ -15,9 +15,11 @@ public struct DeviceCounters: Sendable, Equatable {
     public var chunkRetransmissions = 0
     /// Handshake messages sent again.
     public var handshakeRetransmissions = 0
-    /// PROBEs sent, first or again (PROTOCOL.md 5, "Return routability").
+    /// PROBEs sent, first or again, for an invitation or ahead of one (PROTOCOL.md 5, "Return
+    /// routability" and "Probing ahead").
     public var probesSent = 0
-    /// PROBEs due but not sent because the address's host had not sent us enough bytes lately.
+    /// PROBEs due (for an invitation or ahead of one) but not sent because the address's host had
+    /// not sent us enough bytes lately.
     public var probesWithoutCredit = 0
     /// Pairings that ended after verification began and before both users decided
     /// (``DeviceEvent/pairingInterrupted(peer:code:reason:)``).

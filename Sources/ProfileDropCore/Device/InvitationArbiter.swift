@@ -17,8 +17,9 @@
 ///   address → `reject`; retry → `sendInviteWithCookie`; the first refusal → `holdRefusal`.
 /// - `timersDue` (5, "Refusals are held", "Stale ids"): a hold ended → `dropHeldRefusal` if the
 ///   invitation ended, else `believeBusy` or `forgetStaleID`.
-/// - `outcomesTaken` (5, "Tentative invitations"): `abandonTentative` after a second INVITE among
-///   equally near candidates, for a newcomer outranked, or after a third INVITE.
+/// - `outcomesTaken` (5, "Probing ahead", "Tentative invitations"): `abandonTentative` while the
+///   invitee is probed and another candidate answered a PROBE, after a second INVITE among equally
+///   near candidates, for a newcomer outranked, or after a third INVITE.
 /// - `halfOpenCompleted` (5, "Half-open handshakes"): `dropInvitation` (our invitee there) or
 ///   `abandonTentative`.
 /// - `settled` (5, "Candidates"): `dropHalfOpen` beside a secured session of its id or address.
@@ -62,6 +63,8 @@ struct InvitationArbiter {
         let isEstablished: Bool
         /// How many times its INVITE (or PROBE) went out.
         let transmissions: Int
+        /// Its PROBE has not been echoed yet: the invitee's address has not shown that it receives.
+        var isProbing = false
         /// When a refusal arriving now would be believed; nil when none would be held.
         let refusalHeldUntil: Instant?
     }
@@ -116,6 +119,8 @@ struct InvitationArbiter {
         let betterHeardCandidate: Bool
         /// Any other peer is a candidate.
         let otherCandidate: Bool
+        /// Another candidate's address answered a PROBE of ours, or a handshake.
+        var answeredCandidate = false
     }
 
     /// What happened.
@@ -383,6 +388,12 @@ struct InvitationArbiter {
     private func tentativeInvitation(_ ranking: TentativeRanking) -> Decision {
         guard let invitation = view.invitation, invitation.isTentative else { return .noChange }
         let sent = invitation.transmissions
+        // "Probing ahead": a peer that showed it receives is invited now rather than after the
+        // invitee's PROBEs go unanswered. Nothing is counted: the invitee has not failed to answer
+        // yet, and once invited, the answered peer's INVITE needs no PROBE, so this cannot repeat.
+        if invitation.isProbing && ranking.answeredCandidate {
+            return .abandonTentative(countsUnanswered: false)
+        }
         if sent >= Self.unansweredTransmissionsAmongEquals && ranking.equallyNearCandidate {
             return .abandonTentative(countsUnanswered: true)
         }

@@ -24,6 +24,17 @@ struct ReturnRoutability {
     /// Proven addresses and until when the proof holds.
     private var proven: [PeerAddress: Instant] = [:]
 
+    /// A PROBE sent ahead of any invitation (PROTOCOL.md 5, "Probing ahead"): to the address of a
+    /// peer just heard, with the BEACON that made us send it.
+    struct ProbeAhead {
+        let address: PeerAddress
+        let challenge: UInt64
+        let beacon: Beacon
+        let sentAt: Instant
+    }
+    /// PROBEs sent ahead and not yet answered, oldest first.
+    private(set) var probesAhead: [ProbeAhead] = []
+
     /// How long received bytes pay for PROBEs: a little longer than the longest beacon interval
     /// (4 s, jittered by 10 %), so a peer heard on its steady schedule always has some, and a lost
     /// PROBE is paid again by its next BEACON, while a spoofer cannot save up.
@@ -37,6 +48,12 @@ struct ReturnRoutability {
     static let proofLifetime: Duration = .seconds(120)
     /// Proven addresses remembered at once; the one whose proof expires first makes way.
     static let maxProven = 32
+    /// PROBEs sent ahead awaiting their echo at once; the oldest makes way. Under a hall's worth of
+    /// phantoms, each heard once a second, this many cover more than the round trip of a LAN.
+    static let maxProbesAhead = 32
+    /// How long a PROBE sent ahead waits for its echo at most (a flood makes the oldest make way
+    /// sooner).
+    static let probeAheadWait: Duration = .seconds(1)
 
     /// Credits `bytes` received from the host `ipv4` at `now` (a BEACON or a QUERY: datagrams
     /// nothing answers by unicast).
@@ -86,6 +103,33 @@ struct ReturnRoutability {
             }
         }
         proven[address] = now + Self.proofLifetime
+    }
+
+    /// Whether a PROBE sent ahead to `address` still waits for its echo at `now`.
+    func isProbingAhead(_ address: PeerAddress, now: Instant) -> Bool {
+        probesAhead.contains { $0.address == address && now - $0.sentAt < Self.probeAheadWait }
+    }
+
+    /// Notes a PROBE sent ahead to `address` with `challenge`, for the peer that sent `beacon`: the
+    /// oldest waiting makes way when ``maxProbesAhead`` wait, and those waited out are dropped.
+    mutating func probedAhead(_ address: PeerAddress, challenge: UInt64, beacon: Beacon, now: Instant) {
+        probesAhead.removeAll { now - $0.sentAt >= Self.probeAheadWait || $0.address == address }
+        if probesAhead.count >= Self.maxProbesAhead { probesAhead.removeFirst() }
+        probesAhead.append(ProbeAhead(address: address, challenge: challenge, beacon: beacon, sentAt: now))
+    }
+
+    /// Takes the PROBE sent ahead that `challenge`, echoed from `source`, answers: the address is
+    /// proven, and the BEACON that made us send it is returned. Nil, changing nothing, when none
+    /// waiting matches both.
+    mutating func answerAhead(_ challenge: UInt64, from source: PeerAddress, now: Instant) -> Beacon? {
+        guard
+            let index = probesAhead.firstIndex(where: {
+                $0.address == source && $0.challenge == challenge && now - $0.sentAt < Self.probeAheadWait
+            })
+        else { return nil }
+        let beacon = probesAhead.remove(at: index).beacon
+        prove(source, now: now)
+        return beacon
     }
 
     /// Drops expired credits, and if none had expired the one expiring soonest.

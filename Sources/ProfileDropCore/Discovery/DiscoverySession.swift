@@ -90,6 +90,17 @@ struct DiscoverySession {
         !isClosed && InviteeRanking.hasBetterHeardCandidate(than: invitee, in: view, now: now)
     }
 
+    func hasAnsweredCandidate(than invitee: DeviceID, now: Instant) -> Bool {
+        !isClosed && InviteeRanking.hasAnsweredCandidate(than: invitee, in: view, now: now)
+    }
+
+    /// Whether `peer`, held at `source`, could be invited now: a PROBE sent ahead to it may make
+    /// it our next invitee (PROTOCOL.md 5, "Probing ahead").
+    func isCandidate(_ peer: DeviceID, at source: PeerAddress, now: Instant) -> Bool {
+        guard !isClosed, let entry = table.entry(peer), entry.address == source else { return false }
+        return InviteeRanking.isCandidate(entry, in: view, now: now)
+    }
+
     func hasEquallyNearCandidate(than invitee: DeviceID, context: SessionContext) -> Bool {
         !isClosed && InviteeRanking.hasEquallyNearCandidate(than: invitee, in: view, context: context)
     }
@@ -146,11 +157,21 @@ struct DiscoverySession {
     }
 
     /// Records a peer's beacon; see ``PeerTable/take(_:from:pose:context:)``.
-    mutating func receive(_ beacon: Beacon, from source: PeerAddress, context: inout SessionContext)
+    /// `proven`: the source proved that it receives (PROTOCOL.md 5, "Probing ahead").
+    mutating func receive(
+        _ beacon: Beacon, from source: PeerAddress, proven: Bool = false, context: inout SessionContext
+    )
         throws(ProtocolError)
     {
         guard !isClosed else { return }
-        try table.take(beacon, from: source, pose: announcer.pose, context: &context)
+        try table.take(beacon, from: source, pose: announcer.pose, proven: proven, context: &context)
+    }
+
+    /// Notes that `address` echoed a PROBE sent ahead for the peer of `beacon`; see
+    /// ``PeerTable/addressAnswered(_:beacon:pose:context:)``.
+    mutating func addressAnswered(_ address: PeerAddress, beacon: Beacon, context: inout SessionContext) {
+        guard !isClosed else { return }
+        table.addressAnswered(address, beacon: beacon, pose: announcer.pose, context: &context)
     }
 
     /// Schedules a delayed beacon in answer to a query that does not already list us.

@@ -25,7 +25,8 @@ struct InviteeRanking {
     }
 
     /// Picks the next peer to invite, or nil. Candidates are peers not known to be busy whose
-    /// back-offs expired; established ones come first, and unverified ones only when no established
+    /// back-offs expired; those whose address receives (it answered a PROBE, or a handshake
+    /// verified it) come first, then established ones, and unverified ones only when no established
     /// peer is a candidate (then those heard most often first). Among those with the fewest failed
     /// sessions one is drawn at random, so that many devices do not all invite the same peer and
     /// every peer is tried before any is retried. BUSY answers do not count as failures: a busy
@@ -37,7 +38,8 @@ struct InviteeRanking {
             view.table.peers.contains(where: { Self.isCandidate($0, in: view, now: context.now) })
         else { return nil }
         let candidates = view.table.peers.filter { Self.isCandidate($0, in: view, now: context.now) }
-        let established = candidates.filter(\.isEstablished)
+        let receiving = candidates.filter(\.receives)
+        let established = receiving.isEmpty ? candidates.filter(\.isEstablished) : receiving
         let pool = established.isEmpty ? candidates : established
         guard let fewest = pool.map(\.failures).min() else { return nil }
         var least = pool.filter { $0.failures == fewest }
@@ -87,6 +89,12 @@ struct InviteeRanking {
     /// Whether a peer other than `invitee` could be invited at `now`.
     static func hasOtherCandidate(than invitee: DeviceID, in view: View, now: Instant) -> Bool {
         view.table.peers.contains { $0.id != invitee && isCandidate($0, in: view, now: now) }
+    }
+
+    /// Whether a peer other than `invitee` whose address answered a PROBE (or a handshake) could
+    /// be invited at `now`: ``nextInvitee(in:context:)`` would rank it first.
+    static func hasAnsweredCandidate(than invitee: DeviceID, in view: View, now: Instant) -> Bool {
+        view.table.peers.contains { $0.id != invitee && $0.receives && isCandidate($0, in: view, now: now) }
     }
 
     /// Whether some established peer could be invited at `now`.

@@ -17,6 +17,10 @@ struct DiscoveredPeer {
     var busy: Bool
     /// A handshake with it completed in this run, at ``address``.
     var verified = false
+    /// ``address`` echoed a PROBE of ours (PROTOCOL.md 5, "Probing ahead"): it receives there, which
+    /// no phantom at a spoofed address or a dead port can show. Kept over unanswered newcomers and
+    /// invited before any other peer.
+    var answered = false
     /// An invitation to ``address`` went unanswered (neither ACCEPT nor BUSY) before it was
     /// verified: it is not long-heard any more, whatever its beacons say.
     var unanswered = false
@@ -53,6 +57,12 @@ struct DiscoveredPeer {
     /// Verified, or heard long enough at one address: invited before any other peer, never
     /// evicted by a new device id, and its datagrams are charged on its own budget.
     var isEstablished: Bool { verified || (longHeard && !unanswered) }
+
+    /// Verified, or answered a PROBE with no invitation of it unanswered since: its address
+    /// receives, and it is kept and invited first. An id that answers PROBEs but not INVITEs (an
+    /// attacker that receives, or a relay of another device's address) loses that at its first
+    /// invitation.
+    var receives: Bool { verified || (answered && !unanswered) }
 
     /// Neither established nor suspended: the tier capped at ``Limits/maxUnverifiedPeers``.
     /// Suspended entries are kept apart, so that a disputed id stays remembered (and uninvited)
@@ -144,7 +154,10 @@ struct PeerTable {
     ///   another address; `.replayed` when its sequence number is not above the last one taken
     ///   from that peer; `.tableFull` when every entry is established and none can make room.
     ///   Nothing changes then but the note of a conflict.
-    mutating func take(_ beacon: Beacon, from source: PeerAddress, pose: Pose, context: inout SessionContext)
+    mutating func take(
+        _ beacon: Beacon, from source: PeerAddress, pose: Pose, proven: Bool = false,
+        context: inout SessionContext
+    )
         throws(ProtocolError)
     {
         guard beacon.port == source.port else {
@@ -152,6 +165,7 @@ struct PeerTable {
                 .conflict, "beacon of \(beacon.deviceID) names port \(beacon.port) from \(source)")
         }
         let now = context.now
+        let answered = proven && !answersFor(host: source.ipv4, besides: beacon.deviceID)
         if let index = index(of: beacon.deviceID) {
             guard peers[index].address == source else {
                 peers[index].conflictAt = now
@@ -176,6 +190,7 @@ struct PeerTable {
             peers[index].busy = contested ? false : beacon.busy
             peers[index].position = contested ? nil : beacon.position
             peers[index].hearings = peers[index].hearings < Int.max ? peers[index].hearings + 1 : Int.max
+            if answered { peers[index].answered = true }
             if !peers[index].longHeard, now - peers[index].firstHeard >= Self.longHeard,
                 establishedCount < establishedRoom(context.limits)
             {
@@ -184,7 +199,7 @@ struct PeerTable {
             return
         }
         let near = (beacon.position?.distance(to: pose) ?? 0) <= reach
-        guard makeRoomForNewcomer(context.limits, pose: pose, near: near) else {
+        guard makeRoomForNewcomer(context.limits, pose: pose, answered: answered, near: near) else {
             throw ProtocolError(
                 .tableFull,
                 near
@@ -197,6 +212,7 @@ struct PeerTable {
             busy: beacon.busy, retryAt: now, busyUntil: now)
         peer.position = beacon.position
         peer.lastTaken = beacon
+        peer.answered = answered
         let position = keys.firstIndex { $0.id > beacon.deviceID } ?? keys.endIndex
         peers.insert(peer, at: position)
         keys.insert((peer.id, peer.address, now), at: position)
@@ -225,12 +241,13 @@ struct PeerTable {
         }
     }
 
-    /// Orders entries for eviction: out of reach first, then fewest hearings, then farthest by hint,
-    /// then heard longest ago, then lowest id.
-    private func evictionRank(_ index: Int, pose: Pose) -> (Int, Int, Double, Instant, DeviceID) {
+    /// Orders entries for eviction: out of reach first, then those that do not receive (neither
+    /// answered nor verified) before those that do, then fewest
+    /// hearings, then farthest by hint, then heard longest ago, then lowest id.
+    private func evictionRank(_ index: Int, pose: Pose) -> (Int, Int, Int, Double, Instant, DeviceID) {
         let peer = peers[index]
         return (
-            isInReach(peer, from: pose) ? 1 : 0, peer.hearings,
+            isInReach(peer, from: pose) ? 1 : 0, peer.receives ? 1 : 0, peer.hearings,
             -(hintDistance(peer, from: pose) ?? 0),
             peer.lastSeen, peer.id
         )
@@ -243,9 +260,13 @@ struct PeerTable {
     /// the unverified tier when that is what is full): we would not invite it, and in a room of
     /// more devices than the table holds the near ones must find a place. A newcomer out of reach
     /// displaces only an entry out of reach. Entries out of reach go first (``evictionRank``).
-    /// A verified newcomer needs no unverified slot, only room in the table.
+    /// A verified newcomer needs no unverified slot, only room in the table. An entry that answered
+    /// a PROBE is never an entry heard once that may go (only out of reach may it), and for a
+    /// newcomer that answered one (`answered`), any entry that did not and no handshake verified
+    /// may go, however often it was heard: a peer shown to receive is kept over phantoms, which
+    /// cannot be.
     mutating func makeRoomForNewcomer(
-        _ limits: Limits, pose: Pose, verified: Bool = false, near: Bool = true
+        _ limits: Limits, pose: Pose, verified: Bool = false, answered: Bool = false, near: Bool = true
     )
         -> Bool
     {
@@ -258,7 +279,7 @@ struct PeerTable {
         // of a full table. In a full table, whether the unverified tier is full too decides which
         // entries may go, so the weakest is kept both ways: among all that may go, and among the
         // unverified ones.
-        typealias Weakest = (index: Int, rank: (Int, Int, Double, Instant, DeviceID))
+        typealias Weakest = (index: Int, rank: (Int, Int, Int, Double, Instant, DeviceID))
         var unverified = 0
         var weakestOfAll: Weakest?
         var weakestUnverified: Weakest?
@@ -268,8 +289,10 @@ struct PeerTable {
             // With room in the table the tier is full: only unverified entries may go.
             guard !peer.verified, !peer.suspended, tableFull || peer.isUnverified else { continue }
             let far = !isInReach(peer, from: pose)
-            let heardOnce = peer.isUnverified && peer.hearings <= 1
-            guard near ? far || heardOnce : far && heardOnce else { continue }
+            let heardOnce = peer.isUnverified && !peer.receives && peer.hearings <= 1
+            // Only a newcomer within reach gets here with `answered`: it is one we would invite.
+            let outranked = answered && !peer.receives
+            guard near ? far || heardOnce || outranked : far && heardOnce else { continue }
             let rank = evictionRank(index, pose: pose)
             if tableFull, weakestOfAll.map({ rank < $0.rank }) ?? true { weakestOfAll = (index, rank) }
             if peer.isUnverified, weakestUnverified.map({ rank < $0.rank }) ?? true {
@@ -360,6 +383,46 @@ struct PeerTable {
         peers[index].suspended = true
         enforceUnverifiedCap(context.limits, pose: pose)
         return true
+    }
+
+    /// Whether an entry other than `peer` at host `ipv4` is answered (and no invitation of it went
+    /// unanswered since). A host answers for one id at a time: an attacker that receives at its
+    /// own address answers every PROBE on any port, and would otherwise hold every unverified
+    /// place with ids it answers for.
+    private func answersFor(host ipv4: UInt32, besides peer: DeviceID) -> Bool {
+        keys.indices.contains {
+            keys[$0].address.ipv4 == ipv4 && keys[$0].id != peer && peers[$0].answered
+                && !peers[$0].unanswered
+        }
+    }
+
+    /// Notes that `address` echoed a PROBE we sent ahead for the peer that sent `beacon`
+    /// (PROTOCOL.md 5, "Probing ahead"): that peer's entry at that address is answered, unless
+    /// another id at that host is (``answersFor(host:besides:)``). When the peer's entry was evicted meanwhile (a flood churns the entries heard once faster than a round trip),
+    /// it comes back answered from `beacon`, if an entry may make way for it as for a newcomer that
+    /// answered; a peer we hold at another address is left as it is.
+    mutating func addressAnswered(
+        _ address: PeerAddress, beacon: Beacon, pose: Pose, context: inout SessionContext
+    ) {
+        guard !answersFor(host: address.ipv4, besides: beacon.deviceID) else { return }
+        if let index = index(of: beacon.deviceID) {
+            if keys[index].address == address { peers[index].answered = true }
+            return
+        }
+        guard beacon.port == address.port else { return }
+        let near = (beacon.position?.distance(to: pose) ?? 0) <= reach
+        guard makeRoomForNewcomer(context.limits, pose: pose, answered: true, near: near) else { return }
+        let now = context.now
+        var peer = DiscoveredPeer(
+            id: beacon.deviceID, address: address, firstHeard: now, lastSeen: now, sequence: beacon.sequence,
+            busy: beacon.busy, retryAt: now, busyUntil: now)
+        peer.position = beacon.position
+        peer.lastTaken = beacon
+        peer.answered = true
+        let position = keys.firstIndex { $0.id > beacon.deviceID } ?? keys.endIndex
+        peers.insert(peer, at: position)
+        keys.insert((peer.id, peer.address, now), at: position)
+        context.emit(.peerFound(beacon.deviceID))
     }
 
     /// Counts a failed session against `peer` and backs off from it: from

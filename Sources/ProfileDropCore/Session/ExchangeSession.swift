@@ -216,6 +216,14 @@ struct ExchangeSession {
         state = .handshaking(handshaking)
     }
 
+    /// The invitee's address echoed another PROBE of ours (one sent ahead, PROTOCOL.md 5, "Probing
+    /// ahead"): our INVITE goes out as if our own PROBE had been echoed.
+    mutating func addressProven(context: inout SessionContext) {
+        guard case .handshaking(let handshaking) = state, isInitiator, let probe = handshaking.value.probe
+        else { return }
+        _ = probeAnswered(probe, context: &context)
+    }
+
     /// PROBE_ACK from the invitee's address: our INVITE goes out if it echoes our challenge
     /// (``HandshakingState/probeAnswered(_:to:context:)``); false otherwise.
     mutating func probeAnswered(_ challenge: UInt64, context: inout SessionContext) -> Bool {
