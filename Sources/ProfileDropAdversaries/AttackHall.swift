@@ -7,8 +7,9 @@ import ProfileDropSimulator
 /// small room, and the kinds' breach rules are the same.
 public struct AttackHall: Sendable, Equatable {
     /// The hall's size when `--devices` is not given: small enough that every default kind runs in
-    /// the hall in minutes (a thousand costs about twenty times as much per simulated second).
-    public static let defaultDevices = 200
+    /// the hall, once per users, in minutes on two cores (a thousand devices cost over ten times as
+    /// much per run, about a minute and a half).
+    public static let defaultDevices = 300
     /// The sizes `--devices` takes: from a hall of three pairs to the benchmark's thousand.
     public static let sizes = HallCrowd.minimumDevices...1000
 
