@@ -88,14 +88,57 @@ package struct HallCrowd {
             }
             return ScriptedDevice(core, spec: spec, now: room.now, poseInterval: options.poseInterval)
         }
-        let network = NetworkFaultHook(
-            nodeCount: first + devices.count, faults: faults,
-            random: DeterministicRandom(seedMaterial: Simulation.seedMaterial(seed, "hall-crowd/network")))
+        var keys = DeterministicRandom(seedMaterial: Simulation.seedMaterial(seed, "hall-crowd/network"))
+        let network = CrowdNetwork(faults: faults, key: keys.nextUInt64())
         let crowd = room.addCrowd(members, address: Simulation.address(ofNode:), network: network)
         for (offset, spec) in devices.enumerated() {
             room.updatePose(spec.motionScript.pose(at: room.now), of: crowd.lowerBound + offset)
         }
         return crowd
+    }
+}
+
+/// The network of a room's crowd: the delay, jitter and loss of `faults` (nothing else), each
+/// copy's fate drawn from its sender, how many datagrams the sender had sent, and its recipient
+/// alone, rather than from one stream in the order of sending (``NetworkFaultHook``). So a change
+/// in what some participants send (an attacker's, its victims' answers to it) changes no other
+/// copy's fate, and a hall with an attacker loses what the same hall without it loses.
+package struct CrowdNetwork {
+    let faults: NetworkFaults
+    let key: UInt64
+    /// Per sender: the number of its latest datagram and how many it sent.
+    private var sends: [Int: (number: UInt64, count: UInt64)] = [:]
+
+    init(faults: NetworkFaults, key: UInt64) {
+        self.faults = faults
+        self.key = key
+    }
+
+    /// When `copy` arrives, or `.drop`.
+    mutating func route(_ copy: InFlightDatagram) -> DatagramVerdict {
+        guard let source = copy.source else { return .deliver }
+        var sent = sends[source] ?? (number: .max, count: 0)
+        if sent.number != copy.number {
+            sent = (copy.number, sent.count &+ 1)
+            sends[source] = sent
+        }
+        var state =
+            key ^ (UInt64(truncatingIfNeeded: source) &* 0x9E37_79B9_7F4A_7C15)
+            ^ (sent.count &* 0xC2B2_AE3D_27D4_EB4F) ^ (UInt64(truncatingIfNeeded: copy.recipient) << 1)
+        let lossDraw = Double(Self.splitMix(&state) >> 11) / Double(1 << 53)
+        if lossDraw < faults.lossRate { return .drop }
+        let jitter = UInt64(faults.jitter.nanosecondsClamped)
+        let extra = jitter > 0 ? Self.splitMix(&state) % (jitter + 1) : 0
+        return .arriveAt(copy.sentAt + faults.delay + .nanoseconds(Int64(extra)))
+    }
+
+    /// SplitMix64: a fast, well-mixed draw from `state`.
+    private static func splitMix(_ state: inout UInt64) -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var mixed = state
+        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+        return mixed ^ (mixed >> 31)
     }
 }
 

@@ -199,7 +199,7 @@ public struct Room {
     /// and arrives as routed; their events stay out of ``eventLog``. Empty unless a crowd joined.
     package private(set) var crowd: Range<Int> = 0..<0
     /// The network of copies to and from the ``crowd``.
-    package var crowdNetwork: NetworkFaultHook?
+    package var crowdNetwork: CrowdNetwork?
 
     /// Creates an empty room at `now`.
     public init(
@@ -258,7 +258,7 @@ public struct Room {
     /// member number, with `network` routing their copies; returns their members. A room has one
     /// crowd at most.
     package mutating func addCrowd(
-        _ devices: [any SansIODevice], address: (Int) -> PeerAddress, network: NetworkFaultHook
+        _ devices: [any SansIODevice], address: (Int) -> PeerAddress, network: CrowdNetwork
     ) -> Range<Int> {
         precondition(crowd.isEmpty, "a room has one crowd at most")
         let first = count
