@@ -48,6 +48,8 @@ public struct AttackReport: Sendable {
     /// The report for printing: header, the table, breaches with their reproduction commands, and
     /// the summary line last.
     public let lines: [String]
+    /// The hall the runs stood in; nil for the small room.
+    public var hall: AttackHall? = nil
 
     /// Every breach, in run order.
     public var breaches: Int { outcomes.reduce(0) { $0 + $1.breaches.count } }
@@ -151,21 +153,29 @@ public enum Attacks {
         return kinds.isEmpty ? nil : kinds
     }
 
-    /// The command that replays the run with seed `runSeed` alone.
-    public static func reproduceCommand(runSeed: UInt64, kinds: [AttackKind] = defaultKinds) -> String {
+    /// The command that replays the run with seed `runSeed` alone (in `hall`, if given).
+    public static func reproduceCommand(
+        runSeed: UInt64, kinds: [AttackKind] = defaultKinds, hall: AttackHall? = nil
+    ) -> String {
         let selection = kindsArgument(kinds).map { " --kinds \($0)" } ?? ""
-        return "profiledrop simulate --attacks\(selection) --runs 1 --seed \(runSeed)"
+        let place = hall.map { " --hall --devices \($0.devices)" } ?? ""
+        return "profiledrop simulate --attacks\(place)\(selection) --runs 1 --seed \(runSeed)"
     }
 
-    /// Runs `runs` attack runs of `kinds` from `seed`. With one run, each victim's screen is shown
-    /// too.
-    public static func run(runs: Int, seed: UInt64, kinds: [AttackKind] = defaultKinds) -> AttackReport {
-        run(runs: runs, seed: seed, kinds: kinds) { runOne(runSeed: $0, kinds: kinds) }
+    /// Runs `runs` attack runs of `kinds` from `seed`, in `hall` if given (else in the small room).
+    /// With one run, each victim's screen is shown too.
+    public static func run(
+        runs: Int, seed: UInt64, kinds: [AttackKind] = defaultKinds, hall: AttackHall? = nil
+    ) -> AttackReport {
+        run(runs: runs, seed: seed, kinds: kinds, hall: hall) {
+            runOne(runSeed: $0, kinds: kinds, hall: hall)
+        }
     }
 
     /// Runs `runs` runs of `kinds` from `seed`, each by `perform`.
     static func run(
-        runs: Int, seed: UInt64, kinds: [AttackKind] = defaultKinds, perform: (UInt64) -> AttackOutcome
+        runs: Int, seed: UInt64, kinds: [AttackKind] = defaultKinds, hall: AttackHall? = nil,
+        perform: (UInt64) -> AttackOutcome
     ) -> AttackReport {
         precondition(runs >= 0, "run count must not be negative")
         precondition(!kinds.isEmpty, "at least one kind")
@@ -179,6 +189,7 @@ public enum Attacks {
                 + "\(Instant.zero + AttackStage.timeouts.overall) overall, "
                 + "\(Instant.zero + AttackStage.timeouts.consent) consent",
         ]
+        if let hall { lines.append(hall.headerLine) }
         let skipped = AttackKind.allCases.filter { !kinds.contains($0) && pendingFixKinds.contains($0) }
         if !skipped.isEmpty {
             lines.append(
@@ -199,7 +210,8 @@ public enum Attacks {
                 breachLines.append("\(heading): \(outcome.summary)")
                 breachLines += outcome.breaches.map { "  breach: \($0)" }
                 breachLines += outcome.problems.map { "  problem: \($0)" }
-                breachLines.append("  reproduce: \(reproduceCommand(runSeed: runSeed, kinds: kinds))")
+                breachLines.append(
+                    "  reproduce: \(reproduceCommand(runSeed: runSeed, kinds: kinds, hall: hall))")
             }
         }
         if !confidentiality.isEmpty { lines += table(outcomes, kinds: confidentiality) }
@@ -208,14 +220,21 @@ public enum Attacks {
         lines += breachLines
         let problems = outcomes.filter { !$0.problems.isEmpty }.count
         if problems > 0 { lines.append("attacks: \(problems) runs could not set up their attack") }
-        let report = AttackReport(seed: seed, kinds: kinds, outcomes: outcomes, lines: lines)
-        return AttackReport(seed: seed, kinds: kinds, outcomes: outcomes, lines: lines + [report.summaryLine])
+        let report = AttackReport(seed: seed, kinds: kinds, outcomes: outcomes, lines: lines, hall: hall)
+        return AttackReport(
+            seed: seed, kinds: kinds, outcomes: outcomes, lines: lines + [report.summaryLine], hall: hall)
     }
 
-    /// Runs the one attack run of seed `runSeed` among `kinds`.
-    public static func runOne(runSeed: UInt64, kinds: [AttackKind] = defaultKinds) -> AttackOutcome {
+    /// Runs the one attack run of seed `runSeed` among `kinds`, in `hall` if given.
+    public static func runOne(
+        runSeed: UInt64, kinds: [AttackKind] = defaultKinds, hall: AttackHall? = nil
+    ) -> AttackOutcome {
         let (kind, users) = cell(of: runSeed, kinds: kinds)
-        return runOne(runSeed: runSeed, kind: kind, users: users)
+        guard let hall else { return runOne(runSeed: runSeed, kind: kind, users: users) }
+        // Every stage the run sets up stands in the same hall, drawn from the run's seed.
+        return AttackStage.$runHall.withValue((hall, runSeed)) {
+            runOne(runSeed: runSeed, kind: kind, users: users)
+        }
     }
 
     /// Runs the run of seed `runSeed` facing `kind` with `users`, whatever cell the seed falls in.

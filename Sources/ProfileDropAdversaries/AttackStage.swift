@@ -145,12 +145,31 @@ struct AttackStage {
     private var cursors: [Int] = []
     /// What the latest step of ``run(until:afterStep:)`` did.
     private(set) var lastStep: RoomStep?
+    /// The hall the stage stands in, if any: its bystanders join when the stage first runs.
+    private var hall: HallCrowd?
+    /// The hall's bystanders, once they joined; empty in a small room.
+    var crowd: Range<Int> { room.crowd }
+    /// Their IPv4 addresses.
+    var crowdAddresses: Range<UInt32> {
+        DeviceContext.ipv4(ofNode: crowd.lowerBound)..<DeviceContext.ipv4(ofNode: crowd.upperBound)
+    }
+
+    /// The hall of the attack run being run, if it runs in one (``Attacks/run(runs:seed:kinds:hall:)``):
+    /// every stage of the run stands in the same hall, drawn from the run's seed.
+    @TaskLocal static var runHall: (hall: AttackHall, runSeed: UInt64)?
 
     init(users: AttackUsers, victimsKnown: Bool, hook: (any DatagramHook)? = nil) {
         room = Room(hook: hook, keepsEventLog: true)
         self.users = users
         self.victimsKnown = victimsKnown
+        if let (hall, runSeed) = Self.runHall {
+            self.hall = HallCrowd(devices: hall.devices, seed: runSeed, duration: Self.timeouts.overall)
+        }
     }
+
+    /// The member the next participant added will be once the stage runs: after the hall's
+    /// bystanders, who join when it first runs.
+    var nextMember: Int { room.count + (hall?.devices.count ?? 0) }
 
     /// The timers of every device in attack runs: the swarm's (60 s overall, 10 s consent).
     static var timeouts: Timeouts { Swarm.timeouts }
@@ -187,10 +206,11 @@ struct AttackStage {
         let configuration = DeviceConfiguration(
             card: card, consent: consent, staticKey: X25519.PrivateKey(using: &keyRandom), identity: identity,
             knownPeers: knownPeers, timeouts: Self.timeouts)
-        let device = TappedDevice(
+        var device = TappedDevice(
             configuration: configuration, seedMaterial: seedMaterial, now: room.now,
             localAddress: nextAddress,
             policy: policy, claimedID: claimedID)
+        device.crowd = crowdAddresses
         adversaryIDs.append(device.deviceID)
         let member = add(device, pose: pose)
         adversaryMembers.append(member)
@@ -264,6 +284,20 @@ struct AttackStage {
     /// answer what they can, and `afterStep` lets the adversary act; it returns true when nothing
     /// more will happen.
     mutating func run(until limit: Instant, afterStep: (inout AttackStage) -> Bool) {
+        if let hall {
+            let crowd = hall.join(&room)
+            cursors += Array(repeating: 0, count: crowd.count)
+            self.hall = nil
+            // The adversary's own devices leave the bystanders alone: they are no target here.
+            let addresses = crowdAddresses
+            for member in adversaryMembers where room.device(member) is TappedDevice {
+                room.withDevice(member) { device, _ in
+                    guard var tapped = device as? TappedDevice else { return }
+                    tapped.crowd = addresses
+                    device = tapped
+                }
+            }
+        }
         readEvents()
         var end = limit
         while let step = room.step(notAfter: end) {
@@ -280,18 +314,22 @@ struct AttackStage {
     // MARK: - Screens
 
     private mutating func readEvents() {
-        for member in 0..<room.count {
-            let log = room.eventLog[member]
-            guard cursors[member] < log.count else { continue }
-            for event in log[cursors[member]...] {
-                if let victim = victims.firstIndex(where: { $0.member == member }) {
-                    show(event, to: victim)
-                } else {
-                    noteAdversary(event, member: member)
-                }
+        // The hall's bystanders are nobody's to watch (the room keeps no log of theirs).
+        for member in 0..<room.crowd.lowerBound { readEvents(of: member) }
+        for member in room.crowd.upperBound..<room.count { readEvents(of: member) }
+    }
+
+    private mutating func readEvents(of member: Int) {
+        let log = room.eventLog[member]
+        guard cursors[member] < log.count else { return }
+        for event in log[cursors[member]...] {
+            if let victim = victims.firstIndex(where: { $0.member == member }) {
+                show(event, to: victim)
+            } else {
+                noteAdversary(event, member: member)
             }
-            cursors[member] = log.count
         }
+        cursors[member] = log.count
     }
 
     private mutating func show(_ event: DeviceEvent, to index: Int) {

@@ -172,7 +172,10 @@ enum Availability {
         var recorded: [CleartextAttacker.Recorded] = []
         stage.run(until: Instant.zero + .seconds(2)) { stage in
             for sent in stage.room.lastSent where sent.destination == .multicast {
-                guard case .beacon? = try? Packet(datagram: sent.bytes) else { continue }
+                // The victims' own, not a hall's.
+                guard stage.victims.contains(where: { $0.member == sent.source }),
+                    case .beacon? = try? Packet(datagram: sent.bytes)
+                else { continue }
                 recorded.append(
                     CleartextAttacker.Recorded(
                         bytes: sent.bytes, source: stage.room.address(of: sent.source), at: stage.room.now))
@@ -382,7 +385,7 @@ enum Availability {
         /// Reads what the stage's last step did: the attacker's sends, the victims' sends to nobody,
         /// and the state of the victim that handled it.
         mutating func observe(_ stage: AttackStage) {
-            for sent in stage.room.lastSent {
+            for sent in stage.room.lastSent where !stage.crowd.contains(sent.source) {
                 if sent.source == attacker {
                     countAttack(bytes: sent.bytes.count, at: stage.room.now)
                 } else if sent.recipient == nil, case .unicast = sent.destination {
@@ -395,7 +398,10 @@ enum Availability {
             case .timeout(let timedOut): member = timedOut
             case .lost, .alarm, nil: member = nil
             }
-            guard let member, member != attacker, let device = stage.room.device(member) as? Device else {
+            // A hall's bystanders are measured by nobody.
+            guard let member, member != attacker, !stage.crowd.contains(member),
+                let device = stage.room.device(member) as? Device
+            else {
                 return
             }
             let snapshot = device.snapshot

@@ -191,7 +191,9 @@ extension Availability {
             seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/\(kind.rawValue)"))
         let racerAddress = PeerAddress(
             ipv4: stage.nextAddress.ipv4, port: 20_000 + UInt16(draw.uniform(below: 20_000)))
-        var race = BeaconRace(racer: BeaconRacer(budget: budget, address: racerAddress, victims: [1, 2]))
+        var race = BeaconRace(
+            racer: BeaconRacer(
+                budget: budget, address: racerAddress, victims: [stage.victims[0].member, stage.nextMember]))
         // The racer is no participant: it only injects, as a spoofer does.
         var meter = Meter(attacker: -1)
         stage.run(until: runLimit) { stage in
@@ -323,7 +325,7 @@ enum BeaconRaceMITMAttack: AdversaryKind {
             seedMaterial: Simulation.seedMaterial(runSeed, "attacks/beacon-race-mitm"), policy: impersonator,
             claimedID: claimed)
         // B is the next member: switched on at its alarm, after our device.
-        let newcomer = stage.room.count
+        let newcomer = stage.nextMember
         var race = BeaconRace(
             racer: BeaconRacer(
                 budget: Availability.budget, address: address, victims: [stage.victims[0].member, newcomer]))

@@ -100,6 +100,10 @@ struct TappedDevice: SansIODevice {
     private var secured: [UInt64: TapSession] = [:]
     /// Whether the adversary abandoned the device: it hears, sends and reports nothing more.
     private(set) var isRetired = false
+    /// The IPv4 addresses of a hall's bystanders (``AttackStage/crowd``): what they send reaches the
+    /// device but not the policy, and their sessions are not followed, so that the adversary's
+    /// figures and rules see the run's own participants alone, as in the small room.
+    var crowd: Range<UInt32> = 0..<0
 
     /// A device with `configuration` whose every draw comes from `seedMaterial`; with `claimedID`,
     /// under that id instead of a drawn one (an impersonator of the device that holds it).
@@ -123,7 +127,7 @@ struct TappedDevice: SansIODevice {
     mutating func handleDatagram(_ bytes: [UInt8], from source: PeerAddress, at time: Instant) {
         guard !isRetired else { return }
         draws.clear()
-        if let packet = try? Packet(datagram: bytes) {
+        if !crowd.contains(source.ipv4), let packet = try? Packet(datagram: bytes) {
             guard policy.keepsIncoming(packet, from: source, device: deviceID, at: time) else { return }
             follow(received: packet, at: time)
         }

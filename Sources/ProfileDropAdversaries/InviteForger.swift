@@ -143,8 +143,10 @@ extension Availability {
             budget: budget(runSeed: runSeed),
             name: .bystander(bystanderID, stage.room.address(of: bystander)),
             seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/\(kind.rawValue)"))
+        // A, and B once it joins.
+        let tapped = [stage.victims[0].member, stage.nextMember]
         let forgery = forgeInvites(
-            with: forger, tapping: [1, 2], into: &stage, outcome: &outcome, result: &result, from: join,
+            with: forger, tapping: tapped, into: &stage, outcome: &outcome, result: &result, from: join,
             before: { addNewcomer(pair, to: &$0) })
         outcome.screens = ["B on at \(join)"] + stage.victims.map(describe)
         return trial(outcome, result: result, stage: stage, figures: forgery)

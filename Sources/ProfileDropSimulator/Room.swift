@@ -193,6 +193,13 @@ public struct Room {
     private var closed: [Bool] = []
     /// Devices not closed yet.
     public private(set) var openDeviceCount = 0
+    /// Participants that stand around the room's own without being watched (a hall's bystanders
+    /// around an attack run, ``HallCrowd``): a copy sent by or to one of them takes
+    /// ``crowdNetwork``'s route instead of ``hook``'s, which owns only the path between the others,
+    /// and arrives as routed; their events stay out of ``eventLog``. Empty unless a crowd joined.
+    package private(set) var crowd: Range<Int> = 0..<0
+    /// The network of copies to and from the ``crowd``.
+    package var crowdNetwork: CrowdNetwork?
 
     /// Creates an empty room at `now`.
     public init(
@@ -245,6 +252,25 @@ public struct Room {
     public mutating func flush(_ member: Int) {
         clearLast()
         drain(member)
+    }
+
+    /// Adds `devices` as the room's crowd, the first at ``count`` and each at the address of its
+    /// member number, with `network` routing their copies; returns their members. A room has one
+    /// crowd at most.
+    package mutating func addCrowd(
+        _ devices: [any SansIODevice], address: (Int) -> PeerAddress, network: CrowdNetwork
+    ) -> Range<Int> {
+        precondition(crowd.isEmpty, "a room has one crowd at most")
+        let first = count
+        for device in devices { add(device, at: address(count)) }
+        crowd = first..<count
+        crowdNetwork = network
+        return crowd
+    }
+
+    /// Whether a copy from `source` to `recipient` is the crowd's.
+    private func isCrowdCopy(_ source: Int?, _ recipient: Int) -> Bool {
+        crowd.contains(recipient) || source.map(crowd.contains) == true
     }
 
     private mutating func register(_ address: PeerAddress, slot: Slot) -> Int {
@@ -423,7 +449,8 @@ public struct Room {
     }
 
     private mutating func arrives(_ copy: InFlightDatagram) -> Bool {
-        hook?.arrives(copy, at: now) ?? true
+        if !crowd.isEmpty && isCrowdCopy(copy.source, copy.recipient) { return true }
+        return hook?.arrives(copy, at: now) ?? true
     }
 
     /// The participant whose deadline comes first, and when; a deadline already past counts as
@@ -482,7 +509,9 @@ public struct Room {
             // sending does not touch the device.
             let known = lastEvents.count
             let state = devices[slot].takeOutput(datagrams: &draining, events: &lastEvents)
-            if keepsEventLog { eventLog[member].append(contentsOf: lastEvents[known...]) }
+            if keepsEventLog && !crowd.contains(member) {
+                eventLog[member].append(contentsOf: lastEvents[known...])
+            }
             for datagram in draining { send(datagram, from: member) }
             draining.removeAllKeepingStorage()
             note(state, ofDevice: member)
@@ -501,7 +530,7 @@ public struct Room {
             SentDatagram(
                 number: number, source: source, bytes: datagram.bytes, destination: datagram.destination,
                 recipient: recipient))
-        hook?.sending(datagram, from: source, number: number, at: now)
+        if !crowd.contains(source) { hook?.sending(datagram, from: source, number: number, at: now) }
         switch datagram.destination {
         case .multicast:
             // The copies go in flight as one batch, sorted once (``FlightQueue``).
@@ -524,7 +553,12 @@ public struct Room {
             number: number, source: source, sourceAddress: addresses.address(of: source),
             recipient: recipient,
             multicast: multicast, sentAt: now, bytes: bytes, altered: false)
-        let verdict = hook?.route(copy) ?? .deliver
+        let verdict: DatagramVerdict
+        if !crowd.isEmpty && isCrowdCopy(source, recipient) {
+            verdict = crowdNetwork?.route(copy) ?? .deliver
+        } else {
+            verdict = hook?.route(copy) ?? .deliver
+        }
         switch verdict {
         case .deliver:
             flights.schedule(copy, at: now + latency)

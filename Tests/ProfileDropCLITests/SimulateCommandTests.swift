@@ -177,6 +177,10 @@ import Testing
             ["simulate", "--attacks", "--runs", "1", "--quiet"],
             ["simulate", Self.scenario, "--runs", "3"],
             ["simulate", "--gate-trials", "2", "--runs", "2"],
+            ["simulate", "--swarm", "--runs", "1", "--hall"],
+            ["simulate", "--attacks", "--runs", "1", "--devices", "60"],
+            ["simulate", "--attacks", "--hall", "--devices", "7"],
+            ["simulate", "--attacks", "--hall", "--devices", "1001"],
             // A path option given the empty string names no file.
             ["simulate", "--swarm", "--runs", "1", "--summary", ""],
             ["simulate", Self.scenario, "--capture", ""],

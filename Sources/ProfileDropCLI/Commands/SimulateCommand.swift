@@ -1,9 +1,9 @@
 import Foundation
 import ProfileDrop
+import ProfileDropAdversaries
 import ProfileDropCapture
 import ProfileDropCore
 import ProfileDropJSON
-import ProfileDropAdversaries
 import ProfileDropSimulator
 
 /// `profiledrop simulate`: devices in a room on a faulty network, in virtual time, from one seed.
@@ -16,7 +16,7 @@ enum SimulateCommand: Subcommand {
         command: name,
         options: [
             Options.seed, Options.swarm, Options.shard, Options.summary, Options.merge, Options.attacks,
-            Options.kinds, Options.runs, Options.gateTrials, Options.quiet,
+            Options.kinds, Options.hall, Options.devices, Options.runs, Options.gateTrials, Options.quiet,
             Options.capture, Options.captureDevice, Options.keylog, Options.timeline,
         ])
 
@@ -49,9 +49,21 @@ enum SimulateCommand: Subcommand {
         static let kinds = Option.text(
             "kinds", valueName: "K,K|all",
             help: "--attacks: the kinds to run (default: all but those pending a fix)")
+        static let hall = Flag(
+            "hall",
+            help:
+                "--attacks: the victims stand in a conference hall of bystanders; same kinds and breach rules"
+        )
+        static let devices = Option.integer(
+            "devices", in: AttackHall.sizes,
+            help:
+                "--hall: devices in the hall, the victims' place included (default \(AttackHall.defaultDevices))"
+        )
         static let runs = Option.integer(
             "runs", valueName: "R", in: 1...1_000_000,
-            help: "swarm runs (default 100), or attack runs over all kinds (default 80)")
+            help:
+                "swarm runs (default 100), or attack runs over all kinds (default 80; with --hall, one per kind and users)"
+        )
         static let gateTrials = Option.integer(
             "gate-trials", in: 1...10_000_000,
             help:
@@ -107,6 +119,12 @@ enum SimulateCommand: Subcommand {
         if arguments.has(Options.kinds) && !arguments.has(Options.attacks) {
             throw UsageError("--kinds goes with --attacks")
         }
+        if arguments.has(Options.hall) && !arguments.has(Options.attacks) {
+            throw UsageError("--hall goes with --attacks")
+        }
+        if arguments.has(Options.devices) && !arguments.has(Options.hall) {
+            throw UsageError("--devices goes with --hall")
+        }
         if arguments.has(Options.attacks) {
             var kinds = Attacks.defaultKinds
             if let names = arguments.value(Options.kinds) {
@@ -116,8 +134,14 @@ enum SimulateCommand: Subcommand {
                 }
                 kinds = named
             }
-            let report = Attacks.run(
-                runs: arguments.value(Options.runs, default: 80), seed: seed ?? 1, kinds: kinds)
+            let hall =
+                arguments.has(Options.hall)
+                ? AttackHall(devices: arguments.value(Options.devices, default: AttackHall.defaultDevices))
+                : nil
+            // A hall costs far more per run: by default each kind meets each of its users once.
+            let runs = arguments.value(
+                Options.runs, default: hall == nil ? 80 : Attacks.cells(of: kinds).count)
+            let report = Attacks.run(runs: runs, seed: seed ?? 1, kinds: kinds, hall: hall)
             report.lines.forEach(console.output)
             if !report.passed {
                 console.error(

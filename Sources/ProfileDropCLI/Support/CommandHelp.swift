@@ -25,6 +25,7 @@ extension SimulateCommand {
         "--swarm [--runs R] [--seed S] [--shard I/K] [--summary FILE|-]",
         "--merge SUMMARY...",
         "--attacks [--kinds K,K|all] [--runs R] [--seed S]",
+        "--attacks --hall [--devices N] [--kinds K,K|all] [--runs R] [--seed S]",
         "--gate-trials N [--seed S]",
     ]
     static let argumentCompletion = ValueCompletion.file
@@ -36,6 +37,7 @@ extension SimulateCommand {
                 "profiledrop simulate Scenarios/lossy-30.json --seed 9 --quiet",
                 "profiledrop simulate --swarm --runs 1000 --seed 1",
                 "profiledrop simulate --attacks --runs 1000 --seed 1",
+                "profiledrop simulate --attacks --hall --seed 1",
                 "profiledrop simulate --gate-trials 10000 --seed 1",
             ])
     ]
