@@ -207,6 +207,14 @@ struct PeerTable {
                     : "no room for \(beacon.deviceID), out of reach: no unverified peer heard once is out of reach too"
             )
         }
+        insertNew(beacon, from: source, answered: answered, context: &context)
+    }
+
+    /// Puts the peer of `beacon`, heard at `source` just now, in its place in id order.
+    private mutating func insertNew(
+        _ beacon: Beacon, from source: PeerAddress, answered: Bool, context: inout SessionContext
+    ) {
+        let now = context.now
         var peer = DiscoveredPeer(
             id: beacon.deviceID, address: source, firstHeard: now, lastSeen: now, sequence: beacon.sequence,
             busy: beacon.busy, retryAt: now, busyUntil: now)
@@ -412,17 +420,7 @@ struct PeerTable {
         guard beacon.port == address.port else { return }
         let near = (beacon.position?.distance(to: pose) ?? 0) <= reach
         guard makeRoomForNewcomer(context.limits, pose: pose, answered: true, near: near) else { return }
-        let now = context.now
-        var peer = DiscoveredPeer(
-            id: beacon.deviceID, address: address, firstHeard: now, lastSeen: now, sequence: beacon.sequence,
-            busy: beacon.busy, retryAt: now, busyUntil: now)
-        peer.position = beacon.position
-        peer.lastTaken = beacon
-        peer.answered = true
-        let position = keys.firstIndex { $0.id > beacon.deviceID } ?? keys.endIndex
-        peers.insert(peer, at: position)
-        keys.insert((peer.id, peer.address, now), at: position)
-        context.emit(.peerFound(beacon.deviceID))
+        insertNew(beacon, from: address, answered: true, context: &context)
     }
 
     /// Counts a failed session against `peer` and backs off from it: from
