@@ -187,10 +187,13 @@ extension Availability {
             + stage.victims.map(describe)
         let victimScreen = stage.victims[0]
         // The attacker's sessions: under its id, or (for the re-inviter and the early decliner,
-        // which come back under fresh ids) under any id but the honest device's.
+        // which come back under fresh ids) under any id but the honest device's and, in a hall,
+        // the bystanders' (a victim there also meets the hall).
         let honestID = stage.victims.count > 1 ? stage.room.device(stage.victims[1].member)?.deviceID : nil
+        let bystanderIDs = Set(stage.crowd.compactMap { stage.room.device($0)?.deviceID })
         func attacker(_ peer: DeviceID?) -> Bool {
-            reinvites ? peer != nil && peer != honestID : peer == attackerID
+            guard let peer else { return false }
+            return reinvites ? peer != honestID && !bystanderIDs.contains(peer) : peer == attackerID
         }
         let end = victimScreen.ended.first { attacker($0.peer) }
         session.attackSessionEnd = end.map { SessionEnd($0.reason) }
