@@ -43,7 +43,7 @@ enum AttackBudget: Sendable, Equatable {
     /// unattended users. `victims` says whom it faces, and so which columns its row fills.
     case devicesOfItsOwn(victims: AttackedVictims)
     /// Availability, cleartext: at most `ceiling` datagrams a second (the rate is drawn per run,
-    /// at or below it, by ``Availability/budget(runSeed:)`` unless the kind fixes one).
+    /// at or below it, by ``Availability/budget(runSeed:ceiling:)`` unless the kind fixes one).
     case datagramsPerSecond(ceiling: Int)
     /// Availability: authenticated sessions of its own with a victim, sending what they need.
     case sessionsOfItsOwn

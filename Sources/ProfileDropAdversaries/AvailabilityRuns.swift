@@ -45,7 +45,7 @@ public struct AvailabilityResult: Sendable {
 /// then pair with an honest device nearby.
 ///
 /// Breach rules. Cleartext attackers (a budget of at most ``budget`` datagrams a second, drawn per
-/// run by ``budget(runSeed:)``): the pair does not
+/// run by ``budget(runSeed:ceiling:)``): the pair does not
 /// exchange within ``maxRatio`` times its time in the same room without the attacker; an honest
 /// device is not closed by its overall deadline plus ``deadlineSlack``; a victim's discovery table
 /// holds more than ``Limits/maxPeers`` peers. Malicious peers: the victim does not end the
@@ -63,11 +63,11 @@ enum Availability {
     /// The budget of the cleartext attacker of run `runSeed`: the ceiling in half the runs, any
     /// rate from 1 a second below it in the others, since a slower attacker may stay under a
     /// threshold (the cookie load, a rate limit) that a faster one trips.
-    static func budget(runSeed: UInt64) -> Int {
+    static func budget(runSeed: UInt64, ceiling: Int = budget) -> Int {
         var draw = DeterministicRandom(
             seedMaterial: Simulation.seedMaterial(runSeed, "attacks/availability/budget"))
-        guard draw.uniform(below: 2) == 0 else { return budget }
-        return 1 + Int(draw.uniform(below: UInt64(budget - 1)))
+        guard draw.uniform(below: 2) == 0, ceiling > 1 else { return ceiling }
+        return 1 + Int(draw.uniform(below: UInt64(ceiling - 1)))
     }
     /// Most times the no-attack time the pair may take.
     static let maxRatio = 2.0
@@ -136,7 +136,14 @@ enum Availability {
     ) -> AttackTrial<NoKindFigures> {
         let pair = VictimPair(runSeed: runSeed)
         var (outcome, result, stage) = startPairRun(pair, runSeed: runSeed, kind: kind)
-        let budget = fixedBudget ?? budget(runSeed: runSeed)
+        // The kind's declared ceiling, so that a new kind's `budget` is what its runs spend.
+        let ceiling: Int
+        switch kind.adversary.budget {
+        case .datagramsPerSecond(let declared): ceiling = declared
+        case .devicesOfItsOwn, .sessionsOfItsOwn, .nothingSent:
+            preconditionFailure("\(kind): a cleartext run's kind spends datagrams a second")
+        }
+        let budget = fixedBudget ?? budget(runSeed: runSeed, ceiling: ceiling)
         result.budget = budget
         let attacker = CleartextAttacker(
             behaviour: behaviour, budget: budget,
