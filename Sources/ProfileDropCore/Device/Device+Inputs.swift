@@ -40,6 +40,10 @@ extension Device {
             }
             if let index = probing, sessions[live: index].probeAnswered(echo.challenge, context: &context) {
                 routability.prove(source, now: context.now)
+                // The invitation's PROBE may be one sent ahead: its entry is answered too.
+                if let beacon = routability.answerAhead(echo.challenge, from: source, now: context.now) {
+                    discovery.addressAnswered(source, beacon: beacon, context: &context)
+                }
                 return
             }
             // A PROBE sent ahead (PROTOCOL.md 5, "Probing ahead"): the address receives.
@@ -346,10 +350,14 @@ extension Device {
             // An address that has not proved it receives gets a PROBE first, paid by what its host
             // sent us lately; the INVITE waits for the echo (PROTOCOL.md 5, "Return routability").
             let proven = routability.isProven(invitee.address, now: context.now)
-            if proven || payForProbe(to: invitee.address) {
+            // A PROBE sent ahead there and still waiting is the invitation's first (PROTOCOL.md 5,
+            // "Probing ahead"): a BEACON draws at most one PROBE.
+            let probedAhead = proven ? nil : routability.probeAhead(to: invitee.address, now: context.now)
+            if proven || probedAhead != nil || payForProbe(to: invitee.address) {
                 sessions.insertLive(
                     ExchangeSession.initiate(
-                        to: invitee.id, at: invitee.address, proven: proven, context: &context))
+                        to: invitee.id, at: invitee.address, proven: proven, probedAhead: probedAhead,
+                        context: &context))
             } else {
                 // Its host sent nothing lately: try again once its next BEACON may have come.
                 discovery.inviteAt = context.now + context.timeouts.handshakeRetransmit

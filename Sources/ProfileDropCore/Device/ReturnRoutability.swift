@@ -107,7 +107,12 @@ struct ReturnRoutability {
 
     /// Whether a PROBE sent ahead to `address` still waits for its echo at `now`.
     func isProbingAhead(_ address: PeerAddress, now: Instant) -> Bool {
-        probesAhead.contains { $0.address == address && now - $0.sentAt < Self.probeAheadWait }
+        probeAhead(to: address, now: now) != nil
+    }
+
+    /// The challenge of the PROBE sent ahead to `address` that still waits for its echo at `now`.
+    func probeAhead(to address: PeerAddress, now: Instant) -> UInt64? {
+        probesAhead.first { $0.address == address && now - $0.sentAt < Self.probeAheadWait }?.challenge
     }
 
     /// Notes a PROBE sent ahead to `address` with `challenge`, for the peer that sent `beacon`: the

@@ -245,9 +245,12 @@ extension ExchangeSession {
     }
 
     /// Invites `peer`: sends INVITE carrying Noise message 1, or, when `address` has not proved that
-    /// it receives, a PROBE first (the device paid for it), and the INVITE once it is echoed.
+    /// it receives, a PROBE first (the device paid for it), and the INVITE once it is echoed. A PROBE
+    /// sent ahead to `address` and still waiting (`probedAhead`, its challenge) counts as that first
+    /// PROBE: none goes now, so one BEACON never draws two (PROTOCOL.md 5, "Amplification").
     static func initiate(
-        to peer: DeviceID, at address: PeerAddress, proven: Bool, context: inout SessionContext
+        to peer: DeviceID, at address: PeerAddress, proven: Bool, probedAhead: UInt64? = nil,
+        context: inout SessionContext
     ) -> ExchangeSession {
         let sessionID = context.random.nextUInt64()
         let noise = handshake(
@@ -262,6 +265,8 @@ extension ExchangeSession {
         if proven {
             state.writeInvite(context: &context)
             context.outbox.push(OutgoingDatagram(destination: .unicast(address), bytes: state.lastDatagram))
+        } else if let probedAhead {
+            state.probe = probedAhead
         } else {
             let challenge = context.random.nextUInt64()
             context.send(.probe(Probe(challenge: challenge)), to: .unicast(address))
