@@ -21,10 +21,9 @@ extension Device {
             try admit(source)
             // Nothing answers a BEACON by unicast: its bytes pay for a PROBE to its host.
             routability.received(bytes.count, fromHost: source.ipv4, now: context.now)
-            try discovery.receive(
-                beacon, from: source, proven: routability.isProven(source, now: context.now),
-                context: &context)
-            probeAhead(beacon, from: source)
+            let proven = routability.isProven(source, now: context.now)
+            try discovery.receive(beacon, from: source, proven: proven, context: &context)
+            if !proven { probeAhead(beacon, from: source) }
         case .query(let query):
             guard query.deviceID != deviceID else { throw ProtocolError(.ownDatagram, "our own query") }
             try admit(source)
@@ -39,10 +38,12 @@ extension Device {
                 live[$0].peerAddress == source && live[$0].isProbing ? $0 : nil
             }
             if let index = probing, sessions[live: index].probeAnswered(echo.challenge, context: &context) {
-                routability.prove(source, now: context.now)
-                // The invitation's PROBE may be one sent ahead: its entry is answered too.
+                // The invitation's PROBE may be one sent ahead: its entry is answered too (taking
+                // it proves the address).
                 if let beacon = routability.answerAhead(echo.challenge, from: source, now: context.now) {
                     discovery.addressAnswered(source, beacon: beacon, context: &context)
+                } else {
+                    routability.prove(source, now: context.now)
                 }
                 return
             }
@@ -103,21 +104,19 @@ extension Device {
         context.emit(.incompatiblePeer(sender, version: bytes[2]))
     }
 
-    /// Sends a PROBE ahead of any invitation to the peer of `beacon`, just taken from `source`
-    /// (PROTOCOL.md 5, "Probing ahead"): while a candidate place is free, to a candidate whose
-    /// address has not proved it receives, is not the address our invitation probes, and has no
+    /// Sends a PROBE ahead of any invitation to the peer of `beacon`, just taken from `source`, an
+    /// address that has not proved it receives (PROTOCOL.md 5, "Probing ahead"): while a candidate
+    /// place is free, to a candidate whose address is not the one our invitation probes and has no
     /// PROBE waiting; paid from its host's credit like any PROBE.
     private mutating func probeAhead(_ beacon: Beacon, from source: PeerAddress) {
         guard closeReason == nil, candidateCount < InvitationArbiter.maxCandidates,
-            !routability.isProven(source, now: context.now),
             !routability.isProbingAhead(source, now: context.now),
             invitationIndex.map({ live[$0].peerAddress != source }) ?? true,
             discovery.isCandidate(beacon.deviceID, at: source, now: context.now),
             payForProbe(to: source)
         else { return }
         let challenge = context.random.nextUInt64()
-        context.send(.probe(Probe(challenge: challenge)), to: .unicast(source))
-        context.counters.probesSent += 1
+        context.sendProbe(challenge, to: source)
         routability.probedAhead(source, challenge: challenge, beacon: beacon, now: context.now)
     }
 

@@ -202,8 +202,7 @@ extension HandshakingState {
     /// Our PROBE again, on the INVITE's back-off schedule; the device checked the credit.
     mutating func sendProbeAgain(to peerAddress: PeerAddress, context: inout SessionContext) {
         guard let probe else { return }
-        context.send(.probe(Probe(challenge: probe)), to: .unicast(peerAddress))
-        context.counters.probesSent += 1
+        context.sendProbe(probe, to: peerAddress)
         resent = true
         lastSentAt = context.now
         scheduleRetransmission(
@@ -269,8 +268,7 @@ extension ExchangeSession {
             state.probe = probedAhead
         } else {
             let challenge = context.random.nextUInt64()
-            context.send(.probe(Probe(challenge: challenge)), to: .unicast(address))
-            context.counters.probesSent += 1
+            context.sendProbe(challenge, to: address)
             state.probe = challenge
         }
         context.emit(.connecting(peer: peer, initiator: true))

@@ -30,6 +30,13 @@ struct SessionContext {
         outbox.push(OutgoingDatagram(destination: destination, bytes: packet.encoded()))
     }
 
+    /// Sends a PROBE with `challenge` to `address` and counts it (PROTOCOL.md 5, "Return
+    /// routability"): an invitation's, again or ahead of one.
+    mutating func sendProbe(_ challenge: UInt64, to address: PeerAddress) {
+        send(.probe(Probe(challenge: challenge)), to: .unicast(address))
+        counters.probesSent += 1
+    }
+
     mutating func emit(_ event: DeviceEvent) { events.push(event) }
 
     /// Lends `body` the reusable frame list, empty, with the context; the list is emptied again
