@@ -80,6 +80,33 @@ import Testing
             !InviteeRanking.hasAnsweredCandidate(than: DeviceID(rawValue: 3), in: answered, now: context.now))
     }
 
+    /// PROTOCOL.md 5, "Tentative invitations": an invitee whose address answered a PROBE ties only
+    /// with candidates that answered too, so a phantom claiming our spot does not make the device
+    /// give up the peer held against it; an invitee that did not answer ties with both.
+    @Test func anAnsweredInviteeTiesOnlyWithAnsweredCandidates() throws {
+        var context = Self.context()
+        var table = try Self.table([(2, 6), (3, 7), (4, 8)], context: &context)
+        table.addressAnswered(
+            PeerAddress(10, 0, 0, 2, port: 4000),
+            beacon: Beacon(deviceID: DeviceID(rawValue: 2), port: 4000, busy: false, sequence: 2),
+            pose: Self.here, context: &context)
+        let oneAnswered = InviteeRanking.View(table: table, reputation: HostReputation(), pose: Self.here)
+        #expect(
+            !InviteeRanking.hasEquallyNearCandidate(
+                than: DeviceID(rawValue: 2), in: oneAnswered, context: context))
+        #expect(
+            InviteeRanking.hasEquallyNearCandidate(
+                than: DeviceID(rawValue: 3), in: oneAnswered, context: context))
+        table.addressAnswered(
+            PeerAddress(10, 0, 0, 4, port: 4000),
+            beacon: Beacon(deviceID: DeviceID(rawValue: 4), port: 4000, busy: false, sequence: 2),
+            pose: Self.here, context: &context)
+        let twoAnswered = InviteeRanking.View(table: table, reputation: HostReputation(), pose: Self.here)
+        #expect(
+            InviteeRanking.hasEquallyNearCandidate(
+                than: DeviceID(rawValue: 2), in: twoAnswered, context: context))
+    }
+
     @Test func fewerFailuresComeFirstAndABackedOffHostIsNoCandidate() throws {
         var context = Self.context()
         var table = try Self.table([(2, 6), (3, 30)], context: &context)

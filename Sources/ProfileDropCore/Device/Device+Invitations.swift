@@ -9,6 +9,7 @@ extension Device {
                 isTentative: !discovery.isVerified(peer: live[index].peer),
                 isEstablished: discovery.isEstablished(peer: live[index].peer),
                 transmissions: live[index].inviteTransmissions ?? 0, isProbing: live[index].isProbing,
+                receives: discovery.receives(peer: live[index].peer),
                 refusalHeldUntil: live[index].refusalHeldUntil(now: context.now))
         }
         return InvitationArbiter(

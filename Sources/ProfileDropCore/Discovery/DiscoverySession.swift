@@ -76,6 +76,7 @@ struct DiscoverySession {
 
     func isEstablished(peer: DeviceID) -> Bool { table.isEstablished(peer: peer) }
     func isVerified(peer: DeviceID) -> Bool { table.isVerified(peer: peer) }
+    func receives(peer: DeviceID) -> Bool { table.entry(peer)?.receives ?? false }
     func isEstablished(_ source: PeerAddress) -> Bool { table.isEstablished(source) }
 
     func hasOtherCandidate(than invitee: DeviceID, now: Instant) -> Bool {

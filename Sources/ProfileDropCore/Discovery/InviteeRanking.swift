@@ -72,7 +72,9 @@ struct InviteeRanking {
     }
 
     /// Whether `invitee` and another candidate both rank as equally near as any can: both hint
-    /// within the gate band's far edge, where ``nextInvitee(in:context:)`` draws between them.
+    /// within the gate band's far edge, where ``nextInvitee(in:context:)`` draws between them. An
+    /// invitee whose address answered a PROBE ties only with candidates whose address did: the
+    /// ranking puts those first, so a phantom claiming our spot does not tie with it.
     static func hasEquallyNearCandidate(than invitee: DeviceID, in view: View, context: SessionContext)
         -> Bool
     {
@@ -81,7 +83,7 @@ struct InviteeRanking {
             return false
         }
         return view.table.peers.contains {
-            $0.id != invitee && rank($0, in: view, held: held) == 0
+            $0.id != invitee && ($0.receives || !chosen.receives) && rank($0, in: view, held: held) == 0
                 && isCandidate($0, in: view, now: context.now)
         }
     }
