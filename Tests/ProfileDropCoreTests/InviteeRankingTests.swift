@@ -32,6 +32,14 @@ import Testing
         return table
     }
 
+    /// Peer `id` of ``table(_:context:)`` echoes a PROBE of ours at its address.
+    static func answer(_ id: UInt8, in table: inout PeerTable, context: inout SessionContext) {
+        table.addressAnswered(
+            PeerAddress(10, 0, 0, id, port: 4000),
+            beacon: Beacon(deviceID: DeviceID(rawValue: UInt64(id)), port: 4000, busy: false, sequence: 2),
+            pose: here, context: &context)
+    }
+
     @Test func theNearestIsInvitedAndEveryHintInsideTheBandIsEquallyNear() throws {
         var context = Self.context()
         let table = try Self.table([(2, 30), (3, 12), (4, 25)], context: &context)
@@ -68,10 +76,7 @@ import Testing
         #expect(
             !InviteeRanking.hasAnsweredCandidate(
                 than: DeviceID(rawValue: 2), in: unanswered, now: context.now))
-        table.addressAnswered(
-            PeerAddress(10, 0, 0, 3, port: 4000),
-            beacon: Beacon(deviceID: DeviceID(rawValue: 3), port: 4000, busy: false, sequence: 2),
-            pose: Self.here, context: &context)
+        Self.answer(3, in: &table, context: &context)
         let answered = InviteeRanking.View(table: table, reputation: HostReputation(), pose: Self.here)
         for _ in 0..<8 { #expect(ranking.nextInvitee(in: answered, context: &context)?.id.rawValue == 3) }
         #expect(
@@ -86,10 +91,7 @@ import Testing
     @Test func anAnsweredInviteeTiesOnlyWithAnsweredCandidates() throws {
         var context = Self.context()
         var table = try Self.table([(2, 6), (3, 7), (4, 8)], context: &context)
-        table.addressAnswered(
-            PeerAddress(10, 0, 0, 2, port: 4000),
-            beacon: Beacon(deviceID: DeviceID(rawValue: 2), port: 4000, busy: false, sequence: 2),
-            pose: Self.here, context: &context)
+        Self.answer(2, in: &table, context: &context)
         let oneAnswered = InviteeRanking.View(table: table, reputation: HostReputation(), pose: Self.here)
         #expect(
             !InviteeRanking.hasEquallyNearCandidate(
@@ -97,10 +99,7 @@ import Testing
         #expect(
             InviteeRanking.hasEquallyNearCandidate(
                 than: DeviceID(rawValue: 3), in: oneAnswered, context: context))
-        table.addressAnswered(
-            PeerAddress(10, 0, 0, 4, port: 4000),
-            beacon: Beacon(deviceID: DeviceID(rawValue: 4), port: 4000, busy: false, sequence: 2),
-            pose: Self.here, context: &context)
+        Self.answer(4, in: &table, context: &context)
         let twoAnswered = InviteeRanking.View(table: table, reputation: HostReputation(), pose: Self.here)
         #expect(
             InviteeRanking.hasEquallyNearCandidate(
