@@ -221,10 +221,15 @@ struct PeerTable {
         peer.position = beacon.position
         peer.lastTaken = beacon
         peer.answered = answered
-        let position = keys.firstIndex { $0.id > beacon.deviceID } ?? keys.endIndex
-        peers.insert(peer, at: position)
-        keys.insert((peer.id, peer.address, now), at: position)
+        place(peer)
         context.emit(.peerFound(beacon.deviceID))
+    }
+
+    /// Inserts `peer`, in no place yet, at its place in id order, in both ``peers`` and ``keys``.
+    private mutating func place(_ peer: DiscoveredPeer) {
+        let position = keys.firstIndex { $0.id > peer.id } ?? keys.endIndex
+        peers.insert(peer, at: position)
+        keys.insert((peer.id, peer.address, peer.lastSeen), at: position)
     }
 
     private var unverifiedCount: Int {
@@ -353,9 +358,7 @@ struct PeerTable {
                 id: peer, address: address, firstHeard: context.now, lastSeen: context.now, sequence: nil,
                 busy: false, retryAt: context.now, busyUntil: context.now)
             entry.verified = true
-            let position = keys.firstIndex { $0.id > peer } ?? keys.endIndex
-            peers.insert(entry, at: position)
-            keys.insert((peer, address, context.now), at: position)
+            place(entry)
             return
         }
         if peers[index].address == address {
