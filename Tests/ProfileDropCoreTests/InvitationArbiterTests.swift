@@ -352,25 +352,6 @@ import Testing
         #expect(known.decide(.outcomesTaken(established)) == .noChange)
     }
 
-    /// An invitee whose address answered a PROBE outranks established candidates that did not, as
-    /// in the ranking: a phantom kept alive until established does not turn the device away from it.
-    @Test func aNewcomerThatAnsweredAProbeIsNotGivenUpForAnEstablishedOrBetterHeardCandidate() {
-        var answered = Self.invitation(established: false, transmissions: 1)
-        answered.receives = true
-        for ranking in [
-            Self.ranking(established: true, other: true), Self.ranking(betterHeard: true, other: true),
-        ] {
-            #expect(Self.arbiter(invitation: answered).decide(.outcomesTaken(ranking)) == .noChange)
-        }
-        answered = Self.invitation(established: false, transmissions: 3)
-        answered.receives = true
-        #expect(
-            Self.arbiter(invitation: answered).decide(
-                .outcomesTaken(Self.ranking(established: true, other: true)))
-                == .abandonTentative(countsUnanswered: true),
-            "three INVITEs unanswered still give it up")
-    }
-
     @Test func aTentativeInvitationIsGivenUpAsUnansweredAfterThreeInvitesWhileAnotherPeerIsACandidate() {
         let other = Self.ranking(other: true)
         let thrice = Self.arbiter(invitation: Self.invitation(established: true, transmissions: 3))

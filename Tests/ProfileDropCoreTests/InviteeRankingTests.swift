@@ -106,6 +106,42 @@ import Testing
                 than: DeviceID(rawValue: 2), in: twoAnswered, context: context))
     }
 
+    /// The same for the other rules that give a tentative invitation up: a candidate established by
+    /// hearing (a phantom kept alive) or heard more often outranks an invitee whose address answered
+    /// only if its own address answered too.
+    @Test func anAnsweredInviteeIsOutrankedOnlyByAnsweredCandidates() throws {
+        var context = Self.context()
+        var table = PeerTable(reach: 50)
+        func hear(_ id: UInt8, _ sequence: UInt32) throws {
+            try table.take(
+                Beacon(
+                    deviceID: DeviceID(rawValue: UInt64(id)), port: 4000, busy: false, sequence: sequence,
+                    position: PositionHint(x: 6, y: 0)),
+                from: PeerAddress(10, 0, 0, id, port: 4000), pose: Self.here, context: &context)
+        }
+        // 3 is heard at 0 and 1.6 s, so established; 4 twice; 2, the invitee, once at 1.6 s.
+        try hear(3, 1)
+        context.now = Instant.zero + .milliseconds(1_600)
+        try hear(3, 2)
+        try hear(4, 1)
+        try hear(4, 2)
+        try hear(2, 1)
+        let invitee = DeviceID(rawValue: 2)
+        var view: InviteeRanking.View {
+            InviteeRanking.View(table: table, reputation: HostReputation(), pose: Self.here)
+        }
+        #expect(table.isEstablished(peer: DeviceID(rawValue: 3)))
+        #expect(InviteeRanking.hasEstablishedCandidate(than: invitee, in: view, now: context.now))
+        #expect(InviteeRanking.hasBetterHeardCandidate(than: invitee, in: view, now: context.now))
+        Self.answer(2, in: &table, context: &context)
+        #expect(!InviteeRanking.hasEstablishedCandidate(than: invitee, in: view, now: context.now))
+        #expect(!InviteeRanking.hasBetterHeardCandidate(than: invitee, in: view, now: context.now))
+        Self.answer(3, in: &table, context: &context)
+        Self.answer(4, in: &table, context: &context)
+        #expect(InviteeRanking.hasEstablishedCandidate(than: invitee, in: view, now: context.now))
+        #expect(InviteeRanking.hasBetterHeardCandidate(than: invitee, in: view, now: context.now))
+    }
+
     @Test func fewerFailuresComeFirstAndABackedOffHostIsNoCandidate() throws {
         var context = Self.context()
         var table = try Self.table([(2, 6), (3, 30)], context: &context)

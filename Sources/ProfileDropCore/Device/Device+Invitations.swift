@@ -9,7 +9,6 @@ extension Device {
                 isTentative: !discovery.isVerified(peer: live[index].peer),
                 isEstablished: discovery.isEstablished(peer: live[index].peer),
                 transmissions: live[index].inviteTransmissions ?? 0, isProbing: live[index].isProbing,
-                receives: discovery.receives(peer: live[index].peer),
                 refusalHeldUntil: live[index].refusalHeldUntil(now: context.now))
         }
         return InvitationArbiter(
@@ -36,7 +35,7 @@ extension Device {
     func tentativeRanking(of invitee: DeviceID) -> InvitationArbiter.TentativeRanking {
         InvitationArbiter.TentativeRanking(
             equallyNearCandidate: discovery.hasEquallyNearCandidate(than: invitee, context: context),
-            establishedCandidate: discovery.hasEstablishedCandidate(now: context.now),
+            establishedCandidate: discovery.hasEstablishedCandidate(than: invitee, now: context.now),
             betterHeardCandidate: discovery.hasBetterHeardCandidate(than: invitee, now: context.now),
             otherCandidate: discovery.hasOtherCandidate(than: invitee, now: context.now),
             answeredCandidate: discovery.hasAnsweredCandidate(than: invitee, now: context.now))

@@ -65,9 +65,6 @@ struct InvitationArbiter {
         let transmissions: Int
         /// Its PROBE has not been echoed yet: the invitee's address has not shown that it receives.
         var isProbing = false
-        /// The invitee's address echoed a PROBE of ours: it ranks above every candidate that did
-        /// not, established or not (PROTOCOL.md 5, "Probing ahead").
-        var receives = false
         /// When a refusal arriving now would be believed; nil when none would be held.
         let refusalHeldUntil: Instant?
     }
@@ -112,7 +109,10 @@ struct InvitationArbiter {
     }
 
     /// How the peers the device could invite rank against our tentative invitee (PROTOCOL.md 5,
-    /// "Candidates" and "Tentative invitations").
+    /// "Candidates" and "Tentative invitations"). When the invitee's address answered a PROBE, the
+    /// first three facts count only candidates whose address answered too, as the ranking puts
+    /// those first: a phantom kept alive until established, or claiming our spot, does not turn
+    /// the device away from a peer that answered.
     struct TentativeRanking: Equatable {
         /// Another candidate and the invitee both hint within the gate band's far edge.
         let equallyNearCandidate: Bool
@@ -400,12 +400,7 @@ struct InvitationArbiter {
         if sent >= Self.unansweredTransmissionsAmongEquals && ranking.equallyNearCandidate {
             return .abandonTentative(countsUnanswered: true)
         }
-        // An invitee that answered a PROBE outranks every candidate that did not (as in the
-        // ranking), so only a newcomer that did not is given up for one: keeping a phantom alive
-        // until established must not turn a victim away from the device held against it.
-        if !invitation.isEstablished && !invitation.receives
-            && (ranking.establishedCandidate || ranking.betterHeardCandidate)
-        {
+        if !invitation.isEstablished && (ranking.establishedCandidate || ranking.betterHeardCandidate) {
             // Given up before its INVITE went out three times unanswered, it counts nothing: the
             // peer has not failed to answer yet, we only went elsewhere, and a real peer on a lossy
             // link must not be blamed for it.

@@ -76,15 +76,14 @@ struct DiscoverySession {
 
     func isEstablished(peer: DeviceID) -> Bool { table.isEstablished(peer: peer) }
     func isVerified(peer: DeviceID) -> Bool { table.isVerified(peer: peer) }
-    func receives(peer: DeviceID) -> Bool { table.entry(peer)?.receives ?? false }
     func isEstablished(_ source: PeerAddress) -> Bool { table.isEstablished(source) }
 
     func hasOtherCandidate(than invitee: DeviceID, now: Instant) -> Bool {
         !isClosed && InviteeRanking.hasOtherCandidate(than: invitee, in: view, now: now)
     }
 
-    func hasEstablishedCandidate(now: Instant) -> Bool {
-        !isClosed && InviteeRanking.hasEstablishedCandidate(in: view, now: now)
+    func hasEstablishedCandidate(than invitee: DeviceID, now: Instant) -> Bool {
+        !isClosed && InviteeRanking.hasEstablishedCandidate(than: invitee, in: view, now: now)
     }
 
     func hasBetterHeardCandidate(than invitee: DeviceID, now: Instant) -> Bool {

@@ -83,9 +83,18 @@ struct InviteeRanking {
             return false
         }
         return view.table.peers.contains {
-            $0.id != invitee && ($0.receives || !chosen.receives) && rank($0, in: view, held: held) == 0
+            $0.id != invitee && competes($0, with: chosen) && rank($0, in: view, held: held) == 0
                 && isCandidate($0, in: view, now: context.now)
         }
+    }
+
+    /// Whether `peer` may tie with or outrank `chosen`, our tentative invitee, in the rules that give
+    /// a tentative invitation up: a peer whose address answered a PROBE competes only with peers
+    /// whose address did, as ``nextInvitee(in:context:)`` invites those first (PROTOCOL.md 5,
+    /// "Tentative invitations"). Phantoms never answer, so however near they claim to be and however
+    /// long they are kept alive, they do not turn the device away from a peer that answered.
+    static func competes(_ peer: DiscoveredPeer, with chosen: DiscoveredPeer?) -> Bool {
+        peer.receives || !(chosen?.receives ?? false)
     }
 
     /// Whether a peer other than `invitee` could be invited at `now`.
@@ -99,9 +108,14 @@ struct InviteeRanking {
         view.table.peers.contains { $0.id != invitee && $0.receives && isCandidate($0, in: view, now: now) }
     }
 
-    /// Whether some established peer could be invited at `now`.
-    static func hasEstablishedCandidate(in view: View, now: Instant) -> Bool {
-        view.table.peers.contains { $0.isEstablished && isCandidate($0, in: view, now: now) }
+    /// Whether some established peer other than `invitee` that competes with it could be invited at
+    /// `now`.
+    static func hasEstablishedCandidate(than invitee: DeviceID, in view: View, now: Instant) -> Bool {
+        let chosen = view.table.entry(invitee)
+        return view.table.peers.contains {
+            $0.id != invitee && $0.isEstablished && competes($0, with: chosen)
+                && isCandidate($0, in: view, now: now)
+        }
     }
 
     /// Whether `invitee` was heard once and a candidate more often, with no more failed sessions: the
@@ -112,7 +126,7 @@ struct InviteeRanking {
         guard let chosen = view.table.entry(invitee), chosen.hearings <= 1 else { return false }
         return view.table.peers.contains {
             $0.id != invitee && $0.hearings > chosen.hearings && $0.failures <= chosen.failures
-                && isCandidate($0, in: view, now: now)
+                && competes($0, with: chosen) && isCandidate($0, in: view, now: now)
         }
     }
 
