@@ -26,9 +26,9 @@ public struct SendImpairment: Sendable, Equatable {
 /// Composes a ``SendImpairment`` over any device: datagrams it polls from the wrapped device are
 /// dropped or handed out twice, before any socket sees them. Wrap it outside a capturing device, so
 /// that the capture still holds every datagram the device produced.
-public struct ImpairedDevice<Inner: SansIODevice>: SansIODevice {
+public struct ImpairedDevice<Inner: SansIODevice>: WrappingDevice {
     /// The wrapped device.
-    public private(set) var inner: Inner
+    public var inner: Inner
     /// The impairment in force.
     public let impairment: SendImpairment
     /// Datagrams dropped on purpose so far.
@@ -43,28 +43,6 @@ public struct ImpairedDevice<Inner: SansIODevice>: SansIODevice {
         self.impairment = impairment
         random = DeterministicRandom(seed: impairment.seed)
     }
-
-    public var deviceID: DeviceID { inner.deviceID }
-    public var nextDeadline: Instant? { inner.nextDeadline }
-    public var isClosed: Bool { inner.isClosed }
-
-    public mutating func handleDatagram(_ bytes: [UInt8], from source: PeerAddress, at time: Instant) {
-        inner.handleDatagram(bytes, from: source, at: time)
-    }
-
-    public mutating func handleTimeout(at time: Instant) { inner.handleTimeout(at: time) }
-
-    public mutating func updatePose(_ pose: Pose, at time: Instant) { inner.updatePose(pose, at: time) }
-
-    public mutating func decide(_ decision: ConsentDecision, at time: Instant) {
-        inner.decide(decision, at: time)
-    }
-
-    public mutating func decide(_ decision: ConsentDecision, for peer: DeviceID, at time: Instant) {
-        inner.decide(decision, for: peer, at: time)
-    }
-
-    public mutating func cancel(at time: Instant) { inner.cancel(at: time) }
 
     /// The wrapped device's next datagram, unless the impairment drops it; a duplicated one comes
     /// out twice in a row.
@@ -85,5 +63,4 @@ public struct ImpairedDevice<Inner: SansIODevice>: SansIODevice {
         return nil
     }
 
-    public mutating func pollEvent() -> DeviceEvent? { inner.pollEvent() }
 }

@@ -67,13 +67,9 @@ func capturingCoreDevice(context: DeviceContext, recorder: CaptureRecorder) -> C
 
 /// Composes over any device: flips the last byte (part of the tag) of the first SECURE datagram
 /// it receives, before the wrapped device (and so its recorder) sees it.
-struct TamperingDevice<Inner: SansIODevice>: SansIODevice {
+struct TamperingDevice<Inner: SansIODevice>: WrappingDevice {
     var inner: Inner
     var armed: Bool
-
-    var deviceID: DeviceID { inner.deviceID }
-    var nextDeadline: Instant? { inner.nextDeadline }
-    var isClosed: Bool { inner.isClosed }
 
     mutating func handleDatagram(_ bytes: [UInt8], from source: PeerAddress, at time: Instant) {
         var bytes = bytes
@@ -84,14 +80,4 @@ struct TamperingDevice<Inner: SansIODevice>: SansIODevice {
         }
         inner.handleDatagram(bytes, from: source, at: time)
     }
-
-    mutating func handleTimeout(at time: Instant) { inner.handleTimeout(at: time) }
-    mutating func updatePose(_ pose: Pose, at time: Instant) { inner.updatePose(pose, at: time) }
-    mutating func decide(_ decision: ConsentDecision, at time: Instant) { inner.decide(decision, at: time) }
-    mutating func decide(_ decision: ConsentDecision, for peer: DeviceID, at time: Instant) {
-        inner.decide(decision, for: peer, at: time)
-    }
-    mutating func cancel(at time: Instant) { inner.cancel(at: time) }
-    mutating func pollTransmit() -> OutgoingDatagram? { inner.pollTransmit() }
-    mutating func pollEvent() -> DeviceEvent? { inner.pollEvent() }
 }

@@ -117,29 +117,13 @@ import Testing
 
     /// A device told it stands somewhere else than it does: its core ranges against the pose it
     /// was told, so it can exchange with a peer that truly stands far away.
-    struct DisplacedDevice: SansIODevice {
+    struct DisplacedDevice: WrappingDevice {
         var inner: Device
         var offset: Double
 
-        var deviceID: DeviceID { inner.deviceID }
-        var nextDeadline: Instant? { inner.nextDeadline }
-        var isClosed: Bool { inner.isClosed }
-        mutating func handleDatagram(_ bytes: [UInt8], from source: PeerAddress, at time: Instant) {
-            inner.handleDatagram(bytes, from: source, at: time)
-        }
-        mutating func handleTimeout(at time: Instant) { inner.handleTimeout(at: time) }
         mutating func updatePose(_ pose: Pose, at time: Instant) {
             inner.updatePose(Pose(x: pose.x + offset, y: pose.y, heading: pose.heading), at: time)
         }
-        mutating func decide(_ decision: ConsentDecision, at time: Instant) {
-            inner.decide(decision, at: time)
-        }
-        mutating func decide(_ decision: ConsentDecision, for peer: DeviceID, at time: Instant) {
-            inner.decide(decision, for: peer, at: time)
-        }
-        mutating func cancel(at time: Instant) { inner.cancel(at: time) }
-        mutating func pollTransmit() -> OutgoingDatagram? { inner.pollTransmit() }
-        mutating func pollEvent() -> DeviceEvent? { inner.pollEvent() }
     }
 
     @Test func aCardFromAFarPeerIsAViolation() {

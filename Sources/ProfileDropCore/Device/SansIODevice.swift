@@ -1,8 +1,8 @@
 /// The one interface every driver uses to run a device: the share loop on real sockets, the
 /// simulator in virtual time, and the capture and test wrappers that compose over it.
 ///
-/// ``Device`` conforms; a wrapper conforms by forwarding to the device it wraps and doing its own
-/// work on the way (recording for a capture, altering datagrams for a test). A driver feeds inputs,
+/// ``Device`` conforms; a wrapper does its own work on the way (recording for a capture, altering
+/// datagrams for a test) and forwards the rest, through ``WrappingDevice`` where it changes little. A driver feeds inputs,
 /// each stamped with the current time, then drains ``pollTransmit()`` and ``pollEvent()`` (or takes
 /// everything at once with ``takeOutput(datagrams:events:)``) before it waits again, and wakes the
 /// device at ``nextDeadline`` with ``handleTimeout(at:)``.
@@ -70,3 +70,38 @@ extension SansIODevice {
 }
 
 extension Device: SansIODevice {}
+
+/// A wrapper that changes part of what the device it wraps does (what it hears, where it stands,
+/// what it sends) and passes every other call on unchanged.
+///
+/// A conforming type implements only what it changes. ``SansIODevice/takeOutput(datagrams:events:)``
+/// is deliberately not forwarded: the default builds it from ``SansIODevice/pollTransmit()`` and
+/// ``SansIODevice/pollEvent()``, so a wrapper that alters what it polls is drained through its own
+/// code rather than around it.
+public protocol WrappingDevice: SansIODevice {
+    /// The type of the wrapped device.
+    associatedtype Inner: SansIODevice
+    /// The wrapped device.
+    var inner: Inner { get set }
+}
+
+extension WrappingDevice {
+    public var deviceID: DeviceID { inner.deviceID }
+    public var nextDeadline: Instant? { inner.nextDeadline }
+    public var isClosed: Bool { inner.isClosed }
+
+    public mutating func handleDatagram(_ bytes: [UInt8], from source: PeerAddress, at time: Instant) {
+        inner.handleDatagram(bytes, from: source, at: time)
+    }
+    public mutating func handleTimeout(at time: Instant) { inner.handleTimeout(at: time) }
+    public mutating func updatePose(_ pose: Pose, at time: Instant) { inner.updatePose(pose, at: time) }
+    public mutating func decide(_ decision: ConsentDecision, at time: Instant) {
+        inner.decide(decision, at: time)
+    }
+    public mutating func decide(_ decision: ConsentDecision, for peer: DeviceID, at time: Instant) {
+        inner.decide(decision, for: peer, at: time)
+    }
+    public mutating func cancel(at time: Instant) { inner.cancel(at: time) }
+    public mutating func pollTransmit() -> OutgoingDatagram? { inner.pollTransmit() }
+    public mutating func pollEvent() -> DeviceEvent? { inner.pollEvent() }
+}
