@@ -83,8 +83,8 @@ struct FlightQueue {
             heap[0] = Stamp(time: following.time, sequence: following.sequence, index: batch)
             siftDown(from: 0)
         } else {
-            batches[batch].copies.removeAll(keepingCapacity: true)
-            batches[batch].stamps.removeAll(keepingCapacity: true)
+            batches[batch].copies.removeAllKeepingStorage()
+            batches[batch].stamps.removeAllKeepingStorage()
             batches[batch].next = 0
             freeBatches.append(batch)
             let last = heap.removeLast()

@@ -155,7 +155,7 @@ struct Link {
         var frames: [Frame] = []
         swap(&frames, &context.frameList)
         defer {
-            frames.removeAll(keepingCapacity: true)
+            frames.removeAllKeepingStorage()
             swap(&frames, &context.frameList)
         }
         if pending.control { controlSentAt = context.now }
@@ -170,7 +170,7 @@ struct Link {
                 && (index > 0 || size + pending.chunks[index].encodedSize > WireConstants.maxFramePayload)
             {
                 context.outbox.push(channel.seal(frames))
-                frames.removeAll(keepingCapacity: true)
+                frames.removeAllKeepingStorage()
             }
             frames.append(pending.chunks[index])
         }
