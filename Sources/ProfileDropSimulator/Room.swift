@@ -231,11 +231,15 @@ public struct Room {
 
     /// Adds a device at `address`; returns its index. It is drained after its first input, so
     /// that what it sends on creation reaches participants added after it.
+    ///
+    /// Its state is read before it joins, not through the room's mutable access: while the caller
+    /// still holds the device, that access would copy the whole device out of their shared box.
     @discardableResult
     public mutating func add(_ device: any SansIODevice, at address: PeerAddress) -> Int {
         let member = register(address, slot: .device(devices.count))
+        let state = DeviceStatus(nextDeadline: device.nextDeadline, isClosed: device.isClosed)
         devices.append(device)
-        noteState(of: member)
+        note(state, ofDevice: member)
         return member
     }
 
