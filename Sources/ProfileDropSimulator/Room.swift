@@ -440,7 +440,7 @@ public struct Room {
 
     /// Hands the copy at the head of the queue, due now, to its recipient unless the hook refuses it.
     private mutating func deliverNextFlight() -> RoomStep? {
-        guard let copy = flights.pop() else { preconditionFailure("no copy in flight") }
+        let copy = flights.removeFirst()
         if !arrives(copy) { return .lost(copy) }
         deliveredCount += 1
         switch slots[copy.recipient] {
