@@ -169,9 +169,15 @@ extension Pose {
                 diagnostic: "pose: needs \(Self.encodedLength) bytes, got \(count)")
         }
         // The eight bytes as one big-endian integer: x in the top 24 bits, then y, then the heading;
-        // no array for a pose in every RANGING frame.
+        // no array for a pose in every RANGING frame, and one load when the bytes lie together.
         var raw: UInt64 = 0
-        for byte in bytes { raw = raw << 8 | UInt64(byte) }
+        if let word = bytes.withContiguousStorageIfAvailable({
+            UInt64(bigEndian: UnsafeRawBufferPointer($0).loadUnaligned(as: UInt64.self))
+        }) {
+            raw = word
+        } else {
+            for byte in bytes { raw = raw << 8 | UInt64(byte) }
+        }
         func signed24(_ shift: UInt64, _ axis: String) throws(DecodingError) -> Double {
             let unsigned = UInt32(truncatingIfNeeded: raw >> shift) & 0xFF_FFFF
             guard unsigned != Self.unpairedNegative else {
