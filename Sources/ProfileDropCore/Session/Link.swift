@@ -210,7 +210,9 @@ struct Link {
             peerSentFact = false
         }
         let base = context.configuration.measurement.sampleInterval
-        controlInterval = backOff ? min(controlInterval * 2, max(context.timeouts.controlCap, base)) : base
+        // Doubled by addition: `* 2` is the generic 128-bit multiplication.
+        controlInterval =
+            backOff ? min(controlInterval + controlInterval, max(context.timeouts.controlCap, base)) : base
         controlAt = context.now + controlInterval
     }
 
