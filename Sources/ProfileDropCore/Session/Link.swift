@@ -82,6 +82,7 @@ struct Link {
     private static let usualControlFrames = 8
 
     /// Appends our facts the peer does not yet hold, and our receipts, to `frames`.
+    @inline(__always)  // read in place: a call copied the 920-byte link from a mutating caller
     func appendControlFrames(to frames: inout [Frame]) {
         frames.reserveCapacity(frames.count + Self.usualControlFrames)
         appendVerificationFacts(to: &frames)
@@ -189,6 +190,7 @@ struct Link {
 
     /// Appends the gathered frames. The facts are those of now, not of when they were asked for:
     /// a fact learned later in the same input travels too.
+    @inline(__always)  // read in place: a call copied the 920-byte link on every flush
     private func appendPending(to frames: inout [Frame], pose: Pose) {
         if let sack = pending.cardSack { frames.append(.cardSack(sack)) }
         if pending.control { appendControlFrames(to: &frames) }
