@@ -165,7 +165,23 @@ public struct Room {
     /// Delay of a copy the hook delivers without saying when.
     public var latency: Duration
     /// The hook every copy passes; nil delivers everything after ``latency``.
-    public var hook: (any DatagramHook)?
+    public var hook: (any DatagramHook)? {
+        get { faultHook.map { $0 } ?? otherHook }
+        set {
+            if let faults = newValue as? NetworkFaultHook {
+                faultHook = faults
+                otherHook = nil
+            } else {
+                faultHook = nil
+                otherHook = newValue
+            }
+        }
+    }
+    /// The hook when it is the simulator's fault model, kept as itself: called directly, rather than
+    /// through an existential opened for mutation three times per copy.
+    private var faultHook: NetworkFaultHook?
+    /// Any other hook.
+    private var otherHook: (any DatagramHook)?
     /// Whether device events are also kept, per participant, in ``eventLog``.
     public var keepsEventLog: Bool
     /// Every event each device reported, when ``keepsEventLog``; empty for speakers.
@@ -208,8 +224,8 @@ public struct Room {
     ) {
         self.now = now
         self.latency = latency
-        self.hook = hook
         self.keepsEventLog = keepsEventLog
+        self.hook = hook
     }
 
     // MARK: - Participants
@@ -454,7 +470,7 @@ public struct Room {
 
     private mutating func arrives(_ copy: InFlightDatagram) -> Bool {
         if !crowd.isEmpty && isCrowdCopy(copy.source, copy.recipient) { return true }
-        return hook?.arrives(copy, at: now) ?? true
+        return faultHook?.arrives(copy, at: now) ?? otherHook?.arrives(copy, at: now) ?? true
     }
 
     /// The participant whose deadline comes first, and when; a deadline already past counts as
@@ -534,7 +550,10 @@ public struct Room {
             SentDatagram(
                 number: number, source: source, bytes: datagram.bytes, destination: datagram.destination,
                 recipient: recipient))
-        if !crowd.contains(source) { hook?.sending(datagram, from: source, number: number, at: now) }
+        if !crowd.contains(source) {
+            faultHook?.sending(datagram, from: source, number: number, at: now)
+            otherHook?.sending(datagram, from: source, number: number, at: now)
+        }
         switch datagram.destination {
         case .multicast:
             // The copies go in flight as one batch, sorted once (``FlightQueue``).
@@ -561,7 +580,7 @@ public struct Room {
         if !crowd.isEmpty && isCrowdCopy(source, recipient) {
             verdict = crowdNetwork?.route(copy) ?? .deliver
         } else {
-            verdict = hook?.route(copy) ?? .deliver
+            verdict = faultHook?.route(copy) ?? otherHook?.route(copy) ?? .deliver
         }
         switch verdict {
         case .deliver:
