@@ -88,7 +88,8 @@ func switchedOn(_ device: consuming any SansIODevice, at start: Instant) -> any 
 
 /// The counters of a simulated core device, late or not; nil for any other kind of device.
 func coreCounters(_ device: any SansIODevice) -> DeviceCounters? {
-    if let core = device as? Device { return core.counters }
+    // A bare device is read in place: a cast would copy it whole.
+    if let counters = device.withCoreDevice({ $0.counters }) { return counters }
     if let late = device as? LateDevice<Device> { return late.counters }
     return nil
 }

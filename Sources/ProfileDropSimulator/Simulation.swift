@@ -286,7 +286,7 @@ private struct SimulationEngine {
             record(index, "<- user \(accept ? "accepts" : "declines")")
             // With several candidates on screen, accepting names the one asked about first (and
             // declines the others); a decline declines them all.
-            if accept, let first = (room.device(index) as? Device)?.askedPeers.first {
+            if accept, let first = room.device(index)?.withCoreDevice({ $0.askedPeers.first }) ?? nil {
                 room.decide(.share, about: first, for: index)
             } else {
                 room.decide(accept ? .share : .decline, for: index)

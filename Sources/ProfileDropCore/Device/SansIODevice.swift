@@ -41,6 +41,13 @@ public protocol SansIODevice {
     /// methods above, so a wrapper that forwards them is drained correctly without its own.
     mutating func takeOutput(datagrams: inout [OutgoingDatagram], events: inout [DeviceEvent])
         -> DeviceStatus
+
+    /// What `body` reads from this device if it is a bare ``Device``, read where it lies; nil for
+    /// any other device (the default, wrappers included).
+    ///
+    /// A driver holding `any SansIODevice` reads a core device's state (its counters, the peers it
+    /// asks about) this way rather than by a cast, which copies the whole device out of its box.
+    func withCoreDevice<Result>(_ body: (borrowing Device) -> Result) -> Result?
 }
 
 /// What a driver reads from a device after draining it, besides its datagrams and events.
@@ -69,4 +76,12 @@ extension SansIODevice {
     }
 }
 
-extension Device: SansIODevice {}
+extension SansIODevice {
+    /// Nil: not a bare ``Device``.
+    public func withCoreDevice<Result>(_ body: (borrowing Device) -> Result) -> Result? { nil }
+}
+
+extension Device: SansIODevice {
+    /// `body` applied to this device.
+    public func withCoreDevice<Result>(_ body: (borrowing Device) -> Result) -> Result? { body(self) }
+}
