@@ -123,12 +123,18 @@ public enum Simulation {
 
     /// The seed's bytes followed by `label`: the material for one independent random stream.
     package static func seedMaterial(_ seed: UInt64, _ label: String) -> [UInt8] {
+        // Written into one array of its final size: no interpolated string, no second array.
         var material: [UInt8] = []
+        material.reserveCapacity(8 + labelPrefix.count + label.utf8.count)
         for shift in stride(from: 56, through: 0, by: -8) {
             material.append(UInt8(truncatingIfNeeded: seed >> shift))
         }
-        return material + Array("simulation/\(label)".utf8)
+        material.append(contentsOf: labelPrefix)
+        material.append(contentsOf: label.utf8)
+        return material
     }
+
+    private static let labelPrefix = Array("simulation/".utf8)
 }
 
 /// One run's mutable state and its event loop.

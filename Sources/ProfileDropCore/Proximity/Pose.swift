@@ -27,6 +27,14 @@ public struct Pose: Equatable, Hashable, Sendable, CustomStringConvertible {
         self.heading = Self.normalizedDegrees(heading)
     }
 
+    /// A pose whose components are already finite and whose heading is already in `[0, 360)`, as a
+    /// decoded one's are: normalizing it again, a floating-point remainder, would change nothing.
+    private init(x: Double, y: Double, normalizedHeading heading: Double) {
+        self.x = x
+        self.y = y
+        self.heading = heading
+    }
+
     /// Straight-line distance to `other`, in centimetres.
     public func distance(to other: Pose) -> Double {
         ((other.x - x) * (other.x - x) + (other.y - y) * (other.y - y)).squareRoot()
@@ -194,6 +202,7 @@ extension Pose {
                 code: .malformed,
                 diagnostic: "pose: heading \(hundredths) hundredths of a degree is not below 36000")
         }
-        self.init(x: try signed24(40, "x"), y: try signed24(16, "y"), heading: Double(hundredths) / 100)
+        self.init(
+            x: try signed24(40, "x"), y: try signed24(16, "y"), normalizedHeading: Double(hundredths) / 100)
     }
 }
