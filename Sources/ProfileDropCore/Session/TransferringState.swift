@@ -171,13 +171,12 @@ extension TransferringState: LiveState {
     }
 
     mutating func reportProgress(context: inout SessionContext) {
-        guard let sender else { return }
-        let step = max(1, sender.total / 10)
-        if sender.ackedCount == sender.total && reportedProgress < sender.total
-            || sender.ackedCount >= reportedProgress + step
-        {
-            reportedProgress = sender.ackedCount
-            context.emit(.exchanging(sent: sender.ackedCount, total: sender.total))
+        // The two counts read in place: binding the sender copied it and retained its buffers.
+        guard let total = sender?.total, let ackedCount = sender?.ackedCount else { return }
+        let step = max(1, total / 10)
+        if ackedCount == total && reportedProgress < total || ackedCount >= reportedProgress + step {
+            reportedProgress = ackedCount
+            context.emit(.exchanging(sent: ackedCount, total: total))
         }
     }
 
