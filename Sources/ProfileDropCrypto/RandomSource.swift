@@ -92,10 +92,17 @@ public struct DeterministicRandom: RandomSource, Sendable {
         self.init(seedMaterial: seedBytes)
     }
 
+    private static let keyLabel = Array("ProfileDrop deterministic random".utf8)
+
     /// Creates a generator from arbitrary seed material, hashed down to a ChaCha20 key.
     public init(seedMaterial: [UInt8]) {
         Sodium.ensureInitialized()
-        key = BLAKE2b.hash(Array("ProfileDrop deterministic random".utf8) + seedMaterial, outputLength: 32)
+        // The hash of label and material, absorbed one after the other: no concatenated copy.
+        key = [UInt8](byteCount: 32) { key in
+            Self.keyLabel.withUnsafeBytes { label in
+                seedMaterial.withUnsafeBytes { material in BLAKE2b.hash(label, material, into: key) }
+            }
+        }
     }
 
     /// Fills `destination` with the next bytes of the keystream.

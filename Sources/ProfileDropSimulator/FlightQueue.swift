@@ -18,8 +18,9 @@ struct FlightQueue {
 
     /// Copies scheduled together.
     private struct Batch {
-        /// In scheduling order.
-        var copies: [InFlightDatagram] = []
+        /// In scheduling order; optional, so that a pop moves its copy out (no retain of its bytes
+        /// for the copy handed out, no release when the batch is emptied).
+        var copies: [InFlightDatagram?] = []
         /// The copies' stamps (`index` into ``copies``), earliest first once the batch closed.
         var stamps: [Stamp] = []
         /// The next stamp to pop.
@@ -59,8 +60,10 @@ struct FlightQueue {
         push(batch)
     }
 
-    /// Schedules `copy` at `time`: into the open batch, or as a batch of its own.
-    mutating func schedule(_ copy: InFlightDatagram, at time: Instant) {
+    /// Schedules `copy` at `time`: into the open batch, or as a batch of its own. Taken over, not
+    /// borrowed: stored without a copy.
+    @inline(__always)  // else its copy is borrowed after all, and copied into the batch
+    mutating func schedule(_ copy: consuming InFlightDatagram, at time: Instant) {
         let batch = openBatch ?? newBatch()
         batches[batch].stamps.append(
             Stamp(time: time, sequence: nextSequence, index: batches[batch].copies.count))
@@ -70,12 +73,19 @@ struct FlightQueue {
         if openBatch == nil { push(batch) }
     }
 
-    /// Removes and returns the earliest copy.
-    mutating func pop() -> InFlightDatagram? {
-        guard let root = heap.first else { return nil }
+    /// Removes and returns the earliest copy, or nil when none is in flight.
+    mutating func pop() -> InFlightDatagram? { heap.isEmpty ? nil : removeFirst() }
+
+    /// Removes and returns the earliest copy; there must be one. Not optional: the room binding an
+    /// optional's copy copied it (its bytes retained) and then destroyed the optional.
+    mutating func removeFirst() -> InFlightDatagram {
+        guard let root = heap.first else { preconditionFailure("no copy in flight") }
         let batch = root.index
         let stamp = batches[batch].stamps[batches[batch].next]
-        let copy = batches[batch].copies[stamp.index]
+        // Every copy is popped once.
+        guard let copy = batches[batch].copies[stamp.index].take() else {
+            preconditionFailure("a copy popped twice")
+        }
         batches[batch].next += 1
         count -= 1
         if batches[batch].next < batches[batch].stamps.count {
@@ -83,8 +93,8 @@ struct FlightQueue {
             heap[0] = Stamp(time: following.time, sequence: following.sequence, index: batch)
             siftDown(from: 0)
         } else {
-            batches[batch].copies.removeAll(keepingCapacity: true)
-            batches[batch].stamps.removeAll(keepingCapacity: true)
+            batches[batch].copies.removeAllKeepingStorage()
+            batches[batch].stamps.removeAllKeepingStorage()
             batches[batch].next = 0
             freeBatches.append(batch)
             let last = heap.removeLast()

@@ -79,13 +79,17 @@ extension LateDevice where Inner == Device {
 }
 
 /// `device` as it runs in the room: wrapped to come on at `start` when that is after time zero.
-func switchedOn(_ device: some SansIODevice, at start: Instant) -> any SansIODevice {
-    start > .zero ? LateDevice(device, start: start) : device
+/// Taken over, not borrowed: returned as it is, its box is not copied (a whole ``Device``).
+func switchedOn(_ device: consuming any SansIODevice, at start: Instant) -> any SansIODevice {
+    guard start > .zero else { return device }
+    func late(_ device: some SansIODevice) -> any SansIODevice { LateDevice(device, start: start) }
+    return late(device)
 }
 
 /// The counters of a simulated core device, late or not; nil for any other kind of device.
 func coreCounters(_ device: any SansIODevice) -> DeviceCounters? {
-    if let core = device as? Device { return core.counters }
+    // A bare device is read in place: a cast would copy it whole.
+    if let counters = device.withCoreDevice({ $0.counters }) { return counters }
     if let late = device as? LateDevice<Device> { return late.counters }
     return nil
 }

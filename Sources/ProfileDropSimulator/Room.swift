@@ -165,7 +165,23 @@ public struct Room {
     /// Delay of a copy the hook delivers without saying when.
     public var latency: Duration
     /// The hook every copy passes; nil delivers everything after ``latency``.
-    public var hook: (any DatagramHook)?
+    public var hook: (any DatagramHook)? {
+        get { faultHook.map { $0 } ?? otherHook }
+        set {
+            if let faults = newValue as? NetworkFaultHook {
+                faultHook = faults
+                otherHook = nil
+            } else {
+                faultHook = nil
+                otherHook = newValue
+            }
+        }
+    }
+    /// The hook when it is the simulator's fault model, kept as itself: called directly, rather than
+    /// through an existential opened for mutation three times per copy.
+    private var faultHook: NetworkFaultHook?
+    /// Any other hook.
+    private var otherHook: (any DatagramHook)?
     /// Whether device events are also kept, per participant, in ``eventLog``.
     public var keepsEventLog: Bool
     /// Every event each device reported, when ``keepsEventLog``; empty for speakers.
@@ -208,8 +224,8 @@ public struct Room {
     ) {
         self.now = now
         self.latency = latency
-        self.hook = hook
         self.keepsEventLog = keepsEventLog
+        self.hook = hook
     }
 
     // MARK: - Participants
@@ -231,11 +247,15 @@ public struct Room {
 
     /// Adds a device at `address`; returns its index. It is drained after its first input, so
     /// that what it sends on creation reaches participants added after it.
+    ///
+    /// Its state is read before it joins, not through the room's mutable access: while the caller
+    /// still holds the device, that access would copy the whole device out of their shared box.
     @discardableResult
     public mutating func add(_ device: any SansIODevice, at address: PeerAddress) -> Int {
         let member = register(address, slot: .device(devices.count))
+        let state = DeviceStatus(nextDeadline: device.nextDeadline, isClosed: device.isClosed)
         devices.append(device)
-        noteState(of: member)
+        note(state, ofDevice: member)
         return member
     }
 
@@ -436,7 +456,7 @@ public struct Room {
 
     /// Hands the copy at the head of the queue, due now, to its recipient unless the hook refuses it.
     private mutating func deliverNextFlight() -> RoomStep? {
-        guard let copy = flights.pop() else { preconditionFailure("no copy in flight") }
+        let copy = flights.removeFirst()
         if !arrives(copy) { return .lost(copy) }
         deliveredCount += 1
         switch slots[copy.recipient] {
@@ -450,7 +470,7 @@ public struct Room {
 
     private mutating func arrives(_ copy: InFlightDatagram) -> Bool {
         if !crowd.isEmpty && isCrowdCopy(copy.source, copy.recipient) { return true }
-        return hook?.arrives(copy, at: now) ?? true
+        return faultHook?.arrives(copy, at: now) ?? otherHook?.arrives(copy, at: now) ?? true
     }
 
     /// The participant whose deadline comes first, and when; a deadline already past counts as
@@ -530,7 +550,10 @@ public struct Room {
             SentDatagram(
                 number: number, source: source, bytes: datagram.bytes, destination: datagram.destination,
                 recipient: recipient))
-        if !crowd.contains(source) { hook?.sending(datagram, from: source, number: number, at: now) }
+        if !crowd.contains(source) {
+            faultHook?.sending(datagram, from: source, number: number, at: now)
+            otherHook?.sending(datagram, from: source, number: number, at: now)
+        }
         switch datagram.destination {
         case .multicast:
             // The copies go in flight as one batch, sorted once (``FlightQueue``).
@@ -557,7 +580,7 @@ public struct Room {
         if !crowd.isEmpty && isCrowdCopy(source, recipient) {
             verdict = crowdNetwork?.route(copy) ?? .deliver
         } else {
-            verdict = hook?.route(copy) ?? .deliver
+            verdict = faultHook?.route(copy) ?? otherHook?.route(copy) ?? .deliver
         }
         switch verdict {
         case .deliver:

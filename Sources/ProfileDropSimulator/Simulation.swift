@@ -123,12 +123,18 @@ public enum Simulation {
 
     /// The seed's bytes followed by `label`: the material for one independent random stream.
     package static func seedMaterial(_ seed: UInt64, _ label: String) -> [UInt8] {
+        // Written into one array of its final size: no interpolated string, no second array.
         var material: [UInt8] = []
+        material.reserveCapacity(8 + labelPrefix.count + label.utf8.count)
         for shift in stride(from: 56, through: 0, by: -8) {
             material.append(UInt8(truncatingIfNeeded: seed >> shift))
         }
-        return material + Array("simulation/\(label)".utf8)
+        material.append(contentsOf: labelPrefix)
+        material.append(contentsOf: label.utf8)
+        return material
     }
+
+    private static let labelPrefix = Array("simulation/".utf8)
 }
 
 /// One run's mutable state and its event loop.
@@ -286,7 +292,7 @@ private struct SimulationEngine {
             record(index, "<- user \(accept ? "accepts" : "declines")")
             // With several candidates on screen, accepting names the one asked about first (and
             // declines the others); a decline declines them all.
-            if accept, let first = (room.device(index) as? Device)?.askedPeers.first {
+            if accept, let first = room.device(index)?.withCoreDevice({ $0.askedPeers.first }) ?? nil {
                 room.decide(.share, about: first, for: index)
             } else {
                 room.decide(accept ? .share : .decline, for: index)

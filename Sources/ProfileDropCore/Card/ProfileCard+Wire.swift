@@ -32,8 +32,10 @@ extension ProfileCard {
 
     /// The binary encoding described on this extension.
     public func encoded() -> [UInt8] {
-        var bytes: [UInt8] = [Self.encodingVersion]
+        // Reserved before the first byte: an array literal would be allocated, then grown.
+        var bytes: [UInt8] = []
         bytes.reserveCapacity(64 + (photo?.data.count ?? 0))
+        bytes.append(Self.encodingVersion)
         Self.appendShortString(name, to: &bytes)
         bytes.append(UInt8(age))
         bytes.append(Self.sexCode(sex))
@@ -155,9 +157,9 @@ extension ProfileCard {
 
     /// Strings are validated at construction to at most 160 bytes, so the length fits a byte.
     private static func appendShortString(_ text: String, to bytes: inout [UInt8]) {
-        let utf8 = Array(text.utf8)
-        bytes.append(UInt8(utf8.count))
-        bytes.append(contentsOf: utf8)
+        // Its UTF-8 view appended as it is: no array of it first.
+        bytes.append(UInt8(text.utf8.count))
+        bytes.append(contentsOf: text.utf8)
     }
 
     /// Checked big-endian reads over peer bytes.

@@ -21,8 +21,15 @@ struct ReturnRoutability {
     private var credits: [Credit] = []
     /// The hosts by when their credit expires.
     private var expiries = TimeOrder<UInt32>()
-    /// Proven addresses and until when the proof holds.
-    private var proven: [PeerAddress: Instant] = [:]
+    /// A proven address and until when the proof holds.
+    private struct Proof {
+        let address: PeerAddress
+        var until: Instant
+    }
+    /// Proven addresses, found by a scan: at most ``maxProven`` of them, and a secured session
+    /// proves its address again on every input, where hashing the address cost more than the scan.
+    /// Their order means nothing: the one that makes way is the least by expiry, then address.
+    private var proven: [Proof] = []
 
     /// A PROBE sent ahead of any invitation (PROTOCOL.md 5, "Probing ahead"): to the address of a
     /// peer just heard, with the BEACON that made us send it.
@@ -84,25 +91,27 @@ struct ReturnRoutability {
 
     /// Whether `address` proved within ``proofLifetime`` that it receives.
     func isProven(_ address: PeerAddress, now: Instant) -> Bool {
-        proven[address].map { $0 > now } ?? false
+        proven.first { $0.address == address }.map { $0.until > now } ?? false
     }
 
     /// Notes that `address` showed it receives: it echoed our challenge or a cookie, or completed
     /// a handshake with us.
     mutating func prove(_ address: PeerAddress, now: Instant) {
-        // A secured session proves its address again on every input: renewing in place is one
-        // hash lookup, not two.
-        if let held = proven.index(forKey: address) {
-            proven.values[held] = now + Self.proofLifetime
+        // A secured session proves its address again on every input: renewed in place.
+        if let held = proven.firstIndex(where: { $0.address == address }) {
+            proven[held].until = now + Self.proofLifetime
             return
         }
         if proven.count >= Self.maxProven {
             // Expired proofs first, else the one expiring soonest (the oldest).
-            if let oldest = proven.min(by: { ($0.value, $0.key) < ($1.value, $1.key) }) {
-                proven[oldest.key] = nil
+            if let oldest = proven.indices.min(by: {
+                (proven[$0].until, proven[$0].address) < (proven[$1].until, proven[$1].address)
+            }) {
+                proven.swapAt(oldest, proven.endIndex - 1)
+                proven.removeLast()
             }
         }
-        proven[address] = now + Self.proofLifetime
+        proven.append(Proof(address: address, until: now + Self.proofLifetime))
     }
 
     /// Whether a PROBE sent ahead to `address` still waits for its echo at `now`.

@@ -41,6 +41,13 @@ public protocol SansIODevice {
     /// methods above, so a wrapper that forwards them is drained correctly without its own.
     mutating func takeOutput(datagrams: inout [OutgoingDatagram], events: inout [DeviceEvent])
         -> DeviceStatus
+
+    /// What `body` reads from this device if it is a bare ``Device``, read where it lies; nil for
+    /// any other device (the default, wrappers included).
+    ///
+    /// A driver holding `any SansIODevice` reads a core device's state (its counters, the peers it
+    /// asks about) this way rather than by a cast, which copies the whole device out of its box.
+    func withCoreDevice<Result>(_ body: (borrowing Device) -> Result) -> Result?
 }
 
 /// What a driver reads from a device after draining it, besides its datagrams and events.
@@ -69,7 +76,15 @@ extension SansIODevice {
     }
 }
 
-extension Device: SansIODevice {}
+extension SansIODevice {
+    /// Nil: not a bare ``Device``.
+    public func withCoreDevice<Result>(_ body: (borrowing Device) -> Result) -> Result? { nil }
+}
+
+extension Device: SansIODevice {
+    /// `body` applied to this device.
+    public func withCoreDevice<Result>(_ body: (borrowing Device) -> Result) -> Result? { body(self) }
+}
 
 /// A wrapper that changes part of what the device it wraps does (what it hears, where it stands,
 /// what it sends) and passes every other call on unchanged.
@@ -77,7 +92,8 @@ extension Device: SansIODevice {}
 /// A conforming type implements only what it changes. ``SansIODevice/takeOutput(datagrams:events:)``
 /// is deliberately not forwarded: the default builds it from ``SansIODevice/pollTransmit()`` and
 /// ``SansIODevice/pollEvent()``, so a wrapper that alters what it polls is drained through its own
-/// code rather than around it.
+/// code rather than around it. Nor is ``SansIODevice/withCoreDevice(_:)``: a wrapper is not a bare
+/// ``Device``.
 public protocol WrappingDevice: SansIODevice {
     /// The type of the wrapped device.
     associatedtype Inner: SansIODevice

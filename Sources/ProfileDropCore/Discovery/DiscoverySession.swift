@@ -43,6 +43,7 @@ struct DiscoverySession {
     /// Whether the table holds a peer none of `sessions` is with: with none, there is nobody to
     /// invite, which is asked after every input and answered here without building the ranking's
     /// view.
+    @inline(__always)  // read in place: a call copied the whole discovery session (288 bytes)
     func hasPeerBesides(_ sessions: [ExchangeSession]) -> Bool {
         // By index: iterating the sessions themselves would copy each one to read its peer.
         sessions.isEmpty

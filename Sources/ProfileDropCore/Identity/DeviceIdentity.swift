@@ -16,11 +16,13 @@ public struct DeviceIdentity: Sendable, Equatable {
         self.resolvingKey = resolvingKey
     }
 
+    private static let resolvingKeyLabel = Array("ProfileDrop v2 resolving key".utf8)
+
     /// Derives the identity from the device's long-term secret (32 bytes or more).
     public init(secret: [UInt8]) {
         precondition(secret.count >= 32, "an identity secret has at least 32 bytes")
         resolvingKey = Array(
-            HMACBLAKE2b.authenticate(key: secret, parts: [Array("ProfileDrop v2 resolving key".utf8)])
+            HMACBLAKE2b.authenticate(key: secret, parts: [Self.resolvingKeyLabel])
                 .prefix(Recognition.keyLength))
     }
 }

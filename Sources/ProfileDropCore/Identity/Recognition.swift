@@ -50,7 +50,7 @@ enum Recognition {
         Array(
             HMACBLAKE2b.authenticate(
                 key: bondKey,
-                parts: [Array("ProfileDrop v2 proof".utf8), [senderIsInitiator ? 0 : 1], handshakeHash]
+                parts: [proofLabel, [senderIsInitiator ? 0 : 1], handshakeHash]
             ).prefix(proofLength))
     }
 
@@ -59,13 +59,18 @@ enum Recognition {
         Array(
             HMACBLAKE2b.authenticate(
                 key: initiatorShare + responderShare,
-                parts: [Array("ProfileDrop v2 bond".utf8), handshakeHash]
+                parts: [bondLabel, handshakeHash]
             ).prefix(keyLength))
     }
 
+    // The labels as bytes once, not converted from a string per call.
+    private static let proofLabel = Array("ProfileDrop v2 proof".utf8)
+    private static let bondLabel = Array("ProfileDrop v2 bond".utf8)
+    private static let identLabel = Array("ProfileDrop v2 ident".utf8)
+
     private static func identTag(nonce: [UInt8], resolvingKey: [UInt8]) -> [UInt8] {
         Array(
-            HMACBLAKE2b.authenticate(key: resolvingKey, parts: [Array("ProfileDrop v2 ident".utf8), nonce])
+            HMACBLAKE2b.authenticate(key: resolvingKey, parts: [identLabel, nonce])
                 .prefix(nonceLength))
     }
 }

@@ -14,10 +14,14 @@ public enum VerificationCode {
     /// Digits of the code.
     public static let digits = 6
 
+    // The labels as bytes once, not converted from a string per call.
+    private static let commitLabel = Array("ProfileDrop v2 commit".utf8)
+    private static let codeLabel = Array("ProfileDrop v2 code".utf8)
+
     /// The responder's commitment to `nonce` in the session of `handshakeHash`.
     public static func commitment(handshakeHash: [UInt8], responderNonce nonce: [UInt8]) -> [UInt8] {
         BLAKE2b.hash(
-            Array("ProfileDrop v2 commit".utf8) + handshakeHash + nonce, outputLength: commitmentLength)
+            commitLabel + handshakeHash + nonce, outputLength: commitmentLength)
     }
 
     /// The code of the session: `digits` decimal digits, zero-padded.
@@ -26,7 +30,7 @@ public enum VerificationCode {
     ) -> String {
         precondition((1...18).contains(digits), "a code has 1 to 18 digits")
         let hash = BLAKE2b.hash(
-            Array("ProfileDrop v2 code".utf8) + handshakeHash + initiatorNonce + responderNonce)
+            codeLabel + handshakeHash + initiatorNonce + responderNonce)
         var value: UInt64 = 0
         for byte in hash.prefix(8) { value = value << 8 | UInt64(byte) }
         var modulus: UInt64 = 1

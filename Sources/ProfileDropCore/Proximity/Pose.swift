@@ -27,6 +27,14 @@ public struct Pose: Equatable, Hashable, Sendable, CustomStringConvertible {
         self.heading = Self.normalizedDegrees(heading)
     }
 
+    /// A pose whose components are already finite and whose heading is already in `[0, 360)`, as a
+    /// decoded one's are: normalizing it again, a floating-point remainder, would change nothing.
+    private init(x: Double, y: Double, normalizedHeading heading: Double) {
+        self.x = x
+        self.y = y
+        self.heading = heading
+    }
+
     /// Straight-line distance to `other`, in centimetres.
     public func distance(to other: Pose) -> Double {
         ((other.x - x) * (other.x - x) + (other.y - y) * (other.y - y)).squareRoot()
@@ -169,9 +177,15 @@ extension Pose {
                 diagnostic: "pose: needs \(Self.encodedLength) bytes, got \(count)")
         }
         // The eight bytes as one big-endian integer: x in the top 24 bits, then y, then the heading;
-        // no array for a pose in every RANGING frame.
+        // no array for a pose in every RANGING frame, and one load when the bytes lie together.
         var raw: UInt64 = 0
-        for byte in bytes { raw = raw << 8 | UInt64(byte) }
+        if let word = bytes.withContiguousStorageIfAvailable({
+            UInt64(bigEndian: UnsafeRawBufferPointer($0).loadUnaligned(as: UInt64.self))
+        }) {
+            raw = word
+        } else {
+            for byte in bytes { raw = raw << 8 | UInt64(byte) }
+        }
         func signed24(_ shift: UInt64, _ axis: String) throws(DecodingError) -> Double {
             let unsigned = UInt32(truncatingIfNeeded: raw >> shift) & 0xFF_FFFF
             guard unsigned != Self.unpairedNegative else {
@@ -188,6 +202,7 @@ extension Pose {
                 code: .malformed,
                 diagnostic: "pose: heading \(hundredths) hundredths of a degree is not below 36000")
         }
-        self.init(x: try signed24(40, "x"), y: try signed24(16, "y"), heading: Double(hundredths) / 100)
+        self.init(
+            x: try signed24(40, "x"), y: try signed24(16, "y"), normalizedHeading: Double(hundredths) / 100)
     }
 }

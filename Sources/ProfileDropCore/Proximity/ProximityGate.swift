@@ -142,12 +142,18 @@ public struct ProximityGate: Equatable, Sendable {
     /// The time of the latest `add`, if any.
     public private(set) var lastUpdate: Instant?
     private var samples: [TimedSample] = []
+    /// The window's distances and bearings, each in ascending order, kept as samples come and go:
+    /// the medians are read from them, not sorted out of the window for every estimate.
+    private var sortedDistances: [Double] = []
+    private var sortedBearings: [Double] = []
 
     /// A gate in `searching` with no samples.
     public init(configuration: Configuration = .default) {
         self.configuration = configuration
         // Room for a default window's rounds (8–9 at 8 Hz) at once, rather than grown four times.
         samples.reserveCapacity(Self.usualWindowSamples)
+        sortedDistances.reserveCapacity(Self.usualWindowSamples)
+        sortedBearings.reserveCapacity(Self.usualWindowSamples)
     }
 
     /// Samples a window usually holds, reserved up front.
@@ -195,6 +201,8 @@ public struct ProximityGate: Equatable, Sendable {
     public mutating func reset() {
         state = .searching(Searching(estimate: nil))
         samples.removeAll(keepingCapacity: true)
+        sortedDistances.removeAll(keepingCapacity: true)
+        sortedBearings.removeAll(keepingCapacity: true)
         lastUpdate = nil
     }
 
@@ -205,10 +213,20 @@ public struct ProximityGate: Equatable, Sendable {
         let horizon =
             time.nanoseconds >= configuration.window.nanosecondsClamped
             ? Instant(nanoseconds: time.nanoseconds - configuration.window.nanosecondsClamped) : nil
-        if let horizon { samples.removeAll { $0.time <= horizon } }
+        if let horizon {
+            // Times never go back, so the samples that left the window are the oldest ones.
+            var expired = 0
+            while expired < samples.count, samples[expired].time <= horizon {
+                forget(samples[expired].sample)
+                expired += 1
+            }
+            samples.removeFirst(expired)
+        }
         if let sample {
-            if samples.count == Self.sampleCapacity { samples.removeFirst() }
+            if samples.count == Self.sampleCapacity { forget(samples.removeFirst().sample) }
             samples.append(TimedSample(time: time, sample: sample))
+            Self.insert(sample.distance, into: &sortedDistances)
+            Self.insert(sample.bearing, into: &sortedBearings)
         }
 
         let current = state
@@ -269,8 +287,8 @@ public struct ProximityGate: Equatable, Sendable {
     /// reflections, the mean of the inliers is less noisy than the median alone.
     private func filteredEstimate(minimumSamples: Int) -> Estimate? {
         guard samples.count >= minimumSamples else { return nil }
-        let medianDistance = median { $0.distance }
-        let medianBearing = median { $0.bearing }
+        let medianDistance = Self.median(of: sortedDistances)
+        let medianBearing = Self.median(of: sortedBearings)
         var distanceSum = 0.0
         var bearingSum = 0.0
         var count = 0
@@ -287,30 +305,34 @@ public struct ProximityGate: Equatable, Sendable {
             distance: distanceSum / Double(count), bearing: bearingSum / Double(count), sampleCount: count)
     }
 
-    /// The median of one field over the window. This runs for every ranging round of every gate in
-    /// the simulator, where a comparison sort's unpredictable branches cost more than its
-    /// comparisons: the window is sorted by odd-even transposition instead, whose compare-exchanges
-    /// are a minimum and a maximum each and compile without branches. After as many passes as
-    /// values, the buffer is sorted.
-    private func median(_ field: (RangingSample) -> Double) -> Double {
-        withUnsafeTemporaryAllocation(of: Double.self, capacity: samples.count) { buffer in
-            for (index, entry) in samples.enumerated() {
-                buffer.initializeElement(at: index, to: field(entry.sample))
-            }
-            let count = buffer.count
-            for pass in 0..<count {
-                var index = pass & 1
-                while index + 1 < count {
-                    let first = buffer[index]
-                    let second = buffer[index + 1]
-                    buffer[index] = Swift.min(first, second)
-                    buffer[index + 1] = Swift.max(first, second)
-                    index += 2
-                }
-            }
-            let middle = count / 2
-            return count % 2 == 1 ? buffer[middle] : (buffer[middle - 1] + buffer[middle]) / 2
+    /// The median of `sorted`, a field of the window in ascending order: the middle value, or
+    /// the mean of the two middle ones.
+    private static func median(of sorted: [Double]) -> Double {
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+
+    /// Puts `value` into `sorted` where it keeps the order: a few moves, as a window holds about
+    /// ten values.
+    private static func insert(_ value: Double, into sorted: inout [Double]) {
+        var index = sorted.endIndex
+        while index > 0, sorted[index - 1] > value { index -= 1 }
+        sorted.insert(value, at: index)
+    }
+
+    /// Takes `value`, which ``insert(_:into:)`` put there, out of `sorted`. Found by its bits, so
+    /// that even a value that equals none (NaN) or another (-0 and 0) is the one taken.
+    private static func remove(_ value: Double, from sorted: inout [Double]) {
+        guard let index = sorted.firstIndex(where: { $0.bitPattern == value.bitPattern }) else {
+            preconditionFailure("a window value is missing from its sorted copy")
         }
+        sorted.remove(at: index)
+    }
+
+    /// Takes a sample that left the window out of the sorted fields.
+    private mutating func forget(_ sample: RangingSample) {
+        Self.remove(sample.distance, from: &sortedDistances)
+        Self.remove(sample.bearing, from: &sortedBearings)
     }
 }
 

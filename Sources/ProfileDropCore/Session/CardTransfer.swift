@@ -162,6 +162,7 @@ struct CardSender {
     }
 
     /// When the sender next has something to do: send a chunk, or probe.
+    @inline(__always)  // read in place: a call through the transfer's optional copied the sender
     func nextDeadline(now: Instant) -> Instant? {
         guard !isComplete else { return nil }
         var due: Instant?

@@ -45,6 +45,7 @@ struct HalfOpenHandshakes {
     static func freshPeriod(_ timeouts: Timeouts) -> Duration { timeouts.handshakeRetransmit * 2 }
 
     /// The earliest instant a half-open handshake expires or the fresh period ends; nil if none.
+    @inline(__always)  // asked after every input: with nothing open, a call cost more than the answer
     func nextDeadline(now: Instant) -> Instant? {
         // Asked after every input, and almost always with nothing open: no array for the answer.
         guard !sessions.isEmpty else { return nil }

@@ -82,6 +82,7 @@ struct Link {
     private static let usualControlFrames = 8
 
     /// Appends our facts the peer does not yet hold, and our receipts, to `frames`.
+    @inline(__always)  // read in place: a call copied the 920-byte link from a mutating caller
     func appendControlFrames(to frames: inout [Frame]) {
         frames.reserveCapacity(frames.count + Self.usualControlFrames)
         appendVerificationFacts(to: &frames)
@@ -155,7 +156,7 @@ struct Link {
         var frames: [Frame] = []
         swap(&frames, &context.frameList)
         defer {
-            frames.removeAll(keepingCapacity: true)
+            frames.removeAllKeepingStorage()
             swap(&frames, &context.frameList)
         }
         if pending.control { controlSentAt = context.now }
@@ -170,7 +171,7 @@ struct Link {
                 && (index > 0 || size + pending.chunks[index].encodedSize > WireConstants.maxFramePayload)
             {
                 context.outbox.push(channel.seal(frames))
-                frames.removeAll(keepingCapacity: true)
+                frames.removeAllKeepingStorage()
             }
             frames.append(pending.chunks[index])
         }
@@ -189,6 +190,7 @@ struct Link {
 
     /// Appends the gathered frames. The facts are those of now, not of when they were asked for:
     /// a fact learned later in the same input travels too.
+    @inline(__always)  // read in place: a call copied the 920-byte link on every flush
     private func appendPending(to frames: inout [Frame], pose: Pose) {
         if let sack = pending.cardSack { frames.append(.cardSack(sack)) }
         if pending.control { appendControlFrames(to: &frames) }
@@ -210,7 +212,9 @@ struct Link {
             peerSentFact = false
         }
         let base = context.configuration.measurement.sampleInterval
-        controlInterval = backOff ? min(controlInterval * 2, max(context.timeouts.controlCap, base)) : base
+        // Doubled by addition: `* 2` is the generic 128-bit multiplication.
+        controlInterval =
+            backOff ? min(controlInterval + controlInterval, max(context.timeouts.controlCap, base)) : base
         controlAt = context.now + controlInterval
     }
 

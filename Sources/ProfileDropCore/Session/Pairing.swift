@@ -135,6 +135,7 @@ struct Pairing {
 
     /// Appends our recognition and verification facts the peer does not yet hold, in packet order,
     /// to `frames` (the packet's list: no array of their own).
+    @inline(__always)  // read in place: a call copied the 264-byte pairing
     func appendFrames(peerReceipts: Receipts, to frames: inout [Frame]) {
         if !peerReceipts.contains(.ident) { frames.append(.ident(localIdent)) }
         if let localProof, !peerReceipts.contains(.proof) { frames.append(.proof(localProof)) }

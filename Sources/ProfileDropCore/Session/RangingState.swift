@@ -23,6 +23,7 @@ extension RangingState: LiveState {
     /// Whether the peer is clearly too far to come into range soon: ``farSamples`` raw
     /// measurements in a row beyond the far distance, after the far-abort delay. (The gate's
     /// filtered estimate needs more samples; this only decides to stop trying, never to open.)
+    @inline(__always)  // read in place: a call copied the 352-byte context for every round
     func isFar(link: Link, context: SessionContext) -> Bool {
         context.now >= startedAt + context.timeouts.rangingFarAbort && !link.localInRange
             && consecutiveFar >= Self.farSamples
@@ -34,6 +35,7 @@ extension RangingState: LiveState {
     /// our gate, which closes when the peer leaves or falls silent. Without this, a side whose gate
     /// opened early ended a session whose peer's gate opened late in its window, when that IN_RANGE
     /// was lost, though both stood in range (PROTOCOL.md 6.4).
+    @inline(__always)  // read in place: a call copied the 920-byte link for every timer
     func expiry(link: Link, context: SessionContext) -> Transition? {
         if isFar(link: link, context: context) { return .outOfRange }
         return context.now >= windowEnd(link: link) ? .outOfRange : nil

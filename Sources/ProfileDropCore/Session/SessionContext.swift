@@ -47,7 +47,7 @@ struct SessionContext {
         var frames: [Frame] = []
         swap(&frames, &frameList)
         defer {
-            frames.removeAll(keepingCapacity: true)
+            frames.removeAllKeepingStorage()
             swap(&frames, &frameList)
         }
         return try body(&frames, &self)

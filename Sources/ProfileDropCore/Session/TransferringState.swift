@@ -46,8 +46,10 @@ extension TransferringState: LiveState {
     // Inlined, as progress(link:) and noteProgress: a call would pass the 800-byte link by copy.
     @inline(__always)
     func isExchangeComplete(link: Link) -> Bool {
-        (receiver == nil || link.verifiedPeerCard != nil) && (sender == nil || link.peerAckedOurCard)
-            && link.pairing.isBondSettled
+        // Whether a card moves is asked through optional chaining, in place: `sender == nil`
+        // copied the whole sender (352 bytes) to look at it.
+        (receiver?.total == nil || link.verifiedPeerCard != nil)
+            && (sender?.total == nil || link.peerAckedOurCard) && link.pairing.isBondSettled
     }
 
     /// Chunks and selective acknowledgements.
@@ -59,7 +61,7 @@ extension TransferringState: LiveState {
         }
         // The sender and receiver are mutated in place (optional chaining), never copied out and
         // stored back, which would copy their arrays on the first write.
-        if sender != nil {
+        if sender?.total != nil {  // in place, as in isExchangeComplete(link:)
             // The chunks' samples are the session's too: the close times itself from them.
             if let latest = sender?.apply(inbound.sacks, now: context.now) { link.roundTrip.add(latest) }
             reportProgress(context: &context)
@@ -134,12 +136,14 @@ extension TransferringState: LiveState {
 
     /// Puts a ranging round at the end of the confirmation hold, so the decision waits for no
     /// later round; the rounds after it keep their interval.
+    @inline(__always)  // read in place: a call copied the 352-byte context
     func scheduleRoundAtHoldEnd(link: inout Link, context: SessionContext) {
         guard let holdEnds = holdEnds(context), holdEnds > context.now else { return }
         link.rangingAt = min(link.rangingAt, holdEnds)
     }
 
     /// When the confirmation hold ends: one gate window after our side was done; nil before.
+    @inline(__always)  // read in place: a call copied the 352-byte context
     func holdEnds(_ context: SessionContext) -> Instant? {
         completedAt.map { $0 + context.configuration.gate.window }
     }
@@ -167,13 +171,12 @@ extension TransferringState: LiveState {
     }
 
     mutating func reportProgress(context: inout SessionContext) {
-        guard let sender else { return }
-        let step = max(1, sender.total / 10)
-        if sender.ackedCount == sender.total && reportedProgress < sender.total
-            || sender.ackedCount >= reportedProgress + step
-        {
-            reportedProgress = sender.ackedCount
-            context.emit(.exchanging(sent: sender.ackedCount, total: sender.total))
+        // The two counts read in place: binding the sender copied it and retained its buffers.
+        guard let total = sender?.total, let ackedCount = sender?.ackedCount else { return }
+        let step = max(1, total / 10)
+        if ackedCount == total && reportedProgress < total || ackedCount >= reportedProgress + step {
+            reportedProgress = ackedCount
+            context.emit(.exchanging(sent: ackedCount, total: total))
         }
     }
 
