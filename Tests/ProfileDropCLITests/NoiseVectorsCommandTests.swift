@@ -61,8 +61,12 @@ import Testing
         // Not a well-formed protocol name, so the vector fails.
         #expect(CommandLineTool.run(arguments: ["noise-vectors", file], console: console) == 1)
         #expect(console.outputLines.count == 2, "\(console.outputLines)")
-        #expect(console.outputLines.first?.hasPrefix("FAIL  Noise_NN_448\u{FFFD}all good\u{FFFD}[31m:") == true)
-        #expect(!console.outputLines.joined().unicodeScalars.contains { $0.properties.generalCategory == .control })
+        #expect(
+            console.outputLines.first?.hasPrefix("FAIL  Noise_NN_448\u{FFFD}all good\u{FFFD}[31m:") == true)
+        #expect(
+            !console.outputLines.joined().unicodeScalars.contains {
+                $0.properties.generalCategory == .control
+            })
     }
 
     @Test func missingAndMalformedFilesAreOneLineUsageErrors() throws {

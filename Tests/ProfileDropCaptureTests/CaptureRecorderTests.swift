@@ -306,7 +306,8 @@ struct CaptureRecorderTests {
             #expect(error.code == .unsupportedVersion)
             #expect(
                 error.diagnostic
-                    == "\(what) of format version \(version)\(older); this build reads version \(CaptureFormat.version)\(advice)")
+                    == "\(what) of format version \(version)\(older); this build reads version \(CaptureFormat.version)\(advice)"
+            )
         }
     }
 

@@ -55,7 +55,9 @@ import ProfileDropJSON
     }
 
     /// The peers in `contents`, the text of the file at `path` (named in errors).
-    @_spi(Storage) public static func peers(fromFileContents contents: [UInt8], path: String) throws -> [KnownPeer] {
+    @_spi(Storage) public static func peers(fromFileContents contents: [UInt8], path: String) throws
+        -> [KnownPeer]
+    {
         var lines = contents.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         if lines.last?.isEmpty == true { lines.removeLast() }  // the final newline ends a line
         var peers: [KnownPeer] = []

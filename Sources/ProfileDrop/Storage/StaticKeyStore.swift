@@ -40,7 +40,9 @@ import ProfileDropJSON
 
     /// Loads the key at `path`, creating it (and its directory, mode 0700) when it does not exist.
     /// - Returns: the key, and whether it was created by this call.
-    @_spi(Storage) public static func loadOrCreate(at path: String) throws -> (key: X25519.PrivateKey, created: Bool) {
+    @_spi(Storage) public static func loadOrCreate(at path: String) throws
+        -> (key: X25519.PrivateKey, created: Bool)
+    {
         if let existing = try load(at: path) { return (existing, false) }
         // Failing to create or write is a runtime error (exit 6), not a bad file.
         try OutputFile.createDirectories(for: path)
