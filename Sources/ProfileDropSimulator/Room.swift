@@ -621,15 +621,6 @@ public struct Room {
     }
 }
 
-extension Array {
-    /// Empties the array and keeps its storage for the next fill. For the few elements a room's
-    /// buffers hold between steps, popping them is several times cheaper than
-    /// `removeAll(keepingCapacity: true)`, which goes through the general `replaceSubrange`.
-    mutating func removeAllKeepingStorage() {
-        while popLast() != nil {}
-    }
-}
-
 /// The participants' addresses, by index and by address.
 private struct AddressBook {
     /// The most participants whose addresses ``member(at:)`` compares one by one: a few addresses

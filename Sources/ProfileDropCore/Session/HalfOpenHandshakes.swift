@@ -130,7 +130,12 @@ struct HalfOpenHandshakes {
     ) -> [UInt8] {
         var message = ByteWriter(capacity: 64)
         message.writeBytes(cookieLabel)
-        message.writeIntegers(bucket, source.ipv4, source.port, sessionID, sender.rawValue, receiver.rawValue)
+        message.writeInteger(bucket)
+        message.writeInteger(source.ipv4)
+        message.writeInteger(source.port)
+        message.writeInteger(sessionID)
+        message.writeInteger(sender.rawValue)
+        message.writeInteger(receiver.rawValue)
         return message.bytes
     }
 

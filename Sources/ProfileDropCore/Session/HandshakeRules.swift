@@ -14,9 +14,6 @@ package enum HandshakeRules {
         return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
             var writer = FixedSizeByteWriter(UnsafeMutableRawBufferPointer(buffer))
             writer.writeBytes(WireConstants.prologueLabel)
-            // Field by field, not `writeIntegers`: the writes of a parameter pack are not
-            // specialized, and went through the integer protocols' witnesses (2.8 k instructions
-            // per prologue, eight prologues per exchange).
             writer.writeInteger(WireConstants.version)
             writer.writeInteger(sessionID)
             writer.writeInteger(initiator.rawValue)

@@ -98,20 +98,14 @@ public struct ByteWriter: Sendable {
 
 /// Where encoders write big-endian fields: a ``ByteWriter``, which grows as it goes, or a
 /// ``FixedSizeByteWriter`` over memory already sized for everything written.
+///
+/// Fields are written one call each: a variadic writer over a parameter pack is not specialized,
+/// and each of its writes went through the integer protocols' witnesses.
 protocol ByteSink {
     /// Appends a big-endian unsigned integer.
     mutating func writeInteger<T: FixedWidthInteger & UnsignedInteger>(_ value: T)
     /// Appends raw bytes.
     mutating func writeBytes(_ data: some Sequence<UInt8>)
-}
-
-extension ByteSink {
-    /// Appends each of `values` in turn, big-endian: a run of fixed-width fields.
-    mutating func writeIntegers<each T: FixedWidthInteger & UnsignedInteger>(_ values: repeat each T) {
-        for value in repeat each values {
-            writeInteger(value)
-        }
-    }
 }
 
 extension ByteWriter: ByteSink {}
