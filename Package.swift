@@ -4,25 +4,28 @@ import PackageDescription
 let package = Package(
     name: "ProfileDrop",
     products: [
-        .executable(name: "profiledrop", targets: ["profiledrop"]),
-        // Pairing from any Swift program: configuration, a run as snapshots, answers, cancellation.
-        .library(name: "ProfileDrop", targets: ["ProfileDrop"]),
-        .library(name: "ProfileDropCore", targets: ["ProfileDropCore"]),
-        .library(name: "ProfileDropNoise", targets: ["ProfileDropNoise"]),
-        .library(name: "ProfileDropSimulator", targets: ["ProfileDropSimulator"]),
-        // The adversaries of `simulate --attacks`, on the simulator's room; not part of the simulator.
-        .library(name: "ProfileDropAdversaries", targets: ["ProfileDropAdversaries"]),
-        // For the fuzz targets in Fuzz/: the readers of card files, JSON, the known-peers store, key
-        // files and captures.
-        .library(name: "ProfileDropJSON", targets: ["ProfileDropJSON"]),
-        .library(name: "ProfileDropCardFile", targets: ["ProfileDropCardFile"]),
-        .library(name: "ProfileDropCLI", targets: ["ProfileDropCLI"]),
-        // For the capture fuzz target, and built anyway for the file target through the CLI.
-        .library(name: "ProfileDropCapture", targets: ["ProfileDropCapture"]),
-        // The file fuzz target's checks, which the CLI tests also run over the stored inputs.
-        .library(name: "FileFuzz", targets: ["FileFuzz"]),
-        .library(name: "FuzzSupport", targets: ["FuzzSupport"]),
-    ],
+        .executable(name: "profiledrop", targets: ["profiledrop"])
+    ]
+        // Each library is its one target.
+        + [
+            // Pairing from any Swift program: configuration, a run as snapshots, answers, cancellation.
+            "ProfileDrop",
+            "ProfileDropCore",
+            "ProfileDropNoise",
+            "ProfileDropSimulator",
+            // The adversaries of `simulate --attacks`, on the simulator's room; not part of the simulator.
+            "ProfileDropAdversaries",
+            // For the fuzz targets in Fuzz/: the readers of card files, JSON, the known-peers store,
+            // key files and captures.
+            "ProfileDropJSON",
+            "ProfileDropCardFile",
+            "ProfileDropCLI",
+            // For the capture fuzz target, and built anyway for the file target through the CLI.
+            "ProfileDropCapture",
+            // The file fuzz target's checks, which the CLI tests also run over the stored inputs.
+            "FileFuzz",
+            "FuzzSupport",
+        ].map { Product.library(name: $0, targets: [$0]) },
     targets: [
         // libsodium, the only dependency outside the toolchain.
         .systemLibrary(
@@ -32,8 +35,12 @@ let package = Package(
         ),
         // Thin typed layer over libsodium: keys, nonces, AEAD, hashes, randomness.
         .target(name: "ProfileDropCrypto", dependencies: ["CSodium"]),
+        // The one shape of the modules' errors: a code for callers, one line for people.
+        .target(name: "ProfileDropErrors"),
         // Noise Protocol Framework (revision 34) for 25519_ChaChaPoly_BLAKE2b.
-        .target(name: "ProfileDropNoise", dependencies: ["ProfileDropCrypto", "ProfileDropJSON"]),
+        .target(
+            name: "ProfileDropNoise",
+            dependencies: ["ProfileDropCrypto", "ProfileDropJSON", "ProfileDropErrors"]),
         // The one JSON value type (strict parser, deterministic writer) and the size-bounded reader of
         // files from outside. No dependencies.
         .target(name: "ProfileDropJSON"),
@@ -66,18 +73,23 @@ let package = Package(
             ]),
         // Real UDP sockets (IPv4/IPv6 multicast discovery, unicast exchange) and the loop that drives
         // a device on them.
-        .target(name: "ProfileDropTransport", dependencies: ["ProfileDropCore", "ProfileDropCrypto"]),
+        .target(
+            name: "ProfileDropTransport",
+            dependencies: ["ProfileDropCore", "ProfileDropCrypto", "ProfileDropErrors"]),
         // pcapng capture of real and simulated runs, and deterministic replay from it.
         .target(
             name: "ProfileDropCapture",
-            dependencies: ["ProfileDropCore", "ProfileDropCrypto", "ProfileDropJSON", "ProfileDropNoise"]),
+            dependencies: [
+                "ProfileDropCore", "ProfileDropCrypto", "ProfileDropJSON", "ProfileDropNoise",
+                "ProfileDropErrors",
+            ]),
         // The embeddable API: a device on real sockets as an AsyncSequence of snapshots, with the
         // identity and known-peers files and the card saver it needs. `share` is its first client.
         .target(
             name: "ProfileDrop",
             dependencies: [
                 "ProfileDropCore", "ProfileDropCrypto", "ProfileDropJSON", "ProfileDropTransport",
-                "ProfileDropCapture", "ProfileDropCardFile",
+                "ProfileDropCapture", "ProfileDropCardFile", "ProfileDropErrors",
             ]),
         // Command implementations behind the `profiledrop` executable.
         .target(
@@ -120,6 +132,7 @@ let package = Package(
         // Helpers shared by the test targets (seeded byte mutations, caught errors); no dependencies.
         .target(name: "ProfileDropTestSupport", path: "Tests/ProfileDropTestSupport"),
         .testTarget(name: "ProfileDropCryptoTests", dependencies: ["ProfileDropCrypto"]),
+        .testTarget(name: "ProfileDropErrorsTests", dependencies: ["ProfileDropErrors"]),
         .testTarget(
             name: "ProfileDropJSONTests", dependencies: ["ProfileDropJSON", "ProfileDropTestSupport"]),
         .testTarget(

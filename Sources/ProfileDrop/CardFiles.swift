@@ -5,7 +5,7 @@ import ProfileDropCore
 public enum CardFiles {
     /// The card in the JSON file at `path` (the users' own format), with the photo it names read
     /// from beside it.
-    /// - Throws: ``PairingError`` of kind ``PairingError/Kind/configuration`` naming every problem.
+    /// - Throws: ``PairingError`` of code ``PairingErrorCode/configuration`` naming every problem.
     public static func load(contentsOf path: String) throws(PairingError) -> ProfileCard {
         do {
             return try CardFile.load(contentsOf: path)
@@ -17,7 +17,7 @@ public enum CardFiles {
     /// Checks, before a run, that `directory` can take a card: it exists as a directory that can
     /// be written, or it can be created (it is then created). A card must never arrive with nowhere
     /// to go.
-    /// - Throws: ``PairingError`` of kind ``PairingError/Kind/configuration``.
+    /// - Throws: ``PairingError`` of code ``PairingErrorCode/configuration``.
     public static func checkDirectory(_ directory: String) throws(PairingError) {
         if let problem = CardSaver.directoryProblem(directory) { throw PairingError(.configuration, problem) }
     }
@@ -26,7 +26,7 @@ public enum CardFiles {
     /// (`NAME-2`…), the name made safe for a path. A save never overwrites a file and never
     /// leaves part of one.
     /// - Returns: the path of the JSON file.
-    /// - Throws: ``PairingError`` of kind ``PairingError/Kind/file``.
+    /// - Throws: ``PairingError`` of code ``PairingErrorCode/file``.
     @discardableResult
     public static func save(_ card: ProfileCard, in directory: String) throws(PairingError) -> String {
         do {

@@ -190,7 +190,8 @@ public indirect enum JSONValue: Equatable, Sendable {
     }
 }
 
-/// Why JSON text could not be parsed, with a 1-based line and column.
+/// Why JSON text could not be parsed, with a 1-based line and column. Only the parser makes one,
+/// so it has no public initializer.
 public struct JSONParseError: Error, Equatable, Sendable, CustomStringConvertible {
     /// 1-based line of the problem.
     public let line: Int
@@ -198,13 +199,6 @@ public struct JSONParseError: Error, Equatable, Sendable, CustomStringConvertibl
     public let column: Int
     /// What is wrong.
     public let reason: String
-
-    /// Creates an error.
-    public init(line: Int, column: Int, reason: String) {
-        self.line = line
-        self.column = column
-        self.reason = reason
-    }
 
     public var description: String { "line \(line), column \(column): \(reason)" }
 }

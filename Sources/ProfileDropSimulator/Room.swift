@@ -332,9 +332,7 @@ public struct Room {
     public mutating func withDevice<Result>(
         _ member: Int, _ body: (inout any SansIODevice, Instant) -> Result
     ) -> Result {
-        guard case .device(let slot) = slots[member] else {
-            preconditionFailure("participant \(member) is no device")
-        }
+        let slot = slot(of: member, isDevice: true)
         return input(to: member) { room, now in body(&room.devices[slot], now) }
     }
 
@@ -342,10 +340,18 @@ public struct Room {
     public mutating func withSpeaker<Result>(
         _ member: Int, _ body: (inout any DatagramSpeaker, Instant) -> Result
     ) -> Result {
-        guard case .speaker(let slot) = slots[member] else {
-            preconditionFailure("participant \(member) is no speaker")
-        }
+        let slot = slot(of: member, isDevice: false)
         return input(to: member) { room, now in body(&room.speakers[slot], now) }
+    }
+
+    /// Where participant `member` is in ``devices`` or in ``speakers``; asking for the other kind
+    /// than it is, is the caller's bug.
+    private func slot(of member: Int, isDevice: Bool) -> Int {
+        switch slots[member] {
+        case .device(let slot) where isDevice, .speaker(let slot) where !isDevice: return slot
+        case .device, .speaker:
+            preconditionFailure("participant \(member) is no \(isDevice ? "device" : "speaker")")
+        }
     }
 
     /// One input from outside the room to `member`: whatever it sends and reports afterwards is

@@ -393,33 +393,25 @@ func expectProtocolError(
 
 /// Forged CLOSE frames (PROTOCOL.md 6.7, 9 and the CLOSE row of 11.4).
 @Suite struct ForgedCloseTests {
-    enum Stage: String, CaseIterable, Sendable {
-        /// Before both gates opened.
-        case ranging
-        /// The code is shown, the peer has not decided.
-        case consenting
-        /// Both decided; the peer's card has not come.
-        case transferring
-    }
-
     /// CLOSE(exchanged) before the exchange completed is not believed: the device answers
     /// CLOSE_ACK, sends no CLOSE of its own, ends the session with `error: unexpected-message`, and
-    /// delivers nothing.
-    @Test(arguments: Stage.allCases)
-    func anEarlyCloseAsExchangedIsNotBelieved(stage: Stage) throws {
+    /// delivers nothing. It comes before both gates opened, while the code is shown and the peer
+    /// has not decided, and once both decided but before the peer's card came.
+    @Test(arguments: [DeviceStage.ranging, .consenting, .exchanging])
+    func anEarlyCloseAsExchangedIsNotBelieved(stage: DeviceStage) throws {
         var run = ScriptedPeerRun(configuration: ScriptedPeerRun.configuration())
         switch stage {
         case .ranging:
             run.run(until: .zero + .seconds(20)) { $0.peer.session.sawPeerIdent }
-            #expect(run.device.stage == .ranging)
         case .consenting:
             run.run(until: .zero + .seconds(20)) { $0.peer.code != nil }
-            #expect(run.device.stage == .consenting)
-        case .transferring:
+        case .exchanging:
             run.peer.withheld = .chunks
             run.run(until: .zero + .seconds(20)) { $0.time(of: ScriptedPeerRun.isExchanging) != nil }
-            #expect(run.device.stage == .exchanging)
+        case .discovering, .connecting, .closing, .closed:
+            preconditionFailure("the test's arguments hold no \(stage)")
         }
+        #expect(run.device.stage == stage)
         run.inject([.close(CloseFrame(code: .exchanged)), .receipt([])])
         let ended = try run.firstSessionEnd()
         #expect(

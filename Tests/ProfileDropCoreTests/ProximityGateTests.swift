@@ -1,6 +1,7 @@
-import ProfileDropCore
 import ProfileDropCrypto
 import Testing
+
+@testable import ProfileDropCore
 
 private let interval = MeasurementModel.default.sampleInterval
 

@@ -223,40 +223,29 @@ struct ScriptedPeerRun {
         Fixtures.configuration("Bori", consent: consent, seed: 1, photoBytes: 3000, timeouts: timeouts)
     }
 
-    enum Stall: String, CaseIterable, Sendable {
-        /// The peer never sends its NONCE: no code.
-        case verification
-        /// The peer never decides.
-        case consent
-        /// The peer sends no chunk and acknowledges none.
-        case transfer
-    }
-
     /// A slowloris: honest until the stage it stalls, then one packet every 4 s (within the 5 s
     /// idle time, so the session stays alive) withholding the next step. Each wait ends after its
-    /// own bound, not the overall limit's: verification 10 s after the gates opened, the peer's
-    /// decision its user's time plus 10 s after our code, the transfer 10 s after its last step.
-    @Test(arguments: Stall.allCases)
-    func aSlowlorisPeerIsCutWhereverItStalls(stall: Stall) throws {
+    /// own bound, not the overall limit's: verification 10 s after the gates opened (the peer never
+    /// sends its NONCE, so there is no code), the peer's decision its user's time plus 10 s after
+    /// our code (the peer never decides), the transfer 10 s after its last step (the peer sends no
+    /// chunk and acknowledges none). The argument is the wait that should run out.
+    @Test(arguments: [TimeoutKind.verification, .peerConsent, .transferStalled])
+    func aSlowlorisPeerIsCutWhereverItStalls(expected: TimeoutKind) throws {
         var timeouts = Timeouts()
         timeouts.consent = .seconds(20)
         var run = ScriptedPeerRun(configuration: configuration(timeouts: timeouts))
         let withheld: ScriptedPeer.Withheld
         let startsAt: (DeviceEvent) -> Bool
-        let expected: TimeoutKind
         let bound: Duration
-        switch stall {
-        case .verification:
-            (withheld, startsAt, expected, bound) = (
-                .nonce, ScriptedPeerRun.isInRange, .verification, .seconds(10)
+        switch expected {
+        case .verification: (withheld, startsAt, bound) = (.nonce, ScriptedPeerRun.isInRange, .seconds(10))
+        case .peerConsent: (withheld, startsAt, bound) = (.consent, ScriptedPeerRun.isVerified, .seconds(30))
+        case .transferStalled:
+            (withheld, startsAt, bound) = (
+                [.chunks, .acknowledgements], ScriptedPeerRun.isExchanging, .seconds(10)
             )
-        case .consent:
-            (withheld, startsAt, expected, bound) = (
-                .consent, ScriptedPeerRun.isVerified, .peerConsent, .seconds(30)
-            )
-        case .transfer:
-            (withheld, startsAt, expected, bound) =
-                ([.chunks, .acknowledgements], ScriptedPeerRun.isExchanging, .transferStalled, .seconds(10))
+        case .handshake, .peerSilent, .consent, .transfer, .peerGaveUp, .noExchange:
+            preconditionFailure("no slowloris stalls to make \(expected) run out")
         }
         // The peer withholds from the start; it slows down once the device reaches the stage.
         run.peer.withheld = withheld
@@ -281,15 +270,15 @@ struct ScriptedPeerRun {
                 nil
             }
         }
-        switch stall {
+        switch expected {
         case .verification:
             #expect(interrupted.isEmpty, "\(interrupted)")
             #expect(
                 run.peer.session.peerCommitment != nil, "the device committed: verification was under way")
-        case .consent:
+        case .peerConsent:
             #expect(interrupted.map(\.reason) == [.timeout(.peerConsent)])
             #expect(interrupted.first?.code != nil && interrupted.first?.code == run.peer.code)
-        case .transfer:
+        case .transferStalled, .handshake, .peerSilent, .consent, .transfer, .peerGaveUp, .noExchange:
             #expect(interrupted.isEmpty, "\(interrupted)")
         }
         #expect(run.findings.violations.isEmpty, "\(run.findings.violations)")

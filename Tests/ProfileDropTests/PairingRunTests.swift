@@ -233,8 +233,8 @@ import Testing
         var unknown = Self.configuration(nil, port: freeUDPPort())
         unknown.network.interfaces = ["no-such-interface0"]
         let error = try #require(throws: PairingError.self) { try PairingRun(unknown) }
-        #expect(error.kind == .configuration)
-        #expect(error.message.contains("no-such-interface0"))
+        #expect(error.code == .configuration)
+        #expect(error.diagnostic.contains("no-such-interface0"))
 
         var short = Self.configuration(nil, port: freeUDPPort())
         short.identity = .secret([1, 2, 3])
@@ -252,8 +252,8 @@ import Testing
         var badKey = Self.configuration(nil, port: freeUDPPort())
         badKey.identity = .keyFile(directory.appendingPathExtension("key").path)
         let keyError = try #require(throws: PairingError.self) { try PairingRun(badKey) }
-        #expect(keyError.kind == .configuration)
-        #expect(keyError.message.hasSuffix("does not hold a static key (64 hex digits expected)"))
+        #expect(keyError.code == .configuration)
+        #expect(keyError.diagnostic.hasSuffix("does not hold a static key (64 hex digits expected)"))
     }
 
     @Test func aSnapshotIsTheJSONLineOfShare() throws {

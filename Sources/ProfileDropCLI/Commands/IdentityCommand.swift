@@ -11,13 +11,12 @@ enum IdentityCommand: Subcommand {
 
     /// Every option of `identity`, declared once.
     enum Options {
-        static let keyFile = Option.path(
-            "key-file", valueName: "PATH",
-            help: "static key file (default: $XDG_CONFIG_HOME/profiledrop/static-key)")
+        static let keyFile = IdentityFileOptions.keyFile
     }
+
     static func run(_ arguments: ParsedArguments, console: Console) throws -> ExitCode {
         guard arguments.positionals.isEmpty else { throw UsageError("takes no arguments") }
-        let path = try arguments.value(Options.keyFile) ?? StaticKeyStore.defaultPath()
+        let path = try IdentityFileOptions.keyFilePath(arguments)
         let (key, created) = try StaticKeyStore.loadOrCreate(at: path)
         // The file's secret is the identity secret; the Noise static key is fresh every run.
         let identity = DeviceIdentity(secret: key.rawRepresentation)

@@ -16,11 +16,8 @@ enum PeersCommand: Subcommand {
 
     /// Every option of `peers`, declared once.
     enum Options {
-        static let knownPeers = Option.path(
-            "known-peers", valueName: "PATH",
-            help: "known-peers file (default: 'known-peers' beside the static key file)")
-        static let keyFile = Option.path(
-            "key-file", valueName: "PATH", help: "static key file, beside which the known peers are kept")
+        static let knownPeers = IdentityFileOptions.knownPeers
+        static let keyFile = IdentityFileOptions.keyFile
         static let json = Flag("json", help: "list as one JSON object per line")
     }
 
@@ -46,9 +43,8 @@ enum PeersCommand: Subcommand {
 
     /// `--known-peers`, or the file beside `--key-file` or the default static key file.
     private static func path(_ arguments: ParsedArguments) throws -> String {
-        if let path = arguments.value(Options.knownPeers) { return path }
-        let keyFile = try arguments.value(Options.keyFile) ?? StaticKeyStore.defaultPath()
-        return KnownPeersStore.defaultPath(keyFilePath: keyFile)
+        try IdentityFileOptions.knownPeersPath(
+            arguments, keyFilePath: IdentityFileOptions.keyFilePath(arguments))
     }
 
     private static func list(at path: String, json: Bool, console: Console) throws -> ExitCode {

@@ -96,12 +96,8 @@ enum ShareCommand: Subcommand {
         static let timeout = Option.integer(
             "timeout", valueName: "SECONDS", in: 1...3600,
             help: "give up after this long, an unanswered question included (default 120)")
-        static let keyFile = Option.path(
-            "key-file", valueName: "PATH",
-            help: "the device's long-term identity secret (created on first use)")
-        static let knownPeers = Option.path(
-            "known-peers", valueName: "PATH",
-            help: "known-peers file (default: 'known-peers' beside the key file)")
+        static let keyFile = IdentityFileOptions.keyFile
+        static let knownPeers = IdentityFileOptions.knownPeers
         static let port = Option<UInt16>("port", valueName: "PORT", help: "discovery port (default 47544)") {
             guard let number = UInt16($0), number >= 1024 else {
                 throw UsageError("--port takes a port from 1024 to 65535, got '\($0)'")
@@ -181,7 +177,7 @@ struct ShareOptions {
             do {
                 card = try CardFiles.load(contentsOf: path)
             } catch {
-                throw UsageError(error.message)
+                throw UsageError(error.diagnostic)
             }
         } else if !receiveOnly {
             throw UsageError("--profile FILE is required (or --receive-only)")
@@ -210,9 +206,8 @@ struct ShareOptions {
         if let port = arguments.value(ShareCommand.Options.port) { self.port = port }
         if let loss = arguments.value(ShareCommand.Options.impairLoss) { sendLoss = loss }
         address = arguments.value(ShareCommand.Options.address)
-        staticKeyPath = try arguments.value(ShareCommand.Options.keyFile) ?? defaultKeyFile()
-        knownPeersPath =
-            arguments.value(ShareCommand.Options.knownPeers) ?? knownPeersFile(besideKeyFile: staticKeyPath)
+        staticKeyPath = try IdentityFileOptions.keyFilePath(arguments)
+        knownPeersPath = IdentityFileOptions.knownPeersPath(arguments, keyFilePath: staticKeyPath)
         let seconds = arguments.value(ShareCommand.Options.timeout, default: 120)
         timeout = .seconds(seconds)
         saveDirectory = arguments.value(ShareCommand.Options.save)
@@ -239,23 +234,5 @@ struct ShareOptions {
             network: network, motion: pose,
             consent: consent, timeout: timeout,
             capture: capturePath.map { PairingConfiguration.Capture(path: $0, keylog: keylog) })
-    }
-}
-
-/// The known-peers file `share` uses without `--known-peers`: beside the key file.
-private func knownPeersFile(besideKeyFile keyFile: String) -> String {
-    guard case .file(let path) = PairingConfiguration.KnownPeers.besideKeyFile(keyFile) else {
-        return keyFile
-    }
-    return path
-}
-
-/// The key file `share` uses without `--key-file`.
-private func defaultKeyFile() throws -> String {
-    do {
-        guard case .keyFile(let path) = try PairingConfiguration.Identity.defaultKeyFile() else { return "" }
-        return path
-    } catch {
-        throw UsageError(error.message)
     }
 }

@@ -168,8 +168,8 @@ final class ShareSession {
         do {
             return try body()
         } catch {
-            guard error.kind == .configuration else { throw error }
-            throw UsageError(error.message)
+            guard error.code == .configuration else { throw error }
+            throw UsageError(error.diagnostic)
         }
     }
 

@@ -19,12 +19,12 @@ public struct SessionTimeline: Equatable, Sendable {
         public var isCaptured: Bool
     }
 
-    /// What became of a datagram.
-    public enum Fate: Equatable, Sendable {
+    /// What became of a datagram. Its raw value is the class the picture gives its arrow.
+    public enum Fate: String, Equatable, Sendable {
         /// A captured device received it as sent.
         case delivered
         /// No captured device received it (lost on the way, or sent after the receiver stopped).
-        case notReceived
+        case notReceived = "not-received"
         /// It arrived with other bytes than were sent (changed on the way).
         case altered
         /// Its receiver was not captured, so the capture cannot tell.

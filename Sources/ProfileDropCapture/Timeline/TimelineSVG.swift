@@ -649,15 +649,8 @@ private struct Canvas {
             let delay = Double((received - datagram.sentAt).nanosecondsClamped) / 1e6
             label += " · +\(dec(delay)) ms"
         }
-        let fate: String
-        switch datagram.fate {
-        case .delivered: fate = "delivered"
-        case .notReceived: fate = "not-received"
-        case .altered: fate = "altered"
-        case .unknown: fate = "unknown"
-        }
         var group =
-            "<g class=\"datagram \(fate)\" data-type=\"\(esc(datagram.type))\" "
+            "<g class=\"datagram \(datagram.fate.rawValue)\" data-type=\"\(esc(datagram.type))\" "
             + "data-from=\"\(esc(name(datagram.sender)))\">"
         let direction: Double = to >= from ? 1 : -1
         let dash = lost || datagram.fate == .unknown ? " stroke-dasharray=\"5 3\"" : ""

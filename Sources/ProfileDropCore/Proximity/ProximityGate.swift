@@ -65,6 +65,9 @@ public struct ProximityGate: Equatable, Sendable {
         public static let `default` = Configuration()
     }
 
+    // The estimate and the states below are the gate's output, made only by the gate, so they have
+    // no public initializers.
+
     /// The filtered view of the peer, for decisions and for display.
     public struct Estimate: Equatable, Sendable {
         /// Filtered distance in centimetres.
@@ -73,22 +76,12 @@ public struct ProximityGate: Equatable, Sendable {
         public var bearing: Double
         /// How many samples the estimate rests on, after outlier rejection.
         public var sampleCount: Int
-
-        /// Creates an estimate.
-        public init(distance: Double, bearing: Double, sampleCount: Int) {
-            self.distance = distance
-            self.bearing = bearing
-            self.sampleCount = sampleCount
-        }
     }
 
     /// Not in range: no estimate yet, or the estimate is outside the band.
     public struct Searching: Equatable, Sendable {
         /// The current estimate, if there are enough samples for one.
         public var estimate: Estimate?
-
-        /// Creates the state.
-        public init(estimate: Estimate?) { self.estimate = estimate }
     }
 
     /// In range and waiting for the dwell time to pass.
@@ -97,12 +90,6 @@ public struct ProximityGate: Equatable, Sendable {
         public var since: Instant
         /// The current estimate.
         public var estimate: Estimate
-
-        /// Creates the state.
-        public init(since: Instant, estimate: Estimate) {
-            self.since = since
-            self.estimate = estimate
-        }
     }
 
     /// Open: the peer is held close and facing.
@@ -111,12 +98,6 @@ public struct ProximityGate: Equatable, Sendable {
         public var since: Instant
         /// The current estimate.
         public var estimate: Estimate
-
-        /// Creates the state.
-        public init(since: Instant, estimate: Estimate) {
-            self.since = since
-            self.estimate = estimate
-        }
     }
 
     /// The gate's state.

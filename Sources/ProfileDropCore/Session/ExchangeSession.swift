@@ -41,15 +41,16 @@ struct ExchangeSession {
         }
     }
 
+    /// A session with `peer` at `peerAddress`, in its handshake: every session begins there.
     init(
-        sessionID: UInt64, peer: DeviceID, peerAddress: PeerAddress, isInitiator: Bool, state: ExchangeState,
-        context: SessionContext
+        sessionID: UInt64, peer: DeviceID, peerAddress: PeerAddress, isInitiator: Bool,
+        handshake: HandshakingState, context: SessionContext
     ) {
         self.sessionID = sessionID
         self.peer = peer
         self.peerAddress = peerAddress
         self.isInitiator = isInitiator
-        self.state = state
+        state = .handshaking(CopyOnWriteBox(handshake))
         self.localCard = context.configuration.card?.encoded()
         self.idle = context.timeouts.idle
     }

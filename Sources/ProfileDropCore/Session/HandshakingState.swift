@@ -273,8 +273,7 @@ extension ExchangeSession {
         }
         context.emit(.connecting(peer: peer, initiator: true))
         return ExchangeSession(
-            sessionID: sessionID, peer: peer, peerAddress: address, isInitiator: true,
-            state: .handshaking(CopyOnWriteBox(state)),
+            sessionID: sessionID, peer: peer, peerAddress: address, isInitiator: true, handshake: state,
             context: context)
     }
 
@@ -312,6 +311,6 @@ extension ExchangeSession {
             lastSentAt: context.now)
         return ExchangeSession(
             sessionID: invite.sessionID, peer: invite.sender, peerAddress: source, isInitiator: false,
-            state: .handshaking(CopyOnWriteBox(state)), context: context)
+            handshake: state, context: context)
     }
 }
