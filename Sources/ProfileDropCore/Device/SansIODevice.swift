@@ -2,10 +2,10 @@
 /// simulator in virtual time, and the capture and test wrappers that compose over it.
 ///
 /// ``Device`` conforms; a wrapper does its own work on the way (recording for a capture, altering
-/// datagrams for a test) and forwards the rest, through ``WrappingDevice`` where it changes little. A driver feeds inputs,
-/// each stamped with the current time, then drains ``pollTransmit()`` and ``pollEvent()`` (or takes
-/// everything at once with ``takeOutput(datagrams:events:)``) before it waits again, and wakes the
-/// device at ``nextDeadline`` with ``handleTimeout(at:)``.
+/// datagrams for a test) and forwards the rest, through ``WrappingDevice`` where it changes little.
+/// A driver feeds inputs, each stamped with the current time, then drains ``pollTransmit()`` and
+/// ``pollEvent()`` (or takes everything at once with ``takeOutput(datagrams:events:)``) before it
+/// waits again, and wakes the device at ``nextDeadline`` with ``handleTimeout(at:)``.
 public protocol SansIODevice {
     /// The per-run identifier the device announces, by which peers' events name it.
     var deviceID: DeviceID { get }
